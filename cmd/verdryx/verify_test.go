@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/envelope"
+)
+
+// runCLI runs the binary's run function and returns stdout, stderr and the
+// process exit code.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	code := report(err, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+func writeTestChain(t *testing.T, path string, n int) {
+	t.Helper()
+	w, err := envelope.OpenWriter(path, envelope.WriterOptions{})
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		_, err := w.Append(envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "run-1",
+			map[string]any{"case_id": fmt.Sprintf("c%d", i), "value": 1}, time.Unix(int64(i), 0)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+}
+
+func TestVerifyCommand(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ndjson")
+	writeTestChain(t, good, 5)
+
+	out, _, code := runCLI(t, "verify", good)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "OK: 5 events, 4 chained, 1 heads, 0 unverifiable, 0 breaks")
+
+	// One byte changed in line 3 is a break at line 4.
+	raw, err := os.ReadFile(good)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(raw), "\n")
+	lines[2] = strings.Replace(lines[2], `"case_id":"c2"`, `"case_id":"c3"`, 1)
+	bad := filepath.Join(dir, "bad.ndjson")
+	require.NoError(t, os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o644))
+	out, _, code = runCLI(t, "verify", good, bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "bad.ndjson: FAIL")
+	require.Contains(t, out, "line 4: break: expected prev_hash sha256:")
+
+	out, _, code = runCLI(t, "verify", "--json", bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `"breaks":[{"Line":4`)
+
+	_, stderr, code := runCLI(t, "verify", filepath.Join(dir, "missing.ndjson"))
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "missing.ndjson: cannot verify")
+
+	_, _, code = runCLI(t, "verify")
+	require.Equal(t, 2, code)
+	_, _, code = runCLI(t, "verify", "--bogus", good)
+	require.Equal(t, 2, code)
+}
+
+func TestTopLevel(t *testing.T) {
+	out, _, code := runCLI(t, "version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "verdryx ")
+	_, stderr, code := runCLI(t, "no-such-command")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown command "no-such-command"`)
+	_, _, code = runCLI(t)
+	require.Equal(t, 2, code)
+	out, _, code = runCLI(t, "--help")
+	require.Equal(t, 0, code)
+	for _, c := range commands() {
+		require.Contains(t, out, c.name)
+	}
+	_, stderr, code = runCLI(t, "verify", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "usage: verdryx verify")
+}
