@@ -1,0 +1,9 @@
+//go:build !unix
+
+package consumer
+
+import "os"
+
+// fileID has no device and inode to offer on this platform: rotation is then
+// not detected.
+func fileID(os.FileInfo) (FileID, bool) { return FileID{}, false }
