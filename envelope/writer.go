@@ -189,17 +189,9 @@ func (w *Writer) Append(ev Event) (bool, error) {
 		return false, errors.New("append event: writer is closed")
 	}
 	w.buf.Reset()
-	if err := appendEvent(&w.buf, &ev, false); err != nil {
+	hash, err := sealInto(&w.buf, &ev, w.prev)
+	if err != nil {
 		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
-	}
-	hash := hashBytes(w.buf.Bytes())
-	if w.prev != "" {
-		// Splice prev_hash in as the last member: the hash excludes it, so
-		// its position does not matter to the chain.
-		w.buf.Truncate(w.buf.Len() - 1)
-		w.buf.WriteString(`,"prev_hash":"`)
-		w.buf.WriteString(w.prev)
-		w.buf.WriteString(`"}`)
 	}
 	w.buf.WriteByte('\n')
 	n, err := w.f.WriteAt(w.buf.Bytes(), w.size)
@@ -288,4 +280,38 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("close events file %s: %w", w.path, cerr)
 	}
 	return nil
+}
+
+// Seal validates ev, sets its prev_hash to prev ("" starts a new head) and
+// returns the line to write (canonical JSON, no trailing newline) and the
+// event's chain hash, which the next event carries as prev_hash. It is the
+// chain step shared by every sink (file, NATS subject).
+func Seal(ev Event, prev string) (line []byte, hash string, err error) {
+	ev.PrevHash = ""
+	if err := ev.Validate(); err != nil {
+		return nil, "", fmt.Errorf("seal %s event: %w", ev.Type, err)
+	}
+	var buf bytes.Buffer
+	hash, err = sealInto(&buf, &ev, prev)
+	if err != nil {
+		return nil, "", fmt.Errorf("seal %s event: %w", ev.Type, err)
+	}
+	return buf.Bytes(), hash, nil
+}
+
+// sealInto writes ev's canonical form to buf, hashes it, then splices prev
+// in as the last member: the hash excludes prev_hash, so its position does
+// not matter to the chain.
+func sealInto(buf *bytes.Buffer, ev *Event, prev string) (string, error) {
+	if err := appendEvent(buf, ev, false); err != nil {
+		return "", err
+	}
+	hash := hashBytes(buf.Bytes())
+	if prev != "" {
+		buf.Truncate(buf.Len() - 1)
+		buf.WriteString(`,"prev_hash":"`)
+		buf.WriteString(prev)
+		buf.WriteString(`"}`)
+	}
+	return hash, nil
 }

@@ -379,3 +379,27 @@ func BenchmarkVerifyLine(b *testing.B) {
 		}
 	}
 }
+
+func TestSealChainsLikeTheWriter(t *testing.T) {
+	var doc bytes.Buffer
+	prev := ""
+	for i := 0; i < 4; i++ {
+		line, hash, err := Seal(testEvent(i), prev)
+		require.NoError(t, err)
+		lh, p, err := LineHash(line)
+		require.NoError(t, err)
+		require.Equal(t, hash, lh)
+		require.Equal(t, prev, p)
+		doc.Write(line)
+		doc.WriteByte('\n')
+		prev = hash
+	}
+	rep, err := Verify(&doc)
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+	require.Equal(t, 3, rep.Chained)
+	bad := testEvent(0)
+	bad.TS = "yesterday"
+	_, _, err = Seal(bad, "")
+	require.ErrorContains(t, err, "field ts")
+}
