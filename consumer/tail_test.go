@@ -181,28 +181,32 @@ func TestTailStartsAtEndByDefault(t *testing.T) {
 func TestTailTruncation(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		lines   int    // lines written first
 		rewrite string // content written after truncation
 	}{
-		{"shorter", "x\n"},
+		{"shorter", 3, "x\n"},
 		// Longer than what was read: only the changed head reveals it.
-		{"rewritten longer", "{\"n\":9}\n{\"n\":8}\n{\"n\":7}\n{\"n\":6}\n"},
+		{"rewritten longer", 3, "{\"n\":9}\n{\"n\":8}\n{\"n\":7}\n{\"n\":6}\n"},
+		// Same first KiB (the hashed head) but shorter: only the size
+		// reveals it.
+		{"cut to a prefix", 200, numbered(1, 150)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leakCheck(t)
 			path := filepath.Join(t.TempDir(), "events.ndjson")
-			appendFile(t, path, numbered(1, 3))
+			appendFile(t, path, numbered(1, tc.lines))
 			c := &collector{}
 			r := startTail(t, path, TailOptions{FromStart: true}, c)
-			waitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
+			waitFor(t, "the first lines", func() bool { return len(c.texts()) == tc.lines })
 
 			require.NoError(t, os.WriteFile(path, []byte(tc.rewrite), 0o644)) // O_TRUNC
-			want := append(numberedTexts(1, 3), strings.Split(strings.TrimSuffix(tc.rewrite, "\n"), "\n")...)
+			want := append(numberedTexts(1, tc.lines), strings.Split(strings.TrimSuffix(tc.rewrite, "\n"), "\n")...)
 			waitFor(t, "the rewritten lines", func() bool { return len(c.texts()) == len(want) })
 			require.NoError(t, r.stop(t))
 			assert.Equal(t, want, c.texts())
 			got := c.snapshot()
-			assert.Equal(t, int64(0), got[3].Offset)
-			assert.Equal(t, int64(1), got[3].Number)
+			assert.Equal(t, int64(0), got[tc.lines].Offset)
+			assert.Equal(t, int64(1), got[tc.lines].Number)
 			assert.Equal(t, int64(1), r.tailer.Stats().Truncations)
 		})
 	}
