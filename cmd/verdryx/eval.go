@@ -1,0 +1,589 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/store"
+)
+
+// evalCommon are the flags eval and drift share.
+type evalCommon struct {
+	db      *string
+	events  *string
+	agentID *string
+	otlp    *string
+	asJSON  *bool
+}
+
+func addCommon(fs *flag.FlagSet) evalCommon {
+	return evalCommon{
+		db:      fs.String("db", "", "store file (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db if that directory exists, else ./verdryx.db)"),
+		events:  fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append agent-event envelopes to this NDJSON file (default $VERDRYX_EVENTS_PATH; off when empty)"),
+		agentID: fs.String("agent-id", "", "agent:// id of the agent measured; events without one are skipped, never invented"),
+		otlp:    fs.String("otlp", envOr("VERDRYX_OTLP_ENDPOINT", ""), "OTLP/HTTP collector base URL for one span per run/check (default $VERDRYX_OTLP_ENDPOINT; off when empty)"),
+		asJSON:  fs.Bool("json", false, "print the result as JSON"),
+	}
+}
+
+// sinks opens the store, events file and span exporter named by the flags.
+// close flushes spans and closes everything; its error is worth printing.
+type sinks struct {
+	store  *store.Store
+	events *envelope.Writer
+	spans  *producer.Spans
+}
+
+func (s *sinks) close(ctx context.Context) error {
+	var errs []error
+	if s.spans != nil {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		errs = append(errs, s.spans.Shutdown(fctx))
+		cancel()
+	}
+	if s.events != nil {
+		errs = append(errs, s.events.Close())
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// openStore opens the resolved store; mustExist refuses to create a file
+// for commands that only read.
+func openStore(ctx context.Context, flagDB string, mustExist bool) (*store.Store, error) {
+	path := store.ResolvePath(flagDB, store.Env{})
+	if mustExist {
+		if _, err := os.Stat(path); err != nil {
+			return nil, inputError(fmt.Errorf("no store at %s (run verdryx eval first, or pass --db): %w", path, err))
+		}
+	}
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		return nil, inputError(err)
+	}
+	return st, nil
+}
+
+func openSinks(ctx context.Context, c evalCommon, mustExist bool) (*sinks, error) {
+	s := &sinks{}
+	st, err := openStore(ctx, *c.db, mustExist)
+	if err != nil {
+		return nil, err
+	}
+	s.store = st
+	if *c.agentID != "" && !envelope.ValidAgentID(*c.agentID) {
+		s.close(ctx)
+		return nil, usageErrorf("--agent-id %q is not a canonical agent:// id (agent://<org>/<name>)", *c.agentID)
+	}
+	if *c.events != "" {
+		w, err := envelope.OpenWriter(*c.events, envelope.WriterOptions{Sync: envelope.SyncOnClose})
+		if err != nil {
+			s.close(ctx)
+			return nil, inputError(fmt.Errorf("--events %s: %w", *c.events, err))
+		}
+		s.events = w
+	}
+	if *c.otlp != "" {
+		sp, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: *c.otlp, ServiceVersion: version})
+		if err != nil {
+			s.close(ctx)
+			return nil, inputError(fmt.Errorf("--otlp %s: %w", *c.otlp, err))
+		}
+		s.spans = sp
+	}
+	return s, nil
+}
+
+func (s *sinks) deps() grading.Deps {
+	d := grading.Deps{Store: s.store, Version: version}
+	if s.events != nil {
+		d.Events = s.events
+	}
+	if s.spans != nil {
+		d.Spans = s.spans
+	}
+	return d
+}
+
+// modelResolver maps --model values to adapters: "stub", "openai:<id>" for
+// an OpenAI-compatible endpoint, anything else an Anthropic model id.
+func modelResolver(anthropicBase, openaiBase string, timeout time.Duration) func(string) (grading.Model, error) {
+	return func(id string) (grading.Model, error) {
+		switch {
+		case id == grading.StubID:
+			return &grading.Stub{}, nil
+		case strings.HasPrefix(id, "openai:"):
+			return grading.OpenAIFromEnv(strings.TrimPrefix(id, "openai:"), openaiBase, timeout, os.Getenv)
+		case strings.HasPrefix(id, "anthropic:"):
+			return grading.AnthropicFromEnv(strings.TrimPrefix(id, "anthropic:"), anthropicBase, timeout, os.Getenv)
+		}
+		return grading.AnthropicFromEnv(id, anthropicBase, timeout, os.Getenv)
+	}
+}
+
+// cmdEval grades a model against an eval set and stores the run.
+// Exit 0: graded (and at or above --fail-under); 1: under the floor, or
+// unmeasured with a floor set; 2: usage or input error.
+func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("eval", "EVALSET", "Grade a model against an eval set, store the run, emit events and spans.\n"+
+		"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n"+
+		"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n"+
+		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor); 2: usage or input error.", stderr)
+	c := addCommon(fs)
+	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
+	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
+	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
+	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
+	baseURL := fs.String("base-url", "", "Anthropic API base URL, e.g. a proxy (default $ANTHROPIC_BASE_URL)")
+	openaiBase := fs.String("openai-base-url", envOr("VERDRYX_OPENAI_BASE_URL", ""), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, else https://api.openai.com/v1)")
+	timeout := fs.Duration("timeout", 60*time.Second, "timeout per model or judge call (never retried)")
+	conc := fs.Int("concurrency", 4, "cases graded at once")
+	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
+	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
+	}
+	if *failUnder > 1 || math.IsNaN(*failUnder) {
+		return usageErrorf("eval: --fail-under %v is above 1", *failUnder)
+	}
+	if *conc < 1 {
+		return usageErrorf("eval: --concurrency must be at least 1")
+	}
+	// Load the set before opening anything, so a bad set touches nothing.
+	if _, err := grading.LoadEvalSet(pos[0]); err != nil {
+		return inputError(err)
+	}
+	resolve := modelResolver(*baseURL, *openaiBase, *timeout)
+	if _, err := resolve(*model); err != nil {
+		return inputError(fmt.Errorf("--model: %w", err))
+	}
+	judgeModel, err := resolve(*judge)
+	if err != nil {
+		return inputError(fmt.Errorf("--judge: %w", err))
+	}
+	s, err := openSinks(ctx, c, false)
+	if err != nil {
+		return err
+	}
+	deps := s.deps()
+	deps.Models = resolve
+	deps.Judge = &grading.Judge{Model: judgeModel}
+	deps.Concurrency = *conc
+	res, runErr := grading.Execute(ctx, deps, grading.Request{
+		EvalSetPath: pos[0], Model: *model, AgentID: *c.agentID,
+		BaselineID: *baseline, Window: *window,
+	})
+	closeErr := s.close(ctx)
+	if runErr != nil {
+		if errors.Is(runErr, grading.ErrBadRequest) {
+			return inputError(runErr)
+		}
+		return runErr
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
+	}
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
+	}
+	passMark := 1.0
+	if *failUnder >= 0 {
+		passMark = *failUnder
+	}
+	if *junit != "" {
+		if err := writeJUnit(*junit, res.Run, passMark); err != nil {
+			return inputError(fmt.Errorf("--junit: %w", err))
+		}
+	}
+	if *c.asJSON {
+		if err := writeJSON(stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printRun(stdout, res, s.store.Path(), *c.events)
+		if res.Drift != nil {
+			printDrift(stdout, *res.Drift)
+		}
+	}
+	fail := false
+	if *failUnder >= 0 {
+		switch {
+		case res.Run.MeanScore == nil:
+			fmt.Fprintf(stderr, "verdryx: mean score unmeasured: cannot show it reaches --fail-under %.3f\n", *failUnder)
+			fail = true
+		case *res.Run.MeanScore < *failUnder:
+			fmt.Fprintf(stderr, "verdryx: mean score %.3f is under --fail-under %.3f\n", *res.Run.MeanScore, *failUnder)
+			fail = true
+		}
+	}
+	if res.Drift != nil && res.Drift.Verdict == grading.VerdictRegressed {
+		fail = true
+	}
+	if fail {
+		return failed()
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func caseMark(s grading.Score) string {
+	switch {
+	case !s.Graded():
+		return "UNMEASURED"
+	case s.Value >= 1:
+		return "PASS"
+	case s.Value > 0:
+		return "PARTIAL"
+	}
+	return "FAIL"
+}
+
+func printRun(w io.Writer, res grading.Result, dbPath, events string) {
+	r := res.Run
+	label := r.Model
+	if r.Model == grading.StubID {
+		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
+	}
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n\n", r.EvalSetID, shortDigest(r.EvalSetDigest), label, judgeLabel(r.Judge))
+	width := 4
+	for _, s := range r.Scores {
+		width = max(width, len(s.CaseID))
+	}
+	for _, s := range r.Scores {
+		val := fmt.Sprintf("%.3f", s.Value)
+		if !s.Graded() {
+			val = "  -  "
+		}
+		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %6.0fms\n", caseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
+		if !s.Graded() {
+			fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
+			continue
+		}
+		for _, ch := range s.Checks {
+			if !ch.OK {
+				fmt.Fprintf(w, "             x %s: %s\n", ch.Name, ch.Detail)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	if r.MeanScore == nil {
+		fmt.Fprintf(w, "run %s: mean score unmeasured (0 of %d cases graded)\n", r.ID, r.Cases)
+	} else {
+		fmt.Fprintf(w, "run %s: mean score %.3f over %d graded of %d cases\n", r.ID, *r.MeanScore, r.GradedN, r.Cases)
+	}
+	if r.Unanswered > 0 {
+		reasons := map[string]int{}
+		for _, s := range r.Scores {
+			if !s.Graded() {
+				reasons[firstClause(s.Unmeasured)]++
+			}
+		}
+		var parts []string
+		for k, n := range reasons {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, n))
+		}
+		fmt.Fprintf(w, "unmeasured: %d of %d (%s)\n", r.Unanswered, r.Cases, strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(w, "tokens %d, cost $%.6f\n", r.TotalTokens, r.TotalCostUSD)
+	if res.Saved {
+		fmt.Fprintf(w, "saved to %s\n", dbPath)
+	}
+	if events != "" {
+		fmt.Fprintf(w, "events: %d written, %d skipped (no --agent-id) to %s\n", res.EventsWritten, res.EventsSkipped, events)
+	}
+}
+
+func judgeLabel(j string) string {
+	if j == grading.StubID {
+		return "stub (lexical rubric coverage, not a real judge)"
+	}
+	return j
+}
+
+func firstClause(s string) string {
+	if i := strings.Index(s, ": "); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19] + "..."
+	}
+	return d
+}
+
+// JUnit XML, one testcase per eval case.
+type junitSuite struct {
+	XMLName  xml.Name    `xml:"testsuite"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Props    []junitProp `xml:"properties>property"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitProp struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// writeJUnit writes the run as JUnit XML: a case under passMark is a
+// failure, an unmeasured case is skipped with its reason.
+func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
+	suite := junitSuite{
+		Name:  r.EvalSetID,
+		Tests: r.Cases,
+		Time:  fmt.Sprintf("%.3f", r.FinishedAt.Sub(r.StartedAt).Seconds()),
+		Props: []junitProp{{"run_id", r.ID}, {"model", r.Model}, {"eval_set_digest", r.EvalSetDigest}},
+	}
+	for _, s := range r.Scores {
+		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds())}
+		switch {
+		case !s.Graded():
+			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
+			suite.Skipped++
+		case s.Value < passMark:
+			var body strings.Builder
+			for _, ch := range s.Checks {
+				if !ch.OK {
+					fmt.Fprintf(&body, "%s: %s\n", ch.Name, ch.Detail)
+				}
+			}
+			jc.Failure = &junitMessage{Message: fmt.Sprintf("score %.3f under %.3f", s.Value, passMark), Body: body.String()}
+			suite.Failures++
+		}
+		suite.Cases = append(suite.Cases, jc)
+	}
+	out, err := xml.MarshalIndent(suite, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644)
+}
+
+// cmdBaseline snapshots a stored run as a baseline.
+func cmdBaseline(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("baseline", "RUN_ID", "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.", stderr)
+	db := fs.String("db", "", "store file (resolved as for eval)")
+	label := fs.String("label", "", "a label for the baseline, e.g. v1")
+	asJSON := fs.Bool("json", false, "print the baseline as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
+	}
+	st, err := openStore(ctx, *db, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b, err := st.CreateBaseline(ctx, pos[0], *label, time.Now())
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) {
+			return inputError(err)
+		}
+		return err
+	}
+	if *asJSON {
+		return writeJSON(stdout, b)
+	}
+	fmt.Fprintf(stdout, "baseline %s of run %s: mean score %.3f", b.ID, b.RunID, b.MeanScore)
+	if b.Label != "" {
+		fmt.Fprintf(stdout, " (label %q)", b.Label)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// cmdDrift compares the most recent runs with a baseline. Exit 0 on-track,
+// 1 regressed, 2 usage or input error (including a changed eval set).
+func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("drift", "", "Compare the most recent runs of the baseline's eval set and model with the baseline.\n"+
+		"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n"+
+		"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n"+
+		"Exit 0: on-track; 1: regressed; 2: usage or input error (a changed eval set is refused unless --allow-changed-set).", stderr)
+	c := addCommon(fs)
+	baseline := fs.String("baseline", "", "baseline id (required)")
+	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
+	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
+	allow := fs.Bool("allow-changed-set", false, "compare runs whose eval set changed since the baseline (the report says so)")
+	seedFlag := fs.String("seed", "", "seed for the bootstrap and permutation draws (default: derived from the baseline and window run ids)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("drift: unexpected arguments %q", pos)
+	}
+	if *baseline == "" {
+		fs.Usage()
+		return usageErrorf("drift: --baseline is required")
+	}
+	if *window < 1 {
+		return usageErrorf("drift: --window must be at least 1")
+	}
+	if *threshold <= 0 || *threshold > 1 {
+		return usageErrorf("drift: --threshold must be in (0, 1]")
+	}
+	var seed *uint64
+	if *seedFlag != "" {
+		var v uint64
+		if _, err := fmt.Sscan(*seedFlag, &v); err != nil {
+			return usageErrorf("drift: --seed %q is not an unsigned integer", *seedFlag)
+		}
+		seed = &v
+	}
+	s, err := openSinks(ctx, c, true)
+	if err != nil {
+		return err
+	}
+	rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
+		BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed,
+	})
+	if err != nil {
+		s.close(ctx)
+		if errors.Is(err, grading.ErrBadRequest) {
+			return inputError(err)
+		}
+		return err
+	}
+	now := time.Now()
+	var problems []string
+	if s.events != nil {
+		for _, ev := range grading.DriftEvents(rep, *c.agentID, now) {
+			if _, err := s.events.Append(ev); err != nil {
+				problems = append(problems, fmt.Sprintf("event %s: %v", ev.Type, err))
+			}
+		}
+	}
+	if s.spans != nil {
+		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, *c.agentID, now, now, grading.DriftData(rep))
+	}
+	if err := s.close(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
+	}
+	if *c.asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printDrift(stdout, rep)
+	}
+	if rep.Verdict == grading.VerdictRegressed {
+		return failed()
+	}
+	return nil
+}
+
+func printDrift(w io.Writer, r grading.DriftReport) {
+	fmt.Fprintf(w, "drift of %s / %s against baseline %s (run %s)\n", r.EvalSetID, r.Model, r.BaselineID, r.BaselineRunID)
+	if r.ChangedSet {
+		fmt.Fprintf(w, "WARNING: the eval set changed since the baseline (--allow-changed-set); changed cases: %s\n", strings.Join(r.ChangedCases, ", "))
+	}
+	fmt.Fprintf(w, "  window        %d runs, %d graded scores: %s\n", r.Window, r.WindowN, strings.Join(r.WindowRunIDs, ", "))
+	fmt.Fprintf(w, "  mean          %.4f (baseline %.4f, %d scores)\n", r.MeanScore, r.BaselineMean, r.BaselineN)
+	fmt.Fprintf(w, "  delta         %+.4f (threshold %.4f)\n", r.Delta, r.Threshold)
+	if r.CILow != nil {
+		t := "undefined (both sides constant)"
+		if r.TStatistic != nil {
+			t = fmt.Sprintf("%.4f", *r.TStatistic)
+		}
+		fmt.Fprintf(w, "  welch t       %s\n", t)
+		fmt.Fprintf(w, "  bootstrap CI  [%.4f, %.4f] (95%%, %d resamples, seed %d)\n", *r.CILow, *r.CIHigh, r.Resamples, r.Seed)
+	} else {
+		fmt.Fprintf(w, "  significance  not computed (fewer than 2 graded scores on a side)\n")
+	}
+	if p := r.Paired; p != nil {
+		fmt.Fprintf(w, "  paired        %d cases, mean delta %+.4f, CI [%.4f, %.4f], sign-flip p %.4f\n", p.Cases, p.MeanDelta, p.CILow, p.CIHigh, p.PValue)
+	}
+	fmt.Fprintf(w, "verdict %s (%s)\n", r.Verdict, strings.Join(r.Why, "; "))
+}
+
+// cmdRuns lists stored runs.
+func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("runs", "", "List stored eval runs, most recent first.", stderr)
+	db := fs.String("db", "", "store file (resolved as for eval)")
+	asJSON := fs.Bool("json", false, "print the runs as JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("runs: unexpected arguments %q", pos)
+	}
+	st, err := openStore(ctx, *db, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if runs == nil {
+			runs = []store.RunInfo{}
+		}
+		return writeJSON(stdout, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(stdout, "no runs stored")
+		return nil
+	}
+	fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s\n", "RUN", "STARTED", "EVAL SET", "MODEL", "MEAN (graded/cases)")
+	for _, r := range runs {
+		mean := "unmeasured"
+		if r.MeanScore != nil {
+			mean = fmt.Sprintf("%.3f", *r.MeanScore)
+		}
+		fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s (%d/%d)\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, r.Graded, r.Cases)
+	}
+	return nil
+}

@@ -1,0 +1,379 @@
+package grading
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/verdryx/verdryx/envelope"
+)
+
+// Store is what Execute needs from the eval store (store.Store implements
+// it).
+type Store interface {
+	SaveRun(ctx context.Context, run Run) error
+	Run(ctx context.Context, id string) (Run, error)
+	Baseline(ctx context.Context, id string) (Baseline, error)
+	RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]Run, error)
+}
+
+// EventSink takes envelopes (envelope.Writer implements it). Append
+// returns false with a nil error for an event it skipped (no agent id).
+type EventSink interface {
+	Append(ev envelope.Event) (bool, error)
+}
+
+// SpanSink records one finished span per eval run and drift check
+// (producer.Spans implements it). It must not block on the network.
+type SpanSink interface {
+	Span(ctx context.Context, name, runID, agentID string, start, end time.Time, data map[string]any)
+}
+
+// Request is one eval request: from the CLI or from an eval-request
+// message on the bus.
+type Request struct {
+	// RequestID is the caller's id for deduplication; stored with the run.
+	RequestID string `json:"request_id,omitempty"`
+	// EvalSetPath or EvalSet (inline JSON) names the set; exactly one.
+	EvalSetPath string          `json:"eval_set_path,omitempty"`
+	EvalSet     json.RawMessage `json:"eval_set,omitempty"`
+	// Model is "stub" or a provider model id; "" means stub.
+	Model   string `json:"model,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	// BaselineID, when set, runs a drift check after the run over the
+	// Window most recent runs (0 means 1: the new run alone).
+	BaselineID      string  `json:"baseline_id,omitempty"`
+	Window          int     `json:"window,omitempty"`
+	Threshold       float64 `json:"threshold,omitempty"`
+	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
+	// Seed fixes the drift check's random draws; nil derives one from the
+	// baseline and window run ids (recorded in the report either way).
+	Seed *uint64 `json:"seed,omitempty"`
+}
+
+// Deps are the collaborators of Execute. Store, Events and Spans may be nil
+// (nothing saved, no events, no spans); a drift check needs a Store.
+type Deps struct {
+	Store  Store
+	Events EventSink
+	Spans  SpanSink
+	// Models resolves a model id to the model under evaluation; nil
+	// accepts only "stub".
+	Models func(id string) (Model, error)
+	// Judge grades llm_judge cases; nil uses the stub judge.
+	Judge *Judge
+	// RAG builds the pipeline that answers rag cases for a set's corpus
+	// and a model; nil uses the offline pipeline for the stub model and
+	// leaves rag cases unmeasured for any other.
+	RAG func(ctx context.Context, corpusPath string, model Model) (RAGAsker, error)
+	// Concurrency bounds cases in flight; <= 0 means 4.
+	Concurrency int
+	Prices      PriceBook
+	Version     string
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// RunSummary is a run with its derived figures, as printed by --json and
+// replied to requesters.
+type RunSummary struct {
+	Run
+	Cases      int `json:"case_count"`
+	GradedN    int `json:"graded"`
+	Unanswered int `json:"unmeasured"`
+	// MeanScore is nil when no case was graded ("unmeasured").
+	MeanScore    *float64 `json:"mean_score"`
+	TotalTokens  int64    `json:"total_tokens"`
+	TotalCostUSD float64  `json:"total_cost_usd"`
+}
+
+// Summarize derives a run's summary.
+func Summarize(run Run) RunSummary {
+	s := RunSummary{Run: run, Cases: len(run.Scores)}
+	s.GradedN = len(run.Graded())
+	s.Unanswered = s.Cases - s.GradedN
+	if m, ok := run.Mean(); ok {
+		s.MeanScore = &m
+	}
+	s.TotalTokens, s.TotalCostUSD = run.Totals()
+	return s
+}
+
+// Result is what Execute did. It is JSON-serialisable.
+type Result struct {
+	Run   RunSummary   `json:"run"`
+	Drift *DriftReport `json:"drift,omitempty"`
+	// Saved is true when the run is in the store.
+	Saved         bool     `json:"saved"`
+	EventsWritten int      `json:"events_written"`
+	EventsSkipped int      `json:"events_skipped"`
+	Problems      []string `json:"problems,omitempty"`
+}
+
+// ErrBadRequest marks a request that can never succeed as sent (bad eval
+// set, unknown model, unknown baseline, changed set): do not retry it.
+var ErrBadRequest = errors.New("grading: bad eval request")
+
+// Execute runs one eval request end to end: load and validate the set,
+// grade it, save the run, optionally check drift against a baseline, emit
+// eval_run / quality_score (and quality_drift when regressed) envelopes
+// and record spans. Event and span failures do not fail the request: they
+// are listed in Result.Problems (the run is already saved). Errors that
+// the request itself caused wrap ErrBadRequest.
+func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	set, err := loadRequestSet(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	modelID := req.Model
+	if modelID == "" {
+		modelID = StubID
+	}
+	var model Model
+	switch {
+	case deps.Models != nil:
+		model, err = deps.Models(modelID)
+	case modelID == StubID:
+		model = &Stub{}
+	default:
+		err = fmt.Errorf("unknown model %q (only stub is configured)", modelID)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	judge := deps.Judge
+	if judge == nil {
+		judge = &Judge{Model: &Stub{}, Prices: deps.Prices}
+	}
+	runner := &Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
+		Version: deps.Version, Now: now, Logger: logger}
+	if set.rag != nil {
+		build := deps.RAG
+		if build == nil {
+			build = OfflineRAG
+		}
+		asker, err := build(ctx, set.resolve(set.Corpus), model)
+		if err != nil {
+			return Result{}, fmt.Errorf("rag pipeline for %s: %w", set.Corpus, err)
+		}
+		runner.RAG = asker
+	}
+	run, err := runner.Run(ctx, set, req.AgentID)
+	if err != nil {
+		return Result{}, err
+	}
+	run.RequestID = req.RequestID
+	res := Result{Run: Summarize(run)}
+	if deps.Store != nil {
+		if err := deps.Store.SaveRun(ctx, run); err != nil {
+			return res, fmt.Errorf("eval %s: %w", set.ID, err)
+		}
+		res.Saved = true
+	}
+	emit := func(ev envelope.Event) {
+		if deps.Events == nil {
+			return
+		}
+		ok, err := deps.Events.Append(ev)
+		switch {
+		case err != nil:
+			res.Problems = append(res.Problems, fmt.Sprintf("event %s: %v", ev.Type, err))
+			logger.Warn("event not written", "type", ev.Type, "err", err)
+		case ok:
+			res.EventsWritten++
+		default:
+			res.EventsSkipped++
+		}
+	}
+	for _, sc := range run.Scores {
+		if sc.Graded() {
+			emit(envelope.New("quality_score", run.AgentID, run.ID, QualityScoreData(sc), run.FinishedAt))
+		}
+	}
+	runData := EvalRunData(res.Run)
+	emit(envelope.New("eval_run", run.AgentID, run.ID, runData, run.FinishedAt))
+	if deps.Spans != nil {
+		deps.Spans.Span(ctx, "verdryx.eval", run.ID, run.AgentID, run.StartedAt, run.FinishedAt, runData)
+	}
+
+	if req.BaselineID == "" {
+		return res, nil
+	}
+	if deps.Store == nil {
+		return res, fmt.Errorf("%w: drift against %s needs a store", ErrBadRequest, req.BaselineID)
+	}
+	window := req.Window
+	if window <= 0 {
+		window = 1
+	}
+	rep, err := CheckDrift(ctx, deps.Store, DriftRequest{
+		BaselineID: req.BaselineID, Window: window, Threshold: req.Threshold,
+		AllowChangedSet: req.AllowChangedSet, Seed: req.Seed,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Drift = &rep
+	for _, ev := range DriftEvents(rep, req.AgentID, now()) {
+		emit(ev)
+	}
+	if deps.Spans != nil {
+		start := now()
+		deps.Spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, req.AgentID, start, start, DriftData(rep))
+	}
+	return res, nil
+}
+
+func loadRequestSet(req Request) (*EvalSet, error) {
+	switch {
+	case req.EvalSetPath != "" && len(req.EvalSet) > 0:
+		return nil, errors.New("eval request names both eval_set_path and an inline eval_set")
+	case req.EvalSetPath != "":
+		return LoadEvalSet(req.EvalSetPath)
+	case len(req.EvalSet) > 0:
+		return ParseEvalSet(req.EvalSet, "")
+	}
+	return nil, errors.New("eval request names no eval set (eval_set_path or eval_set)")
+}
+
+// DriftRequest selects a drift check in a store.
+type DriftRequest struct {
+	BaselineID      string
+	Window          int // runs; <= 0 means 1
+	Threshold       float64
+	AllowChangedSet bool
+	Seed            *uint64
+}
+
+// CheckDrift loads the baseline, its run and the Window most recent runs of
+// the same eval set and model (the baseline's own run left out) and computes
+// drift. Request mistakes (unknown baseline, changed set, empty window)
+// wrap ErrBadRequest.
+func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (DriftReport, error) {
+	bl, err := st.Baseline(ctx, dr.BaselineID)
+	if err != nil {
+		return DriftReport{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	baseRun, err := st.Run(ctx, bl.RunID)
+	if err != nil {
+		return DriftReport{}, fmt.Errorf("baseline %s: %w", bl.ID, err)
+	}
+	n := dr.Window
+	if n <= 0 {
+		n = 1
+	}
+	window, err := st.RecentRuns(ctx, baseRun.EvalSetID, baseRun.Model, n, baseRun.ID)
+	if err != nil {
+		return DriftReport{}, err
+	}
+	if len(window) == 0 {
+		return DriftReport{}, fmt.Errorf("%w: no run of eval set %s with model %s since baseline %s", ErrBadRequest, baseRun.EvalSetID, baseRun.Model, bl.ID)
+	}
+	ids := make([]string, len(window))
+	for i := range window {
+		ids[i] = window[i].ID
+	}
+	seed := DefaultSeed(bl.ID, ids)
+	if dr.Seed != nil {
+		seed = *dr.Seed
+	}
+	rep, err := ComputeDrift(bl, baseRun, window, DriftOptions{
+		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet,
+	})
+	if err != nil {
+		if errors.Is(err, ErrChangedSet) || errors.Is(err, ErrNoWindow) {
+			return DriftReport{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+		return DriftReport{}, err
+	}
+	return rep, nil
+}
+
+// QualityScoreData is the data of a quality_score envelope.
+func QualityScoreData(s Score) map[string]any {
+	return map[string]any{"case_id": s.CaseID, "value": s.Value, "tokens": s.Tokens, "cost_usd": s.CostUSD}
+}
+
+// EvalRunData is the data of an eval_run envelope: the contract keys plus
+// the run's provenance. mean_score is null for an unmeasured run.
+func EvalRunData(s RunSummary) map[string]any {
+	var mean any
+	if s.MeanScore != nil {
+		mean = *s.MeanScore
+	}
+	d := map[string]any{
+		"model":           s.Model,
+		"cases":           s.Cases,
+		"mean_score":      mean,
+		"total_tokens":    s.TotalTokens,
+		"total_cost_usd":  s.TotalCostUSD,
+		"unanswered":      s.Unanswered,
+		"eval_set_id":     s.EvalSetID,
+		"eval_set_digest": s.EvalSetDigest,
+		"verdryx_version": s.Version,
+	}
+	if s.Judge != "" {
+		d["judge"] = s.Judge
+	}
+	if s.Provenance.CorpusDigest != "" {
+		d["corpus_digest"] = s.Provenance.CorpusDigest
+	}
+	if s.Provenance.IndexGeneration != "" {
+		d["index_generation"] = s.Provenance.IndexGeneration
+	}
+	if len(s.Provenance.Graders) > 0 {
+		raw, err := json.Marshal(s.Provenance.Graders)
+		if err == nil {
+			d["graders"] = json.RawMessage(raw)
+		}
+	}
+	return d
+}
+
+// DriftData is the data of a quality_drift envelope and drift span.
+func DriftData(r DriftReport) map[string]any {
+	opt := func(p *float64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	d := map[string]any{
+		"baseline_id": r.BaselineID,
+		"window":      r.Window,
+		"mean_score":  r.MeanScore,
+		"delta":       r.Delta,
+		"verdict":     r.Verdict,
+		"baseline_n":  r.BaselineN,
+		"t_statistic": opt(r.TStatistic),
+		"ci_low":      opt(r.CILow),
+		"ci_high":     opt(r.CIHigh),
+		"seed":        fmt.Sprint(r.Seed),
+	}
+	if r.ChangedSet {
+		d["changed_set"] = true
+		d["changed_cases"] = r.ChangedCases
+	}
+	return d
+}
+
+// DriftEvents returns the envelopes of a drift check: one quality_drift
+// when the verdict is regressed, none when on-track. run_id is the
+// baseline's run, so the event joins the run's trace.
+func DriftEvents(r DriftReport, agentID string, ts time.Time) []envelope.Event {
+	if r.Verdict != VerdictRegressed {
+		return nil
+	}
+	return []envelope.Event{envelope.New("quality_drift", agentID, r.BaselineRunID, DriftData(r), ts)}
+}

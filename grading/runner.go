@@ -1,0 +1,274 @@
+package grading
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Provenance records what a run measured, so runs are compared only when
+// they measured the same thing.
+type Provenance struct {
+	EvalSetDigest string            `json:"eval_set_digest"`
+	CaseDigests   map[string]string `json:"case_digests"`
+	// Graders maps each grader used to its configuration.
+	Graders map[string]map[string]any `json:"graders"`
+	// CorpusDigest and IndexGeneration are set when the set has rag cases.
+	CorpusDigest    string `json:"corpus_digest,omitempty"`
+	IndexGeneration string `json:"index_generation,omitempty"`
+	Model           string `json:"model"`
+	Judge           string `json:"judge,omitempty"`
+	Version         string `json:"verdryx_version"`
+}
+
+// Run is one graded pass over an eval set.
+type Run struct {
+	ID            string     `json:"run_id"`
+	EvalSetID     string     `json:"eval_set_id"`
+	EvalSetDigest string     `json:"eval_set_digest"`
+	AgentID       string     `json:"agent_id,omitempty"`
+	Model         string     `json:"model"`
+	Judge         string     `json:"judge,omitempty"`
+	Version       string     `json:"verdryx_version"`
+	RequestID     string     `json:"request_id,omitempty"`
+	StartedAt     time.Time  `json:"started_at"`
+	FinishedAt    time.Time  `json:"finished_at"`
+	Provenance    Provenance `json:"provenance"`
+	// Scores holds one Score per case, in eval set order, graded or not.
+	Scores []Score `json:"cases"`
+}
+
+// Graded returns the values of the graded cases, in case order.
+func (r *Run) Graded() []float64 {
+	var out []float64
+	for _, s := range r.Scores {
+		if s.Graded() {
+			out = append(out, s.Value)
+		}
+	}
+	return out
+}
+
+// Mean is the mean over graded cases; ok is false when none was graded
+// (the run is unmeasured, never 0).
+func (r *Run) Mean() (mean float64, ok bool) {
+	vals := r.Graded()
+	if len(vals) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, v := range vals {
+		sum += v
+	}
+	return sum / float64(len(vals)), true
+}
+
+// Unmeasured returns the scores of the cases that could not be graded.
+func (r *Run) Unmeasured() []Score {
+	var out []Score
+	for _, s := range r.Scores {
+		if !s.Graded() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Totals returns the tokens and cost of every case, graded or not.
+func (r *Run) Totals() (tokens int64, costUSD float64) {
+	for _, s := range r.Scores {
+		tokens += s.Tokens
+		costUSD += s.CostUSD
+	}
+	return tokens, costUSD
+}
+
+// NewID returns prefix + "-" + a UTC timestamp + 8 random hex digits; ids
+// sort by creation time to the second.
+func NewID(prefix string, now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return fmt.Sprintf("%s-%s-%s", prefix, now.UTC().Format("20060102T150405Z"), hex.EncodeToString(b[:]))
+}
+
+// Runner grades eval sets. Configure it, then call Run; a Runner may be used
+// by several goroutines at once.
+type Runner struct {
+	// Model answers each case (not used for outcome_tag cases).
+	Model Model
+	// Judge grades llm_judge cases; nil makes them unmeasured.
+	Judge *Judge
+	// RAG answers rag cases; nil makes them unmeasured.
+	RAG RAGAsker
+	// Concurrency bounds the cases in flight; <= 0 means 4.
+	Concurrency int
+	// Prices prices model calls; nil means DefaultPriceBook.
+	Prices PriceBook
+	// Version is the verdryx version recorded with each run.
+	Version string
+	// Now returns the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Run grades every case of set and returns the run. It returns an error
+// only when ctx is done before every case finished; per-case failures are
+// recorded as unmeasured scores with their reason.
+func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, error) {
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	logger := r.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	conc := r.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	run := Run{
+		EvalSetID:     set.ID,
+		EvalSetDigest: set.Digest,
+		AgentID:       agentID,
+		Model:         r.Model.ID(),
+		Version:       r.Version,
+		StartedAt:     now().UTC(),
+	}
+	run.ID = NewID("run", run.StartedAt)
+	if r.Judge != nil {
+		run.Judge = r.Judge.Model.ID()
+	}
+	run.Provenance = r.provenance(set, run)
+	run.Scores = make([]Score, len(set.Cases))
+
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i := range set.Cases {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return Run{}, fmt.Errorf("eval %s: %w", set.ID, ctx.Err())
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			start := now()
+			s := r.gradeCase(ctx, set, &set.Cases[i])
+			s.Duration = now().Sub(start)
+			run.Scores[i] = s
+			logger.Debug("case graded", "case", s.CaseID, "value", s.Value, "unmeasured", s.Unmeasured)
+		}(i)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Run{}, fmt.Errorf("eval %s: %w", set.ID, err)
+	}
+	run.FinishedAt = now().UTC()
+	return run, nil
+}
+
+func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
+	p := Provenance{
+		EvalSetDigest: set.Digest,
+		CaseDigests:   set.CaseDigests,
+		Graders:       map[string]map[string]any{},
+		Model:         run.Model,
+		Judge:         run.Judge,
+		Version:       r.Version,
+	}
+	for i := range set.Cases {
+		kind := set.Cases[i].Kind()
+		if _, ok := p.Graders[kind]; ok {
+			continue
+		}
+		cfg := map[string]any{}
+		switch kind {
+		case GraderOutcomeTag:
+			table := set.OutcomeScores
+			if table == nil {
+				table = DefaultOutcomeScores()
+			}
+			cfg["scores"] = table
+		case GraderLLMJudge:
+			cfg["judge"] = run.Judge
+			cfg["answer"] = "one number in [0,1], clamped; unparseable is unmeasured"
+		case GraderToolTrace:
+			cfg["partial"] = "lcs/max_len"
+		case GraderRAG:
+			cfg["score"] = "1 when every golden check passes, else 0"
+		}
+		p.Graders[kind] = cfg
+	}
+	if set.rag != nil {
+		p.CorpusDigest = set.rag.corpusDigest
+		if r.RAG != nil {
+			p.IndexGeneration = r.RAG.Generation()
+		}
+	}
+	return p
+}
+
+// gradeCase calls the model (when the grader needs one) and grades.
+func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
+	s := Score{CaseID: c.ID, Grader: c.Kind()}
+	unmeasured := func(format string, args ...any) Score {
+		s.Unmeasured = fmt.Sprintf(format, args...)
+		s.Value = 0
+		return s
+	}
+	switch c.Kind() {
+	case GraderOutcomeTag:
+		s.Output = c.Prompt
+		s.Value, s.Checks = GradeOutcome(set.OutcomeScores, c.Prompt)
+		return s
+	case GraderRAG:
+		if r.RAG == nil || set.rag == nil {
+			return unmeasured("no rag pipeline for model %s", r.Model.ID())
+		}
+		return r.gradeRAG(ctx, set, c, s)
+	}
+	comp, err := r.Model.Complete(ctx, Call{Prompt: c.Prompt, Tools: c.Tools})
+	if err != nil {
+		return unmeasured("model %s: %v", r.Model.ID(), err)
+	}
+	s.Output = comp.Text
+	s.Tokens = comp.InputTokens + comp.OutputTokens
+	prices := r.Prices
+	if prices == nil {
+		prices = DefaultPriceBook()
+	}
+	cost, priced := prices.Cost(r.Model.ID(), comp.InputTokens, comp.OutputTokens)
+	s.CostUSD = cost
+	var extra []Check
+	if !priced {
+		extra = append(extra, Check{Name: "model_priced", OK: false, Detail: "no price for model " + r.Model.ID() + "; cost recorded as 0"})
+	}
+	switch c.Kind() {
+	case GraderExact:
+		s.Value, s.Checks = GradeExact(*c.Expected, comp.Text)
+	case GraderRegex:
+		s.Value, s.Checks = GradeRegex(c.re, comp.Text)
+	case GraderToolTrace:
+		s.Value, s.Checks = GradeToolTrace(*c.ExpectedTools, comp.ToolCalls)
+	case GraderLLMJudge:
+		if r.Judge == nil {
+			return unmeasured("no judge configured")
+		}
+		jr, err := r.Judge.Grade(ctx, c.Rubric, c.Prompt, comp.Text)
+		s.Tokens += jr.Tokens
+		s.CostUSD += jr.CostUSD
+		if err != nil {
+			s.Checks = jr.Checks
+			return unmeasured("%v", err)
+		}
+		s.Value, s.Checks = jr.Value, jr.Checks
+	}
+	s.Checks = append(s.Checks, extra...)
+	return s
+}

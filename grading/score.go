@@ -1,0 +1,58 @@
+package grading
+
+import (
+	"time"
+)
+
+// Check is one named check behind a score, with why it passed or failed.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Score is the one result shape of every grader.
+//
+// A graded case has Unmeasured == "" and Value in [0, 1]. A case that could
+// not be graded (the model or judge failed, the judge's answer did not
+// parse) has Unmeasured set to the reason and Value 0, and is left out of
+// every mean: unmeasured is never zero.
+type Score struct {
+	CaseID string  `json:"case_id"`
+	Grader string  `json:"grader"`
+	Value  float64 `json:"value"`
+	// Tokens and CostUSD add the model call and, for llm_judge, the judge
+	// call. CostUSD is 0 for a stub or an unpriced model (a check says so).
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
+	Checks  []Check `json:"checks,omitempty"`
+	// Duration is the wall time of the case: model call plus grading.
+	Duration   time.Duration `json:"duration_ns"`
+	Output     string        `json:"output,omitempty"`
+	Unmeasured string        `json:"unmeasured,omitempty"`
+}
+
+// Graded reports whether the case was graded.
+func (s Score) Graded() bool { return s.Unmeasured == "" }
+
+// Failing returns the names of the checks that failed.
+func (s Score) Failing() []string {
+	var out []string
+	for _, c := range s.Checks {
+		if !c.OK {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// clamp01 limits v to [0, 1].
+func clamp01(v float64) float64 {
+	switch {
+	case v < 0:
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}

@@ -1,0 +1,185 @@
+package producer
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// SpanOptions configure NewSpans.
+type SpanOptions struct {
+	// Endpoint is the collector's base URL (for example
+	// http://localhost:4318); spans are posted to Endpoint + "/v1/traces".
+	// A URL that already ends in /v1/traces is used as is.
+	Endpoint string
+	// Timeout bounds each export; 0 means 10 s. Exports are not retried.
+	Timeout time.Duration
+	// ServiceVersion is recorded as service.version when set.
+	ServiceVersion string
+}
+
+// Spans exports one OTLP span per eval run and per drift check over
+// OTLP/HTTP (protobuf). The trace id of a span is derived from its run id,
+// so an eval and a later drift check on the same run group together.
+//
+// Spans is safe for concurrent use. Call Shutdown before the process exits:
+// it flushes what is queued and reports the export error, if any.
+type Spans struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+}
+
+// NewSpans builds an exporter to opts.Endpoint. It makes no network call
+// until a span is flushed.
+func NewSpans(ctx context.Context, opts SpanOptions) (*Spans, error) {
+	if opts.Endpoint == "" {
+		return nil, errors.New("spans: empty OTLP endpoint")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	url := strings.TrimRight(opts.Endpoint, "/")
+	if !strings.HasSuffix(url, "/v1/traces") {
+		url += "/v1/traces"
+	}
+	exp, err := otlptracehttp.New(ctx,
+		otlptracehttp.WithEndpointURL(url),
+		otlptracehttp.WithTimeout(opts.Timeout),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("spans: exporter for %s: %w", url, err)
+	}
+	attrs := []attribute.KeyValue{semconv.ServiceName("verdryx")}
+	if opts.ServiceVersion != "" {
+		attrs = append(attrs, semconv.ServiceVersion(opts.ServiceVersion))
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)),
+		sdktrace.WithIDGenerator(runIDGenerator{}),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+	)
+	return &Spans{tp: tp, tracer: tp.Tracer("github.com/verdryx/verdryx")}, nil
+}
+
+// TraceIDFor derives the trace id of a run: the first 16 bytes of
+// SHA-256(runID).
+func TraceIDFor(runID string) trace.TraceID {
+	sum := sha256.Sum256([]byte(runID))
+	var id trace.TraceID
+	copy(id[:], sum[:16])
+	return id
+}
+
+type runIDKey struct{}
+
+// runIDGenerator gives a span the trace id of the run id in its context
+// and a random span id.
+type runIDGenerator struct{}
+
+func (runIDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	var tid trace.TraceID
+	if runID, ok := ctx.Value(runIDKey{}).(string); ok && runID != "" {
+		tid = TraceIDFor(runID)
+	} else {
+		_, _ = rand.Read(tid[:])
+	}
+	return tid, randomSpanID()
+}
+
+func (runIDGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return randomSpanID() }
+
+func randomSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		_, _ = rand.Read(sid[:])
+	}
+	return sid
+}
+
+// Span records one finished span named name under the run's trace, with
+// attributes verdryx.run_id, verdryx.agent_id (when set) and verdryx.<key>
+// for each data key. It does not block on the network.
+func (s *Spans) Span(ctx context.Context, name, runID, agentID string, start, end time.Time, data map[string]any) {
+	ctx = context.WithValue(ctx, runIDKey{}, runID)
+	_, sp := s.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithNewRoot())
+	attrs := []attribute.KeyValue{attribute.String("verdryx.run_id", runID)}
+	if agentID != "" {
+		attrs = append(attrs, attribute.String("verdryx.agent_id", agentID))
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if kv, ok := attr("verdryx."+k, data[k]); ok {
+			attrs = append(attrs, kv)
+		}
+	}
+	sp.SetAttributes(attrs...)
+	sp.End(trace.WithTimestamp(end))
+}
+
+// attr converts a data value to an attribute; nil is left out.
+func attr(key string, v any) (attribute.KeyValue, bool) {
+	switch x := v.(type) {
+	case nil:
+		return attribute.KeyValue{}, false
+	case string:
+		return attribute.String(key, x), true
+	case bool:
+		return attribute.Bool(key, x), true
+	case int:
+		return attribute.Int(key, x), true
+	case int64:
+		return attribute.Int64(key, x), true
+	case float64:
+		return attribute.Float64(key, x), true
+	case *float64:
+		if x == nil {
+			return attribute.KeyValue{}, false
+		}
+		return attribute.Float64(key, *x), true
+	case []string:
+		return attribute.StringSlice(key, x), true
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return attribute.String(key, fmt.Sprint(x)), true
+		}
+		return attribute.String(key, string(b)), true
+	}
+}
+
+// Flush exports every span recorded so far and returns the export error.
+func (s *Spans) Flush(ctx context.Context) error {
+	if err := s.tp.ForceFlush(ctx); err != nil {
+		return fmt.Errorf("spans: flush: %w", err)
+	}
+	return nil
+}
+
+// Shutdown flushes and stops the exporter; the Spans is unusable after.
+func (s *Spans) Shutdown(ctx context.Context) error {
+	ferr := s.Flush(ctx)
+	if err := s.tp.Shutdown(ctx); err != nil {
+		return errors.Join(ferr, fmt.Errorf("spans: shutdown: %w", err))
+	}
+	return ferr
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/verdryx/verdryx/outcome"
+)
+
+// workerSchema is the worker's trace-call state: one row per call with a
+// stable dedupe key, processed segment digests and eval request results.
+// It is applied as a versioned migration step (see migrations).
+const workerSchema = `
+CREATE TABLE trace_calls (
+	key            TEXT PRIMARY KEY,
+	seq            INTEGER NOT NULL,
+	ts_millis      INTEGER NOT NULL,
+	run_id         TEXT NOT NULL,
+	has_run_id     INTEGER NOT NULL,
+	model          TEXT NOT NULL,
+	decision       TEXT NOT NULL,
+	input_tokens   INTEGER NOT NULL,
+	output_tokens  INTEGER NOT NULL,
+	cost_microusd  INTEGER NOT NULL,
+	step           INTEGER NOT NULL,
+	has_step       INTEGER NOT NULL,
+	agent_id       TEXT NOT NULL,
+	saved_microusd INTEGER NOT NULL,
+	parent_run_id  TEXT NOT NULL,
+	on_behalf_of   TEXT NOT NULL,
+	outcome        TEXT NOT NULL,
+	key_id         TEXT NOT NULL,
+	unit           TEXT NOT NULL,
+	tool_calls     INTEGER
+) WITHOUT ROWID;
+CREATE INDEX trace_calls_seq ON trace_calls (seq);
+
+CREATE TABLE trace_segments (
+	digest     TEXT PRIMARY KEY,
+	path       TEXT NOT NULL,
+	rows       INTEGER NOT NULL,
+	done_at    TEXT NOT NULL
+);
+
+CREATE TABLE eval_requests (
+	request_id TEXT PRIMARY KEY,
+	result     TEXT NOT NULL,
+	done_at    TEXT NOT NULL
+);
+`
+
+// TraceCall is one call record with the key it is deduplicated on: the
+// run id and step when the call has both, else the segment digest and row,
+// or the message id. Seq is the encounter order (the stream sequence),
+// used when a call has no step.
+type TraceCall struct {
+	Key  string
+	Seq  uint64
+	Call outcome.Call
+}
+
+// CallKey returns the dedupe key of a call that has a run id and a step,
+// and false otherwise.
+func CallKey(c outcome.Call) (string, bool) {
+	if !c.HasRunID || !c.HasStep || c.RunID == "" {
+		return "", false
+	}
+	return fmt.Sprintf("run\x00%s\x00%d", c.RunID, c.Step), true
+}
+
+// Segment marks a fully ingested Parquet segment by its content digest.
+type Segment struct {
+	Digest string
+	Path   string
+	Rows   int
+	DoneAt string
+}
+
+// AddCalls inserts calls in one transaction, ignoring keys already stored,
+// and returns how many were new. When segs are given they are marked done
+// in the same transaction. Either all of it is stored or none.
+func (s *Store) AddCalls(ctx context.Context, calls []TraceCall, segs ...Segment) (inserted int, err error) {
+	if len(calls) == 0 && len(segs) == 0 {
+		return 0, nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("add calls: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO trace_calls
+		(key, seq, ts_millis, run_id, has_run_id, model, decision, input_tokens, output_tokens, cost_microusd,
+		 step, has_step, agent_id, saved_microusd, parent_run_id, on_behalf_of, outcome, key_id, unit, tool_calls)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("add calls: %w", err)
+	}
+	defer stmt.Close()
+	for _, tc := range calls {
+		c := tc.Call
+		var tools any
+		if c.ToolCalls != nil {
+			tools = int64(*c.ToolCalls)
+		}
+		res, err := stmt.ExecContext(ctx, tc.Key, int64(tc.Seq), c.TSMillis, c.RunID, c.HasRunID, c.Model, c.Decision,
+			int64(c.InputTokens), int64(c.OutputTokens), c.CostMicroUSD, int64(c.Step), c.HasStep, c.AgentID,
+			c.SavedMicroUSD, c.ParentRunID, c.OnBehalfOf, c.Outcome, c.KeyID, c.Unit, tools)
+		if err != nil {
+			return 0, fmt.Errorf("add call %q: %w", tc.Key, err)
+		}
+		n, _ := res.RowsAffected()
+		inserted += int(n)
+	}
+	for _, sg := range segs {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO trace_segments (digest, path, rows, done_at) VALUES (?, ?, ?, ?)`,
+			sg.Digest, sg.Path, sg.Rows, sg.DoneAt); err != nil {
+			return 0, fmt.Errorf("mark segment %s: %w", sg.Path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("add calls: %w", err)
+	}
+	return inserted, nil
+}
+
+// CallCount returns how many calls are stored.
+func (s *Store) CallCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM trace_calls`).Scan(&n)
+	return n, err
+}
+
+// EachCall calls fn for every stored call in encounter order. It stops at
+// the first error fn returns.
+func (s *Store) EachCall(ctx context.Context, fn func(outcome.Call) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT ts_millis, run_id, has_run_id, model, decision, input_tokens, output_tokens,
+		cost_microusd, step, has_step, agent_id, saved_microusd, parent_run_id, on_behalf_of, outcome, key_id, unit, tool_calls
+		FROM trace_calls ORDER BY seq, key`)
+	if err != nil {
+		return fmt.Errorf("read calls: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c outcome.Call
+		var in, out, step int64
+		var tools sql.NullInt64
+		if err := rows.Scan(&c.TSMillis, &c.RunID, &c.HasRunID, &c.Model, &c.Decision, &in, &out, &c.CostMicroUSD, &step,
+			&c.HasStep, &c.AgentID, &c.SavedMicroUSD, &c.ParentRunID, &c.OnBehalfOf, &c.Outcome, &c.KeyID, &c.Unit, &tools); err != nil {
+			return fmt.Errorf("read calls: %w", err)
+		}
+		c.InputTokens, c.OutputTokens, c.Step = uint64(in), uint64(out), uint32(step)
+		if tools.Valid {
+			v := uint32(tools.Int64)
+			c.ToolCalls = &v
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// SegmentDone reports whether a segment with this content digest was fully
+// ingested.
+func (s *Store) SegmentDone(ctx context.Context, digest string) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM trace_segments WHERE digest = ?`, digest).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("segment %s: %w", digest, err)
+	}
+	return true, nil
+}
+
+// RequestResult returns the stored result of an eval request, if any.
+func (s *Store) RequestResult(ctx context.Context, requestID string) ([]byte, bool, error) {
+	var res string
+	err := s.db.QueryRowContext(ctx, `SELECT result FROM eval_requests WHERE request_id = ?`, requestID).Scan(&res)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("eval request %s: %w", requestID, err)
+	}
+	return []byte(res), true, nil
+}
+
+// SaveRequestResult records an eval request's result so a redelivery
+// replies with it instead of running again.
+func (s *Store) SaveRequestResult(ctx context.Context, requestID string, result []byte, doneAt string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO eval_requests (request_id, result, done_at) VALUES (?, ?, ?)`,
+		requestID, string(result), doneAt)
+	if err != nil {
+		return fmt.Errorf("save eval request %s: %w", requestID, err)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package store
+
+// migrations are the forward schema steps, in order. Step i (0-based) takes
+// the store from user_version i to i+1. Never edit a released step; append a
+// new one. PRAGMA user_version = len(migrations) once all have run.
+func migrations() []string {
+	return []string{
+		// 1: eval runs, per-case scores with their checks, unmeasured
+		// cases with their reasons, baselines.
+		`
+CREATE TABLE eval_runs (
+	id              TEXT PRIMARY KEY,
+	eval_set_id     TEXT NOT NULL,
+	eval_set_digest TEXT NOT NULL,
+	agent_id        TEXT NOT NULL DEFAULT '',
+	model           TEXT NOT NULL,
+	judge_id        TEXT NOT NULL DEFAULT '',
+	verdryx_version TEXT NOT NULL,
+	request_id      TEXT NOT NULL DEFAULT '',
+	started_at      TEXT NOT NULL,
+	finished_at     TEXT NOT NULL,
+	provenance      TEXT NOT NULL
+);
+CREATE INDEX eval_runs_window ON eval_runs (eval_set_id, model, started_at);
+CREATE INDEX eval_runs_agent ON eval_runs (agent_id);
+
+CREATE TABLE scores (
+	run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+	seq         INTEGER NOT NULL,
+	case_id     TEXT NOT NULL,
+	grader      TEXT NOT NULL,
+	value       REAL NOT NULL CHECK (value >= 0 AND value <= 1),
+	tokens      INTEGER NOT NULL,
+	cost_usd    REAL NOT NULL,
+	duration_ns INTEGER NOT NULL,
+	checks      TEXT NOT NULL,
+	output      TEXT NOT NULL,
+	PRIMARY KEY (run_id, case_id)
+);
+
+CREATE TABLE unmeasured (
+	run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+	seq         INTEGER NOT NULL,
+	case_id     TEXT NOT NULL,
+	grader      TEXT NOT NULL,
+	reason      TEXT NOT NULL,
+	tokens      INTEGER NOT NULL,
+	cost_usd    REAL NOT NULL,
+	duration_ns INTEGER NOT NULL,
+	checks      TEXT NOT NULL,
+	output      TEXT NOT NULL,
+	PRIMARY KEY (run_id, case_id)
+);
+
+CREATE TABLE baselines (
+	id          TEXT PRIMARY KEY,
+	eval_run_id TEXT NOT NULL REFERENCES eval_runs (id),
+	mean_score  REAL NOT NULL,
+	created_at  TEXT NOT NULL,
+	label       TEXT NOT NULL DEFAULT ''
+);
+`,
+	}
+}

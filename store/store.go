@@ -1,0 +1,370 @@
+// Package store keeps eval runs, their per-case scores and baselines in one
+// SQLite file (pure-Go driver, no cgo).
+//
+// The schema version lives in PRAGMA user_version and moves forward through
+// an ordered list of migrations; a file stamped newer than this build knows
+// is refused on open. The file runs in WAL mode with foreign keys on and a
+// busy timeout, and every run is saved in one transaction: a crash mid-save
+// leaves no half-saved run.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/verdryx/verdryx/grading"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Errors callers test with errors.Is.
+var (
+	ErrNewerSchema = errors.New("store: schema is newer than this build")
+	ErrNotFound    = errors.New("store: not found")
+	ErrUnmeasured  = errors.New("store: run has no graded case")
+)
+
+// Options tune Open.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection or process; 0 means 5 s.
+	BusyTimeout time.Duration
+}
+
+// Store is an open eval store. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// SchemaVersion is the user_version this build writes.
+func SchemaVersion() int { return len(migrations()) }
+
+// Open opens (creating the file, never a directory) the store at path and
+// brings its schema up to date. A store whose user_version is newer than
+// SchemaVersion is refused with ErrNewerSchema and left untouched.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	dsn := fmt.Sprintf("%s?_pragma=foreign_keys(1)&_pragma=busy_timeout(%d)&_txlock=immediate",
+		path, opts.BusyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path returns the file the store was opened at.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var have int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	steps := migrations()
+	if have > len(steps) {
+		return fmt.Errorf("%w: file is version %d, this build knows up to %d", ErrNewerSchema, have, len(steps))
+	}
+	if _, err := s.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return fmt.Errorf("enable wal: %w", err)
+	}
+	for v := have; v < len(steps); v++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// DB exposes the database handle to other files of this package family
+// (the worker's call state lives in the same file).
+func (s *Store) DB() *sql.DB { return s.db }
+
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+
+// SaveRun stores a run and all its scores in one transaction: either all of
+// it is saved or none of it.
+func (s *Store) SaveRun(ctx context.Context, run grading.Run) (err error) {
+	prov, err := json.Marshal(run.Provenance)
+	if err != nil {
+		return fmt.Errorf("save run %s: provenance: %w", run.ID, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	_, err = tx.ExecContext(ctx, `INSERT INTO eval_runs
+		(id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		run.ID, run.EvalSetID, run.EvalSetDigest, run.AgentID, run.Model, run.Judge, run.Version, run.RequestID,
+		formatTime(run.StartedAt), formatTime(run.FinishedAt), string(prov))
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	for i, sc := range run.Scores {
+		checks, merr := json.Marshal(sc.Checks)
+		if merr != nil {
+			return fmt.Errorf("save run %s: case %s checks: %w", run.ID, sc.CaseID, merr)
+		}
+		if sc.Graded() {
+			_, err = tx.ExecContext(ctx, `INSERT INTO scores
+				(run_id, seq, case_id, grader, value, tokens, cost_usd, duration_ns, checks, output)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i, sc.CaseID, sc.Grader, sc.Value, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output)
+		} else {
+			_, err = tx.ExecContext(ctx, `INSERT INTO unmeasured
+				(run_id, seq, case_id, grader, reason, tokens, cost_usd, duration_ns, checks, output)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i, sc.CaseID, sc.Grader, sc.Unmeasured, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output)
+		}
+		if err != nil {
+			return fmt.Errorf("save run %s: case %s: %w", run.ID, sc.CaseID, err)
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("save run %s: commit: %w", run.ID, err)
+	}
+	return nil
+}
+
+// RunInfo is one row of the run list.
+type RunInfo struct {
+	ID         string    `json:"run_id"`
+	EvalSetID  string    `json:"eval_set_id"`
+	Model      string    `json:"model"`
+	AgentID    string    `json:"agent_id,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	Cases      int       `json:"cases"`
+	Graded     int       `json:"graded"`
+	Unmeasured int       `json:"unmeasured"`
+	// MeanScore is nil when no case was graded.
+	MeanScore *float64 `json:"mean_score"`
+	CostUSD   float64  `json:"total_cost_usd"`
+}
+
+// Runs lists every stored run, most recent first.
+func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at,
+			(SELECT COUNT(*) FROM scores WHERE run_id = r.id),
+			(SELECT COUNT(*) FROM unmeasured WHERE run_id = r.id),
+			(SELECT AVG(value) FROM scores WHERE run_id = r.id),
+			(SELECT COALESCE(SUM(cost_usd), 0) FROM scores WHERE run_id = r.id) +
+			(SELECT COALESCE(SUM(cost_usd), 0) FROM unmeasured WHERE run_id = r.id)
+		FROM eval_runs r ORDER BY r.started_at DESC, r.rowid DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunInfo
+	for rows.Next() {
+		var ri RunInfo
+		var started string
+		var mean sql.NullFloat64
+		if err := rows.Scan(&ri.ID, &ri.EvalSetID, &ri.Model, &ri.AgentID, &started, &ri.Graded, &ri.Unmeasured, &mean, &ri.CostUSD); err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		if ri.StartedAt, err = parseTime(started); err != nil {
+			return nil, fmt.Errorf("list runs: run %s started_at: %w", ri.ID, err)
+		}
+		if mean.Valid {
+			m := mean.Float64
+			ri.MeanScore = &m
+		}
+		ri.Cases = ri.Graded + ri.Unmeasured
+		out = append(out, ri)
+	}
+	return out, rows.Err()
+}
+
+// Run loads one run with every score, graded and unmeasured, in case order.
+// A missing run is ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
+	var run grading.Run
+	var started, finished, prov string
+	err := s.db.QueryRowContext(ctx, `SELECT id, eval_set_id, eval_set_digest, agent_id, model, judge_id,
+		verdryx_version, request_id, started_at, finished_at, provenance FROM eval_runs WHERE id = ?`, id).
+		Scan(&run.ID, &run.EvalSetID, &run.EvalSetDigest, &run.AgentID, &run.Model, &run.Judge,
+			&run.Version, &run.RequestID, &started, &finished, &prov)
+	if errors.Is(err, sql.ErrNoRows) {
+		return grading.Run{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s: %w", id, err)
+	}
+	if run.StartedAt, err = parseTime(started); err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s: started_at: %w", id, err)
+	}
+	if run.FinishedAt, err = parseTime(finished); err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s: finished_at: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(prov), &run.Provenance); err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s: provenance: %w", id, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT seq, case_id, grader, value, '' AS reason, tokens, cost_usd, duration_ns, checks, output FROM scores WHERE run_id = ?
+		UNION ALL
+		SELECT seq, case_id, grader, 0, reason, tokens, cost_usd, duration_ns, checks, output FROM unmeasured WHERE run_id = ?
+		ORDER BY seq`, id, id)
+	if err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sc grading.Score
+		var seq int
+		var dur int64
+		var checks string
+		if err := rows.Scan(&seq, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Unmeasured, &sc.Tokens, &sc.CostUSD, &dur, &checks, &sc.Output); err != nil {
+			return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
+		}
+		sc.Duration = time.Duration(dur)
+		if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
+			return grading.Run{}, fmt.Errorf("load run %s case %s checks: %w", id, sc.CaseID, err)
+		}
+		run.Scores = append(run.Scores, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
+	}
+	return run, nil
+}
+
+// RecentRuns returns up to n runs of the eval set and model, most recent
+// first, skipping the run ids in exclude.
+func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM eval_runs WHERE eval_set_id = ? AND model = ?
+		ORDER BY started_at DESC, rowid DESC`, evalSetID, model)
+	if err != nil {
+		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
+	}
+	var ids []string
+	for rows.Next() && len(ids) < n {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
+		}
+		skip := false
+		for _, x := range exclude {
+			skip = skip || x == id
+		}
+		if !skip {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
+	}
+	out := make([]grading.Run, 0, len(ids))
+	for _, id := range ids {
+		r, err := s.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// CreateBaseline snapshots a stored run's mean as a baseline. A run with no
+// graded case is refused with ErrUnmeasured: a baseline of an unmeasured
+// mean would be a made-up number.
+func (s *Store) CreateBaseline(ctx context.Context, runID, label string, now time.Time) (grading.Baseline, error) {
+	run, err := s.Run(ctx, runID)
+	if err != nil {
+		return grading.Baseline{}, err
+	}
+	mean, ok := run.Mean()
+	if !ok {
+		return grading.Baseline{}, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", runID, ErrUnmeasured, len(run.Scores))
+	}
+	b := grading.Baseline{ID: grading.NewID("bl", now), RunID: runID, MeanScore: mean, CreatedAt: now.UTC(), Label: label}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
+		b.ID, b.RunID, b.MeanScore, formatTime(b.CreatedAt), b.Label)
+	if err != nil {
+		return grading.Baseline{}, fmt.Errorf("baseline of run %s: %w", runID, err)
+	}
+	return b, nil
+}
+
+// Baseline loads a baseline by id; a missing one is ErrNotFound.
+func (s *Store) Baseline(ctx context.Context, id string) (grading.Baseline, error) {
+	var b grading.Baseline
+	var created string
+	err := s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines WHERE id = ?`, id).
+		Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label)
+	if errors.Is(err, sql.ErrNoRows) {
+		return grading.Baseline{}, fmt.Errorf("baseline %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return grading.Baseline{}, fmt.Errorf("load baseline %s: %w", id, err)
+	}
+	if b.CreatedAt, err = parseTime(created); err != nil {
+		return grading.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", id, err)
+	}
+	return b, nil
+}
+
+// AgentScores returns, per agent id, every graded case score of the runs
+// that carry an agent id (runs without one belong to nobody and are left
+// out), in run then case order.
+func (s *Store) AgentScores(ctx context.Context) (map[string][]float64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT r.agent_id, sc.value FROM scores sc JOIN eval_runs r ON r.id = sc.run_id
+		WHERE r.agent_id <> '' ORDER BY r.started_at, r.rowid, sc.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("agent scores: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]float64{}
+	for rows.Next() {
+		var agent string
+		var v float64
+		if err := rows.Scan(&agent, &v); err != nil {
+			return nil, fmt.Errorf("agent scores: %w", err)
+		}
+		out[agent] = append(out[agent], v)
+	}
+	return out, rows.Err()
+}
