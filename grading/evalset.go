@@ -51,8 +51,8 @@ type Case struct {
 	// ExpectedTools is the ordered list of tool names a correct answer
 	// calls (tool_trace only). Nil when absent; empty means "call no tools".
 	ExpectedTools *[]string `json:"expected_tools,omitempty"`
-	// Golden names the golden case (by case_id) a rag case is checked
-	// against, in the set's golden file.
+	// Golden names the golden case a rag case is checked against, as
+	// "<file>#<case_id>" with file relative to the eval set.
 	Golden string `json:"golden,omitempty"`
 
 	re *regexp.Regexp
@@ -73,10 +73,9 @@ type EvalSet struct {
 	Cases []Case `json:"cases"`
 	// OutcomeScores overrides the outcome_tag table for this set.
 	OutcomeScores map[string]float64 `json:"outcome_scores,omitempty"`
-	// Corpus and GoldenFile are paths (relative to the eval set file) of
-	// the RAG corpus and golden cases; required when a case uses rag.
-	Corpus     string `json:"corpus,omitempty"`
-	GoldenFile string `json:"golden_file,omitempty"`
+	// Corpus is the path (relative to the eval set file) of the RAG
+	// corpus; required when a case uses rag.
+	Corpus string `json:"corpus,omitempty"`
 
 	// Path is where the set was read from ("" for inline bytes).
 	Path string `json:"-"`
@@ -234,7 +233,7 @@ func ParseEvalSet(raw []byte, path string) (*EvalSet, error) {
 		case GraderRAG:
 			needRAG = true
 			if c.Golden == "" {
-				add(i, c.ID, "golden", "required for grader rag: the case_id of a golden case")
+				add(i, c.ID, "golden", "required for grader rag: \"<golden file>#<case_id>\"")
 			}
 		}
 	}
@@ -242,10 +241,7 @@ func ParseEvalSet(raw []byte, path string) (*EvalSet, error) {
 		if set.Corpus == "" {
 			add(-1, "", "corpus", "required when a case uses grader rag")
 		}
-		if set.GoldenFile == "" {
-			add(-1, "", "golden_file", "required when a case uses grader rag")
-		}
-		if set.Corpus != "" && set.GoldenFile != "" {
+		if set.Corpus != "" {
 			rs, ragErrs := loadRAGSet(&set, file)
 			errs = append(errs, ragErrs...)
 			set.rag = rs

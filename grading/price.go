@@ -20,17 +20,17 @@ type PriceBook map[string]Price
 // dollar figure matters.
 func DefaultPriceBook() PriceBook {
 	return PriceBook{
-		"claude-opus-4":     {InputPerMTok: 15, OutputPerMTok: 75},
-		"claude-opus-4-5":   {InputPerMTok: 5, OutputPerMTok: 25},
-		"claude-sonnet-4":   {InputPerMTok: 3, OutputPerMTok: 15},
-		"claude-haiku-4":    {InputPerMTok: 1, OutputPerMTok: 5},
-		"claude-3-5-haiku":  {InputPerMTok: 0.8, OutputPerMTok: 4},
-		"gpt-4o":            {InputPerMTok: 2.5, OutputPerMTok: 10},
-		"gpt-4o-mini":       {InputPerMTok: 0.15, OutputPerMTok: 0.6},
-		"gpt-4.1":           {InputPerMTok: 2, OutputPerMTok: 8},
-		"gpt-4.1-mini":      {InputPerMTok: 0.4, OutputPerMTok: 1.6},
-		StubID:              {},
-		"openai:" + StubID:  {},
+		"claude-opus-4":       {InputPerMTok: 15, OutputPerMTok: 75},
+		"claude-opus-4-5":     {InputPerMTok: 5, OutputPerMTok: 25},
+		"claude-sonnet-4":     {InputPerMTok: 3, OutputPerMTok: 15},
+		"claude-haiku-4":      {InputPerMTok: 1, OutputPerMTok: 5},
+		"claude-3-5-haiku":    {InputPerMTok: 0.8, OutputPerMTok: 4},
+		"gpt-4o":              {InputPerMTok: 2.5, OutputPerMTok: 10},
+		"gpt-4o-mini":         {InputPerMTok: 0.15, OutputPerMTok: 0.6},
+		"gpt-4.1":             {InputPerMTok: 2, OutputPerMTok: 8},
+		"gpt-4.1-mini":        {InputPerMTok: 0.4, OutputPerMTok: 1.6},
+		StubID:                {},
+		"openai:" + StubID:    {},
 		"anthropic:" + StubID: {},
 	}
 }

@@ -278,7 +278,7 @@ func printRun(w io.Writer, res grading.Result, dbPath, events string) {
 		if !s.Graded() {
 			val = "  -  "
 		}
-		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %6.0fms\n", caseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
+		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", caseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
 		if !s.Graded() {
 			fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
 			continue
