@@ -16,10 +16,6 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return errors.New("replay: not implemented yet")
 }
 
-func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("tail: not implemented yet")
-}
-
 func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errors.New("bench worker: not implemented yet")
 }

@@ -1,0 +1,210 @@
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/verdryx/verdryx/envelope"
+)
+
+// LineKind says what a tailed line holds.
+type LineKind int
+
+// Line kinds.
+const (
+	KindBlank     LineKind = iota // empty or white space only
+	KindEvent                     // an agent-event envelope (schema taipanbox.dev/agent-event/...)
+	KindRecord                    // a call or outcome record (run_id, outcome or cost fields)
+	KindOther                     // a JSON object that is neither
+	KindMalformed                 // not a JSON object
+	KindOversize                  // skipped for exceeding the tailer's MaxLineBytes
+)
+
+func (k LineKind) String() string {
+	switch k {
+	case KindBlank:
+		return "blank"
+	case KindEvent:
+		return "event"
+	case KindRecord:
+		return "record"
+	case KindOther:
+		return "other"
+	case KindMalformed:
+		return "malformed"
+	case KindOversize:
+		return "oversize"
+	}
+	return fmt.Sprintf("LineKind(%d)", int(k))
+}
+
+// eventSchemaPrefix marks an agent-event envelope of any version; versions
+// other than v0.1 and v0.2 are then reported invalid by validation.
+const eventSchemaPrefix = "taipanbox.dev/agent-event/"
+
+// Classified is the verdict on one tailed line.
+type Classified struct {
+	Kind LineKind
+	// Event is the decoded envelope (KindEvent), as far as it could be
+	// decoded.
+	Event envelope.Event
+	// Link is the chain verdict of an event; Expected and Found are set for
+	// a break. Link is envelope.LinkUnverifiable for the first event after a
+	// resume whose predecessor could not be read.
+	Link            envelope.Link
+	Expected, Found string
+	// Err is why an event is invalid (a *envelope.FieldError) or why a line
+	// is malformed; nil otherwise.
+	Err error
+	// Record is the raw object of a KindRecord line (a copy: it outlives the
+	// Line).
+	Record json.RawMessage
+}
+
+// LineChecker classifies tailed lines and checks the prev_hash chain of the
+// events among them incrementally, as they arrive. One file is one chain:
+// the chain restarts when the file changes (rotation) or is read again from
+// byte 0 (truncation). Lines that are not events (records, other objects)
+// are outside the chain; a malformed line makes the next event
+// unverifiable, as in agent-conform -chain.
+//
+// When the first line it sees (in a file) does not start at byte 0, as after
+// a resume from a saved offset, the checker reads the line before it from
+// the file to seed the chain; if it cannot, the first event is reported
+// unverifiable rather than as a break.
+//
+// The zero value is ready to use. A LineChecker is not safe for concurrent
+// use.
+type LineChecker struct {
+	chk     envelope.Checker
+	file    FileID
+	started bool
+	// unseeded: the chain's predecessor is unknown until the next event.
+	unseeded bool
+}
+
+// Check classifies ln and, for an event, validates it and advances the
+// chain.
+func (c *LineChecker) Check(ln Line) Classified {
+	if !c.started || ln.File != c.file || ln.Offset == 0 {
+		c.chk = envelope.Checker{}
+		c.file = ln.File
+		c.started = true
+		c.unseeded = false
+		if ln.Offset > 0 {
+			c.seed(ln)
+		}
+	}
+	if ln.Oversize > 0 {
+		// Its content is unknown: what follows cannot be verified.
+		c.chk.Check([]byte("\x00"))
+		return Classified{Kind: KindOversize, Err: fmt.Errorf("line of %d bytes skipped", ln.Oversize)}
+	}
+	if len(bytes.TrimSpace(ln.Bytes)) == 0 {
+		return Classified{Kind: KindBlank}
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(ln.Bytes, &probe); err != nil || probe == nil {
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		c.chk.Check(ln.Bytes)
+		return Classified{Kind: KindMalformed, Err: err}
+	}
+	if isEventObject(probe) {
+		return c.event(ln.Bytes)
+	}
+	// These members make a non-event object a call or outcome record.
+	for _, f := range [...]string{"run_id", "outcome", "cost_microusd", "cost_usd"} {
+		if _, ok := probe[f]; ok {
+			return Classified{Kind: KindRecord, Record: bytes.Clone(ln.Bytes)}
+		}
+	}
+	return Classified{Kind: KindOther}
+}
+
+func (c *LineChecker) event(b []byte) Classified {
+	out := Classified{Kind: KindEvent}
+	if err := json.Unmarshal(b, &out.Event); err != nil {
+		out.Err = err
+	} else {
+		out.Err = out.Event.Validate()
+	}
+	link, expected, found, err := c.chk.Check(b)
+	if err != nil && out.Err == nil {
+		out.Err = err
+	}
+	out.Link, out.Expected, out.Found = link, expected, found
+	if c.unseeded {
+		c.unseeded = false
+		if link == envelope.LinkBreak && expected == "" {
+			out.Link, out.Expected, out.Found = envelope.LinkUnverifiable, "", ""
+		}
+	}
+	return out
+}
+
+func isEventObject(probe map[string]json.RawMessage) bool {
+	raw, ok := probe["schema"]
+	if !ok {
+		return false
+	}
+	var schema string
+	return json.Unmarshal(raw, &schema) == nil && strings.HasPrefix(schema, eventSchemaPrefix)
+}
+
+// seed feeds the checker the event before ln, read back from the file.
+func (c *LineChecker) seed(ln Line) {
+	prev, err := previousLine(ln.Path, ln.File, ln.Offset)
+	if err != nil || prev == nil {
+		c.unseeded = true
+		return
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(prev, &probe) == nil && probe != nil && isEventObject(probe) {
+		c.chk.Check(prev)
+		return
+	}
+	// The previous line is not an event: the chain state before it is
+	// unknown (an earlier event may precede it).
+	c.unseeded = true
+}
+
+// maxSeedBytes bounds how far back previousLine reads.
+const maxSeedBytes = 1 << 20
+
+// previousLine returns the line that ends just before offset in the file at
+// path, provided the file there is still id.
+func previousLine(path string, id FileID, offset int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if got, ok := fileID(fi); !ok || got != id {
+		return nil, errors.New("file changed")
+	}
+	start := max(0, offset-maxSeedBytes-1)
+	buf := make([]byte, offset-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if len(buf) == 0 || buf[len(buf)-1] != '\n' {
+		return nil, errors.New("offset is not at a line start")
+	}
+	buf = buf[:len(buf)-1]
+	i := bytes.LastIndexByte(buf, '\n')
+	if i < 0 && start > 0 {
+		return nil, errors.New("previous line too long")
+	}
+	return buf[i+1:], nil
+}

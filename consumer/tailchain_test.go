@@ -1,0 +1,119 @@
+package consumer
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/envelope"
+)
+
+// chainLines writes an n-event chain with the envelope writer and returns
+// its lines (newline included).
+func chainLines(t *testing.T, n int) [][]byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chain.ndjson")
+	w, err := envelope.OpenWriter(path, envelope.WriterOptions{})
+	require.NoError(t, err)
+	for i := range n {
+		_, err := w.Append(envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "run-1",
+			map[string]any{"case_id": fmt.Sprintf("c%d", i)}, time.Unix(int64(i), 0)))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return bytes.SplitAfter(raw, []byte("\n"))[:n]
+}
+
+// checkFile writes content, then checks its lines from byte `from` (a line
+// start) with a fresh LineChecker, returning the kinds and links seen.
+func checkFile(t *testing.T, content []byte, from int64) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	require.NoError(t, os.WriteFile(path, content, 0o644))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	id, _ := fileID(fi)
+	var c LineChecker
+	var out []string
+	off := from
+	for i, l := range bytes.SplitAfter(content[from:], []byte("\n")) {
+		if len(l) == 0 {
+			break
+		}
+		ln := Line{Bytes: bytes.TrimSuffix(l, []byte("\n")), Path: path, Offset: off, Number: int64(i + 1), File: id}
+		if len(ln.Bytes) > 40 && ln.Bytes[0] == 'X' {
+			ln.Bytes, ln.Oversize = nil, int64(len(ln.Bytes))
+		}
+		got := c.Check(ln)
+		s := got.Kind.String()
+		if got.Kind == KindEvent {
+			s += " " + got.Link.String()
+			if got.Err != nil {
+				s += " invalid"
+			}
+		}
+		out = append(out, s)
+		off += int64(len(l))
+	}
+	return out
+}
+
+func TestLineChecker(t *testing.T) {
+	ev := chainLines(t, 3)
+	record := []byte(`{"run_id":"r1","outcome":"case_resolved"}` + "\n")
+	oversize := []byte("X" + string(bytes.Repeat([]byte("x"), 50)) + "\n")
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		from    int64
+		want    []string
+	}{
+		{"from the start", join(ev[0], ev[1], ev[2]), 0,
+			[]string{"event head", "event chained", "event chained"}},
+		{"records are outside the chain", join(ev[0], record, ev[1]), 0,
+			[]string{"event head", "record", "event chained"}},
+		{"a break", join(ev[0], ev[2]), 0,
+			[]string{"event head", "event break"}},
+		{"resumed: seeded from the previous line", join(ev[0], ev[1], ev[2]), int64(len(ev[0]) + len(ev[1])),
+			[]string{"event chained"}},
+		{"resumed after a record: unverifiable, not a break", join(ev[0], ev[1], record, ev[2]),
+			int64(len(ev[0]) + len(ev[1]) + len(record)),
+			[]string{"event unverifiable"}},
+		{"resumed: a real break after the first event is still a break", join(ev[0], record, ev[1], ev[1]),
+			int64(len(ev[0]) + len(record)),
+			[]string{"event unverifiable", "event break"}},
+		{"after an oversize line", join(ev[0], oversize, ev[1], ev[2]), 0,
+			[]string{"event head", "oversize", "event unverifiable", "event chained"}},
+		{"malformed and other lines", join([]byte("{oops\n"), ev[1], []byte("{\"a\":1}\n\n")), 0,
+			[]string{"malformed", "event unverifiable", "other", "blank"}},
+		{"invalid event", bytes.Replace(ev[0], []byte(`"agent_id":"agent://acme.example/bot"`), []byte(`"agent_id":"nope"`), 1), 0,
+			[]string{"event head invalid"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, checkFile(t, tc.content, tc.from))
+		})
+	}
+}
+
+func TestLineCheckerRestartsOnNewFile(t *testing.T) {
+	ev := chainLines(t, 2)
+	var c LineChecker
+	first := c.Check(Line{Bytes: bytes.TrimSpace(ev[0]), File: FileID{1, 1}})
+	assert.Equal(t, envelope.LinkHead, first.Link)
+	// The same chain's second event, but in another file: one file, one
+	// chain, so its prev_hash has no predecessor there.
+	second := c.Check(Line{Bytes: bytes.TrimSpace(ev[1]), File: FileID{1, 2}})
+	assert.Equal(t, envelope.LinkBreak, second.Link)
+	assert.Empty(t, second.Expected)
+	// Truncation: read again from byte 0 of the same file.
+	again := c.Check(Line{Bytes: bytes.TrimSpace(ev[0]), File: FileID{1, 2}})
+	assert.Equal(t, envelope.LinkHead, again.Link)
+}
