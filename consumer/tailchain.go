@@ -43,8 +43,7 @@ func (k LineKind) String() string {
 	return fmt.Sprintf("LineKind(%d)", int(k))
 }
 
-// eventSchemaPrefix marks an agent-event envelope of any version; versions
-// other than v0.1 and v0.2 are then reported invalid by validation.
+// eventSchemaPrefix marks an agent-event envelope of any version.
 const eventSchemaPrefix = "taipanbox.dev/agent-event/"
 
 // Classified is the verdict on one tailed line.
@@ -108,24 +107,47 @@ func (c *LineChecker) Check(ln Line) Classified {
 	if len(bytes.TrimSpace(ln.Bytes)) == 0 {
 		return Classified{Kind: KindBlank}
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(ln.Bytes, &probe); err != nil || probe == nil {
-		if err == nil {
-			err = errors.New("not a JSON object")
-		}
+	var p lineProbe
+	if err := p.decode(ln.Bytes); err != nil {
 		c.chk.Check(ln.Bytes)
 		return Classified{Kind: KindMalformed, Err: err}
 	}
-	if isEventObject(probe) {
+	switch {
+	case p.isEvent():
 		return c.event(ln.Bytes)
-	}
-	// These members make a non-event object a call or outcome record.
-	for _, f := range [...]string{"run_id", "outcome", "cost_microusd", "cost_usd"} {
-		if _, ok := probe[f]; ok {
-			return Classified{Kind: KindRecord, Record: bytes.Clone(ln.Bytes)}
-		}
+	case p.isRecord():
+		return Classified{Kind: KindRecord, Record: bytes.Clone(ln.Bytes)}
 	}
 	return Classified{Kind: KindOther}
+}
+
+// lineProbe decodes only the members that classify a line.
+type lineProbe struct {
+	Schema       json.RawMessage `json:"schema"`
+	RunID        json.RawMessage `json:"run_id"`
+	Outcome      json.RawMessage `json:"outcome"`
+	CostMicroUSD json.RawMessage `json:"cost_microusd"`
+	CostUSD      json.RawMessage `json:"cost_usd"`
+}
+
+// decode fails unless b is one JSON object.
+func (p *lineProbe) decode(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	return json.Unmarshal(b, p)
+}
+
+// isEvent: the schema names an agent-event envelope (any version; versions
+// other than v0.1 and v0.2 are then reported invalid by validation).
+func (p *lineProbe) isEvent() bool {
+	var schema string
+	return p.Schema != nil && json.Unmarshal(p.Schema, &schema) == nil && strings.HasPrefix(schema, eventSchemaPrefix)
+}
+
+// isRecord: one of the members of a call or outcome record is present.
+func (p *lineProbe) isRecord() bool {
+	return p.RunID != nil || p.Outcome != nil || p.CostMicroUSD != nil || p.CostUSD != nil
 }
 
 func (c *LineChecker) event(b []byte) Classified {
@@ -149,15 +171,6 @@ func (c *LineChecker) event(b []byte) Classified {
 	return out
 }
 
-func isEventObject(probe map[string]json.RawMessage) bool {
-	raw, ok := probe["schema"]
-	if !ok {
-		return false
-	}
-	var schema string
-	return json.Unmarshal(raw, &schema) == nil && strings.HasPrefix(schema, eventSchemaPrefix)
-}
-
 // seed feeds the checker the event before ln, read back from the file.
 func (c *LineChecker) seed(ln Line) {
 	prev, err := previousLine(ln.Path, ln.File, ln.Offset)
@@ -165,8 +178,8 @@ func (c *LineChecker) seed(ln Line) {
 		c.unseeded = true
 		return
 	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(prev, &probe) == nil && probe != nil && isEventObject(probe) {
+	var p lineProbe
+	if p.decode(prev) == nil && p.isEvent() {
 		c.chk.Check(prev)
 		return
 	}

@@ -15,7 +15,7 @@ import (
 
 // chainLines writes an n-event chain with the envelope writer and returns
 // its lines (newline included).
-func chainLines(t *testing.T, n int) [][]byte {
+func chainLines(t testing.TB, n int) [][]byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "chain.ndjson")
 	w, err := envelope.OpenWriter(path, envelope.WriterOptions{})
@@ -116,4 +116,26 @@ func TestLineCheckerRestartsOnNewFile(t *testing.T) {
 	// Truncation: read again from byte 0 of the same file.
 	again := c.Check(Line{Bytes: bytes.TrimSpace(ev[0]), File: FileID{1, 2}})
 	assert.Equal(t, envelope.LinkHead, again.Link)
+}
+
+// BenchmarkLineChecker classifies, validates and chain-checks a 1,000-event
+// chain of ~300-byte quality_score events per iteration.
+func BenchmarkLineChecker(b *testing.B) {
+	const n = 1000
+	ev := chainLines(b, n)
+	lines := make([]Line, n)
+	for i, l := range ev {
+		lines[i] = Line{Bytes: bytes.TrimSuffix(l, []byte("\n")), Offset: int64(i), Number: int64(i + 1), File: FileID{1, 1}}
+	}
+	lines[0].Offset = 0
+	b.ReportAllocs()
+	for b.Loop() {
+		var c LineChecker
+		for _, ln := range lines {
+			if got := c.Check(ln); got.Err != nil || (got.Link != envelope.LinkChained && got.Link != envelope.LinkHead) {
+				b.Fatalf("line %d: %v %v", ln.Number, got.Link, got.Err)
+			}
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
