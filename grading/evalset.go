@@ -135,16 +135,37 @@ func ParseEvalSet(raw []byte, path string) (*EvalSet, error) {
 	if file == "" {
 		file = "<inline>"
 	}
+	// Decode the set with its cases raw first, so an unknown field in a
+	// case names that case.
+	var top struct {
+		EvalSet
+		Cases []json.RawMessage `json:"cases"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var set EvalSet
-	if err := dec.Decode(&set); err != nil {
+	if err := dec.Decode(&top); err != nil {
 		return nil, &FieldError{File: file, Index: -1, Msg: "decode: " + describeJSONError(raw, err)}
 	}
+	set := top.EvalSet
 	set.Path = path
 	var errs []error
 	add := func(i int, id, field, format string, args ...any) {
 		errs = append(errs, &FieldError{File: file, Index: i, Case: id, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	set.Cases = make([]Case, len(top.Cases))
+	for i, rc := range top.Cases {
+		cd := json.NewDecoder(bytes.NewReader(rc))
+		cd.DisallowUnknownFields()
+		if err := cd.Decode(&set.Cases[i]); err != nil {
+			var probe struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(rc, &probe)
+			add(i, probe.ID, "", "decode: %v", strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	if strings.TrimSpace(set.ID) == "" {
 		add(-1, "", "id", "required: a stable id for the set")
