@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -132,7 +134,8 @@ func classifySDKError(model string, err error) error {
 		return fmt.Errorf("anthropic %s: %w: %d", model, ErrStatus, apiErr.StatusCode)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("anthropic %s: %w", model, err)
-	case errors.As(err, &syn), errors.As(err, &typ):
+	case errors.As(err, &syn), errors.As(err, &typ), errors.Is(err, io.ErrUnexpectedEOF),
+		strings.Contains(err.Error(), "parsing response json"):
 		return fmt.Errorf("anthropic %s: %w: %v", model, ErrMalformed, err)
 	}
 	return fmt.Errorf("anthropic %s: %w", model, err)
