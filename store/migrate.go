@@ -60,5 +60,8 @@ CREATE TABLE baselines (
 	label       TEXT NOT NULL DEFAULT ''
 );
 `,
+		// 2: the worker's trace-call state, ingested segments and eval
+		// request results (store/calls.go).
+		workerSchema,
 	}
 }

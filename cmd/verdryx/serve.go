@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/run"
+	"github.com/schollz/progressbar/v3"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/worker"
+)
+
+// natsFlags are the connection flags shared by serve, replay and bench.
+type natsFlags struct {
+	url, creds, tlsCA, tlsCert, tlsKey *string
+}
+
+func addNATSFlags(fs *flag.FlagSet, def string, help string) natsFlags {
+	return natsFlags{
+		url:     fs.String("nats", envOr("VERDRYX_NATS_URL", def), help),
+		creds:   fs.String("nats.creds", envOr("VERDRYX_NATS_CREDS", ""), "NATS credentials file"),
+		tlsCA:   fs.String("nats.tls-ca", "", "CA certificate file for TLS to NATS"),
+		tlsCert: fs.String("nats.tls-cert", "", "client certificate file for TLS to NATS"),
+		tlsKey:  fs.String("nats.tls-key", "", "client key file for TLS to NATS"),
+	}
+}
+
+func (n natsFlags) connect(url, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	if *n.creds != "" {
+		opts = append(opts, nats.UserCredentials(*n.creds))
+	}
+	if *n.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(*n.tlsCA))
+	}
+	if *n.tlsCert != "" || *n.tlsKey != "" {
+		opts = append(opts, nats.ClientCert(*n.tlsCert, *n.tlsKey))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+func addSubjectFlags(fs *flag.FlagSet) *worker.Subjects {
+	s := worker.DefaultSubjects()
+	fs.StringVar(&s.Traces, "subject.traces", s.Traces, "subject of per-call trace records and segment references")
+	fs.StringVar(&s.EvalRequests, "subject.eval", s.EvalRequests, "subject of eval requests")
+	fs.StringVar(&s.RAGAsk, "subject.ask", s.RAGAsk, "subject of RAG asks (core request/reply)")
+	fs.StringVar(&s.Events, "subject.events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
+	fs.StringVar(&s.Tail, "subject.tail", s.Tail, "subject tailed envelopes are forwarded to")
+	fs.StringVar(&s.DeadLetter, "subject.deadletter", s.DeadLetter, "dead-letter subject")
+	return &s
+}
+
+func defaultDataDir() string { return envOr("VERDRYX_DATA", ".verdryx") }
+
+// defaultInstance names this worker's chain subject: stable across restarts
+// of the same data directory, distinct between data directories.
+func defaultInstance(dataDir string) string {
+	host, _ := os.Hostname()
+	abs, _ := filepath.Abs(dataDir)
+	sum := sha256.Sum256([]byte(abs))
+	return sanitizeToken(host) + "-" + hex.EncodeToString(sum[:4])
+}
+
+func sanitizeToken(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "verdryx"
+	}
+	return b.String()
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// cmdServe runs the worker. See the README section "The worker".
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "", "Run the worker: consume trace records, eval requests and RAG asks from NATS JetStream, optionally\n"+
+		"replay a Parquet directory and tail an NDJSON file, and publish hash-chained envelopes and spans.\n"+
+		"With no --nats an embedded NATS server with JetStream runs in-process, storing under --data.", stderr)
+	dataDir := fs.String("data", defaultDataDir(), "data directory: embedded NATS store, SQLite store, tail offsets ($VERDRYX_DATA)")
+	nf := addNATSFlags(fs, "", "NATS server URL; empty starts the embedded server ($VERDRYX_NATS_URL)")
+	listen := fs.String("nats.listen", "127.0.0.1:4222", "embedded server listen address (port 0 picks a free port)")
+	dbPath := fs.String("db", envOr("VERDRYX_DB", ""), "SQLite store (default <data>/verdryx.db; $VERDRYX_DB)")
+	eventsPath := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "also append envelopes to this chained NDJSON file ($VERDRYX_EVENTS_PATH)")
+	instance := fs.String("instance", "", "instance name for this worker's event chain subject (default <host>-<hash of data dir>)")
+	httpAddr := fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz and /metrics; empty disables")
+	otlp := fs.String("otlp", envOr("VERDRYX_OTLP_ENDPOINT", ""), "OTLP/HTTP collector base URL ($VERDRYX_OTLP_ENDPOINT)")
+	tailPath := fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
+	replayDir := fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
+	var evalFiles multiFlag
+	fs.Var(&evalFiles, "eval-request", "publish this eval-request JSON file at start (repeatable)")
+	corpus := fs.String("rag.corpus", "testdata/grimoire/corpus.json", "corpus answering RAG asks with the offline pipeline (empty disables asks)")
+	var roots multiFlag
+	fs.Var(&roots, "root", "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval and testdata)")
+	once := fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
+	verbose := fs.Bool("v", false, "debug logging")
+	subjects := addSubjectFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("serve: unexpected argument %q", pos[0])
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		return inputError(fmt.Errorf("--data %s: %w", *dataDir, err))
+	}
+	if *dbPath == "" {
+		*dbPath = filepath.Join(*dataDir, "verdryx.db")
+	}
+	if *instance == "" {
+		*instance = defaultInstance(*dataDir)
+	}
+	if len(roots) == 0 {
+		roots = multiFlag{filepath.Join(*dataDir, "eval"), "testdata"}
+	}
+	var absRoots worker.Roots
+	for _, r := range roots {
+		if a, err := filepath.Abs(r); err == nil {
+			absRoots = append(absRoots, a)
+		}
+	}
+	if *replayDir != "" {
+		if a, err := filepath.Abs(*replayDir); err == nil {
+			absRoots = append(absRoots, a)
+		}
+	}
+
+	// Store.
+	st, err := store.Open(ctx, *dbPath, store.Options{})
+	if err != nil {
+		return inputError(err)
+	}
+	defer st.Close()
+
+	// NATS: embedded server or a real one.
+	var ns *server.Server
+	url := *nf.url
+	if url == "" {
+		ns, err = worker.StartEmbedded(filepath.Join(*dataDir, "nats"), *listen)
+		if err != nil {
+			return err
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		url = ns.ClientURL()
+		logger.Info("embedded nats started", "url", url, "store", filepath.Join(*dataDir, "nats"))
+	}
+	nc, err := nf.connect(url, "verdryx-serve-"+*instance)
+	if err != nil {
+		return err
+	}
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	defer func() {
+		if !nc.IsClosed() {
+			nc.Close()
+		}
+	}()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	tracesCons, evalCons, err := worker.EnsureStreams(ctx, js, *subjects, 0)
+	if err != nil {
+		return err
+	}
+
+	// Sinks: this instance's chain on NATS, the chained file, spans.
+	chain, err := producer.NewNATSChain(ctx, js, subjects.EventsStream, subjects.Events+"."+*instance, logger)
+	if err != nil {
+		return err
+	}
+	sinks := producer.Fanout{chain}
+	var fileW *envelope.Writer
+	if *eventsPath != "" {
+		fileW, err = envelope.OpenWriter(*eventsPath, envelope.WriterOptions{Sync: envelope.SyncEveryN, SyncEveryN: 64, Logger: logger})
+		if err != nil {
+			return inputError(fmt.Errorf("--events: %w", err))
+		}
+		defer fileW.Close()
+		sinks = append(sinks, fileW)
+	}
+	var spans *producer.Spans
+	if *otlp != "" {
+		spans, err = producer.NewSpans(ctx, producer.SpanOptions{Endpoint: *otlp, ServiceVersion: version})
+		if err != nil {
+			return inputError(fmt.Errorf("--otlp: %w", err))
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := spans.Shutdown(fctx); err != nil {
+				logger.Warn("span export", "err", err)
+			}
+		}()
+	}
+
+	metrics := worker.NewMetrics()
+	var ready atomic.Bool
+	dead := &consumer.DeadLetterPublisher{JS: js, Subject: subjects.DeadLetter}
+
+	deps := grading.Deps{Store: st, Events: sinks, Version: version, Logger: logger}
+	if spans != nil {
+		deps.Spans = spans
+	}
+	evalH := &worker.EvalHandler{Store: st, Deps: deps, Roots: absRoots, NC: nc, Log: logger,
+		OnResult: func(req worker.EvalRequest, res grading.Result) {
+			metrics.EvalRuns.WithLabelValues("ok").Inc()
+			metrics.ChainLength.Set(float64(chain.Len()))
+			printEvalResult(stdout, req, res)
+		}}
+	tracesPull, err := consumer.NewPuller(tracesCons, &worker.TraceHandler{Store: st, Roots: absRoots},
+		consumer.PullOptions{Name: "traces", Batch: 512, MaxDeliver: worker.MaxDeliver, Logger: logger, Counters: metrics, DeadLetter: dead})
+	if err != nil {
+		return err
+	}
+	evalPull, err := consumer.NewPuller(evalCons, evalH,
+		consumer.PullOptions{Name: "eval", Batch: 1, MaxDeliver: worker.MaxDeliver, Logger: logger, Counters: metrics, DeadLetter: dead})
+	if err != nil {
+		return err
+	}
+
+	var g run.Group
+	// Signals: a clean exit on SIGINT/SIGTERM.
+	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+
+	// Consumers. Each stops fetching, finishes its in-flight batch and
+	// acks it before returning; they must stop before the connection
+	// drains below.
+	for _, p := range []*consumer.Puller{tracesPull, evalPull} {
+		p := p
+		cctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return p.Run(cctx) }, func(error) { cancel() })
+	}
+
+	// RAG asks.
+	if *corpus != "" {
+		if _, err := os.Stat(*corpus); err == nil {
+			pipe, err := rag.NewOffline(ctx, *corpus, rag.Options{})
+			if err != nil {
+				return inputError(fmt.Errorf("--rag.corpus: %w", err))
+			}
+			asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger,
+				Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }}
+			actx, cancel := context.WithCancel(context.Background())
+			g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
+		} else {
+			logger.Warn("rag asks disabled: corpus not found", "corpus", *corpus)
+		}
+	}
+
+	// Tail.
+	tailDone := make(chan struct{})
+	if *tailPath != "" {
+		abs, _ := filepath.Abs(*tailPath)
+		sum := sha256.Sum256([]byte(abs))
+		stateDir := filepath.Join(*dataDir, "tail")
+		if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			return err
+		}
+		t, err := consumer.NewTailer(*tailPath, consumer.TailOptions{
+			StatePath: filepath.Join(stateDir, hex.EncodeToString(sum[:8])+".offset"), FromStart: true, Once: *once,
+		}, logger)
+		if err != nil {
+			return inputError(fmt.Errorf("--tail: %w", err))
+		}
+		fw := &worker.TailForwarder{Tailer: t, JS: js, Subjects: *subjects, Log: logger,
+			Counted: func(class string) { metrics.TailLines.WithLabelValues(class).Inc() }}
+		tctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			defer close(tailDone)
+			if err := fw.Run(tctx); err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("tail %s: %w", *tailPath, err)
+			}
+			if *once {
+				<-tctx.Done() // drained; wait for the shutdown
+			}
+			return nil
+		}, func(error) { cancel() })
+	} else {
+		close(tailDone)
+	}
+
+	// Health, readiness and metrics.
+	if *httpAddr != "" {
+		hs := &worker.HTTPServer{Addr: *httpAddr, Metrics: metrics, Ready: &ready}
+		addr, err := hs.Listen()
+		if err != nil {
+			return fmt.Errorf("--http %s: %w", *httpAddr, err)
+		}
+		logger.Info("http listening", "addr", addr)
+		g.Add(hs.Serve, func(error) { hs.Shutdown() })
+	}
+
+	// Lag gauge, and with --once the drain watcher.
+	{
+		wctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			return watchLag(wctx, tracesCons, evalCons, metrics, *once, tailDone, logger)
+		}, func(error) { cancel() })
+	}
+
+	// Inputs published at start.
+	if *replayDir != "" || len(evalFiles) > 0 {
+		if err := publishInputs(ctx, js, *subjects, *replayDir, evalFiles, stderr, logger); err != nil {
+			return err
+		}
+	}
+	ready.Store(true)
+	logger.Info("worker started", "instance", *instance, "events_subject", chain.Subject(), "db", *dbPath)
+
+	err = g.Run()
+	ready.Store(false)
+	// Ordered shutdown: the actors above have stopped fetching and
+	// finished in-flight work; flush the chain file, then drain the
+	// connection and wait for it to close.
+	if fileW != nil {
+		if ferr := fileW.Sync(); ferr != nil {
+			logger.Warn("flush events file", "err", ferr)
+		}
+	}
+	if derr := nc.Drain(); derr == nil {
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			logger.Warn("nats drain timed out")
+		}
+	}
+	var sigErr run.SignalError
+	if err != nil && !errors.As(err, &sigErr) && !errors.Is(err, errDrained) {
+		return err
+	}
+	if *once {
+		return printStoreReport(ctx, st, stdout)
+	}
+	return nil
+}
+
+// errDrained ends the run group when --once finds nothing left to do.
+var errDrained = errors.New("inputs drained")
+
+// watchLag updates the lag gauges every 500 ms; with once it returns
+// errDrained when both consumers have nothing pending or unacked, twice in
+// a row, and the tail has reached its end.
+func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *worker.Metrics, once bool, tailDone <-chan struct{}, logger *slog.Logger) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		busy := false
+		for name, c := range map[string]jetstream.Consumer{"traces": traces, "eval": eval} {
+			info, err := c.Info(ctx)
+			if err != nil {
+				logger.Debug("consumer info", "err", err)
+				busy = true
+				continue
+			}
+			m.Lag.WithLabelValues(name).Set(float64(info.NumPending))
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				busy = true
+			}
+		}
+		if !once {
+			continue
+		}
+		select {
+		case <-tailDone:
+		default:
+			busy = true
+		}
+		if busy {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= 2 {
+			return errDrained
+		}
+	}
+}
+
+// publishInputs replays a segment directory and publishes eval-request
+// files, blocking until JetStream has stored them.
+func publishInputs(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, evalFiles []string, stderr io.Writer, logger *slog.Logger) error {
+	if dir != "" {
+		st, err := replayWithProgress(ctx, js, s.Traces, dir, false, stderr)
+		if err != nil {
+			return err
+		}
+		logger.Info("replayed", "dir", dir, "segments", st.Segments, "rows", st.Rows, "failed", len(st.Failed))
+	}
+	for _, f := range evalFiles {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return inputError(fmt.Errorf("--eval-request: %w", err))
+		}
+		var req worker.EvalRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return inputError(fmt.Errorf("--eval-request %s: %w", f, err))
+		}
+		if req.RequestID == "" {
+			return inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
+		}
+		if _, err := js.Publish(ctx, s.EvalRequests, raw, jetstream.WithMsgID("eval:"+req.RequestID)); err != nil {
+			return fmt.Errorf("publish eval request %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
+	var progress func(int)
+	if isTerminal(stderr) {
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
+		defer bar.Finish()
+		last := 0
+		progress = func(n int) { _ = bar.Add(n - last); last = n }
+	}
+	return worker.Replay(ctx, js, subject, dir, strict, progress)
+}
+
+func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
+	mean := "unmeasured"
+	if res.Run.MeanScore != nil {
+		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
+	}
+	fmt.Fprintf(w, "eval %s: run %s model %s: %d cases, %d graded, mean %s, %d events\n",
+		req.RequestID, res.Run.ID, res.Run.Model, res.Run.Cases, res.Run.GradedN, mean, res.EventsWritten)
+	if res.Drift != nil {
+		fmt.Fprintf(w, "  drift vs %s: %s (delta %+.3f)\n", res.Drift.BaselineID, res.Drift.Verdict, res.Drift.Delta)
+	}
+}
+
+// printStoreReport prints the cost-per-outcome report of every trace call
+// the worker has stored.
+func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
+	r, err := outcome.NewReducer(outcome.Options{})
+	if err != nil {
+		return err
+	}
+	if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "cost per outcome of the traces consumed:")
+	return r.Report().WriteTable(w)
+}
+
+// cmdReplay publishes a Parquet directory to the traces subject.
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("replay", "DIR", "Publish every row of a TokenFuse Parquet segment directory to the traces subject, in segment\n"+
+		"order, idempotently (each row carries a message id derived from the segment digest and row).", stderr)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", "NATS server URL (default: the embedded server of a local verdryx serve)")
+	strict := fs.Bool("strict", false, "stop at the first corrupt segment")
+	subjects := addSubjectFlags(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("replay: want exactly one directory")
+	}
+	nc, err := nf.connect(*nf.url, "verdryx-replay")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
+		return err
+	}
+	st, err := replayWithProgress(ctx, js, subjects.Traces, pos[0], *strict, stderr)
+	if err != nil {
+		return inputError(err)
+	}
+	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, pos[0], subjects.Traces, st.Ignored, len(st.Failed))
+	for _, f := range st.Failed {
+		fmt.Fprintf(stdout, "  failed: %s\n", f)
+	}
+	if len(st.Failed) > 0 {
+		return failed()
+	}
+	return nil
+}

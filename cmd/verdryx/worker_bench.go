@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/worker"
+)
+
+// ackCounter counts acked messages for the worker benchmark.
+type ackCounter struct{ acked, other atomic.Int64 }
+
+func (a *ackCounter) Received(string, int)       {}
+func (a *ackCounter) Acked(_ string, n int)      { a.acked.Add(int64(n)) }
+func (a *ackCounter) Naked(_ string, n int)      { a.other.Add(int64(n)) }
+func (a *ackCounter) Terminated(_ string, n int) { a.other.Add(int64(n)) }
+func (a *ackCounter) DeadLettered(string, int)   {}
+
+// benchWorker measures trace records processed end to end by the worker's
+// trace consumer (batched fetch, one SQLite transaction per batch, acks
+// after commit) beside the raw JetStream consume-with-ack rate, on the same
+// embedded server and stream, in one run.
+func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench worker", "", "Benchmark the worker's trace ingestion against raw JetStream consume-with-ack.", stderr)
+	records := fs.Int("records", 1_000_000, "per-call records to publish")
+	batch := fs.Int("batch", 512, "worker batch size (messages per transaction)")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *records <= 0 {
+		return usageErrorf("bench worker: --records must be positive")
+	}
+	dir, err := os.MkdirTemp("", "verdryx-bench-worker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := worker.StartEmbedded(filepath.Join(dir, "nats"), "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return err
+	}
+	subjects := worker.DefaultSubjects()
+	if _, _, err := worker.EnsureStreams(ctx, js, subjects, 0); err != nil {
+		return err
+	}
+
+	// Publish the records.
+	start := time.Now()
+	for i := 0; i < *records; i++ {
+		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
+		c := outcome.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
+			InputTokens: 900, OutputTokens: 150, CostMicroUSD: int64(100 + i%37), Step: step, HasStep: true,
+			AgentID: fmt.Sprintf("agent://acme.example/bot-%d", i%7)}
+		if step == 9 {
+			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[i%3]
+		}
+		b, _ := json.Marshal(worker.RecordOf(c))
+		if _, err := js.PublishAsync(subjects.Traces, b); err != nil {
+			return err
+		}
+	}
+	<-js.PublishAsyncComplete()
+	fmt.Fprintf(stdout, "published %d records in %s\n", *records, time.Since(start).Round(time.Millisecond))
+
+	// Raw consume-with-ack on a plain consumer of the same stream.
+	raw, err := js.CreateOrUpdateConsumer(ctx, subjects.TracesStream, jetstream.ConsumerConfig{Durable: "bench-raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 20000})
+	if err != nil {
+		return err
+	}
+	var got atomic.Int64
+	done := make(chan struct{})
+	start = time.Now()
+	cc, err := raw.Consume(func(m jetstream.Msg) {
+		_ = m.Ack()
+		if got.Add(1) == int64(*records) {
+			close(done)
+		}
+	}, jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return err
+	}
+	<-done
+	rawDur := time.Since(start)
+	cc.Stop()
+
+	// The worker's trace consumer into a fresh store.
+	st, err := store.Open(ctx, filepath.Join(dir, "bench.db"), store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	traces, _, err := worker.EnsureStreams(ctx, js, subjects, 0)
+	if err != nil {
+		return err
+	}
+	counter := &ackCounter{}
+	p, err := consumer.NewPuller(traces, &worker.TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: *batch, Counters: counter})
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	start = time.Now()
+	go func() { errc <- p.Run(pctx) }()
+	for counter.acked.Load()+counter.other.Load() < int64(*records) {
+		select {
+		case err := <-errc:
+			cancel()
+			return fmt.Errorf("worker stopped early: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	workerDur := time.Since(start)
+	cancel()
+	<-errc
+	n, err := st.CallCount(ctx)
+	if err != nil {
+		return err
+	}
+	rawRate := float64(*records) / rawDur.Seconds()
+	workerRate := float64(*records) / workerDur.Seconds()
+	fmt.Fprintf(stdout, "raw JetStream consume+ack:      %10.0f msgs/s (%s)\n", rawRate, rawDur.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "worker (store commit, then ack): %10.0f records/s (%s, %d stored, %d not acked)\n", workerRate, workerDur.Round(time.Millisecond), n, counter.other.Load())
+	fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.50)\n", workerRate/rawRate)
+	if n != int64(*records) {
+		return fmt.Errorf("bench worker: stored %d calls, want %d", n, *records)
+	}
+	return nil
+}

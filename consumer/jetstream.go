@@ -1,0 +1,321 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Msg is the subset of jetstream.Msg the pull loop uses.
+type Msg interface {
+	Data() []byte
+	Headers() nats.Header
+	Subject() string
+	Metadata() (*jetstream.MsgMetadata, error)
+	Ack() error
+	NakWithDelay(delay time.Duration) error
+	TermWithReason(reason string) error
+}
+
+var _ Msg = jetstream.Msg(nil)
+
+// Kind classifies a handler error; it decides ack, nak or term.
+type Kind int
+
+const (
+	// KindPermanent: the message can never succeed (malformed, invalid,
+	// refused). It is copied to the dead-letter subject and terminated.
+	KindPermanent Kind = iota + 1
+	// KindTransient: it may succeed later (store busy, provider down). It
+	// is nak'ed with backoff until MaxDeliver, then dead-lettered.
+	KindTransient
+)
+
+// Error is a classified handler error.
+type Error struct {
+	Kind   Kind
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Reason
+	}
+	return e.Reason + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Permanent marks err as a permanent failure with a short reason.
+func Permanent(reason string, err error) error {
+	return &Error{Kind: KindPermanent, Reason: reason, Err: err}
+}
+
+// Transient marks err as a transient failure.
+func Transient(reason string, err error) error {
+	return &Error{Kind: KindTransient, Reason: reason, Err: err}
+}
+
+// kindOf returns the error's kind; unclassified errors are transient.
+func kindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindTransient
+}
+
+// BatchHandler handles a batch of messages. It returns one error per message
+// (index-aligned, or nil for all-good); a nil entry means the message's
+// effect is durably committed and it may be acked.
+type BatchHandler interface {
+	HandleBatch(ctx context.Context, msgs []Msg) []error
+}
+
+// BatchHandlerFunc adapts a function to BatchHandler.
+type BatchHandlerFunc func(ctx context.Context, msgs []Msg) []error
+
+// HandleBatch calls f.
+func (f BatchHandlerFunc) HandleBatch(ctx context.Context, msgs []Msg) []error { return f(ctx, msgs) }
+
+// DeadLetterer copies a terminated message with its reason to the
+// dead-letter subject.
+type DeadLetterer interface {
+	DeadLetter(ctx context.Context, msg Msg, reason string) error
+}
+
+// Counters receives the pull loop's outcomes; all methods must be safe for
+// concurrent use. A nil Counters is allowed.
+type Counters interface {
+	Received(stream string, n int)
+	Acked(stream string, n int)
+	Naked(stream string, n int)
+	Terminated(stream string, n int)
+	DeadLettered(stream string, n int)
+}
+
+// PullOptions configures a Puller.
+type PullOptions struct {
+	Name       string        // for logs and metrics, e.g. "traces"
+	Batch      int           // max messages per handler call; default 256
+	MaxDeliver int           // the consumer's MaxDeliver; a transient failure on the last delivery is dead-lettered; default 5
+	NakDelay   time.Duration // base backoff, doubled per delivery; default 500ms
+	Logger     *slog.Logger  // nil discards
+	Counters   Counters      // nil ignores
+	DeadLetter DeadLetterer  // nil: permanent failures are only terminated
+}
+
+// Puller consumes one durable JetStream consumer in batches and acks, naks
+// or terminates each message in one place, by the class of its error.
+type Puller struct {
+	cons jetstream.Consumer
+	h    BatchHandler
+	opts PullOptions
+	log  *slog.Logger
+}
+
+// NewPuller returns a Puller. Don't forget to Run it.
+func NewPuller(cons jetstream.Consumer, h BatchHandler, opts PullOptions) (*Puller, error) {
+	if cons == nil || h == nil {
+		return nil, errors.New("consumer: nil consumer or handler")
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 256
+	}
+	if opts.MaxDeliver <= 0 {
+		opts.MaxDeliver = 5
+	}
+	if opts.NakDelay <= 0 {
+		opts.NakDelay = 500 * time.Millisecond
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Puller{cons: cons, h: h, opts: opts, log: logger.With("component", "consumer", "consumer", opts.Name)}, nil
+}
+
+// Run consumes until ctx is canceled, then stops fetching, finishes the
+// messages already delivered and returns nil. Messages are handed to the
+// handler in batches: the first waits, the rest are whatever is already
+// buffered, up to Batch, so a single message is handled at once and a
+// backlog is handled in large batches.
+func (p *Puller) Run(ctx context.Context) error {
+	buf := make(chan jetstream.Msg, p.opts.Batch*2)
+	cc, err := p.cons.Consume(func(m jetstream.Msg) { buf <- m },
+		jetstream.PullMaxMessages(p.opts.Batch*2),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			p.log.Debug("consume", "err", err)
+		}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", p.opts.Name, err)
+	}
+	batch := make([]Msg, 0, p.opts.Batch)
+	// Handling uses a context that outlives ctx, so in-flight work is
+	// finished on shutdown rather than abandoned half-way.
+	work := context.WithoutCancel(ctx)
+	for {
+		batch = batch[:0]
+		select {
+		case <-ctx.Done():
+			cc.Drain()
+			<-cc.Closed()
+			// Finish what was delivered before the drain completed.
+			for {
+				select {
+				case m := <-buf:
+					batch = append(batch, m)
+					if len(batch) == p.opts.Batch {
+						p.handle(work, batch)
+						batch = batch[:0]
+					}
+				default:
+					if len(batch) > 0 {
+						p.handle(work, batch)
+					}
+					return nil
+				}
+			}
+		case m := <-buf:
+			batch = append(batch, m)
+		}
+	fill:
+		for len(batch) < p.opts.Batch {
+			select {
+			case m := <-buf:
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		p.handle(work, batch)
+	}
+}
+
+func (p *Puller) handle(ctx context.Context, batch []Msg) {
+	name := p.opts.Name
+	p.count(func(c Counters) { c.Received(name, len(batch)) })
+	errs := p.safeHandle(ctx, batch)
+	var acked, naked, termed, dead int
+	for i, m := range batch {
+		var err error
+		if i < len(errs) {
+			err = errs[i]
+		}
+		if err == nil {
+			if aerr := m.Ack(); aerr != nil {
+				p.log.Warn("ack", "err", aerr)
+			}
+			acked++
+			continue
+		}
+		delivered := uint64(1)
+		if md, merr := m.Metadata(); merr == nil {
+			delivered = md.NumDelivered
+		}
+		if kindOf(err) == KindTransient && delivered < uint64(p.opts.MaxDeliver) {
+			delay := p.opts.NakDelay << min(delivered-1, 6)
+			p.log.Warn("transient failure, nak", "delivered", delivered, "delay", delay, "err", err)
+			if nerr := m.NakWithDelay(delay); nerr != nil {
+				p.log.Warn("nak", "err", nerr)
+			}
+			naked++
+			continue
+		}
+		reason := err.Error()
+		if kindOf(err) == KindTransient {
+			reason = fmt.Sprintf("gave up after %d deliveries: %s", delivered, reason)
+		}
+		if len(reason) > 512 {
+			reason = reason[:512]
+		}
+		p.log.Warn("terminating message", "subject", m.Subject(), "reason", reason)
+		if p.opts.DeadLetter != nil {
+			if derr := p.opts.DeadLetter.DeadLetter(ctx, m, reason); derr != nil {
+				// Not copied: leave it for redelivery rather than lose it.
+				p.log.Error("dead-letter publish", "err", derr)
+				_ = m.NakWithDelay(p.opts.NakDelay)
+				naked++
+				continue
+			}
+			dead++
+		}
+		if terr := m.TermWithReason(reason); terr != nil {
+			p.log.Warn("term", "err", terr)
+		}
+		termed++
+	}
+	p.count(func(c Counters) {
+		c.Acked(name, acked)
+		c.Naked(name, naked)
+		c.Terminated(name, termed)
+		c.DeadLettered(name, dead)
+	})
+}
+
+// safeHandle turns a handler panic into a transient error for the batch, so
+// nothing malformed can crash the worker.
+func (p *Puller) safeHandle(ctx context.Context, batch []Msg) (errs []error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("handler panic", "panic", r)
+			errs = make([]error, len(batch))
+			for i := range errs {
+				errs[i] = Transient("handler panic", fmt.Errorf("%v", r))
+			}
+		}
+	}()
+	return p.h.HandleBatch(ctx, batch)
+}
+
+func (p *Puller) count(f func(Counters)) {
+	if p.opts.Counters != nil {
+		f(p.opts.Counters)
+	}
+}
+
+// DeadLetterPublisher publishes terminated messages to a subject with the
+// reason and origin in headers.
+type DeadLetterPublisher struct {
+	JS      jetstream.JetStream
+	Subject string
+}
+
+// Header names set on a dead-lettered copy.
+const (
+	HeaderDeadReason  = "Verdryx-Dead-Reason"
+	HeaderDeadSubject = "Verdryx-Dead-Subject"
+	HeaderDeadSeq     = "Verdryx-Dead-Stream-Seq"
+)
+
+// DeadLetter implements DeadLetterer. It blocks until JetStream acknowledges
+// the copy.
+func (d *DeadLetterPublisher) DeadLetter(ctx context.Context, m Msg, reason string) error {
+	out := nats.NewMsg(d.Subject)
+	out.Data = m.Data()
+	for k, v := range m.Headers() {
+		out.Header[k] = v
+	}
+	out.Header.Set(HeaderDeadReason, reason)
+	out.Header.Set(HeaderDeadSubject, m.Subject())
+	id := ""
+	if md, err := m.Metadata(); err == nil {
+		out.Header.Set(HeaderDeadSeq, fmt.Sprint(md.Sequence.Stream))
+		id = fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream)
+	}
+	out.Header.Del(nats.MsgIdHdr)
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := d.JS.PublishMsg(pctx, out, opts...)
+	return err
+}

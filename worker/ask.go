@@ -1,0 +1,110 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/rag"
+)
+
+// Asker answers RAG questions (rag.Pipeline implements it).
+type Asker interface {
+	Ask(ctx context.Context, question string) (rag.Record, error)
+}
+
+// AskRequest is a RAG ask; a message that is not JSON is taken as the
+// question itself.
+type AskRequest struct {
+	Question string `json:"question"`
+}
+
+// AskReply is the reply: the full record, or an error.
+type AskReply struct {
+	Record *rag.Record `json:"record,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// MaxQuestionBytes bounds a question (8 KiB).
+const MaxQuestionBytes = 8 << 10
+
+// AskServer answers RAG asks on a core NATS subject with request/reply, in
+// a queue group so several workers share them.
+type AskServer struct {
+	NC      *nats.Conn
+	Subject string
+	Asker   Asker
+	Timeout time.Duration // per ask; default 2 minutes
+	Log     *slog.Logger
+	// Asked counts answered asks; may be nil.
+	Asked func(ok bool)
+}
+
+// Run subscribes and answers until ctx is canceled, then drains the
+// subscription so in-flight asks finish.
+func (a *AskServer) Run(ctx context.Context) error {
+	log := a.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	sub, err := a.NC.QueueSubscribe(a.Subject, "verdryx", func(m *nats.Msg) {
+		reply := a.answer(ctx, m.Data, timeout)
+		if a.Asked != nil {
+			a.Asked(reply.Error == "")
+		}
+		b, err := json.Marshal(reply)
+		if err != nil {
+			b, _ = json.Marshal(AskReply{Error: "encode record: " + err.Error()})
+		}
+		if m.Reply != "" {
+			if err := m.Respond(b); err != nil {
+				log.Warn("ask reply", "err", err)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return sub.Drain()
+}
+
+func (a *AskServer) answer(ctx context.Context, data []byte, timeout time.Duration) AskReply {
+	q, err := parseQuestion(data)
+	if err != nil {
+		return AskReply{Error: err.Error()}
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	rec, err := a.Asker.Ask(actx, q)
+	if err != nil {
+		return AskReply{Error: err.Error()}
+	}
+	return AskReply{Record: &rec}
+}
+
+func parseQuestion(data []byte) (string, error) {
+	if len(data) > MaxQuestionBytes {
+		return "", errors.New("question longer than 8 KiB")
+	}
+	s := strings.TrimSpace(string(data))
+	if strings.HasPrefix(s, "{") {
+		var req AskRequest
+		if err := json.Unmarshal(data, &req); err != nil {
+			return "", errors.New("malformed ask: " + err.Error())
+		}
+		s = strings.TrimSpace(req.Question)
+	}
+	if s == "" {
+		return "", errors.New("field question: missing or empty")
+	}
+	return s, nil
+}

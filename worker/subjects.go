@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Subjects names every subject and stream the worker uses. All are
+// configurable; DefaultSubjects documents the defaults.
+type Subjects struct {
+	Traces       string // per-call records and segment references (stream TracesStream)
+	EvalRequests string // eval requests (stream EvalStream)
+	RAGAsk       string // RAG asks, core request/reply, queue group "verdryx"
+	Events       string // verdryx publishes its envelopes on Events.<instance> (stream EventsStream)
+	Tail         string // envelopes read by the tailer are forwarded here (stream EventsStream)
+	DeadLetter   string // terminated messages with their reason (stream DeadLetterStream)
+
+	TracesStream     string
+	EvalStream       string
+	EventsStream     string
+	DeadLetterStream string
+}
+
+// DefaultSubjects returns the default subject and stream names.
+func DefaultSubjects() Subjects {
+	return Subjects{
+		Traces:           "verdryx.traces",
+		EvalRequests:     "verdryx.eval.requests",
+		RAGAsk:           "verdryx.rag.ask",
+		Events:           "verdryx.events",
+		Tail:             "verdryx.tail.events",
+		DeadLetter:       "verdryx.deadletter",
+		TracesStream:     "VERDRYX_TRACES",
+		EvalStream:       "VERDRYX_EVAL",
+		EventsStream:     "VERDRYX_EVENTS",
+		DeadLetterStream: "VERDRYX_DEADLETTER",
+	}
+}
+
+// Durable consumer names.
+const (
+	TracesConsumer = "verdryx-traces"
+	EvalConsumer   = "verdryx-eval"
+)
+
+// MaxDeliver bounds redelivery of a message that keeps failing transiently.
+const MaxDeliver = 5
+
+// EnsureStreams creates (or updates) the streams and durable pull consumers
+// the worker needs. It is idempotent and safe to run from every worker.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
+	streams := []jetstream.StreamConfig{
+		{Name: s.TracesStream, Subjects: []string{s.Traces}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
+		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
+		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
+		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage},
+	}
+	for _, cfg := range streams {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return nil, nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+	}
+	traces, err = js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
+		Durable: TracesConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		MaxDeliver: MaxDeliver, MaxAckPending: 20000,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumer %s: %w", TracesConsumer, err)
+	}
+	if evalAckWait <= 0 {
+		evalAckWait = 10 * time.Minute
+	}
+	eval, err = js.CreateOrUpdateConsumer(ctx, s.EvalStream, jetstream.ConsumerConfig{
+		Durable: EvalConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: evalAckWait,
+		MaxDeliver: MaxDeliver, MaxAckPending: 64,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumer %s: %w", EvalConsumer, err)
+	}
+	return traces, eval, nil
+}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+)
+
+// TailForwarder follows an NDJSON file and forwards what it reads:
+// agent-event envelopes are validated and chain-checked as they arrive,
+// then published to the tail subject; call and outcome records are
+// published to the traces subject, where the trace handler ingests them.
+// Each line is published with Nats-Msg-Id = file identity + offset, and the
+// tailer commits its offset only after the publish is acknowledged, so a
+// restart neither loses nor double-counts a line.
+type TailForwarder struct {
+	Tailer   *consumer.Tailer
+	JS       jetstream.JetStream
+	Subjects Subjects
+	Log      *slog.Logger
+	// Counted receives one call per line with its class: "event",
+	// "record", "invalid", "break", "oversize" or "blank". May be nil.
+	Counted func(class string)
+
+	checker envelope.Checker
+}
+
+// Run tails until ctx is canceled (or the file is drained, with Once).
+func (f *TailForwarder) Run(ctx context.Context) error {
+	return f.Tailer.Run(ctx, f.handle)
+}
+
+func (f *TailForwarder) count(class string) {
+	if f.Counted != nil {
+		f.Counted(class)
+	}
+}
+
+func (f *TailForwarder) logger() *slog.Logger {
+	if f.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return f.Log
+}
+
+func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
+	if l.Oversize > 0 {
+		f.count("oversize")
+		f.logger().Warn("oversize line skipped", "path", l.Path, "line", l.Number, "bytes", l.Oversize)
+		return nil
+	}
+	line := bytes.TrimSpace(l.Bytes)
+	if len(line) == 0 {
+		f.count("blank")
+		return nil
+	}
+	id := fmt.Sprintf("tail:%s:%d", l.File, l.Offset)
+	var probe struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		f.count("invalid")
+		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: malformed JSON: %v", l.Path, l.Number, err))
+	}
+	if probe.Schema != nil {
+		link, expected, found, err := f.checker.Check(line)
+		if err != nil {
+			f.count("invalid")
+			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+		}
+		var ev envelope.Event
+		if err := json.Unmarshal(line, &ev); err == nil {
+			err = ev.Validate()
+		} else {
+			f.count("invalid")
+			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+		}
+		if err := ev.Validate(); err != nil {
+			f.count("invalid")
+			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+		}
+		if link == envelope.LinkBreak {
+			f.count("break")
+			f.logger().Warn("chain break in tailed file", "path", l.Path, "line", l.Number, "expected", expected, "found", found)
+		} else {
+			f.count("event")
+		}
+		return f.publish(ctx, f.Subjects.Tail, line, id)
+	}
+	var rec CallRecord
+	if err := json.Unmarshal(line, &rec); err != nil {
+		f.count("invalid")
+		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+	}
+	if _, err := rec.Call(); err != nil && rec.Segment == "" {
+		f.count("invalid")
+		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+	}
+	f.count("record")
+	return f.publish(ctx, f.Subjects.Traces, line, id)
+}
+
+func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte, id string) error {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := f.JS.Publish(pctx, subject, data, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("forward to %s: %w", subject, err)
+	}
+	return nil
+}
+
+func (f *TailForwarder) deadLetter(ctx context.Context, data []byte, id, reason string) error {
+	f.logger().Warn("tailed line dead-lettered", "reason", reason)
+	m := nats.NewMsg(f.Subjects.DeadLetter)
+	m.Data = data
+	m.Header.Set(consumer.HeaderDeadReason, reason)
+	m.Header.Set(consumer.HeaderDeadSubject, "tail")
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := f.JS.PublishMsg(pctx, m, jetstream.WithMsgID("dead-"+id))
+	return err
+}

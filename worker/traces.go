@@ -1,0 +1,214 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/store"
+)
+
+// CallRecord is the JSON shape of one per-call trace message: the Parquet
+// row's columns by name. A record without a run_id member is an
+// independent per-call record; without step, encounter order applies.
+type CallRecord struct {
+	TSMillis      *int64  `json:"ts_millis"`
+	RunID         *string `json:"run_id"`
+	Model         *string `json:"model"`
+	Decision      *string `json:"decision"`
+	InputTokens   *uint64 `json:"input_tokens"`
+	OutputTokens  *uint64 `json:"output_tokens"`
+	CostMicroUSD  *int64  `json:"cost_microusd"`
+	Step          *uint32 `json:"step"`
+	AgentID       *string `json:"agent_id"`
+	SavedMicroUSD *int64  `json:"saved_microusd"`
+	ParentRunID   *string `json:"parent_run_id"`
+	OnBehalfOf    *string `json:"on_behalf_of"`
+	Outcome       *string `json:"outcome"`
+	KeyID         *string `json:"key_id"`
+	Unit          *string `json:"unit"`
+	ToolCalls     *uint32 `json:"tool_calls"`
+
+	// Segment, when set, makes the message a segment reference: a path
+	// (resolved under the configured traces root) whose rows are ingested.
+	Segment string `json:"segment,omitempty"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func num[T int64 | uint64 | uint32](p *T) T {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Call converts the record; decision is required.
+func (r *CallRecord) Call() (outcome.Call, error) {
+	if r.Decision == nil {
+		return outcome.Call{}, fmt.Errorf("field decision: missing")
+	}
+	return outcome.Call{
+		TSMillis: num(r.TSMillis), RunID: str(r.RunID), HasRunID: r.RunID != nil, Model: str(r.Model),
+		Decision: *r.Decision, InputTokens: num(r.InputTokens), OutputTokens: num(r.OutputTokens),
+		CostMicroUSD: num(r.CostMicroUSD), Step: num(r.Step), HasStep: r.Step != nil, AgentID: str(r.AgentID),
+		SavedMicroUSD: num(r.SavedMicroUSD), ParentRunID: str(r.ParentRunID), OnBehalfOf: str(r.OnBehalfOf),
+		Outcome: str(r.Outcome), KeyID: str(r.KeyID), Unit: str(r.Unit), ToolCalls: r.ToolCalls,
+	}, nil
+}
+
+// RecordOf returns the message form of a call.
+func RecordOf(c outcome.Call) CallRecord {
+	r := CallRecord{
+		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
+		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
+		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
+		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
+	}
+	if c.HasRunID {
+		r.RunID = &c.RunID
+	}
+	if c.HasStep {
+		r.Step = &c.Step
+	}
+	return r
+}
+
+// TraceHandler ingests trace messages into the store: each batch is one
+// transaction, deduplicated on (run_id, step), else on the message id (the
+// segment digest and row for replayed segments), so a redelivered or
+// replayed record never counts twice.
+type TraceHandler struct {
+	Store *store.Store
+	// Roots are the directories a segment reference may name.
+	Roots Roots
+	Now   func() time.Time
+}
+
+// HandleBatch implements consumer.BatchHandler.
+func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+	errs := make([]error, len(msgs))
+	calls := make([]store.TraceCall, 0, len(msgs))
+	var segs []store.Segment
+	for i, m := range msgs {
+		seq := uint64(0)
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
+		var rec CallRecord
+		dec := json.NewDecoder(bytes.NewReader(m.Data()))
+		if err := dec.Decode(&rec); err != nil {
+			errs[i] = consumer.Permanent("malformed trace record", err)
+			continue
+		}
+		if rec.Segment != "" {
+			segCalls, seg, err := h.readSegment(ctx, rec.Segment, seq)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			calls = append(calls, segCalls...)
+			if seg != nil {
+				segs = append(segs, *seg)
+			}
+			continue
+		}
+		c, err := rec.Call()
+		if err != nil {
+			errs[i] = consumer.Permanent("invalid trace record", err)
+			continue
+		}
+		key, ok := store.CallKey(c)
+		if !ok {
+			if id := m.Headers().Get(nats.MsgIdHdr); id != "" {
+				key = "msg\x00" + id
+			} else {
+				sum := sha256.Sum256(m.Data())
+				key = fmt.Sprintf("seq\x00%d\x00%s", seq, hex.EncodeToString(sum[:8]))
+			}
+		}
+		calls = append(calls, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
+	}
+	if _, err := h.Store.AddCalls(ctx, calls, segs...); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = consumer.Transient("store calls", err)
+			}
+		}
+	}
+	return errs
+}
+
+// readSegment reads every row of a referenced segment. A segment already
+// ingested (same content digest) yields nothing.
+func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64) ([]store.TraceCall, *store.Segment, error) {
+	path, err := h.Roots.Resolve(name)
+	if err != nil {
+		return nil, nil, consumer.Permanent("segment refused", err)
+	}
+	digest, err := fileDigest(path)
+	if err != nil {
+		return nil, nil, consumer.Permanent("segment unreadable", err)
+	}
+	done, err := h.Store.SegmentDone(ctx, digest)
+	if err != nil {
+		return nil, nil, consumer.Transient("segment lookup", err)
+	}
+	if done {
+		return nil, nil, nil
+	}
+	var calls []store.TraceCall
+	row := uint64(0)
+	err = consumer.ReadSegment(path, func(c outcome.Call) error {
+		key, ok := store.CallKey(c)
+		if !ok {
+			key = "msg\x00" + SegmentRowID(digest, row)
+		}
+		calls = append(calls, store.TraceCall{Key: key, Seq: seq<<20 | row, Call: c})
+		row++
+		return nil
+	})
+	if err != nil {
+		return nil, nil, consumer.Permanent("segment corrupt", err)
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	return calls, &store.Segment{Digest: digest, Path: path, Rows: len(calls), DoneAt: now().UTC().Format(time.RFC3339Nano)}, nil
+}
+
+// fileDigest returns the hex SHA-256 of a file's content.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// SegmentRowID is the message id of row of the segment with this content
+// digest: replay publishes it as Nats-Msg-Id, and a segment reference uses
+// the same key, so the two paths deduplicate against each other.
+func SegmentRowID(digest string, row uint64) string {
+	return fmt.Sprintf("seg:%s:%d", digest, row)
+}
