@@ -19,8 +19,8 @@ import (
 	"github.com/verdryx/verdryx/store"
 )
 
-// evalCommon are the flags eval and drift share.
-type evalCommon struct {
+// evalFlags are the flags eval and drift share.
+type evalFlags struct {
 	db      *string
 	events  *string
 	agentID *string
@@ -28,8 +28,8 @@ type evalCommon struct {
 	asJSON  *bool
 }
 
-func addCommon(fs *flag.FlagSet) evalCommon {
-	return evalCommon{
+func addEvalFlags(fs *flag.FlagSet) evalFlags {
+	return evalFlags{
 		db:      fs.String("db", "", "store file (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db if that directory exists, else ./verdryx.db)"),
 		events:  fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append agent-event envelopes to this NDJSON file (default $VERDRYX_EVENTS_PATH; off when empty)"),
 		agentID: fs.String("agent-id", "", "agent:// id of the agent measured; events without one are skipped, never invented"),
@@ -38,15 +38,15 @@ func addCommon(fs *flag.FlagSet) evalCommon {
 	}
 }
 
-// sinks opens the store, events file and span exporter named by the flags.
+// evalSinks opens the store, events file and span exporter named by the flags.
 // close flushes spans and closes everything; its error is worth printing.
-type sinks struct {
+type evalSinks struct {
 	store  *store.Store
 	events *envelope.Writer
 	spans  *producer.Spans
 }
 
-func (s *sinks) close(ctx context.Context) error {
+func (s *evalSinks) close(ctx context.Context) error {
 	var errs []error
 	if s.spans != nil {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
@@ -62,9 +62,9 @@ func (s *sinks) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// openStore opens the resolved store; mustExist refuses to create a file
+// openEvalStore opens the resolved store; mustExist refuses to create a file
 // for commands that only read.
-func openStore(ctx context.Context, flagDB string, mustExist bool) (*store.Store, error) {
+func openEvalStore(ctx context.Context, flagDB string, mustExist bool) (*store.Store, error) {
 	path := store.ResolvePath(flagDB, store.Env{})
 	if mustExist {
 		if _, err := os.Stat(path); err != nil {
@@ -78,9 +78,9 @@ func openStore(ctx context.Context, flagDB string, mustExist bool) (*store.Store
 	return st, nil
 }
 
-func openSinks(ctx context.Context, c evalCommon, mustExist bool) (*sinks, error) {
-	s := &sinks{}
-	st, err := openStore(ctx, *c.db, mustExist)
+func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks, error) {
+	s := &evalSinks{}
+	st, err := openEvalStore(ctx, *c.db, mustExist)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func openSinks(ctx context.Context, c evalCommon, mustExist bool) (*sinks, error
 	return s, nil
 }
 
-func (s *sinks) deps() grading.Deps {
+func (s *evalSinks) deps() grading.Deps {
 	d := grading.Deps{Store: s.store, Version: version}
 	if s.events != nil {
 		d.Events = s.events
@@ -119,9 +119,9 @@ func (s *sinks) deps() grading.Deps {
 	return d
 }
 
-// modelResolver maps --model values to adapters: "stub", "openai:<id>" for
+// evalModels maps --model values to adapters: "stub", "openai:<id>" for
 // an OpenAI-compatible endpoint, anything else an Anthropic model id.
-func modelResolver(anthropicBase, openaiBase string, timeout time.Duration) func(string) (grading.Model, error) {
+func evalModels(anthropicBase, openaiBase string, timeout time.Duration) func(string) (grading.Model, error) {
 	return func(id string) (grading.Model, error) {
 		switch {
 		case id == grading.StubID:
@@ -143,7 +143,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n"+
 		"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n"+
 		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor); 2: usage or input error.", stderr)
-	c := addCommon(fs)
+	c := addEvalFlags(fs)
 	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
 	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
@@ -172,7 +172,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := grading.LoadEvalSet(pos[0]); err != nil {
 		return inputError(err)
 	}
-	resolve := modelResolver(*baseURL, *openaiBase, *timeout)
+	resolve := evalModels(*baseURL, *openaiBase, *timeout)
 	if _, err := resolve(*model); err != nil {
 		return inputError(fmt.Errorf("--model: %w", err))
 	}
@@ -180,7 +180,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return inputError(fmt.Errorf("--judge: %w", err))
 	}
-	s, err := openSinks(ctx, c, false)
+	s, err := openEvalSinks(ctx, c, false)
 	if err != nil {
 		return err
 	}
@@ -215,11 +215,11 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *c.asJSON {
-		if err := writeJSON(stdout, res); err != nil {
+		if err := writeEvalJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {
-		printRun(stdout, res, s.store.Path(), *c.events)
+		printEvalRun(stdout, res, s.store.Path(), *c.events)
 		if res.Drift != nil {
 			printDrift(stdout, *res.Drift)
 		}
@@ -244,13 +244,13 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-func writeJSON(w io.Writer, v any) error {
+func writeEvalJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func caseMark(s grading.Score) string {
+func evalCaseMark(s grading.Score) string {
 	switch {
 	case !s.Graded():
 		return "UNMEASURED"
@@ -262,13 +262,13 @@ func caseMark(s grading.Score) string {
 	return "FAIL"
 }
 
-func printRun(w io.Writer, res grading.Result, dbPath, events string) {
+func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
 	r := res.Run
 	label := r.Model
 	if r.Model == grading.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
-	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n\n", r.EvalSetID, shortDigest(r.EvalSetDigest), label, judgeLabel(r.Judge))
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label, evalJudgeLabel(r.Judge))
 	width := 4
 	for _, s := range r.Scores {
 		width = max(width, len(s.CaseID))
@@ -278,7 +278,7 @@ func printRun(w io.Writer, res grading.Result, dbPath, events string) {
 		if !s.Graded() {
 			val = "  -  "
 		}
-		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", caseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
+		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
 		if !s.Graded() {
 			fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
 			continue
@@ -299,7 +299,7 @@ func printRun(w io.Writer, res grading.Result, dbPath, events string) {
 		reasons := map[string]int{}
 		for _, s := range r.Scores {
 			if !s.Graded() {
-				reasons[firstClause(s.Unmeasured)]++
+				reasons[evalFirstClause(s.Unmeasured)]++
 			}
 		}
 		var parts []string
@@ -317,21 +317,21 @@ func printRun(w io.Writer, res grading.Result, dbPath, events string) {
 	}
 }
 
-func judgeLabel(j string) string {
+func evalJudgeLabel(j string) string {
 	if j == grading.StubID {
 		return "stub (lexical rubric coverage, not a real judge)"
 	}
 	return j
 }
 
-func firstClause(s string) string {
+func evalFirstClause(s string) string {
 	if i := strings.Index(s, ": "); i > 0 {
 		return s[:i]
 	}
 	return s
 }
 
-func shortDigest(d string) string {
+func evalShortDigest(d string) string {
 	if len(d) > 19 {
 		return d[:19] + "..."
 	}
@@ -416,7 +416,7 @@ func cmdBaseline(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
 	}
-	st, err := openStore(ctx, *db, true)
+	st, err := openEvalStore(ctx, *db, true)
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func cmdBaseline(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if *asJSON {
-		return writeJSON(stdout, b)
+		return writeEvalJSON(stdout, b)
 	}
 	fmt.Fprintf(stdout, "baseline %s of run %s: mean score %.3f", b.ID, b.RunID, b.MeanScore)
 	if b.Label != "" {
@@ -446,7 +446,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n"+
 		"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n"+
 		"Exit 0: on-track; 1: regressed; 2: usage or input error (a changed eval set is refused unless --allow-changed-set).", stderr)
-	c := addCommon(fs)
+	c := addEvalFlags(fs)
 	baseline := fs.String("baseline", "", "baseline id (required)")
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
 	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
@@ -477,7 +477,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		seed = &v
 	}
-	s, err := openSinks(ctx, c, true)
+	s, err := openEvalSinks(ctx, c, true)
 	if err != nil {
 		return err
 	}
@@ -510,7 +510,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
 	}
 	if *c.asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
+		if err := writeEvalJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -558,7 +558,7 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if len(pos) != 0 {
 		return usageErrorf("runs: unexpected arguments %q", pos)
 	}
-	st, err := openStore(ctx, *db, true)
+	st, err := openEvalStore(ctx, *db, true)
 	if err != nil {
 		return err
 	}
@@ -571,7 +571,7 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if runs == nil {
 			runs = []store.RunInfo{}
 		}
-		return writeJSON(stdout, runs)
+		return writeEvalJSON(stdout, runs)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(stdout, "no runs stored")
