@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/rag"
+)
+
+// Defaults of the RAG commands. The data directory is --data, else
+// $VERDRYX_DATA, else ./.verdryx (defaultDataDir); the index lives in
+// <data>/index.
+const (
+	defaultCorpus     = "testdata/grimoire/corpus.json"
+	defaultGolden     = "testdata/grimoire/golden.json"
+	defaultBaseURL    = "https://api.openai.com/v1"
+	defaultEmbedModel = "text-embedding-3-small"
+	defaultGenModel   = "gpt-4o-mini"
+)
+
+// ragFlags are the provider and location flags shared by index and ask.
+type ragFlags struct {
+	data       string
+	corpus     string
+	embedder   string
+	generator  string
+	baseURL    string
+	embedModel string
+	genModel   string
+	dims       int
+	timeout    time.Duration
+}
+
+func (f *ragFlags) register(fs *flag.FlagSet, withGenerator bool) {
+	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory (the index lives in <data>/index); env VERDRYX_DATA")
+	fs.StringVar(&f.corpus, "corpus", defaultCorpus, "corpus JSON file")
+	fs.StringVar(&f.embedder, "embedder", "offline", "embedder: offline (feature hashing, no network) or openai (paid, opt-in)")
+	fs.StringVar(&f.baseURL, "base-url", envOr("VERDRYX_OPENAI_BASE_URL", defaultBaseURL), "OpenAI-compatible API root for --embedder/--generator openai; env VERDRYX_OPENAI_BASE_URL")
+	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
+	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
+	fs.DurationVar(&f.timeout, "timeout", index.DefaultOpenAITimeout, "timeout of each provider call (no retries)")
+	if withGenerator {
+		fs.StringVar(&f.generator, "generator", "offline", "generator: offline (extractive, no network) or openai (paid, opt-in)")
+		fs.StringVar(&f.genModel, "gen-model", defaultGenModel, "chat model for --generator openai")
+	}
+}
+
+func (f *ragFlags) newEmbedder() (index.Embedder, error) {
+	switch f.embedder {
+	case "offline":
+		return index.NewHashEmbedder(f.dims), nil
+	case "openai":
+		return index.NewOpenAIEmbedder(index.OpenAIOptions{
+			BaseURL: f.baseURL, Model: f.embedModel, APIKey: os.Getenv("OPENAI_API_KEY"),
+			Dims: f.dims, Timeout: f.timeout,
+		})
+	}
+	return nil, fmt.Errorf("--embedder %q: want offline or openai", f.embedder)
+}
+
+func (f *ragFlags) newGenerator() (rag.Generator, error) {
+	switch f.generator {
+	case "offline":
+		return rag.NewExtractive(0), nil
+	case "openai":
+		return rag.NewChat(rag.ChatOptions{
+			BaseURL: f.baseURL, Model: f.genModel, APIKey: os.Getenv("OPENAI_API_KEY"), Timeout: f.timeout,
+		})
+	}
+	return nil, fmt.Errorf("--generator %q: want offline or openai", f.generator)
+}
+
+// cmdIndex dispatches index build, ls and gc.
+func cmdIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"build": indexBuild,
+		"ls":    indexList,
+		"gc":    indexGC,
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, "usage: verdryx index build|ls|gc [flags]")
+		if len(args) == 0 {
+			return &exitError{code: exitUsage}
+		}
+		return nil
+	}
+	f, ok := subs[args[0]]
+	if !ok {
+		return usageErrorf("index: unknown subcommand %q (want build, ls or gc)", args[0])
+	}
+	return f(ctx, args[1:], stdout, stderr)
+}
+
+func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("index build", "", "embed a corpus and publish it as the active index generation", stderr)
+	var rf ragFlags
+	rf.register(fs, false)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("index build: unexpected argument %q", pos[0])
+	}
+	corpus, err := rag.LoadCorpus(rf.corpus)
+	if err != nil {
+		return inputError(err)
+	}
+	emb, err := rf.newEmbedder()
+	if err != nil {
+		return inputError(err)
+	}
+	store := index.NewStore(rf.data, nil)
+	if err := store.Preflight(); err != nil { // before paying for embeddings
+		return inputError(err)
+	}
+	start := time.Now()
+	idx, err := rag.BuildIndex(ctx, corpus, emb)
+	if err != nil {
+		return err
+	}
+	m, err := store.Save(idx, corpus.Digest(), index.InfoOf(emb), time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
+	fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
+	return nil
+}
+
+func indexList(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("index ls", "", "list retained index generations, newest first", stderr)
+	data := fs.String("data", defaultDataDir(), "data directory; env VERDRYX_DATA")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	list, err := index.NewStore(*data, nil).List()
+	if err != nil {
+		return inputError(err)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, nil).Dir())
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ACTIVE\tGENERATION\tCREATED\tROWS\tDIMS\tEMBEDDER\tCORPUS")
+	for _, l := range list {
+		mark := ""
+		if l.Active {
+			mark = "*"
+		}
+		if l.Err != nil {
+			fmt.Fprintf(tw, "%s\t%s\tinvalid: %v\t\t\t\t\n", mark, l.ID, l.Err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s/%s\t%s\n", mark, l.ID, l.CreatedAt.Format(time.RFC3339), l.Count, l.Dims,
+			l.Embedder.Name, l.Embedder.Model, ragShortDigest(l.CorpusDigest))
+	}
+	return tw.Flush()
+}
+
+func ragShortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+func indexGC(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("index gc", "", "remove retained generations, keeping the active one and the --keep most recent others", stderr)
+	data := fs.String("data", defaultDataDir(), "data directory; env VERDRYX_DATA")
+	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *keep < 0 {
+		return usageErrorf("index gc: --keep must not be negative")
+	}
+	removed, err := index.NewStore(*data, nil).Prune(*keep)
+	for _, id := range removed {
+		fmt.Fprintf(stdout, "removed %s\n", id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d generation(s) removed\n", len(removed))
+	return nil
+}
+
+// cmdAsk answers one question and prints the full record.
+func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("ask", `"QUESTION"`, "ask the RAG pipeline a question and print the full record", stderr)
+	var rf ragFlags
+	rf.register(fs, true)
+	asJSON := fs.Bool("json", false, "print the record as JSON")
+	memory := fs.Bool("memory", false, "build the index in memory instead of loading the active generation")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
+	}
+	corpus, err := rag.LoadCorpus(rf.corpus)
+	if err != nil {
+		return inputError(err)
+	}
+	emb, err := rf.newEmbedder()
+	if err != nil {
+		return inputError(err)
+	}
+	gen, err := rf.newGenerator()
+	if err != nil {
+		return inputError(err)
+	}
+	var p *rag.Pipeline
+	if *memory {
+		p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{})
+	} else {
+		// Open validates the generation (stale corpus or embedder) before
+		// any provider is called.
+		p, err = rag.Open(index.NewStore(rf.data, nil), corpus, emb, gen, rag.Options{})
+		if errors.Is(err, index.ErrNoActive) {
+			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, rf.corpus, rf.data))
+		}
+		if errors.Is(err, index.ErrStale) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, index.ErrUnsafePath) {
+			return inputError(err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	rec, err := p.Ask(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}
+	printRecord(stdout, rec)
+	return nil
+}
+
+func printRecord(w io.Writer, rec rag.Record) {
+	fmt.Fprintf(w, "question:   %s\n", rec.Question)
+	fmt.Fprintf(w, "generation: %s\n", rec.IndexGeneration)
+	fmt.Fprintf(w, "corpus:     %s\n", rec.CorpusDigest)
+	fmt.Fprintf(w, "embedder:   %s\n", rec.Embedder)
+	fmt.Fprintf(w, "generator:  %s\n\n", rec.Generator)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANK\tID\tSIMILARITY\tDISTANCE\tMETADATA")
+	for i, c := range rec.Chunks {
+		md, _ := json.Marshal(c.Metadata)
+		fmt.Fprintf(tw, "%d\t%s\t%.6f\t%.6f\t%s\n", i+1, c.ID, c.Similarity, c.Distance, md)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ncontext payload:\n%s\n", rec.ContextPayload)
+	for _, m := range rec.Messages {
+		fmt.Fprintf(w, "\nmessage (%s):\n%s\n", m.Role, m.Content)
+	}
+	fmt.Fprintf(w, "\nanswer:\n%s\n", rec.Answer)
+}
+
+// cmdMutate asks every golden case through the offline pipeline, derives
+// each named mutation of the correct answer and checks that the golden
+// checks catch it. It exits 1 if a mutation survives or a case fails
+// unmutated.
+func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("mutate", "", "check that the golden checks catch every named mutation of the golden set", stderr)
+	corpusPath := fs.String("corpus", defaultCorpus, "corpus JSON file")
+	goldenPath := fs.String("golden", defaultGolden, "golden cases JSON file")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	corpus, err := rag.LoadCorpus(*corpusPath)
+	if err != nil {
+		return inputError(err)
+	}
+	cases, err := rag.LoadGolden(*goldenPath)
+	if err != nil {
+		return inputError(err)
+	}
+	if err := rag.Validate(cases, corpus); err != nil {
+		return inputError(fmt.Errorf("%s: %w", *goldenPath, err))
+	}
+	p, err := rag.Build(ctx, corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
+	total, missed, baseFailed := 0, 0, 0
+	for _, gc := range cases {
+		rec, err := p.Ask(ctx, gc.Question)
+		if err != nil {
+			return fmt.Errorf("case %s: %w", gc.CaseID, err)
+		}
+		if checks := rag.CheckGolden(gc, rec); !rag.Passed(checks) {
+			baseFailed++
+			fmt.Fprintf(tw, "%s\t(unmutated)\t\tBASE FAILS\t%s\n", gc.CaseID, failedNames(checks))
+			continue
+		}
+		for _, m := range rag.Mutations(gc, rec, corpus) {
+			total++
+			mutated := rec
+			mutated.Answer = m.Answer
+			checks := rag.CheckGolden(gc, mutated)
+			result := "caught"
+			if rag.Passed(checks) {
+				result = "MISSED"
+				missed++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", gc.CaseID, m.Name, m.Target, result, failedNames(checks))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "\n%d cases, %d mutations: %d caught, %d missed; %d cases failing unmutated\n",
+		len(cases), total, total-missed, missed, baseFailed)
+	if missed > 0 || baseFailed > 0 || total == 0 {
+		return failed()
+	}
+	return nil
+}
+
+func failedNames(checks []rag.Check) string {
+	var names []string
+	for _, c := range checks {
+		if !c.OK {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+func benchIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return errors.New("bench index: not implemented yet")
+}

@@ -1,0 +1,360 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Hit is one ranked search result.
+type Hit struct {
+	// Row is the row of the matrix, in insertion order.
+	Row int
+	// ID is the row's stable id.
+	ID string
+	// Similarity is the cosine similarity clipped to [-1, 1].
+	Similarity float64
+	// Distance is exactly 1 - Similarity.
+	Distance float64
+}
+
+// Index is an immutable exact cosine index over unit float32 rows stored in
+// one contiguous matrix. It is safe for concurrent use.
+type Index struct {
+	dims int
+	ids  []string
+	data []float32 // len(ids) * dims, row-major, unit rows
+
+	fpOnce sync.Once
+	fp     string
+}
+
+// Builder fills the matrix of a new Index row by row, normalising each row
+// into preallocated storage so building needs the matrix plus one row of
+// scratch, not a second copy. A Builder is not safe for concurrent use.
+type Builder struct {
+	dims int
+	ids  []string
+	data []float32
+	seen map[string]int
+}
+
+// NewBuilder returns a Builder for rows of dims components. capacity is the
+// expected row count; the matrix grows past it if needed.
+func NewBuilder(dims, capacity int) (*Builder, error) {
+	if dims <= 0 {
+		return nil, fmt.Errorf("index: dimensions must be positive, have %d", dims)
+	}
+	if capacity < 0 {
+		capacity = 0
+	}
+	return &Builder{
+		dims: dims,
+		ids:  make([]string, 0, capacity),
+		data: make([]float32, 0, capacity*dims),
+		seen: make(map[string]int, capacity),
+	}, nil
+}
+
+// Add validates v (length dims, finite, non-zero) and appends it, normalised,
+// under id. Ids must be unique and non-empty.
+func (b *Builder) Add(id string, v []float32) error {
+	if id == "" {
+		return errors.New("index: empty id")
+	}
+	if prev, ok := b.seen[id]; ok {
+		return fmt.Errorf("index: duplicate id %q (rows %d and %d)", id, prev, len(b.ids))
+	}
+	if len(v) != b.dims {
+		return fmt.Errorf("%w: row %q has %d components, index has %d", ErrDimension, id, len(v), b.dims)
+	}
+	n := len(b.data)
+	b.data = append(b.data, v...)
+	if err := normalizeInto(b.data[n:], v); err != nil {
+		b.data = b.data[:n]
+		return fmt.Errorf("row %q: %w", id, err)
+	}
+	b.seen[id] = len(b.ids)
+	b.ids = append(b.ids, id)
+	return nil
+}
+
+// Len returns the number of rows added so far.
+func (b *Builder) Len() int { return len(b.ids) }
+
+// Build returns the Index. The Builder must not be used afterwards.
+func (b *Builder) Build() (*Index, error) {
+	if len(b.ids) == 0 {
+		return nil, errors.New("index: no rows")
+	}
+	idx := &Index{dims: b.dims, ids: b.ids, data: b.data}
+	b.ids, b.data, b.seen = nil, nil, nil
+	return idx, nil
+}
+
+// New builds an Index from ids and their vectors (not required to be unit
+// length; they are validated and normalised).
+func New(ids []string, vectors [][]float32) (*Index, error) {
+	if len(ids) != len(vectors) {
+		return nil, fmt.Errorf("index: %d ids but %d vectors", len(ids), len(vectors))
+	}
+	if len(vectors) == 0 {
+		return nil, errors.New("index: no rows")
+	}
+	b, err := NewBuilder(len(vectors[0]), len(vectors))
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vectors {
+		if err := b.Add(ids[i], v); err != nil {
+			return nil, err
+		}
+	}
+	return b.Build()
+}
+
+// Dims returns the number of components of every row.
+func (x *Index) Dims() int { return x.dims }
+
+// Len returns the number of rows.
+func (x *Index) Len() int { return len(x.ids) }
+
+// IDs returns a copy of the row ids in row order.
+func (x *Index) IDs() []string { return append([]string(nil), x.ids...) }
+
+// MatrixBytes returns the size of the vector matrix in bytes.
+func (x *Index) MatrixBytes() int64 { return int64(len(x.data)) * 4 }
+
+// Row returns a copy of row i.
+func (x *Index) Row(i int) []float32 {
+	return append([]float32(nil), x.data[i*x.dims:(i+1)*x.dims]...)
+}
+
+// Fingerprint returns "sha256:<hex>" over the dimensions, the ids and the
+// little-endian bytes of the matrix. It is computed once, on first use.
+func (x *Index) Fingerprint() string {
+	x.fpOnce.Do(func() {
+		h := sha256.New()
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], uint64(x.dims))
+		h.Write(buf[:])
+		binary.LittleEndian.PutUint64(buf[:], uint64(len(x.ids)))
+		h.Write(buf[:])
+		for _, id := range x.ids {
+			binary.LittleEndian.PutUint64(buf[:], uint64(len(id)))
+			h.Write(buf[:])
+			h.Write([]byte(id))
+		}
+		h.Write([]byte(vectorsDigest(x.data)))
+		x.fp = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	})
+	return x.fp
+}
+
+// vectorsDigest is "sha256:<hex>" of the little-endian bytes of data.
+func vectorsDigest(data []float32) string {
+	h := sha256.New()
+	buf := make([]byte, 0, 1<<16)
+	for _, f := range data {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+		if len(buf) == cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// parallelMinWork is the number of multiply-adds below which a search runs
+// on one goroutine: splitting a small matrix costs more than it saves.
+const parallelMinWork = 1 << 20
+
+// tileBytes bounds the rows a batched search reuses across all its queries,
+// so the tile stays in the per-core cache while every query visits it.
+const tileBytes = 128 << 10
+
+// Search returns the k rows most similar to query, ranked by descending
+// similarity then ascending id. query must have Dims components, be finite
+// and non-zero; it is normalised first. For large indexes the rows are split
+// across GOMAXPROCS goroutines. Search does not block on anything else.
+func (x *Index) Search(query []float32, k int) ([]Hit, error) {
+	res, err := x.SearchBatch([][]float32{query}, k)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// SearchBatch answers several queries in one pass over the matrix: rows are
+// visited a cache-sized tile at a time and every query is scored against the
+// tile before moving on, so each row is read from memory once per batch
+// rather than once per query. Results equal those of Search, query by query.
+func (x *Index) SearchBatch(queries [][]float32, k int) ([][]Hit, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("index: k must be positive, have %d", k)
+	}
+	if len(queries) == 0 {
+		return nil, errors.New("index: no queries")
+	}
+	qs := make([][]float32, len(queries))
+	for i, q := range queries {
+		if len(q) != x.dims {
+			return nil, fmt.Errorf("%w: query %d has %d components, index has %d", ErrDimension, i, len(q), x.dims)
+		}
+		nq, err := Normalize(q)
+		if err != nil {
+			return nil, fmt.Errorf("query %d: %w", i, err)
+		}
+		qs[i] = nq
+	}
+	if k > len(x.ids) {
+		k = len(x.ids)
+	}
+	n := len(x.ids)
+	workers := runtime.GOMAXPROCS(0)
+	if w := n * x.dims * len(qs) / parallelMinWork; w < workers {
+		workers = max(w, 1)
+	}
+	if workers > n {
+		workers = n
+	}
+	parts := make([][]topK, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() { parts[w] = x.scan(qs, k, lo, hi) })
+	}
+	wg.Wait()
+	out := make([][]Hit, len(qs))
+	for qi := range qs {
+		merged := newTopK(k, x.ids)
+		for _, p := range parts {
+			for _, c := range p[qi].items {
+				merged.offer(c.row, c.sim)
+			}
+		}
+		out[qi] = merged.hits()
+	}
+	return out, nil
+}
+
+// scan scores rows [lo, hi) against every query, a tile of rows at a time.
+func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
+	tops := make([]topK, len(qs))
+	for i := range tops {
+		tops[i] = newTopK(k, x.ids)
+	}
+	d := x.dims
+	tile := max(tileBytes/(4*d), 1)
+	if len(qs) == 1 {
+		tile = hi - lo // nothing to reuse: stream the rows once
+	}
+	for t := lo; t < hi; t += tile {
+		end := min(t+tile, hi)
+		for qi, q := range qs {
+			top := &tops[qi]
+			for r := t; r < end; r++ {
+				s := dot(q, x.data[r*d:(r+1)*d])
+				top.offer(r, s)
+			}
+		}
+	}
+	return tops
+}
+
+// candidate is a row and its clipped float32 similarity.
+type candidate struct {
+	row int
+	sim float32
+}
+
+// topK keeps the k best candidates in a min-heap whose root is the worst
+// kept one, so a row that cannot enter costs one comparison.
+type topK struct {
+	k     int
+	ids   []string
+	items []candidate
+}
+
+func newTopK(k int, ids []string) topK {
+	return topK{k: k, ids: ids, items: make([]candidate, 0, k)}
+}
+
+// worse reports whether a ranks after b: lower similarity, or equal
+// similarity and a larger id.
+func (t *topK) worse(a, b candidate) bool {
+	if a.sim != b.sim {
+		return a.sim < b.sim
+	}
+	return t.ids[a.row] > t.ids[b.row]
+}
+
+func (t *topK) offer(row int, sim float32) {
+	if sim > 1 {
+		sim = 1
+	} else if sim < -1 {
+		sim = -1
+	}
+	c := candidate{row: row, sim: sim}
+	if len(t.items) < t.k {
+		t.items = append(t.items, c)
+		t.up(len(t.items) - 1)
+		return
+	}
+	if !t.worse(t.items[0], c) {
+		return
+	}
+	t.items[0] = c
+	t.down(0)
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.worse(t.items[i], t.items[p]) {
+			return
+		}
+		t.items[i], t.items[p] = t.items[p], t.items[i]
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	n := len(t.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && t.worse(t.items[r], t.items[l]) {
+			m = r
+		}
+		if !t.worse(t.items[m], t.items[i]) {
+			return
+		}
+		t.items[i], t.items[m] = t.items[m], t.items[i]
+		i = m
+	}
+}
+
+// hits drains the heap into best-first order.
+func (t *topK) hits() []Hit {
+	out := make([]Hit, len(t.items))
+	for i := len(t.items) - 1; i >= 0; i-- {
+		c := t.items[0]
+		last := len(t.items) - 1
+		t.items[0] = t.items[last]
+		t.items = t.items[:last]
+		t.down(0)
+		sim := float64(c.sim)
+		out[i] = Hit{Row: c.row, ID: t.ids[c.row], Similarity: sim, Distance: 1 - sim}
+	}
+	return out
+}

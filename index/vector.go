@@ -1,0 +1,91 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrDimension reports a vector whose length differs from the index's.
+	ErrDimension = errors.New("index: dimension mismatch")
+	// ErrNonFinite reports a NaN or infinite component.
+	ErrNonFinite = errors.New("index: non-finite value")
+	// ErrZeroVector reports a vector with zero norm, which has no direction.
+	ErrZeroVector = errors.New("index: zero vector")
+)
+
+// normalizeInto validates src and writes its L2-normalised copy into dst
+// (len(dst) == len(src)). The norm is accumulated in float64 so finite
+// float32 inputs can neither overflow nor underflow it.
+func normalizeInto(dst, src []float32) error {
+	var sum float64
+	for i, x := range src {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%w at component %d: %v", ErrNonFinite, i, x)
+		}
+		sum += f * f
+	}
+	if sum == 0 {
+		return ErrZeroVector
+	}
+	norm := math.Sqrt(sum)
+	for i, x := range src {
+		dst[i] = float32(float64(x) / norm)
+	}
+	return nil
+}
+
+// Normalize returns the L2-normalised float32 copy of v. It rejects empty,
+// non-finite and zero vectors.
+func Normalize(v []float32) ([]float32, error) {
+	if len(v) == 0 {
+		return nil, fmt.Errorf("%w: empty vector", ErrDimension)
+	}
+	out := make([]float32, len(v))
+	if err := normalizeInto(out, v); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// unitNormError returns how far the float64 norm of v is from 1, or an
+// error if v holds a non-finite component.
+func unitNormError(v []float32) (float64, error) {
+	var sum float64
+	for i, x := range v {
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("%w at component %d: %v", ErrNonFinite, i, x)
+		}
+		sum += f * f
+	}
+	return math.Abs(math.Sqrt(sum) - 1), nil
+}
+
+// dot returns the dot product of a and b (len(b) >= len(a)) with four
+// interleaved float32 accumulators. Every search path uses this one
+// function, so single and batched queries give bit-identical similarities.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		aa := a[i : i+8 : i+8]
+		bb := b[i : i+8 : i+8]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s0 += aa[4] * bb[4]
+		s1 += aa[5] * bb[5]
+		s2 += aa[6] * bb[6]
+		s3 += aa[7] * bb[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}

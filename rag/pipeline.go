@@ -1,0 +1,196 @@
+package rag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+
+	"github.com/verdryx/verdryx/index"
+)
+
+// DefaultTopK is the number of chunks retrieved per question.
+const DefaultTopK = 2
+
+// Options tunes a Pipeline.
+type Options struct {
+	// TopK is the number of chunks retrieved; zero means DefaultTopK.
+	TopK int
+	// Logger receives debug lines (ids and sizes only, never text); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Pipeline answers questions over one corpus and one index. It is immutable
+// and safe for concurrent use; Ask blocks on the embedder and generator.
+type Pipeline struct {
+	corpus     Corpus
+	byID       map[string]Entry
+	digest     string
+	idx        *index.Index
+	generation string
+	emb        index.Embedder
+	gen        Generator
+	topK       int
+	logger     *slog.Logger
+}
+
+// New returns a pipeline over an already built index whose ids are exactly
+// the corpus ids. generation names the index in records.
+func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
+	if idx.Len() != len(c.Entries) {
+		return nil, fmt.Errorf("rag: index has %d rows, corpus %q has %d entries", idx.Len(), c.ID, len(c.Entries))
+	}
+	byID := make(map[string]Entry, len(c.Entries))
+	for _, e := range c.Entries {
+		byID[e.ID] = e
+	}
+	for _, id := range idx.IDs() {
+		if _, ok := byID[id]; !ok {
+			return nil, fmt.Errorf("rag: index row %q is not in corpus %q", id, c.ID)
+		}
+	}
+	if opts.TopK == 0 {
+		opts.TopK = DefaultTopK
+	}
+	if opts.TopK < 0 {
+		return nil, fmt.Errorf("rag: top-k must be positive, have %d", opts.TopK)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{
+		corpus: c, byID: byID, digest: c.Digest(), idx: idx, generation: generation,
+		emb: emb, gen: gen, topK: opts.TopK, logger: opts.Logger.With("component", "rag"),
+	}, nil
+}
+
+// BuildIndex embeds every corpus entry with emb and returns the in-memory
+// index, rows in corpus order.
+func BuildIndex(ctx context.Context, c Corpus, emb index.Embedder) (*index.Index, error) {
+	vecs, err := emb.Embed(ctx, c.Texts())
+	if err != nil {
+		return nil, fmt.Errorf("embed corpus %q: %w", c.ID, err)
+	}
+	if len(vecs) != len(c.Entries) {
+		return nil, fmt.Errorf("embed corpus %q: %d vectors for %d entries", c.ID, len(vecs), len(c.Entries))
+	}
+	return index.New(c.IDs(), vecs)
+}
+
+// Build embeds the corpus into an in-memory index and returns the pipeline.
+func Build(ctx context.Context, c Corpus, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
+	idx, err := BuildIndex(ctx, c, emb)
+	if err != nil {
+		return nil, err
+	}
+	return New(c, idx, "memory:"+strings.TrimPrefix(idx.Fingerprint(), "sha256:")[:32], emb, gen, opts)
+}
+
+// NewOffline loads the corpus file and builds a pipeline with the offline
+// hashing embedder and the extractive generator. It makes no network call.
+func NewOffline(ctx context.Context, corpusPath string, opts Options) (*Pipeline, error) {
+	c, err := LoadCorpus(corpusPath)
+	if err != nil {
+		return nil, err
+	}
+	return Build(ctx, c, index.NewHashEmbedder(0), NewExtractive(0), opts)
+}
+
+// Open loads the active generation of store for corpus c and embedder emb.
+// A generation built from another corpus or embedder is refused with
+// index.ErrStale before emb or gen is called.
+func Open(store *index.Store, c Corpus, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
+	idx, m, err := store.Load(index.Expect{CorpusDigest: c.Digest(), Embedder: index.InfoOf(emb)})
+	if err != nil {
+		return nil, err
+	}
+	return New(c, idx, m.ID, emb, gen, opts)
+}
+
+// Corpus returns the pipeline's corpus.
+func (p *Pipeline) Corpus() Corpus { return p.corpus }
+
+// Generation returns the index generation id answers come from.
+func (p *Pipeline) Generation() string { return p.generation }
+
+// Retrieve embeds question and returns the top-k chunks, best first.
+func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, error) {
+	vecs, err := p.emb.Embed(ctx, []string{question})
+	if err != nil {
+		return nil, fmt.Errorf("embed question: %w", err)
+	}
+	if len(vecs) != 1 {
+		return nil, fmt.Errorf("embed question: %d vectors for 1 text", len(vecs))
+	}
+	hits, err := p.idx.Search(vecs[0], p.topK)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	chunks := make([]Chunk, len(hits))
+	for i, h := range hits {
+		e := p.byID[h.ID]
+		chunks[i] = Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Similarity: h.Similarity, Distance: h.Distance}
+	}
+	return chunks, nil
+}
+
+// ContextPayload returns the citation-labelled blocks of chunks joined by a
+// blank line.
+func (p *Pipeline) ContextPayload(chunks []Chunk) string {
+	blocks := make([]string, len(chunks))
+	for i, c := range chunks {
+		blocks[i] = p.corpus.Block(p.byID[c.ID])
+	}
+	return strings.Join(blocks, "\n\n")
+}
+
+// Messages returns the generation messages for question over payload.
+func Messages(c Corpus, question, payload string) []Message {
+	system := "Answer the question using only the context blocks below. " +
+		"Cite every block you rely on by its id in square brackets, for example [chunk-id], " +
+		"and repeat that block's " + c.SourceField + " exactly as written. " +
+		"Keep numbers, units and conditions exactly as the context states them, and never combine facts from different sources. " +
+		"If the context does not support an answer, reply with exactly " + Abstention + " and nothing else."
+	user := "Context:\n\n" + payload + "\n\nQuestion: " + question
+	return []Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+}
+
+// Ask retrieves, builds the prompt, generates and returns the validated
+// record. The answer is kept exactly as the generator returned it.
+func (p *Pipeline) Ask(ctx context.Context, question string) (Record, error) {
+	if strings.TrimSpace(question) == "" {
+		return Record{}, errors.New("rag: empty question")
+	}
+	chunks, err := p.Retrieve(ctx, question)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := Record{
+		Question:        question,
+		Chunks:          chunks,
+		IndexGeneration: p.generation,
+		CorpusDigest:    p.digest,
+		Embedder:        p.emb.Name() + "/" + p.emb.Model(),
+		Generator:       p.gen.Name(),
+	}
+	for _, c := range chunks {
+		rec.RetrievedIDs = append(rec.RetrievedIDs, c.ID)
+		rec.Distances = append(rec.Distances, c.Distance)
+		rec.Similarities = append(rec.Similarities, c.Similarity)
+	}
+	rec.ContextPayload = p.ContextPayload(chunks)
+	rec.Messages = Messages(p.corpus, question, rec.ContextPayload)
+	p.logger.Debug("retrieved", "ids", rec.RetrievedIDs, "generation", p.generation)
+	answer, err := p.gen.Generate(ctx, Request{Question: question, Chunks: chunks, Messages: rec.Messages, SourceField: p.corpus.SourceField, SubjectField: p.corpus.SubjectField})
+	if err != nil {
+		return Record{}, fmt.Errorf("generate: %w", err)
+	}
+	rec.Answer = answer
+	if err := rec.Validate(); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}

@@ -1,0 +1,92 @@
+package rag
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Message is one generation message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Chunk is one retrieved chunk, in rank order.
+type Chunk struct {
+	ID         string         `json:"id"`
+	Text       string         `json:"text"`
+	Metadata   map[string]any `json:"metadata"`
+	Similarity float64        `json:"similarity"`
+	Distance   float64        `json:"distance"`
+}
+
+// Record captures one ask end to end: what was retrieved, with which
+// scores, the exact prompt bytes and the answer, and which index generation
+// and corpus it came from.
+type Record struct {
+	Question       string    `json:"question"`
+	RetrievedIDs   []string  `json:"retrieved_ids"`
+	Chunks         []Chunk   `json:"retrieved_chunks"`
+	Distances      []float64 `json:"distances"`
+	Similarities   []float64 `json:"similarities"`
+	ContextPayload string    `json:"context_payload"`
+	Messages       []Message `json:"generation_messages"`
+	Answer         string    `json:"answer"`
+	// IndexGeneration is the persisted generation id, or "memory:" and a
+	// fingerprint prefix for an index built in memory.
+	IndexGeneration string `json:"index_generation"`
+	CorpusDigest    string `json:"corpus_digest"`
+	Embedder        string `json:"embedder"`
+	Generator       string `json:"generator"`
+}
+
+// distanceTolerance bounds |distance - (1 - similarity)|.
+const distanceTolerance = 1e-12
+
+// Validate checks the record's internal consistency without changing it:
+// ranks aligned across ids, chunks, distances and similarities; every metric
+// finite; similarity in [-1, 1], distance in [0, 2]; distance equal to
+// 1 - similarity within 1e-12; and non-empty question and answer.
+func (r Record) Validate() error {
+	n := len(r.RetrievedIDs)
+	if n == 0 {
+		return errors.New("record: no retrieved ids")
+	}
+	if len(r.Chunks) != n || len(r.Distances) != n || len(r.Similarities) != n {
+		return fmt.Errorf("record: misaligned ranks: %d ids, %d chunks, %d distances, %d similarities",
+			n, len(r.Chunks), len(r.Distances), len(r.Similarities))
+	}
+	for i := range n {
+		c := r.Chunks[i]
+		if c.ID != r.RetrievedIDs[i] {
+			return fmt.Errorf("record: rank %d: chunk id %q, retrieved id %q", i, c.ID, r.RetrievedIDs[i])
+		}
+		s, d := r.Similarities[i], r.Distances[i]
+		if c.Similarity != s || c.Distance != d {
+			return fmt.Errorf("record: rank %d: chunk metrics (%v, %v) differ from the record's (%v, %v)", i, c.Similarity, c.Distance, s, d)
+		}
+		if math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(d) || math.IsInf(d, 0) {
+			return fmt.Errorf("record: rank %d: non-finite similarity %v or distance %v", i, s, d)
+		}
+		if s < -1 || s > 1 {
+			return fmt.Errorf("record: rank %d: similarity %v outside [-1, 1]", i, s)
+		}
+		if d < 0 || d > 2 {
+			return fmt.Errorf("record: rank %d: distance %v outside [0, 2]", i, d)
+		}
+		if math.Abs(d-(1-s)) > distanceTolerance {
+			return fmt.Errorf("record: rank %d: distance %v is not 1 - similarity (%v)", i, d, 1-s)
+		}
+		if i > 0 && s > r.Similarities[i-1] {
+			return fmt.Errorf("record: rank %d: similarity %v above rank %d's %v", i, s, i-1, r.Similarities[i-1])
+		}
+	}
+	if r.Question == "" {
+		return errors.New("record: empty question")
+	}
+	if r.Answer == "" {
+		return errors.New("record: empty answer")
+	}
+	return nil
+}
