@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/grading"
+)
+
+// cleanEvalEnv keeps the developer's environment out of the tests.
+func cleanEvalEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"VERDRYX_DB", "VERDRYX_EVENTS_PATH", "VERDRYX_OTLP_ENDPOINT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "VERDRYX_OPENAI_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+}
+
+// runCLI runs verdryx with args and returns the exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	code := report(err, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// numberedSet writes an eval set of n exact cases "q-i" -> "a-i".
+func numberedSet(t *testing.T, dir, name string, n int, edit func(i int) string) string {
+	t.Helper()
+	var cases []string
+	for i := range n {
+		want := fmt.Sprintf("a-%d", i)
+		if edit != nil {
+			want = edit(i)
+		}
+		cases = append(cases, fmt.Sprintf(`{"id":"case-%02d","prompt":"q-%d","expected":%q}`, i, i, want))
+	}
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(`{"id":"numbered","cases":[`+strings.Join(cases, ",")+`]}`), 0o644))
+	return p
+}
+
+// fakeChat is an OpenAI-compatible endpoint answering "q-i" with "a-i",
+// except for prompts in wrong (answered "wrong") or when down (503).
+type fakeChat struct {
+	mu    sync.Mutex
+	wrong map[string]bool
+	down  atomic.Bool
+}
+
+func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.down.Load() {
+		http.Error(w, `{"error":"down"}`, http.StatusServiceUnavailable)
+		return
+	}
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	prompt := req.Messages[len(req.Messages)-1].Content
+	answer := strings.Replace(prompt, "q-", "a-", 1)
+	f.mu.Lock()
+	if f.wrong[prompt] {
+		answer = "wrong"
+	}
+	f.mu.Unlock()
+	fmt.Fprintf(w, `{"choices":[{"message":{"content":%q}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`, answer)
+}
+
+func (f *fakeChat) lower(prompts ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.wrong = map[string]bool{}
+	for _, p := range prompts {
+		f.wrong[p] = true
+	}
+}
+
+func TestEvalExitCodes(t *testing.T) {
+	cleanEvalEnv(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	good := numberedSet(t, dir, "good.json", 4, func(i int) string { return fmt.Sprintf("q-%d", i) }) // the stub echoes
+	half := numberedSet(t, dir, "half.json", 4, func(i int) string {
+		if i%2 == 0 {
+			return fmt.Sprintf("q-%d", i)
+		}
+		return "x"
+	})
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"id":"s","cases":[{"id":"j","prompt":"p","grader":"llm_judge"}]}`), 0o644))
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no eval set", []string{"eval", "--db", db}, exitUsage, "", "want exactly one EVALSET"},
+		{"unknown flag", []string{"eval", "--nope", good}, exitUsage, "", "flag provided but not defined"},
+		{"invalid eval set names the field", []string{"eval", "--db", db, bad}, exitUsage, "", `bad.json: case #0 "j": field "rubric": required for grader llm_judge`},
+		{"missing eval set", []string{"eval", "--db", db, filepath.Join(dir, "absent.json")}, exitUsage, "", "read eval set"},
+		{"pass", []string{"eval", "--db", db, good}, exitOK, "mean score 1.000 over 4 graded of 4 cases", ""},
+		{"at the floor passes", []string{"eval", "--db", db, "--fail-under", "0.5", half}, exitOK, "mean score 0.500", ""},
+		{"under the floor", []string{"eval", "--db", db, "--fail-under", "0.6", half}, exitFailure, "", "mean score 0.500 is under --fail-under 0.600"},
+		{"floor above 1", []string{"eval", "--db", db, "--fail-under", "2", good}, exitUsage, "", "--fail-under 2 is above 1"},
+		{"real model without a key", []string{"eval", "--db", db, "--model", "claude-sonnet-4-5", good}, exitUsage, "", "ANTHROPIC_API_KEY"},
+		{"bad agent id", []string{"eval", "--db", db, "--agent-id", "bob", good}, exitUsage, "", "not a canonical agent:// id"},
+		{"baseline of an unknown run", []string{"baseline", "--db", db, "run-nope"}, exitUsage, "", "not found"},
+		{"drift needs a baseline", []string{"drift", "--db", db}, exitUsage, "", "--baseline is required"},
+		{"drift on an unknown baseline", []string{"drift", "--db", db, "--baseline", "bl-nope"}, exitUsage, "", "not found"},
+		{"runs on a missing store", []string{"runs", "--db", filepath.Join(dir, "absent.db")}, exitUsage, "", "no store at"},
+		{"help", []string{"eval", "--help"}, exitOK, "", "Exit 0: pass; 1: mean under --fail-under"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			assert.Contains(t, stdout, tc.stdout)
+			assert.Contains(t, stderr, tc.stderr)
+		})
+	}
+}
+
+func TestEvalUnmeasuredIsNeverZero(t *testing.T) {
+	cleanEvalEnv(t)
+	chat := &fakeChat{}
+	chat.down.Store(true)
+	srv := httptest.NewServer(chat)
+	defer srv.Close()
+	dir := t.TempDir()
+	set := numberedSet(t, dir, "set.json", 3, nil)
+	db := filepath.Join(dir, "v.db")
+	args := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL}
+
+	code, stdout, _ := runCLI(t, append(args, set)...)
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "mean score unmeasured (0 of 3 cases graded)")
+	assert.Contains(t, stdout, "UNMEASURED")
+	assert.Contains(t, stdout, "provider answered an error status: 503")
+	assert.NotContains(t, stdout, "0.000 over")
+
+	code, _, stderr := runCLI(t, append(args, "--fail-under", "0.1", set)...)
+	assert.Equal(t, exitFailure, code, "an unmeasured mean never passes a floor")
+	assert.Contains(t, stderr, "unmeasured")
+
+	code, stdout, _ = runCLI(t, append(args, "--json", set)...)
+	require.Equal(t, exitOK, code)
+	var res grading.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.Nil(t, res.Run.MeanScore)
+	assert.Equal(t, 3, res.Run.Unanswered)
+
+	// The store shows it too, and refuses to baseline it.
+	code, stdout, _ = runCLI(t, "runs", "--db", db)
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "unmeasured (0/3)")
+	code, _, stderr = runCLI(t, "baseline", "--db", db, res.Run.ID)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "no graded case")
+}
+
+func TestEvalBaselineDriftFlow(t *testing.T) {
+	cleanEvalEnv(t)
+	chat := &fakeChat{}
+	srv := httptest.NewServer(chat)
+	defer srv.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	events := filepath.Join(dir, "events.ndjson")
+	set := numberedSet(t, dir, "set.json", 24, nil)
+	const agentID = "agent://acme.example/support/bot"
+	evalArgs := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL,
+		"--events", events, "--agent-id", agentID, "--json", set}
+
+	evalJSON := func() grading.Result {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, evalArgs...)
+		require.Equal(t, exitOK, code, stderr)
+		var res grading.Result
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		return res
+	}
+	first := evalJSON()
+	code, stdout, _ := runCLI(t, "baseline", "--db", db, "--label", "v1", "--json", first.Run.ID)
+	require.Equal(t, exitOK, code)
+	var bl grading.Baseline
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
+	assert.Equal(t, 1.0, bl.MeanScore)
+	evalJSON()
+
+	driftArgs := []string{"drift", "--db", db, "--baseline", bl.ID, "--events", events, "--agent-id", agentID}
+	code, stdout, _ = runCLI(t, driftArgs...)
+	assert.Equal(t, exitOK, code, stdout)
+	assert.Contains(t, stdout, "verdict on-track")
+
+	// Plant a real regression: a quarter of the cases now answer wrong.
+	chat.lower("q-1", "q-5", "q-9", "q-13", "q-17", "q-21")
+	for range 3 {
+		evalJSON()
+	}
+	code, stdout, _ = runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
+	require.Equal(t, exitFailure, code, stdout)
+	var rep grading.DriftReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, grading.VerdictRegressed, rep.Verdict)
+	require.NotNil(t, rep.CIHigh)
+	assert.Less(t, *rep.CIHigh, 0.0)
+	assert.InDelta(t, -0.25, rep.Delta, 1e-12)
+	assert.Equal(t, uint64(11), rep.Seed)
+	require.NotNil(t, rep.Paired)
+	assert.Equal(t, 24, rep.Paired.Cases)
+
+	code, again, _ := runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
+	require.Equal(t, exitFailure, code)
+	assert.JSONEq(t, stdout, again, "a seeded report reproduces exactly")
+
+	// The events file verifies and carries one quality_drift per regression.
+	code, vout, _ := runCLI(t, "verify", events)
+	assert.Equal(t, exitOK, code, vout)
+	raw, err := os.ReadFile(events)
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var ev struct {
+			Type  string         `json:"type"`
+			RunID string         `json:"run_id"`
+			Data  map[string]any `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &ev))
+		counts[ev.Type]++
+		if ev.Type == "quality_drift" {
+			assert.Equal(t, first.Run.ID, ev.RunID)
+			assert.Equal(t, "regressed", ev.Data["verdict"])
+		}
+	}
+	assert.Equal(t, map[string]int{"quality_score": 5 * 24, "eval_run": 5, "quality_drift": 2}, counts)
+
+	code, stdout, _ = runCLI(t, "runs", "--db", db, "--json")
+	require.Equal(t, exitOK, code)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &runs))
+	assert.Len(t, runs, 5)
+}
+
+func TestDriftRefusesChangedSet(t *testing.T) {
+	cleanEvalEnv(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	echo := func(i int) string { return fmt.Sprintf("q-%d", i) }
+	v1 := numberedSet(t, dir, "v1.json", 4, echo)
+	v2 := numberedSet(t, dir, "v2.json", 4, func(i int) string {
+		if i == 2 {
+			return "edited"
+		}
+		return echo(i)
+	})
+	code, stdout, _ := runCLI(t, "eval", "--db", db, "--json", v1)
+	require.Equal(t, exitOK, code)
+	var first grading.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
+	code, stdout, _ = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
+	require.Equal(t, exitOK, code)
+	var bl grading.Baseline
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
+	code, _, _ = runCLI(t, "eval", "--db", db, v2)
+	require.Equal(t, exitOK, code)
+
+	code, _, stderr := runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "changed cases: case-02")
+	assert.Contains(t, stderr, "--allow-changed-set")
+
+	code, stdout, _ = runCLI(t, "drift", "--db", db, "--baseline", bl.ID, "--allow-changed-set")
+	assert.Equal(t, exitFailure, code, "the edited case now fails: 0.75 vs 1.0")
+	assert.Contains(t, stdout, "WARNING: the eval set changed since the baseline (--allow-changed-set); changed cases: case-02")
+}
+
+func TestEvalJUnit(t *testing.T) {
+	cleanEvalEnv(t)
+	dir := t.TempDir()
+	set := filepath.Join(dir, "set.json")
+	require.NoError(t, os.WriteFile(set, []byte(`{"id":"mixed","cases":[
+		{"id":"echo","prompt":"hi","expected":"hi"},
+		{"id":"miss","prompt":"hi","expected":"bye"},
+		{"id":"tag","prompt":"escalated","grader":"outcome_tag"},
+		{"id":"tools","prompt":"do it","grader":"tool_trace","tools":[{"name":"a"}],"expected_tools":["a"]}]}`), 0o644))
+	out := filepath.Join(dir, "junit.xml")
+	code, _, stderr := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), "--junit", out, set)
+	require.Equal(t, exitOK, code, stderr)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var suite junitSuite
+	require.NoError(t, xml.Unmarshal(raw, &suite))
+	assert.Equal(t, "mixed", suite.Name)
+	require.Len(t, suite.Cases, 4, "one testcase per eval case")
+	assert.Equal(t, 4, suite.Tests)
+	assert.Equal(t, 3, suite.Failures, "miss, tag at 0.5 and tools (the stub calls none) are under 1.0")
+	assert.Nil(t, suite.Cases[0].Failure)
+	require.NotNil(t, suite.Cases[1].Failure)
+	assert.Contains(t, suite.Cases[1].Failure.Body, `want "bye", have "hi"`)
+	assert.Equal(t, "mixed.exact", suite.Cases[1].Classname)
+}
+
+func TestEvalGrimoireOffline(t *testing.T) {
+	cleanEvalEnv(t)
+	path := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("grimoire fixture not present: %v", err)
+	}
+	code, stdout, stderr := runCLI(t, "eval", path, "--model", "stub", "--db", filepath.Join(t.TempDir(), "v.db"))
+	require.Equal(t, exitOK, code, stderr)
+	for _, id := range []string{"numeric-source-verdigris-dose", "numeric-source-amber-dose", "numeric-source-obsidian-dose",
+		"near-synonym-moonpetal-vapor", "conditional-shadeglass-harvest", "conditional-shadeglass-direct-sun", "absent-moonpetal-dew-shelf-life"} {
+		assert.Contains(t, stdout, id)
+	}
+	assert.Contains(t, stdout, "graded of 7 cases")
+	assert.Contains(t, stdout, "deterministic stub")
+}
+
+func TestEvalRefusesNewerStore(t *testing.T) {
+	cleanEvalEnv(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	set := numberedSet(t, dir, "set.json", 1, nil)
+	code, _, _ := runCLI(t, "eval", "--db", db, set)
+	require.Equal(t, exitOK, code)
+	bumpUserVersion(t, db, 999)
+	code, _, stderr := runCLI(t, "eval", "--db", db, set)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "schema is newer than this build")
+}
+
+func TestEvalExportsSpans(t *testing.T) {
+	cleanEvalEnv(t)
+	var hits atomic.Int32
+	var bodyBytes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			hits.Add(1)
+			bodyBytes.Add(int64(len(b)))
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("VERDRYX_OTLP_ENDPOINT", srv.URL)
+	code, _, stderr := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	require.Equal(t, exitOK, code, stderr)
+	assert.EqualValues(t, 1, hits.Load(), "the span was flushed before the command returned")
+	assert.Positive(t, bodyBytes.Load())
+	assert.Empty(t, stderr)
+}
+
+func bumpUserVersion(t *testing.T, path string, v int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v))
+	require.NoError(t, err)
+}
