@@ -217,6 +217,7 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 	if window <= 0 {
 		window = 1
 	}
+	driftStart := now()
 	rep, err := CheckDrift(ctx, deps.Store, DriftRequest{
 		BaselineID: req.BaselineID, Window: window, Threshold: req.Threshold,
 		AllowChangedSet: req.AllowChangedSet, Seed: req.Seed,
@@ -229,8 +230,7 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 		emit(ev)
 	}
 	if deps.Spans != nil {
-		start := now()
-		deps.Spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, req.AgentID, start, start, DriftData(rep))
+		deps.Spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, req.AgentID, driftStart, now(), DriftData(rep))
 	}
 	return res, nil
 }

@@ -481,6 +481,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
 		BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed,
 	})
@@ -501,7 +502,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if s.spans != nil {
-		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, *c.agentID, now, now, grading.DriftData(rep))
+		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, *c.agentID, started, now, grading.DriftData(rep))
 	}
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
