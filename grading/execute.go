@@ -40,6 +40,9 @@ type Request struct {
 	// EvalSetPath or EvalSet (inline JSON) names the set; exactly one.
 	EvalSetPath string          `json:"eval_set_path,omitempty"`
 	EvalSet     json.RawMessage `json:"eval_set,omitempty"`
+	// Set is an already loaded set (in-process callers that validated it
+	// first); it wins over EvalSetPath and EvalSet. Not serialised.
+	Set *EvalSet `json:"-"`
 	// Model is "stub" or a provider model id; "" means stub.
 	Model   string `json:"model,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
@@ -237,6 +240,8 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 
 func loadRequestSet(req Request) (*EvalSet, error) {
 	switch {
+	case req.Set != nil:
+		return req.Set, nil
 	case req.EvalSetPath != "" && len(req.EvalSet) > 0:
 		return nil, errors.New("eval request names both eval_set_path and an inline eval_set")
 	case req.EvalSetPath != "":

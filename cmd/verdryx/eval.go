@@ -169,7 +169,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf("eval: --concurrency must be at least 1")
 	}
 	// Load the set before opening anything, so a bad set touches nothing.
-	if _, err := grading.LoadEvalSet(pos[0]); err != nil {
+	set, err := grading.LoadEvalSet(pos[0])
+	if err != nil {
 		return inputError(err)
 	}
 	resolve := evalModels(*baseURL, *openaiBase, *timeout)
@@ -189,7 +190,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	deps.Judge = &grading.Judge{Model: judgeModel}
 	deps.Concurrency = *conc
 	res, runErr := grading.Execute(ctx, deps, grading.Request{
-		EvalSetPath: pos[0], Model: *model, AgentID: *c.agentID,
+		Set: set, Model: *model, AgentID: *c.agentID,
 		BaselineID: *baseline, Window: *window,
 	})
 	closeErr := s.close(ctx)
@@ -268,7 +269,11 @@ func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
 	if r.Model == grading.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
-	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label, evalJudgeLabel(r.Judge))
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label, evalJudgeLabel(r.Judge))
+	if p := r.Provenance; p.CorpusDigest != "" {
+		fmt.Fprintf(w, "corpus %s, index %s\n", evalShortDigest(p.CorpusDigest), p.IndexGeneration)
+	}
+	fmt.Fprintln(w)
 	width := 4
 	for _, s := range r.Scores {
 		width = max(width, len(s.CaseID))
