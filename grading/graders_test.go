@@ -143,8 +143,8 @@ func TestJudgeGrade(t *testing.T) {
 	unpriced := &Judge{Model: &cannedModel{id: "mystery-model", text: "0.5"}}
 	res, err = unpriced.Grade(ctx, "r", "t", "o")
 	require.NoError(t, err)
-	assert.Zero(t, res.CostUSD)
-	assert.Contains(t, res.Checks[1].Detail, "no price for judge model mystery-model")
+	assert.Zero(t, res.CostUSD, "an unpriced judge is recorded at 0 (the run lists it)")
+	assert.Len(t, res.Checks, 1)
 }
 
 func TestJudgePromptKeepsOutputInert(t *testing.T) {

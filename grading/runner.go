@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -23,6 +25,9 @@ type Provenance struct {
 	Model           string `json:"model"`
 	Judge           string `json:"judge,omitempty"`
 	Version         string `json:"verdryx_version"`
+	// Unpriced lists the model and judge ids called by this run that have
+	// no price in the book: their calls are recorded at cost 0.
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // Run is one graded pass over an eval set.
@@ -205,6 +210,26 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 		}
 		p.Graders[kind] = cfg
 	}
+	prices := r.Prices
+	if prices == nil {
+		prices = DefaultPriceBook()
+	}
+	for kind := range p.Graders {
+		id := ""
+		switch kind {
+		case GraderExact, GraderRegex, GraderToolTrace, GraderLLMJudge:
+			id = run.Model
+		}
+		if _, ok := prices.Cost(id, 0, 0); id != "" && !ok && !slices.Contains(p.Unpriced, id) {
+			p.Unpriced = append(p.Unpriced, id)
+		}
+	}
+	if _, ok := p.Graders[GraderLLMJudge]; ok && r.Judge != nil {
+		if _, priced := prices.Cost(run.Judge, 0, 0); !priced && !slices.Contains(p.Unpriced, run.Judge) {
+			p.Unpriced = append(p.Unpriced, run.Judge)
+		}
+	}
+	sort.Strings(p.Unpriced)
 	if set.rag != nil {
 		p.CorpusDigest = set.rag.corpusDigest
 		if r.RAG != nil {
@@ -243,12 +268,8 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
 	if prices == nil {
 		prices = DefaultPriceBook()
 	}
-	cost, priced := prices.Cost(r.Model.ID(), comp.InputTokens, comp.OutputTokens)
-	s.CostUSD = cost
-	var extra []Check
-	if !priced {
-		extra = append(extra, Check{Name: "model_priced", OK: false, Detail: "no price for model " + r.Model.ID() + "; cost recorded as 0"})
-	}
+	// An unpriced model costs 0 here; the run's provenance lists it.
+	s.CostUSD, _ = prices.Cost(r.Model.ID(), comp.InputTokens, comp.OutputTokens)
 	switch c.Kind() {
 	case GraderExact:
 		s.Value, s.Checks = GradeExact(*c.Expected, comp.Text)
@@ -269,6 +290,5 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
 		}
 		s.Value, s.Checks = jr.Value, jr.Checks
 	}
-	s.Checks = append(s.Checks, extra...)
 	return s
 }

@@ -118,6 +118,7 @@ func TestRunnerCountsUngradableApart(t *testing.T) {
 	assert.Equal(t, "agent://a.example/b", run.AgentID)
 	assert.Equal(t, "claude-haiku-4-5", run.Judge)
 	assert.Equal(t, map[string]any{"scores": DefaultOutcomeScores()}, run.Provenance.Graders[GraderOutcomeTag])
+	assert.Equal(t, []string{"flaky"}, run.Provenance.Unpriced, "the model has no price; the judge has one")
 }
 
 func TestRunnerAllUnmeasuredHasNoMean(t *testing.T) {

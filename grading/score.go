@@ -22,7 +22,8 @@ type Score struct {
 	Grader string  `json:"grader"`
 	Value  float64 `json:"value"`
 	// Tokens and CostUSD add the model call and, for llm_judge, the judge
-	// call. CostUSD is 0 for a stub or an unpriced model (a check says so).
+	// call. CostUSD is 0 for a stub or an unpriced model (the run's
+	// provenance lists unpriced models).
 	Tokens  int64   `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
 	Checks  []Check `json:"checks,omitempty"`

@@ -313,7 +313,11 @@ func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
 		}
 		fmt.Fprintf(w, "unmeasured: %d of %d (%s)\n", r.Unanswered, r.Cases, strings.Join(parts, "; "))
 	}
-	fmt.Fprintf(w, "tokens %d, cost $%.6f\n", r.TotalTokens, r.TotalCostUSD)
+	fmt.Fprintf(w, "tokens %d, cost $%.6f", r.TotalTokens, r.TotalCostUSD)
+	if len(r.Provenance.Unpriced) > 0 {
+		fmt.Fprintf(w, " (no price for %s: counted as $0)", strings.Join(r.Provenance.Unpriced, ", "))
+	}
+	fmt.Fprintln(w)
 	if res.Saved {
 		fmt.Fprintf(w, "saved to %s\n", dbPath)
 	}
