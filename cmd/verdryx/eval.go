@@ -142,7 +142,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("eval", "EVALSET", "Grade a model against an eval set, store the run, emit events and spans.\n"+
 		"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n"+
 		"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n"+
-		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor); 2: usage or input error.", stderr)
+		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed; 2: usage or input error.", stderr)
 	c := addEvalFlags(fs)
 	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
 	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
