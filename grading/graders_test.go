@@ -168,7 +168,7 @@ func TestJudgePromptKeepsOutputInert(t *testing.T) {
 
 func TestStubJudgeAndModel(t *testing.T) {
 	ctx := context.Background()
-	s := &Stub{Canned: map[string]Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}}
+	s := &Stub{Canned: map[string]Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}, Record: true}
 	c, err := s.Complete(ctx, Call{Prompt: "hello"})
 	require.NoError(t, err)
 	assert.Equal(t, "hello", c.Text, "echo")

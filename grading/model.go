@@ -67,9 +67,11 @@ var (
 // (four letters or more) that appear in the output, formatted "%.4f": a
 // lexical stand-in, not a judgement.
 //
-// Calls records every request for tests. Stub is safe for concurrent use.
+// With Record set, Calls returns every request (for tests; a long-lived
+// recording stub grows without bound). Stub is safe for concurrent use.
 type Stub struct {
 	Canned map[string]Completion
+	Record bool
 
 	mu    sync.Mutex
 	calls []Call
@@ -88,9 +90,11 @@ func (s *Stub) Complete(ctx context.Context, req Call) (Completion, error) {
 	if err := ctx.Err(); err != nil {
 		return Completion{}, err
 	}
-	s.mu.Lock()
-	s.calls = append(s.calls, req)
-	s.mu.Unlock()
+	if s.Record {
+		s.mu.Lock()
+		s.calls = append(s.calls, req)
+		s.mu.Unlock()
+	}
 	if req.Judge != nil {
 		return Completion{Text: fmt.Sprintf("%.4f", rubricCoverage(req.Judge.Rubric, req.Judge.Output))}, nil
 	}
