@@ -100,8 +100,14 @@ func OfflineRAG(ctx context.Context, corpusPath string, model Model) (RAGAsker, 
 	return rag.Build(ctx, c, index.NewHashEmbedder(0), modelGenerator{model}, rag.Options{})
 }
 
+// usage collects the tokens a model generator spent on one ask; gradeRAG
+// puts it in the ask's context.
+type usage struct{ in, out int64 }
+
+type usageKey struct{}
+
 // modelGenerator lets a Model generate rag answers from the pipeline's
-// messages.
+// messages, adding its usage to the ask's *usage when there is one.
 type modelGenerator struct{ m Model }
 
 func (g modelGenerator) Name() string { return g.m.ID() }
@@ -117,6 +123,10 @@ func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, 
 		}
 	}
 	c, err := g.m.Complete(ctx, call)
+	if u, ok := ctx.Value(usageKey{}).(*usage); ok {
+		u.in += c.InputTokens
+		u.out += c.OutputTokens
+	}
 	if err != nil {
 		return "", err
 	}
@@ -134,7 +144,14 @@ func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, 
 // nine-tenths right); the checks say which failed.
 func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) Score {
 	gc := set.rag.golden[c.ID]
-	rec, err := r.RAG.Ask(ctx, gc.Question)
+	u := &usage{}
+	rec, err := r.RAG.Ask(context.WithValue(ctx, usageKey{}, u), gc.Question)
+	s.Tokens = u.in + u.out
+	prices := r.Prices
+	if prices == nil {
+		prices = DefaultPriceBook()
+	}
+	s.CostUSD, _ = prices.Cost(r.Model.ID(), u.in, u.out)
 	if err != nil {
 		s.Unmeasured = fmt.Sprintf("rag ask: %v", err)
 		return s

@@ -217,7 +217,7 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 	for kind := range p.Graders {
 		id := ""
 		switch kind {
-		case GraderExact, GraderRegex, GraderToolTrace, GraderLLMJudge:
+		case GraderExact, GraderRegex, GraderToolTrace, GraderLLMJudge, GraderRAG:
 			id = run.Model
 		}
 		if _, ok := prices.Cost(id, 0, 0); id != "" && !ok && !slices.Contains(p.Unpriced, id) {
