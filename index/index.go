@@ -358,3 +358,49 @@ func (t *topK) hits() []Hit {
 	}
 	return out
 }
+
+// ScanFloor reads every stored component once, split across goroutines the
+// way Search splits rows, and returns their sum. It does no ranking: its
+// run time is the memory-bandwidth floor a single-query scan of this matrix
+// can approach, measured on the same machine and the same memory.
+func (x *Index) ScanFloor() float32 {
+	n := len(x.ids)
+	workers := runtime.GOMAXPROCS(0)
+	if w := n * x.dims / parallelMinWork; w < workers {
+		workers = max(w, 1)
+	}
+	sums := make([]float32, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers*x.dims, n*(w+1)/workers*x.dims
+		wg.Go(func() { sums[w] = sum(x.data[lo:hi]) })
+	}
+	wg.Wait()
+	var total float32
+	for _, s := range sums {
+		total += s
+	}
+	return total
+}
+
+// sum adds a with eight independent accumulators, so the loop is limited by
+// memory, not by the latency of one dependent add chain.
+func sum(a []float32) float32 {
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		aa := a[i : i+8 : i+8]
+		s0 += aa[0]
+		s1 += aa[1]
+		s2 += aa[2]
+		s3 += aa[3]
+		s4 += aa[4]
+		s5 += aa[5]
+		s6 += aa[6]
+		s7 += aa[7]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}

@@ -65,12 +65,12 @@ func unitNormError(v []float32) (float64, error) {
 	return math.Abs(math.Sqrt(sum) - 1), nil
 }
 
-// dot returns the dot product of a and b (len(b) >= len(a)) with four
+// dot returns the dot product of a and b (len(b) >= len(a)) with eight
 // interleaved float32 accumulators. Every search path uses this one
 // function, so single and batched queries give bit-identical similarities.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
 	for ; i+8 <= len(a); i += 8 {
 		aa := a[i : i+8 : i+8]
@@ -79,13 +79,13 @@ func dot(a, b []float32) float32 {
 		s1 += aa[1] * bb[1]
 		s2 += aa[2] * bb[2]
 		s3 += aa[3] * bb[3]
-		s0 += aa[4] * bb[4]
-		s1 += aa[5] * bb[5]
-		s2 += aa[6] * bb[6]
-		s3 += aa[7] * bb[7]
+		s4 += aa[4] * bb[4]
+		s5 += aa[5] * bb[5]
+		s6 += aa[6] * bb[6]
+		s7 += aa[7] * bb[7]
 	}
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }

@@ -73,7 +73,7 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	for _, id := range gc.CollisionSiblingIDs {
 		sib, _ := c.Entry(id)
 		if s := c.Subject(sib); subject != "" && s != "" && !strings.EqualFold(s, subject) {
-			add(MutSwappedSynonym, s+" for "+subject, replaceFold(a, subject, s))
+			add(MutSwappedSynonym, s+" for "+subject, outsideCitations(a, func(t string) string { return replaceFold(t, subject, s) }))
 		}
 		if src := c.Source(sib); src != "" && src != gc.ExpectedSourceID && gc.ExpectedSourceID != "" {
 			add(MutWrongSourceID, src+" for "+gc.ExpectedSourceID, strings.ReplaceAll(a, gc.ExpectedSourceID, src))
@@ -112,6 +112,27 @@ func replaceFold(s, old, repl string) string {
 		}
 		sb.WriteString(r)
 		s, lower = s[i+len(old):], lower[i+len(old):]
+	}
+}
+
+// outsideCitations applies f to the parts of s outside [..] citation
+// markers, so a swap of prose keeps the citation the answer made.
+func outsideCitations(s string, f func(string) string) string {
+	var sb strings.Builder
+	for {
+		i := strings.IndexByte(s, '[')
+		if i < 0 {
+			sb.WriteString(f(s))
+			return sb.String()
+		}
+		j := strings.IndexByte(s[i:], ']')
+		if j < 0 {
+			sb.WriteString(f(s))
+			return sb.String()
+		}
+		sb.WriteString(f(s[:i]))
+		sb.WriteString(s[i : i+j+1])
+		s = s[i+j+1:]
 	}
 }
 

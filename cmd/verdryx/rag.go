@@ -343,7 +343,3 @@ func failedNames(checks []rag.Check) string {
 	}
 	return strings.Join(names, ",")
 }
-
-func benchIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("bench index: not implemented yet")
-}

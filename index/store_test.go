@@ -1,0 +1,262 @@
+package index
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var testEmb = EmbedderInfo{Name: "offline-hash", Model: "hash-v1/d4"}
+
+const testDigest = "sha256:corpus-a"
+
+func smallIndex(t *testing.T) *Index {
+	t.Helper()
+	idx, err := New([]string{"a", "b", "c"}, [][]float32{{1, 0, 0, 0}, {0, 2, 0, 0}, {1, 1, 1, 1}})
+	require.NoError(t, err)
+	return idx
+}
+
+func saveSmall(t *testing.T, s *Store, at time.Time) Manifest {
+	t.Helper()
+	m, err := s.Save(smallIndex(t), testDigest, testEmb, at)
+	require.NoError(t, err)
+	return m
+}
+
+// snapshot returns every file under dir with its bytes and mtime.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		require.NoError(t, err)
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			out[p] = string(b) + fi.ModTime().String()
+		}
+		return nil
+	}))
+	return out
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	data := t.TempDir()
+	s := NewStore(data, nil)
+	_, err := s.ActiveID()
+	require.ErrorIs(t, err, ErrNoActive)
+
+	m1 := saveSmall(t, s, time.Unix(100, 0))
+	assert.Regexp(t, `^[0-9a-f]{32}$`, m1.ID)
+	assert.DirExists(t, filepath.Join(data, "index", "generations", m1.ID))
+	before := snapshot(t, data)
+
+	idx, m, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	require.NoError(t, err)
+	assert.Equal(t, m1.ID, m.ID)
+	assert.Equal(t, smallIndex(t).Fingerprint(), idx.Fingerprint(), "loaded rows must be bit-identical")
+	assert.Equal(t, before, snapshot(t, data), "load must not write anything")
+
+	m2 := saveSmall(t, s, time.Unix(200, 0))
+	id, err := s.ActiveID()
+	require.NoError(t, err)
+	assert.Equal(t, m2.ID, id, "the last save is active")
+	assert.Equal(t, m1.Fingerprint, m2.Fingerprint, "same content, same fingerprint")
+	assert.NotEqual(t, m1.ID, m2.ID)
+	entries, err := os.ReadDir(filepath.Join(data, "index", "generations"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no staging leftovers")
+}
+
+func TestStoreRefusesStale(t *testing.T) {
+	s := NewStore(t.TempDir(), nil)
+	saveSmall(t, s, time.Unix(1, 0))
+	for _, tc := range []struct {
+		name string
+		want Expect
+		msg  string
+	}{
+		{"corpus changed", Expect{CorpusDigest: "sha256:corpus-b", Embedder: testEmb}, "built from corpus sha256:corpus-a"},
+		{"embedder changed", Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: "openai", Model: "text-embedding-3-small"}}, "built with embedder offline-hash/hash-v1/d4"},
+		{"model changed", Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: "offline-hash", Model: "hash-v1/d8"}}, "configured is offline-hash/hash-v1/d8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.Load(tc.want)
+			require.ErrorIs(t, err, ErrStale)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+// rewrite replaces generation m's vectors with data and re-signs the
+// manifest so that only the property under test is wrong.
+func rewrite(t *testing.T, s *Store, m Manifest, data []float32, edit func(*Manifest)) {
+	t.Helper()
+	dir := filepath.Join(s.Dir(), "generations", m.ID)
+	var buf []byte
+	for _, f := range data {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, vectorsFile), buf, 0o644))
+	m.VectorsSHA256 = vectorsDigest(data)
+	if edit != nil {
+		edit(&m)
+	}
+	m.Fingerprint = m.computeFingerprint()
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644))
+}
+
+func TestStoreLoadValidates(t *testing.T) {
+	good := smallIndex(t).data
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, s *Store, m Manifest)
+		msg   string
+	}{
+		{"non-unit row", func(t *testing.T, s *Store, m Manifest) {
+			d := append([]float32(nil), good...)
+			d[0] = 1.001
+			rewrite(t, s, m, d, nil)
+		}, `row 0 (a) has norm off 1`},
+		{"unit within tolerance", nil, ""},
+		{"non-finite row", func(t *testing.T, s *Store, m Manifest) {
+			d := append([]float32(nil), good...)
+			d[5] = float32(math.NaN())
+			rewrite(t, s, m, d, nil)
+		}, "row 1 (b)"},
+		{"zero row", func(t *testing.T, s *Store, m Manifest) {
+			d := append([]float32(nil), good...)
+			d[4] = 0
+			d[5] = 0
+			rewrite(t, s, m, d, nil)
+		}, "row 1 (b) has norm off 1"},
+		{"truncated vectors", func(t *testing.T, s *Store, m Manifest) {
+			rewrite(t, s, m, good[:8], nil)
+		}, "has 32 bytes, want 48"},
+		{"vectors digest", func(t *testing.T, s *Store, m Manifest) {
+			p := filepath.Join(s.Dir(), "generations", m.ID, vectorsFile)
+			b, _ := os.ReadFile(p)
+			copy(b[0:8], append(append([]byte{}, b[4:8]...), b[0:4]...)) // row 0 becomes (0,1,0,0): still unit
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}, "digest"},
+		{"dtype", func(t *testing.T, s *Store, m Manifest) {
+			rewrite(t, s, m, good, func(m *Manifest) { m.DType = "float64le" })
+		}, `dtype "float64le"`},
+		{"manifest edited without fingerprint", func(t *testing.T, s *Store, m Manifest) {
+			p := filepath.Join(s.Dir(), "generations", m.ID, manifestFile)
+			b, _ := os.ReadFile(p)
+			var raw map[string]any
+			require.NoError(t, json.Unmarshal(b, &raw))
+			raw["ids"] = []string{"a", "b", "x"}
+			b, _ = json.Marshal(raw)
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}, "fingerprint"},
+		{"active names missing generation", func(t *testing.T, s *Store, m Manifest) {
+			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), activeFile), []byte(`{"generation":"00000000000000000000000000000000"}`), 0o644))
+		}, "does not exist"},
+		{"active not hex", func(t *testing.T, s *Store, m Manifest) {
+			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), activeFile), []byte(`{"generation":"../x"}`), 0o644))
+		}, "not 32 lowercase hex"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(t.TempDir(), nil)
+			m := saveSmall(t, s, time.Unix(1, 0))
+			if tc.setup == nil {
+				d := append([]float32(nil), good...)
+				d[0] = 1 + 5e-6 // inside UnitNormTolerance: accepted as written
+				rewrite(t, s, m, d, nil)
+				idx, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+				require.NoError(t, err)
+				assert.Equal(t, float32(1+5e-6), idx.data[0], "load must not renormalise")
+				return
+			}
+			tc.setup(t, s, m)
+			_, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
+	t.Run("generations symlink", func(t *testing.T) {
+		data := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(data, "index"), 0o755))
+		require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(data, "index", "generations")))
+		_, err := NewStore(data, nil).Save(smallIndex(t), testDigest, testEmb, time.Now())
+		require.ErrorIs(t, err, ErrUnsafePath)
+		assert.Contains(t, err.Error(), "symbolic link")
+	})
+	t.Run("index is a file", func(t *testing.T) {
+		data := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(data, "index"), nil, 0o644))
+		err := NewStore(data, nil).Preflight()
+		require.ErrorIs(t, err, ErrUnsafePath)
+		assert.Contains(t, err.Error(), "not a directory")
+	})
+	t.Run("generation dir symlink", func(t *testing.T) {
+		data := t.TempDir()
+		s := NewStore(data, nil)
+		m := saveSmall(t, s, time.Unix(1, 0))
+		dir := filepath.Join(s.Dir(), "generations", m.ID)
+		moved := filepath.Join(t.TempDir(), "moved")
+		require.NoError(t, os.Rename(dir, moved))
+		require.NoError(t, os.Symlink(moved, dir))
+		_, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+		require.ErrorIs(t, err, ErrUnsafePath)
+	})
+	t.Run("active symlink", func(t *testing.T) {
+		data := t.TempDir()
+		s := NewStore(data, nil)
+		saveSmall(t, s, time.Unix(1, 0))
+		p := filepath.Join(s.Dir(), activeFile)
+		target := filepath.Join(t.TempDir(), "a.json")
+		b, _ := os.ReadFile(p)
+		require.NoError(t, os.WriteFile(target, b, 0o644))
+		require.NoError(t, os.Remove(p))
+		require.NoError(t, os.Symlink(target, p))
+		_, err := s.ActiveID()
+		require.ErrorIs(t, err, ErrUnsafePath)
+	})
+}
+
+func TestStoreListAndPrune(t *testing.T) {
+	s := NewStore(t.TempDir(), nil)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, saveSmall(t, s, time.Unix(int64(100+i), 0)).ID)
+	}
+	// Re-activate the oldest: prune must keep it even though it is oldest.
+	require.NoError(t, s.activate(ids[0]))
+	list, err := s.List()
+	require.NoError(t, err)
+	require.Len(t, list, 4)
+	assert.Equal(t, ids[3], list[0].ID, "newest first")
+	assert.True(t, list[3].Active)
+
+	removed, err := s.Prune(1)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{ids[1], ids[2]}, removed)
+	list, err = s.List()
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Equal(t, ids[3], list[0].ID)
+	assert.Equal(t, ids[0], list[1].ID)
+
+	removed, err = s.Prune(0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{ids[3]}, removed)
+	_, _, err = s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	require.NoError(t, err, "the active generation survives every prune")
+	_, err = s.Prune(-1)
+	assert.Error(t, err)
+}
