@@ -145,8 +145,8 @@ func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, er
 		StartedAt:     now().UTC(),
 	}
 	run.ID = NewID("run", run.StartedAt)
-	if r.Judge != nil {
-		run.Judge = r.Judge.Model.ID()
+	if r.Judge != nil && slices.ContainsFunc(set.Cases, func(c Case) bool { return c.Kind() == GraderLLMJudge }) {
+		run.Judge = r.Judge.Model.ID() // recorded only when it grades something
 	}
 	run.Provenance = r.provenance(set, run)
 	run.Scores = make([]Score, len(set.Cases))

@@ -143,3 +143,15 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	wg.Wait()
 	assert.True(t, errors.Is(err, context.Canceled))
 }
+
+func TestRunnerRecordsJudgeOnlyWhenUsed(t *testing.T) {
+	j := &Judge{Model: &Stub{}}
+	plain := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","expected":"p"}]}`)
+	run, err := (&Runner{Model: &Stub{}, Judge: j}).Run(context.Background(), plain, "")
+	require.NoError(t, err)
+	assert.Empty(t, run.Judge)
+	judged := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","rubric":"r","grader":"llm_judge"}]}`)
+	run, err = (&Runner{Model: &Stub{}, Judge: j}).Run(context.Background(), judged, "")
+	require.NoError(t, err)
+	assert.Equal(t, StubID, run.Judge)
+}

@@ -269,7 +269,10 @@ func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
 	if r.Model == grading.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
-	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\njudge %s\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label, evalJudgeLabel(r.Judge))
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label)
+	if r.Judge != "" {
+		fmt.Fprintf(w, "judge %s\n", evalJudgeLabel(r.Judge))
+	}
 	if p := r.Provenance; p.CorpusDigest != "" {
 		fmt.Fprintf(w, "corpus %s, index %s\n", evalShortDigest(p.CorpusDigest), p.IndexGeneration)
 	}
