@@ -63,11 +63,11 @@ func (r Record) Validate() error {
 			return fmt.Errorf("record: rank %d: chunk id %q, retrieved id %q", i, c.ID, r.RetrievedIDs[i])
 		}
 		s, d := r.Similarities[i], r.Distances[i]
-		if c.Similarity != s || c.Distance != d {
-			return fmt.Errorf("record: rank %d: chunk metrics (%v, %v) differ from the record's (%v, %v)", i, c.Similarity, c.Distance, s, d)
-		}
 		if math.IsNaN(s) || math.IsInf(s, 0) || math.IsNaN(d) || math.IsInf(d, 0) {
 			return fmt.Errorf("record: rank %d: non-finite similarity %v or distance %v", i, s, d)
+		}
+		if c.Similarity != s || c.Distance != d {
+			return fmt.Errorf("record: rank %d: chunk metrics (%v, %v) differ from the record's (%v, %v)", i, c.Similarity, c.Distance, s, d)
 		}
 		if s < -1 || s > 1 {
 			return fmt.Errorf("record: rank %d: similarity %v outside [-1, 1]", i, s)
