@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	ragCorpusPath = "../../testdata/grimoire/corpus.json"
+	ragGoldenPath = "../../testdata/grimoire/golden.json"
+)
+
+func ragRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, &out, &errb)
+	code = report(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestIndexBuildListAskGC(t *testing.T) {
+	data := t.TempDir()
+	out, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+	require.Equal(t, 0, code, errOut)
+	first := regexp.MustCompile(`generation ([0-9a-f]{32}) active`).FindStringSubmatch(out)
+	require.NotNil(t, first, out)
+
+	out, errOut, code = ragRun(t, "ask", "--json", "--corpus", ragCorpusPath, "--data", data,
+		"What quantity of pearl salt and which vapor are specified for ground moonpetal?")
+	require.Equal(t, 0, code, errOut)
+	var rec struct {
+		RetrievedIDs    []string `json:"retrieved_ids"`
+		Answer          string   `json:"answer"`
+		IndexGeneration string   `json:"index_generation"`
+		ContextPayload  string   `json:"context_payload"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	assert.Equal(t, []string{"moonpetal-silver-vapor", "moonflower-golden-vapor"}, rec.RetrievedIDs)
+	assert.Equal(t, first[1], rec.IndexGeneration)
+	assert.Contains(t, rec.Answer, "11 grains")
+	assert.Contains(t, rec.ContextPayload, "[CONTEXT id=moonpetal-silver-vapor grimoire_id='GRIM-NOCTURNE' folio='IV-a']")
+
+	out, _, code = ragRun(t, "ask", "--corpus", ragCorpusPath, "--data", data, "How long does moonpetal dew bottled with pearl salt keep on the shelf before it spoils?")
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasSuffix(out, "answer:\nINSUFFICIENT_CONTEXT\n"), out)
+	assert.Contains(t, out, "context payload:\n[CONTEXT id=")
+
+	for range 2 {
+		_, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+		require.Equal(t, 0, code, errOut)
+	}
+	out, _, code = ragRun(t, "index", "ls", "--data", data)
+	require.Equal(t, 0, code)
+	assert.Equal(t, 4, strings.Count(out, "\n"), out) // header + 3 generations
+	assert.Equal(t, 1, strings.Count(out, "*"))
+
+	out, _, code = ragRun(t, "index", "gc", "--keep", "0", "--data", data)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "2 generation(s) removed")
+	out, _, _ = ragRun(t, "index", "ls", "--data", data)
+	assert.Equal(t, 2, strings.Count(out, "\n"), out)
+}
+
+func TestAskRefusesMissingOrStaleIndex(t *testing.T) {
+	data := t.TempDir()
+	_, errOut, code := ragRun(t, "ask", "--corpus", ragCorpusPath, "--data", data, "anything?")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "no active generation")
+	assert.Contains(t, errOut, "verdryx index build")
+
+	_, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(ragCorpusPath)
+	require.NoError(t, err)
+	edited := filepath.Join(t.TempDir(), "corpus.json")
+	require.NoError(t, os.WriteFile(edited, bytes.Replace(b, []byte("11 grains"), []byte("12 grains"), 1), 0o644))
+	_, errOut, code = ragRun(t, "ask", "--corpus", edited, "--data", data, "anything?")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "stale generation")
+
+	_, errOut, code = ragRun(t, "ask", "--corpus", ragCorpusPath, "--data", data, "--dims", "512", "anything?")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "was built with embedder")
+
+	_, errOut, code = ragRun(t, "ask", "--memory", "--embedder", "bogus", "--corpus", ragCorpusPath, "q?")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `--embedder "bogus"`)
+}
+
+func TestMutateCatchesEveryMutation(t *testing.T) {
+	out, errOut, code := ragRun(t, "mutate", "--corpus", ragCorpusPath, "--golden", ragGoldenPath)
+	require.Equal(t, 0, code, errOut+out)
+	assert.Contains(t, out, "0 missed")
+	assert.NotContains(t, out, "MISSED")
+	for _, name := range []string{"wrong-source-number", "swapped-near-synonym", "dropped-qualifier", "dropped-citation", "invented-answer"} {
+		assert.Contains(t, out, name)
+	}
+}
+
+// TestMutateFailsOnSoftenedFixture removes the near-synonym's name from the
+// forbidden list: the swap then survives and mutate must exit 1.
+func TestMutateFailsOnSoftenedFixture(t *testing.T) {
+	b, err := os.ReadFile(ragGoldenPath)
+	require.NoError(t, err)
+	soft := strings.Replace(string(b), `"moonflower", "Moonflower", `, "", 1)
+	require.NotEqual(t, string(b), soft)
+	path := filepath.Join(t.TempDir(), "golden.json")
+	require.NoError(t, os.WriteFile(path, []byte(soft), 0o644))
+	out, _, code := ragRun(t, "mutate", "--corpus", ragCorpusPath, "--golden", path)
+	assert.Equal(t, exitFailure, code)
+	assert.Regexp(t, `near-synonym-moonpetal-vapor\s+swapped-near-synonym\s+moonflower for moonpetal\s+MISSED`, out)
+}
+
+func TestBenchIndexSmall(t *testing.T) {
+	out, errOut, code := ragRun(t, "bench", "index", "--n", "200,50", "--dim", "32", "--reps", "3", "--batch", "4")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(out, "\n")
+	require.GreaterOrEqual(t, len(lines), 5)
+	assert.Regexp(t, `^\s+50\s`, lines[3], "sizes run ascending")
+	assert.Regexp(t, `^\s+200\s`, lines[4])
+	_, _, code = ragRun(t, "bench", "index", "--n", "x")
+	assert.Equal(t, exitUsage, code)
+}
