@@ -32,7 +32,7 @@ func TestHashEmbedder(t *testing.T) {
 		require.NoError(t, err)
 		assert.Less(t, dev, 1e-6, "text %d not unit", i)
 	}
-	sim := func(a, b []float32) float32 { return dot(a, b) }
+	sim := func(a, b []float32) float32 { return dotGeneric(a, b) }
 	assert.InDelta(t, 1, sim(v[0], v[1]), 1e-6, "case and punctuation must not matter")
 	assert.Greater(t, sim(v[0], v[2]), sim(v[0], v[3]), "shared words and word pieces must score higher")
 	assert.Greater(t, sim(v[0], v[2]), float32(0.2))

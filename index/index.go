@@ -29,6 +29,7 @@ type Index struct {
 	dims int
 	ids  []string
 	data []float32 // len(ids) * dims, row-major, unit rows
+	dot  func(a, b []float32) float32
 
 	fpOnce sync.Once
 	fp     string
@@ -92,7 +93,7 @@ func (b *Builder) Build() (*Index, error) {
 	if len(b.ids) == 0 {
 		return nil, errors.New("index: no rows")
 	}
-	idx := &Index{dims: b.dims, ids: b.ids, data: b.data}
+	idx := &Index{dims: b.dims, ids: b.ids, data: b.data, dot: kernel()}
 	b.ids, b.data, b.seen = nil, nil, nil
 	return idx, nil
 }
@@ -260,7 +261,7 @@ func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
 		for qi, q := range qs {
 			top := &tops[qi]
 			for r := t; r < end; r++ {
-				s := dot(q, x.data[r*d:(r+1)*d])
+				s := x.dot(q, x.data[r*d:(r+1)*d])
 				top.offer(r, s)
 			}
 		}
@@ -383,9 +384,9 @@ func (x *Index) ScanFloor() float32 {
 	return total
 }
 
-// sum adds a with eight independent accumulators, so the loop is limited by
-// memory, not by the latency of one dependent add chain.
-func sum(a []float32) float32 {
+// sumGeneric adds a with eight independent accumulators, so the loop is
+// limited by memory, not by the latency of one dependent add chain.
+func sumGeneric(a []float32) float32 {
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
 	for ; i+8 <= len(a); i += 8 {

@@ -17,7 +17,7 @@ func bruteForce(x *Index, q []float32, k int) []Hit {
 	nq, _ := Normalize(q)
 	all := make([]Hit, x.Len())
 	for r := range all {
-		s := float64(min(max(dot(nq, x.data[r*x.dims:(r+1)*x.dims]), -1), 1))
+		s := float64(min(max(x.dot(nq, x.data[r*x.dims:(r+1)*x.dims]), -1), 1))
 		all[r] = Hit{Row: r, ID: x.ids[r], Similarity: s, Distance: 1 - s}
 	}
 	slices.SortFunc(all, func(a, b Hit) int {
@@ -113,7 +113,7 @@ func TestSimilarityIsClipped(t *testing.T) {
 	v := []float32{0.1, 0.7, 0.3, 0.9, 0.2, 0.4, 0.8, 0.6, 0.5}
 	idx, err := New([]string{"v"}, [][]float32{v})
 	require.NoError(t, err)
-	raw := dot(idx.data, idx.data)
+	raw := idx.dot(idx.data, idx.data)
 	hits, err := idx.Search(v, 1)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, hits[0].Similarity, 1.0, "raw dot %v", raw)

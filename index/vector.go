@@ -65,10 +65,9 @@ func unitNormError(v []float32) (float64, error) {
 	return math.Abs(math.Sqrt(sum) - 1), nil
 }
 
-// dot returns the dot product of a and b (len(b) >= len(a)) with eight
-// interleaved float32 accumulators. Every search path uses this one
-// function, so single and batched queries give bit-identical similarities.
-func dot(a, b []float32) float32 {
+// dotGeneric returns the dot product of a and b (len(b) >= len(a)) with
+// eight interleaved float32 accumulators: the portable kernel.
+func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
