@@ -109,15 +109,35 @@ func TestSearchTiesBreakByAscendingID(t *testing.T) {
 }
 
 func TestSimilarityIsClipped(t *testing.T) {
-	// A row whose float32 dot with itself rounds above 1 must be clipped.
-	v := []float32{0.1, 0.7, 0.3, 0.9, 0.2, 0.4, 0.8, 0.6, 0.5}
-	idx, err := New([]string{"v"}, [][]float32{v})
-	require.NoError(t, err)
-	raw := idx.dot(idx.data, idx.data)
-	hits, err := idx.Search(v, 1)
-	require.NoError(t, err)
-	assert.LessOrEqual(t, hits[0].Similarity, 1.0, "raw dot %v", raw)
-	assert.Equal(t, 1-hits[0].Similarity, hits[0].Distance)
+	// Find a vector whose float32 self-similarity rounds above 1 (it
+	// exists for any kernel); search must clip it to exactly 1, and the
+	// negated query to exactly -1.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		v := make([]float32, 37)
+		for j := range v {
+			v[j] = rng.Float32() - 0.5
+		}
+		idx, err := New([]string{"v"}, [][]float32{v})
+		require.NoError(t, err)
+		if idx.dot(idx.data, idx.data) <= 1 {
+			continue
+		}
+		hits, err := idx.Search(v, 1)
+		require.NoError(t, err)
+		assert.Equal(t, 1.0, hits[0].Similarity)
+		assert.Equal(t, 0.0, hits[0].Distance)
+		neg := make([]float32, len(v))
+		for j := range v {
+			neg[j] = -v[j]
+		}
+		hits, err = idx.Search(neg, 1)
+		require.NoError(t, err)
+		assert.Equal(t, -1.0, hits[0].Similarity)
+		assert.Equal(t, 2.0, hits[0].Distance)
+		return
+	}
+	t.Fatal("no vector with self-similarity above 1 found")
 }
 
 func TestNormalizeUsesFloat64Accumulator(t *testing.T) {

@@ -154,10 +154,27 @@ func TestExtractiveGenerator(t *testing.T) {
 	assert.Contains(t, a, "9 drams")
 	assert.Contains(t, a, "[verdigris-dose-amber] (grimoire_id: GRIM-AMBER)")
 	assert.NotContains(t, a, "3 drams")
+	// A named source is never swapped for a better-matching other source:
+	// here the other source matches more of the question, the named one
+	// too little, so the answer is an abstention, not the wrong source.
+	src := func(id, source, text string) rag.Chunk {
+		return rag.Chunk{ID: id, Text: text, Metadata: map[string]any{"src": source, "subject": "elixir"}}
+	}
+	a2, err := g.Generate(context.Background(), rag.Request{
+		Question:    "Per SRC-B, how many drams of elixir at dawn?",
+		Chunks:      []rag.Chunk{src("a", "SRC-A", "Give 3 drams of elixir at dawn."), src("b", "SRC-B", "Give 9 drams of elixir after dusk.")},
+		SourceField: "src", SubjectField: "subject",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, rag.Abstention, a2)
 	// The subject wins over a higher-ranked near-synonym.
 	a = ask("How many grains of pearl salt does ground moonpetal take?", "moonflower-golden-vapor", "moonpetal-silver-vapor")
 	assert.Contains(t, a, "11 grains")
 	assert.Contains(t, a, "[moonpetal-silver-vapor]")
+	// ... even when the near-synonym's text matches more of the question.
+	a = ask("How many grains of pearl salt and what golden vapor does ground moonpetal give?", "moonflower-golden-vapor", "moonpetal-silver-vapor")
+	assert.Contains(t, a, "[moonpetal-silver-vapor]")
+	assert.NotContains(t, a, "17 grains")
 	// A chunk on the right subject that does not speak to the question is no support.
 	assert.Equal(t, rag.Abstention, ask("What colour are moonpetal roots in winter?", "moonpetal-silver-vapor", "moonflower-golden-vapor"))
 	assert.Equal(t, rag.Abstention, ask("what is it?", "moonpetal-silver-vapor"), "no focus terms")
@@ -168,7 +185,7 @@ func TestExtractiveGenerator(t *testing.T) {
 	// Threshold: with support 1.0 required, a partial match abstains.
 	strict := rag.NewExtractive(1)
 	req := rag.Request{Question: "What dose of verdigris blossom elixir treats tarnish fever in winter?", Chunks: []rag.Chunk{chunk("verdigris-dose-verdant")}, SourceField: "grimoire_id", SubjectField: "subject"}
-	a, err := strict.Generate(context.Background(), req)
+	a, err = strict.Generate(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, rag.Abstention, a)
 	a, err = g.Generate(context.Background(), req)
