@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"encoding/xml"
@@ -29,15 +27,6 @@ func cleanEvalEnv(t *testing.T) {
 	for _, k := range []string{"VERDRYX_DB", "VERDRYX_EVENTS_PATH", "VERDRYX_OTLP_ENDPOINT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "VERDRYX_OPENAI_BASE_URL"} {
 		t.Setenv(k, "")
 	}
-}
-
-// runCLI runs verdryx with args and returns the exit code and output.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), args, &stdout, &stderr)
-	code := report(err, &stderr)
-	return code, stdout.String(), stderr.String()
 }
 
 // numberedSet writes an eval set of n exact cases "q-i" -> "a-i".
@@ -130,7 +119,7 @@ func TestEvalExitCodes(t *testing.T) {
 		{"help", []string{"eval", "--help"}, exitOK, "", "Exit 0: pass; 1: mean under --fail-under"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, tc.args...)
+			stdout, stderr, code := runCLI(t, tc.args...)
 			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Contains(t, stdout, tc.stdout)
 			assert.Contains(t, stderr, tc.stderr)
@@ -149,18 +138,18 @@ func TestEvalUnmeasuredIsNeverZero(t *testing.T) {
 	db := filepath.Join(dir, "v.db")
 	args := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL}
 
-	code, stdout, _ := runCLI(t, append(args, set)...)
+	stdout, _, code := runCLI(t, append(args, set)...)
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "mean score unmeasured (0 of 3 cases graded)")
 	assert.Contains(t, stdout, "UNMEASURED")
 	assert.Contains(t, stdout, "provider answered an error status: 503")
 	assert.NotContains(t, stdout, "0.000 over")
 
-	code, _, stderr := runCLI(t, append(args, "--fail-under", "0.1", set)...)
+	_, stderr, code := runCLI(t, append(args, "--fail-under", "0.1", set)...)
 	assert.Equal(t, exitFailure, code, "an unmeasured mean never passes a floor")
 	assert.Contains(t, stderr, "unmeasured")
 
-	code, stdout, _ = runCLI(t, append(args, "--json", set)...)
+	stdout, _, code = runCLI(t, append(args, "--json", set)...)
 	require.Equal(t, exitOK, code)
 	var res grading.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
@@ -168,10 +157,10 @@ func TestEvalUnmeasuredIsNeverZero(t *testing.T) {
 	assert.Equal(t, 3, res.Run.Unanswered)
 
 	// The store shows it too, and refuses to baseline it.
-	code, stdout, _ = runCLI(t, "runs", "--db", db)
+	stdout, _, code = runCLI(t, "runs", "--db", db)
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "unmeasured (0/3)")
-	code, _, stderr = runCLI(t, "baseline", "--db", db, res.Run.ID)
+	_, stderr, code = runCLI(t, "baseline", "--db", db, res.Run.ID)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "no graded case")
 }
@@ -191,14 +180,14 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 
 	evalJSON := func() grading.Result {
 		t.Helper()
-		code, stdout, stderr := runCLI(t, evalArgs...)
+		stdout, stderr, code := runCLI(t, evalArgs...)
 		require.Equal(t, exitOK, code, stderr)
 		var res grading.Result
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return res
 	}
 	first := evalJSON()
-	code, stdout, _ := runCLI(t, "baseline", "--db", db, "--label", "v1", "--json", first.Run.ID)
+	stdout, _, code := runCLI(t, "baseline", "--db", db, "--label", "v1", "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
 	var bl grading.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
@@ -206,7 +195,7 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	evalJSON()
 
 	driftArgs := []string{"drift", "--db", db, "--baseline", bl.ID, "--events", events, "--agent-id", agentID}
-	code, stdout, _ = runCLI(t, driftArgs...)
+	stdout, _, code = runCLI(t, driftArgs...)
 	assert.Equal(t, exitOK, code, stdout)
 	assert.Contains(t, stdout, "verdict on-track")
 
@@ -215,7 +204,7 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	for range 3 {
 		evalJSON()
 	}
-	code, stdout, _ = runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
+	stdout, _, code = runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
 	require.Equal(t, exitFailure, code, stdout)
 	var rep grading.DriftReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
@@ -227,12 +216,12 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	require.NotNil(t, rep.Paired)
 	assert.Equal(t, 24, rep.Paired.Cases)
 
-	code, again, _ := runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
+	again, _, code := runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
 	require.Equal(t, exitFailure, code)
 	assert.JSONEq(t, stdout, again, "a seeded report reproduces exactly")
 
 	// The events file verifies and carries one quality_drift per regression.
-	code, vout, _ := runCLI(t, "verify", events)
+	vout, _, code := runCLI(t, "verify", events)
 	assert.Equal(t, exitOK, code, vout)
 	raw, err := os.ReadFile(events)
 	require.NoError(t, err)
@@ -252,7 +241,7 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"quality_score": 5 * 24, "eval_run": 5, "quality_drift": 2}, counts)
 
-	code, stdout, _ = runCLI(t, "runs", "--db", db, "--json")
+	stdout, _, code = runCLI(t, "runs", "--db", db, "--json")
 	require.Equal(t, exitOK, code)
 	var runs []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &runs))
@@ -271,23 +260,23 @@ func TestDriftRefusesChangedSet(t *testing.T) {
 		}
 		return echo(i)
 	})
-	code, stdout, _ := runCLI(t, "eval", "--db", db, "--json", v1)
+	stdout, _, code := runCLI(t, "eval", "--db", db, "--json", v1)
 	require.Equal(t, exitOK, code)
 	var first grading.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
-	code, stdout, _ = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
+	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
 	var bl grading.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
-	code, _, _ = runCLI(t, "eval", "--db", db, v2)
+	_, _, code = runCLI(t, "eval", "--db", db, v2)
 	require.Equal(t, exitOK, code)
 
-	code, _, stderr := runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
+	_, stderr, code := runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "changed cases: case-02")
 	assert.Contains(t, stderr, "--allow-changed-set")
 
-	code, stdout, _ = runCLI(t, "drift", "--db", db, "--baseline", bl.ID, "--allow-changed-set")
+	stdout, _, code = runCLI(t, "drift", "--db", db, "--baseline", bl.ID, "--allow-changed-set")
 	assert.Equal(t, exitFailure, code, "the edited case now fails: 0.75 vs 1.0")
 	assert.Contains(t, stdout, "WARNING: the eval set changed since the baseline (--allow-changed-set); changed cases: case-02")
 }
@@ -302,7 +291,7 @@ func TestEvalJUnit(t *testing.T) {
 		{"id":"tag","prompt":"escalated","grader":"outcome_tag"},
 		{"id":"tools","prompt":"do it","grader":"tool_trace","tools":[{"name":"a"}],"expected_tools":["a"]}]}`), 0o644))
 	out := filepath.Join(dir, "junit.xml")
-	code, _, stderr := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), "--junit", out, set)
+	_, stderr, code := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), "--junit", out, set)
 	require.Equal(t, exitOK, code, stderr)
 	raw, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -324,7 +313,7 @@ func TestEvalGrimoireOffline(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("grimoire fixture not present: %v", err)
 	}
-	code, stdout, stderr := runCLI(t, "eval", path, "--model", "stub", "--db", filepath.Join(t.TempDir(), "v.db"))
+	stdout, stderr, code := runCLI(t, "eval", path, "--model", "stub", "--db", filepath.Join(t.TempDir(), "v.db"))
 	require.Equal(t, exitOK, code, stderr)
 	for _, id := range []string{"numeric-source-verdigris-dose", "numeric-source-amber-dose", "numeric-source-obsidian-dose",
 		"near-synonym-moonpetal-vapor", "conditional-shadeglass-harvest", "conditional-shadeglass-direct-sun", "absent-moonpetal-dew-shelf-life"} {
@@ -339,10 +328,10 @@ func TestEvalRefusesNewerStore(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "v.db")
 	set := numberedSet(t, dir, "set.json", 1, nil)
-	code, _, _ := runCLI(t, "eval", "--db", db, set)
+	_, _, code := runCLI(t, "eval", "--db", db, set)
 	require.Equal(t, exitOK, code)
 	bumpUserVersion(t, db, 999)
-	code, _, stderr := runCLI(t, "eval", "--db", db, set)
+	_, stderr, code := runCLI(t, "eval", "--db", db, set)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "schema is newer than this build")
 }
@@ -362,7 +351,7 @@ func TestEvalExportsSpans(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	t.Setenv("VERDRYX_OTLP_ENDPOINT", srv.URL)
-	code, _, stderr := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	_, stderr, code := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
 	require.Equal(t, exitOK, code, stderr)
 	assert.EqualValues(t, 1, hits.Load(), "the span was flushed before the command returned")
 	assert.Positive(t, bodyBytes.Load())
