@@ -4,7 +4,7 @@ package index
 
 func simdDot() bool { return false }
 
-// kernel returns the portable dot product on this architecture.
-func kernel() func(a, b []float32) float32 { return dotGeneric }
+// kernel returns the portable dot products on this architecture.
+func kernel() kernels { return genericKernels() }
 
 func sum(a []float32) float32 { return sumGeneric(a) }

@@ -29,7 +29,7 @@ type Index struct {
 	dims int
 	ids  []string
 	data []float32 // len(ids) * dims, row-major, unit rows
-	dot  func(a, b []float32) float32
+	kernels
 
 	fpOnce sync.Once
 	fp     string
@@ -93,7 +93,7 @@ func (b *Builder) Build() (*Index, error) {
 	if len(b.ids) == 0 {
 		return nil, errors.New("index: no rows")
 	}
-	idx := &Index{dims: b.dims, ids: b.ids, data: b.data, dot: kernel()}
+	idx := &Index{dims: b.dims, ids: b.ids, data: b.data, kernels: kernel()}
 	b.ids, b.data, b.seen = nil, nil, nil
 	return idx, nil
 }
@@ -245,24 +245,42 @@ func (x *Index) SearchBatch(queries [][]float32, k int) ([][]Hit, error) {
 	return out, nil
 }
 
-// scan scores rows [lo, hi) against every query, a tile of rows at a time.
+// scan scores rows [lo, hi) against every query. A single query streams
+// the rows once. Several queries are scored a cache-sized tile of rows at a
+// time, four queries per pass over a row, so each row is read from memory
+// once per batch and from cache once per four queries.
 func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
 	tops := make([]topK, len(qs))
 	for i := range tops {
 		tops[i] = newTopK(k, x.ids)
 	}
 	d := x.dims
-	tile := max(tileBytes/(4*d), 1)
 	if len(qs) == 1 {
-		tile = hi - lo // nothing to reuse: stream the rows once
+		q, top := qs[0], &tops[0]
+		for r := lo; r < hi; r++ {
+			top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+		}
+		return tops
 	}
+	tile := max(tileBytes/(4*d), 1)
+	var group [4][]float32
+	var sims [4]float32
 	for t := lo; t < hi; t += tile {
 		end := min(t+tile, hi)
-		for qi, q := range qs {
-			top := &tops[qi]
+		qi := 0
+		for ; qi+4 <= len(qs); qi += 4 {
+			copy(group[:], qs[qi:qi+4])
 			for r := t; r < end; r++ {
-				s := x.dot(q, x.data[r*d:(r+1)*d])
-				top.offer(r, s)
+				x.dot4(x.data[r*d:(r+1)*d], &group, &sims)
+				for j, s := range sims {
+					tops[qi+j].offer(r, s)
+				}
+			}
+		}
+		for ; qi < len(qs); qi++ {
+			q, top := qs[qi], &tops[qi]
+			for r := t; r < end; r++ {
+				top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
 			}
 		}
 	}

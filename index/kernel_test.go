@@ -14,7 +14,7 @@ import (
 func TestKernelsAgree(t *testing.T) {
 	t.Logf("simd kernel: %v", simdDot())
 	rng := rand.New(rand.NewPCG(3, 4))
-	k := kernel()
+	k := kernel().dot
 	for n := 0; n <= 80; n++ {
 		a, b := make([]float32, n), make([]float32, n+3) // b may be longer
 		var want, wantSum float64
@@ -27,5 +27,21 @@ func TestKernelsAgree(t *testing.T) {
 		assert.InDelta(t, want, float64(k(a, b)), tol, "dot n=%d", n)
 		assert.InDelta(t, want, float64(dotGeneric(a, b)), tol, "generic dot n=%d", n)
 		assert.InDelta(t, wantSum, float64(sum(a)), tol, "sum n=%d", n)
+
+		// The four-query kernel equals four one-query calls bit for bit.
+		var qs [4][]float32
+		for i := range qs {
+			qs[i] = make([]float32, n)
+			for j := range qs[i] {
+				qs[i][j] = rng.Float32() - 0.5
+			}
+		}
+		for _, ks := range []kernels{kernel(), genericKernels()} {
+			var out [4]float32
+			ks.dot4(a, &qs, &out)
+			for i := range qs {
+				assert.Equal(t, ks.dot(qs[i], a), out[i], "dot4 n=%d query %d", n, i)
+			}
+		}
 	}
 }

@@ -489,7 +489,7 @@ func (s *Store) loadVectors(m Manifest) (*Index, error) {
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.VectorsSHA256 {
 		return nil, fmt.Errorf("%w: %s digest %s, manifest says %s", ErrCorrupt, path, got, m.VectorsSHA256)
 	}
-	return &Index{dims: m.Dims, ids: append([]string(nil), m.IDs...), data: data, dot: kernel()}, nil
+	return &Index{dims: m.Dims, ids: append([]string(nil), m.IDs...), data: data, kernels: kernel()}, nil
 }
 
 // Listing describes one retained generation.

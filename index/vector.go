@@ -88,3 +88,19 @@ func dotGeneric(a, b []float32) float32 {
 	}
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
+
+// kernels are the dot products of one family: dot(q, row) scores one query,
+// dot4 scores one row against four queries with results identical to four
+// dot calls.
+type kernels struct {
+	dot  func(a, b []float32) float32
+	dot4 func(row []float32, q *[4][]float32, out *[4]float32)
+}
+
+func genericKernels() kernels {
+	return kernels{dot: dotGeneric, dot4: func(row []float32, q *[4][]float32, out *[4]float32) {
+		for i := range out {
+			out[i] = dotGeneric(q[i], row)
+		}
+	}}
+}
