@@ -59,6 +59,9 @@ func (f *ragFlags) newEmbedder() (index.Embedder, error) {
 	case "offline":
 		return index.NewHashEmbedder(f.dims), nil
 	case "openai":
+		if err := f.checkKey(); err != nil {
+			return nil, err
+		}
 		return index.NewOpenAIEmbedder(index.OpenAIOptions{
 			BaseURL: f.baseURL, Model: f.embedModel, APIKey: os.Getenv("OPENAI_API_KEY"),
 			Dims: f.dims, Timeout: f.timeout,
@@ -72,11 +75,23 @@ func (f *ragFlags) newGenerator() (rag.Generator, error) {
 	case "offline":
 		return rag.NewExtractive(0), nil
 	case "openai":
+		if err := f.checkKey(); err != nil {
+			return nil, err
+		}
 		return rag.NewChat(rag.ChatOptions{
 			BaseURL: f.baseURL, Model: f.genModel, APIKey: os.Getenv("OPENAI_API_KEY"), Timeout: f.timeout,
 		})
 	}
 	return nil, fmt.Errorf("--generator %q: want offline or openai", f.generator)
+}
+
+// checkKey refuses the OpenAI API itself without OPENAI_API_KEY; other
+// OpenAI-compatible servers (Ollama, vLLM, llama.cpp) may need no key.
+func (f *ragFlags) checkKey() error {
+	if strings.HasPrefix(f.baseURL, defaultBaseURL) && os.Getenv("OPENAI_API_KEY") == "" {
+		return fmt.Errorf("OPENAI_API_KEY is not set (needed for %s)", f.baseURL)
+	}
+	return nil
 }
 
 // cmdIndex dispatches index build, ls and gc.

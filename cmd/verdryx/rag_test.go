@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/index"
 )
 
 const (
@@ -129,4 +135,64 @@ func TestBenchIndexSmall(t *testing.T) {
 	assert.Regexp(t, `^\s+200\s`, lines[4])
 	_, _, code = ragRun(t, "bench", "index", "--n", "x")
 	assert.Equal(t, exitUsage, code)
+}
+
+// TestOpenAIProvidersByFlag wires --embedder openai and --generator openai
+// to a fake OpenAI-compatible server: the key comes from OPENAI_API_KEY,
+// the generation records the provider's model, and the answer is kept
+// verbatim.
+func TestOpenAIProvidersByFlag(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-fake")
+	hash := index.NewHashEmbedder(64)
+	var embedCalls, chatCalls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-fake" {
+			http.Error(w, `{"error":{"message":"no key"}}`, http.StatusUnauthorized)
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch r.URL.Path {
+		case "/v1/embeddings":
+			embedCalls.Add(1)
+			vecs, _ := hash.Embed(r.Context(), req.Input)
+			var data []map[string]any
+			for i, v := range vecs {
+				data = append(data, map[string]any{"index": i, "embedding": v})
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+		case "/v1/chat/completions":
+			chatCalls.Add(1)
+			io.WriteString(w, `{"choices":[{"message":{"content":"INSUFFICIENT_CONTEXT"}}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	flags := []string{"--data", data, "--corpus", ragCorpusPath, "--embedder", "openai", "--base-url", srv.URL + "/v1", "--embed-model", "fake-embed"}
+	out, errOut, code := ragRun(t, append([]string{"index", "build"}, flags...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "embedder openai/fake-embed")
+	assert.Equal(t, int64(1), embedCalls.Load(), "the corpus is embedded in one request")
+
+	out, errOut, code = ragRun(t, append([]string{"ask", "--json", "--generator", "openai", "--gen-model", "fake-chat", "What quantity of pearl salt and which vapor are specified for ground moonpetal?"}, flags...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, int64(2), embedCalls.Load())
+	assert.Equal(t, int64(1), chatCalls.Load())
+	assert.Contains(t, out, `"answer": "INSUFFICIENT_CONTEXT"`)
+	assert.Contains(t, out, `"generator": "openai-chat/fake-chat"`)
+
+	// The offline embedder is refused against this generation before any call.
+	_, errOut, code = ragRun(t, "ask", "--data", data, "--corpus", ragCorpusPath, "anything?")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "was built with embedder openai/fake-embed")
+	assert.Equal(t, int64(2), embedCalls.Load())
+
+	t.Setenv("OPENAI_API_KEY", "")
+	_, errOut, code = ragRun(t, "index", "build", "--data", data, "--corpus", ragCorpusPath, "--embedder", "openai")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "OPENAI_API_KEY is not set")
 }
