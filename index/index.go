@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 )
@@ -157,18 +156,11 @@ func (x *Index) Fingerprint() string {
 	return x.fp
 }
 
-// vectorsDigest is "sha256:<hex>" of the little-endian bytes of data.
+// vectorsDigest is "sha256:<hex>" of the little-endian bytes of data, the
+// bytes writeVectors stores.
 func vectorsDigest(data []float32) string {
 	h := sha256.New()
-	buf := make([]byte, 0, 1<<16)
-	for _, f := range data {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
-		if len(buf) == cap(buf) {
-			h.Write(buf)
-			buf = buf[:0]
-		}
-	}
-	h.Write(buf)
+	_ = writeVectors(h, data) // a hash never fails to write
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
