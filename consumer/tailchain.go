@@ -68,9 +68,10 @@ type Classified struct {
 // LineChecker classifies tailed lines and checks the prev_hash chain of the
 // events among them incrementally, as they arrive. One file is one chain:
 // the chain restarts when the file changes (rotation) or is read again from
-// byte 0 (truncation). Lines that are not events (records, other objects)
-// are outside the chain; a malformed line makes the next event
-// unverifiable, as in agent-conform -chain.
+// byte 0 (truncation). As in agent-conform -chain (and as the envelope
+// writer continues a chain), every well-formed line is a link, records and
+// other objects included; a malformed or oversize line makes the next event
+// unverifiable. A non-event line is hashed only when an event follows it.
 //
 // When the first line it sees (in a file) does not start at byte 0, as after
 // a resume from a saved offset, the checker reads the line before it from
@@ -85,6 +86,9 @@ type LineChecker struct {
 	started bool
 	// unseeded: the chain's predecessor is unknown until the next event.
 	unseeded bool
+	// pending is the last well-formed non-event line, not yet hashed into
+	// the chain (only an event after it needs its hash).
+	pending []byte
 }
 
 // Check classifies ln and, for an event, validates it and advances the
@@ -95,12 +99,14 @@ func (c *LineChecker) Check(ln Line) Classified {
 		c.file = ln.File
 		c.started = true
 		c.unseeded = false
+		c.pending = nil
 		if ln.Offset > 0 {
 			c.seed(ln)
 		}
 	}
 	if ln.Oversize > 0 {
 		// Its content is unknown: what follows cannot be verified.
+		c.pending = nil
 		c.chk.Check([]byte("\x00"))
 		return Classified{Kind: KindOversize, Err: fmt.Errorf("line of %d bytes skipped", ln.Oversize)}
 	}
@@ -109,6 +115,7 @@ func (c *LineChecker) Check(ln Line) Classified {
 	}
 	var p lineProbe
 	if err := p.decode(ln.Bytes); err != nil {
+		c.pending = nil
 		c.chk.Check(ln.Bytes)
 		return Classified{Kind: KindMalformed, Err: err}
 	}
@@ -116,8 +123,10 @@ func (c *LineChecker) Check(ln Line) Classified {
 	case p.isEvent():
 		return c.event(ln.Bytes)
 	case p.isRecord():
-		return Classified{Kind: KindRecord, Record: bytes.Clone(ln.Bytes)}
+		c.pending = bytes.Clone(ln.Bytes)
+		return Classified{Kind: KindRecord, Record: c.pending}
 	}
+	c.pending = append(c.pending[:0:0], ln.Bytes...)
 	return Classified{Kind: KindOther}
 }
 
@@ -157,6 +166,10 @@ func (c *LineChecker) event(b []byte) Classified {
 	} else {
 		out.Err = out.Event.Validate()
 	}
+	if c.pending != nil {
+		c.chk.Check(c.pending)
+		c.pending = nil
+	}
 	link, expected, found, err := c.chk.Check(b)
 	if err != nil && out.Err == nil {
 		out.Err = err
@@ -171,7 +184,7 @@ func (c *LineChecker) event(b []byte) Classified {
 	return out
 }
 
-// seed feeds the checker the event before ln, read back from the file.
+// seed feeds the checker the line before ln, read back from the file.
 func (c *LineChecker) seed(ln Line) {
 	prev, err := previousLine(ln.Path, ln.File, ln.Offset)
 	if err != nil || prev == nil {
@@ -179,13 +192,11 @@ func (c *LineChecker) seed(ln Line) {
 		return
 	}
 	var p lineProbe
-	if p.decode(prev) == nil && p.isEvent() {
-		c.chk.Check(prev)
+	if p.decode(prev) == nil && !p.isEvent() {
+		c.pending = bytes.Clone(prev)
 		return
 	}
-	// The previous line is not an event: the chain state before it is
-	// unknown (an earlier event may precede it).
-	c.unseeded = true
+	c.chk.Check(prev)
 }
 
 // maxSeedBytes bounds how far back previousLine reads.

@@ -17,7 +17,15 @@ import (
 // its lines (newline included).
 func chainLines(t testing.TB, n int) [][]byte {
 	t.Helper()
+	return chainAfter(t, nil, n)
+}
+
+// chainAfter writes n events with the envelope writer after prefix (the
+// writer continues the chain from prefix's last line) and returns them.
+func chainAfter(t testing.TB, prefix []byte, n int) [][]byte {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "chain.ndjson")
+	require.NoError(t, os.WriteFile(path, prefix, 0o644))
 	w, err := envelope.OpenWriter(path, envelope.WriterOptions{})
 	require.NoError(t, err)
 	for i := range n {
@@ -28,18 +36,21 @@ func chainLines(t testing.TB, n int) [][]byte {
 	require.NoError(t, w.Close())
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	return bytes.SplitAfter(raw, []byte("\n"))[:n]
+	return bytes.SplitAfter(raw[len(prefix):], []byte("\n"))[:n]
 }
 
 // checkFile writes content, then checks its lines from byte `from` (a line
 // start) with a fresh LineChecker, returning the kinds and links seen.
-func checkFile(t *testing.T, content []byte, from int64) []string {
+func checkFile(t *testing.T, content []byte, from int64, otherFile bool) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	require.NoError(t, os.WriteFile(path, content, 0o644))
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	id, _ := fileID(fi)
+	if otherFile {
+		id.Ino++ // the file at the path is no longer the one being read
+	}
 	var c LineChecker
 	var out []string
 	off := from
@@ -74,31 +85,51 @@ func TestLineChecker(t *testing.T) {
 		name    string
 		content []byte
 		from    int64
-		want    []string
+		// otherFile: the file at the path was replaced, so the line before
+		// the resume point cannot be read back.
+		otherFile bool
+		want      []string
 	}{
-		{"from the start", join(ev[0], ev[1], ev[2]), 0,
+		{"from the start", join(ev[0], ev[1], ev[2]), 0, false,
 			[]string{"event head", "event chained", "event chained"}},
-		{"records are outside the chain", join(ev[0], record, ev[1]), 0,
-			[]string{"event head", "record", "event chained"}},
-		{"a break", join(ev[0], ev[2]), 0,
-			[]string{"event head", "event break"}},
-		{"resumed: seeded from the previous line", join(ev[0], ev[1], ev[2]), int64(len(ev[0]) + len(ev[1])),
+		// As agent-conform -chain counts them: every well-formed line is a
+		// link, so an event must chain to the record before it.
+		{"records are links", join(ev[0], record, ev[1]), 0, false,
+			[]string{"event head", "record", "event break"}},
+		{"an event chained to a record", join(record, chainAfter(t, record, 1)[0]), 0, false,
+			[]string{"record", "event chained"}},
+		{"resumed after a record it chains to", join(ev[0], record, chainAfter(t, join(ev[0], record), 1)[0]),
+			int64(len(ev[0]) + len(record)), false,
 			[]string{"event chained"}},
-		{"resumed after a record: unverifiable, not a break", join(ev[0], ev[1], record, ev[2]),
-			int64(len(ev[0]) + len(ev[1]) + len(record)),
+		{"a record, then a malformed line", join(record, []byte("{oops\n"), ev[1]), 0, false,
+			[]string{"record", "malformed", "event unverifiable"}},
+		{"a record, then an oversize line", join(record, oversize, ev[1]), 0, false,
+			[]string{"record", "oversize", "event unverifiable"}},
+		{"a break", join(ev[0], ev[2]), 0, false,
+			[]string{"event head", "event break"}},
+		{"resumed: seeded from the previous line", join(ev[0], ev[1], ev[2]), int64(len(ev[0]) + len(ev[1])), false,
+			[]string{"event chained"}},
+		{"resumed: previous line unreadable: unverifiable, not a break", join(ev[0], ev[1], ev[2]),
+			int64(len(ev[0]) + len(ev[1])), true,
 			[]string{"event unverifiable"}},
-		{"resumed: a real break after the first event is still a break", join(ev[0], record, ev[1], ev[1]),
-			int64(len(ev[0]) + len(record)),
+		{"resumed: a real break after the first event is still a break", join(ev[0], ev[1], ev[1]),
+			int64(len(ev[0])), true,
 			[]string{"event unverifiable", "event break"}},
-		{"after an oversize line", join(ev[0], oversize, ev[1], ev[2]), 0,
+		{"resumed after a record", join(ev[0], record, ev[1]),
+			int64(len(ev[0]) + len(record)), false,
+			[]string{"event break"}},
+		{"resumed after a malformed line", join(ev[0], []byte("{oops\n"), ev[1]),
+			int64(len(ev[0]) + 6), false,
+			[]string{"event unverifiable"}},
+		{"after an oversize line", join(ev[0], oversize, ev[1], ev[2]), 0, false,
 			[]string{"event head", "oversize", "event unverifiable", "event chained"}},
-		{"malformed and other lines", join([]byte("{oops\n"), ev[1], []byte("{\"a\":1}\n\n")), 0,
+		{"malformed and other lines", join([]byte("{oops\n"), ev[1], []byte("{\"a\":1}\n\n")), 0, false,
 			[]string{"malformed", "event unverifiable", "other", "blank"}},
-		{"invalid event", bytes.Replace(ev[0], []byte(`"agent_id":"agent://acme.example/bot"`), []byte(`"agent_id":"nope"`), 1), 0,
+		{"invalid event", bytes.Replace(ev[0], []byte(`"agent_id":"agent://acme.example/bot"`), []byte(`"agent_id":"nope"`), 1), 0, false,
 			[]string{"event head invalid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, checkFile(t, tc.content, tc.from))
+			assert.Equal(t, tc.want, checkFile(t, tc.content, tc.from, tc.otherFile))
 		})
 	}
 }
