@@ -16,15 +16,15 @@ import (
 	"go.uber.org/goleak"
 )
 
-// leakCheck verifies, after every cleanup of the test (registered later,
+// tailLeakCheck verifies, after every cleanup of the test (registered later,
 // so run earlier), that no goroutine is left.
-func leakCheck(t *testing.T) {
+func tailLeakCheck(t *testing.T) {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 }
 
-// gotLine is a copy of a delivered Line.
-type gotLine struct {
+// tailGot is a copy of a delivered Line.
+type tailGot struct {
 	Text     string
 	Offset   int64
 	Number   int64
@@ -32,26 +32,26 @@ type gotLine struct {
 	Oversize int64
 }
 
-// collector records delivered lines; its handle is safe to call from Run.
-type collector struct {
+// tailCollector records delivered lines; its handle is safe to call from Run.
+type tailCollector struct {
 	mu    sync.Mutex
-	lines []gotLine
+	lines []tailGot
 	// stopAfter, when > 0, cancels the run after that many lines.
 	stopAfter int
 	cancel    context.CancelFunc
 }
 
-func (c *collector) handle(_ context.Context, ln Line) error {
+func (c *tailCollector) handle(_ context.Context, ln Line) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lines = append(c.lines, gotLine{Text: string(ln.Bytes), Offset: ln.Offset, Number: ln.Number, File: ln.File, Oversize: ln.Oversize})
+	c.lines = append(c.lines, tailGot{Text: string(ln.Bytes), Offset: ln.Offset, Number: ln.Number, File: ln.File, Oversize: ln.Oversize})
 	if c.stopAfter > 0 && len(c.lines) == c.stopAfter {
 		c.cancel()
 	}
 	return nil
 }
 
-func (c *collector) texts() []string {
+func (c *tailCollector) texts() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]string, len(c.lines))
@@ -61,21 +61,21 @@ func (c *collector) texts() []string {
 	return out
 }
 
-func (c *collector) snapshot() []gotLine {
+func (c *tailCollector) snapshot() []tailGot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]gotLine(nil), c.lines...)
+	return append([]tailGot(nil), c.lines...)
 }
 
-// running is a Tailer run in the background.
-type running struct {
+// tailRunning is a Tailer run in the background.
+type tailRunning struct {
 	tailer *Tailer
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // startTail runs a tailer on path until the test ends (or stop is called).
-func startTail(t *testing.T, path string, opts TailOptions, c *collector) *running {
+func startTail(t *testing.T, path string, opts TailOptions, c *tailCollector) *tailRunning {
 	t.Helper()
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Millisecond
@@ -84,14 +84,14 @@ func startTail(t *testing.T, path string, opts TailOptions, c *collector) *runni
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	r := &running{tailer: tl, cancel: cancel, done: make(chan error, 1)}
+	r := &tailRunning{tailer: tl, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- tl.Run(ctx, c.handle) }()
 	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 
 // stop cancels the run and waits for Run to return; it is idempotent.
-func (r *running) stop(t *testing.T) error {
+func (r *tailRunning) stop(t *testing.T) error {
 	t.Helper()
 	r.cancel()
 	select {
@@ -106,8 +106,8 @@ func (r *running) stop(t *testing.T) error {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// tailWaitFor polls cond until it holds or the deadline passes.
+func tailWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
@@ -118,7 +118,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func appendFile(t *testing.T, path, s string) {
+func tailAppend(t *testing.T, path, s string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func appendFile(t *testing.T, path, s string) {
 	require.NoError(t, f.Close())
 }
 
-func numbered(from, to int) string {
+func tailNumbered(from, to int) string {
 	var b strings.Builder
 	for i := from; i <= to; i++ {
 		fmt.Fprintf(&b, "{\"n\":%d}\n", i)
@@ -135,26 +135,26 @@ func numbered(from, to int) string {
 	return b.String()
 }
 
-func numberedTexts(from, to int) []string {
-	return strings.Split(strings.TrimSuffix(numbered(from, to), "\n"), "\n")
+func tailNumberedTexts(from, to int) []string {
+	return strings.Split(strings.TrimSuffix(tailNumbered(from, to), "\n"), "\n")
 }
 
 func TestTailPartialLineWaitsForNewline(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
-	appendFile(t, path, "first\nsec")
-	c := &collector{}
+	tailAppend(t, path, "first\nsec")
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true}, c)
 
-	waitFor(t, "the partial line to be seen", func() bool { return r.tailer.Stats().PartialBytes == 3 })
+	tailWaitFor(t, "the partial line to be seen", func() bool { return r.tailer.Stats().PartialBytes == 3 })
 	assert.Equal(t, []string{"first"}, c.texts(), "a partial line must not be delivered")
 
-	appendFile(t, path, "ond")
-	waitFor(t, "the longer partial line", func() bool { return r.tailer.Stats().PartialBytes == 6 })
+	tailAppend(t, path, "ond")
+	tailWaitFor(t, "the longer partial line", func() bool { return r.tailer.Stats().PartialBytes == 6 })
 	assert.Equal(t, []string{"first"}, c.texts())
 
-	appendFile(t, path, "\nthird\n")
-	waitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
+	tailAppend(t, path, "\nthird\n")
+	tailWaitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
 	require.NoError(t, r.stop(t))
 	got := c.snapshot()
 	assert.Equal(t, []string{"first", "second", "third"}, c.texts())
@@ -163,14 +163,14 @@ func TestTailPartialLineWaitsForNewline(t *testing.T) {
 }
 
 func TestTailStartsAtEndByDefault(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
-	appendFile(t, path, "old1\nold2\npart")
-	c := &collector{}
+	tailAppend(t, path, "old1\nold2\npart")
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{}, c)
-	waitFor(t, "the tailer to reach the end", func() bool { return r.tailer.Stats().PartialBytes == 4 })
-	appendFile(t, path, "ial\nnew\n")
-	waitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
+	tailWaitFor(t, "the tailer to reach the end", func() bool { return r.tailer.Stats().PartialBytes == 4 })
+	tailAppend(t, path, "ial\nnew\n")
+	tailWaitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
 	require.NoError(t, r.stop(t))
 	got := c.snapshot()
 	assert.Equal(t, []string{"partial", "new"}, c.texts(), "start after the last complete line, never mid-line")
@@ -189,19 +189,19 @@ func TestTailTruncation(t *testing.T) {
 		{"rewritten longer", 3, "{\"n\":9}\n{\"n\":8}\n{\"n\":7}\n{\"n\":6}\n"},
 		// Same first KiB (the hashed head) but shorter: only the size
 		// reveals it.
-		{"cut to a prefix", 200, numbered(1, 150)},
+		{"cut to a prefix", 200, tailNumbered(1, 150)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			tailLeakCheck(t)
 			path := filepath.Join(t.TempDir(), "events.ndjson")
-			appendFile(t, path, numbered(1, tc.lines))
-			c := &collector{}
+			tailAppend(t, path, tailNumbered(1, tc.lines))
+			c := &tailCollector{}
 			r := startTail(t, path, TailOptions{FromStart: true}, c)
-			waitFor(t, "the first lines", func() bool { return len(c.texts()) == tc.lines })
+			tailWaitFor(t, "the first lines", func() bool { return len(c.texts()) == tc.lines })
 
 			require.NoError(t, os.WriteFile(path, []byte(tc.rewrite), 0o644)) // O_TRUNC
-			want := append(numberedTexts(1, tc.lines), strings.Split(strings.TrimSuffix(tc.rewrite, "\n"), "\n")...)
-			waitFor(t, "the rewritten lines", func() bool { return len(c.texts()) == len(want) })
+			want := append(tailNumberedTexts(1, tc.lines), strings.Split(strings.TrimSuffix(tc.rewrite, "\n"), "\n")...)
+			tailWaitFor(t, "the rewritten lines", func() bool { return len(c.texts()) == len(want) })
 			require.NoError(t, r.stop(t))
 			assert.Equal(t, want, c.texts())
 			got := c.snapshot()
@@ -213,27 +213,27 @@ func TestTailTruncation(t *testing.T) {
 }
 
 func TestTailRotation(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.ndjson")
-	appendFile(t, path, numbered(1, 3))
-	c := &collector{}
+	tailAppend(t, path, tailNumbered(1, 3))
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true}, c)
-	waitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
+	tailWaitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
 
 	// The writer keeps its descriptor across the rename and writes to the
 	// old file before reopening the path.
 	old, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	require.NoError(t, os.Rename(path, path+".1"))
-	_, err = old.WriteString(numbered(4, 6))
+	_, err = old.WriteString(tailNumbered(4, 6))
 	require.NoError(t, err)
 	require.NoError(t, old.Close())
-	appendFile(t, path, numbered(7, 8))
+	tailAppend(t, path, tailNumbered(7, 8))
 
-	waitFor(t, "8 lines", func() bool { return len(c.texts()) == 8 })
+	tailWaitFor(t, "8 lines", func() bool { return len(c.texts()) == 8 })
 	require.NoError(t, r.stop(t))
-	assert.Equal(t, numberedTexts(1, 8), c.texts(), "old file finished, then the new one, in order")
+	assert.Equal(t, tailNumberedTexts(1, 8), c.texts(), "old file finished, then the new one, in order")
 	got := c.snapshot()
 	assert.Equal(t, got[0].File, got[5].File)
 	assert.NotEqual(t, got[5].File, got[6].File, "the new file has another identity")
@@ -243,19 +243,19 @@ func TestTailRotation(t *testing.T) {
 }
 
 func TestTailRotationWhilePathMissing(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
-	appendFile(t, path, numbered(1, 2))
-	c := &collector{}
+	tailAppend(t, path, tailNumbered(1, 2))
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true}, c)
-	waitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
+	tailWaitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
 	require.NoError(t, os.Rename(path, path+".1"))
-	appendFile(t, path+".1", numbered(3, 3))
-	waitFor(t, "the line written to the renamed file", func() bool { return len(c.texts()) == 3 })
-	appendFile(t, path, numbered(4, 4))
-	waitFor(t, "4 lines", func() bool { return len(c.texts()) == 4 })
+	tailAppend(t, path+".1", tailNumbered(3, 3))
+	tailWaitFor(t, "the line written to the renamed file", func() bool { return len(c.texts()) == 3 })
+	tailAppend(t, path, tailNumbered(4, 4))
+	tailWaitFor(t, "4 lines", func() bool { return len(c.texts()) == 4 })
 	require.NoError(t, r.stop(t))
-	assert.Equal(t, numberedTexts(1, 4), c.texts())
+	assert.Equal(t, tailNumberedTexts(1, 4), c.texts())
 }
 
 // TestTailRestartCountsEveryLineOnce stops a tailer mid-way, changes the
@@ -270,39 +270,39 @@ func TestTailRestartCountsEveryLineOnce(t *testing.T) {
 		whileStopped func(t *testing.T, path string) []string
 	}{
 		{"append", 1, func(t *testing.T, path string) []string {
-			appendFile(t, path, numbered(201, 250))
-			return numberedTexts(201, 250)
+			tailAppend(t, path, tailNumbered(201, 250))
+			return tailNumberedTexts(201, 250)
 		}},
 		{"append batched commits", 16, func(t *testing.T, path string) []string {
-			appendFile(t, path, numbered(201, 250))
-			return numberedTexts(201, 250)
+			tailAppend(t, path, tailNumbered(201, 250))
+			return tailNumberedTexts(201, 250)
 		}},
 		{"rotated", 1, func(t *testing.T, path string) []string {
 			require.NoError(t, os.Rename(path, path+".1"))
-			appendFile(t, path+".1", numbered(201, 210))
-			appendFile(t, path, numbered(211, 250))
-			return numberedTexts(201, 250)
+			tailAppend(t, path+".1", tailNumbered(201, 210))
+			tailAppend(t, path, tailNumbered(211, 250))
+			return tailNumberedTexts(201, 250)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leakCheck(t)
+			tailLeakCheck(t)
 			dir := t.TempDir()
 			path := filepath.Join(dir, "events.ndjson")
 			state := filepath.Join(dir, "events.offset")
-			appendFile(t, path, numbered(1, 200))
+			tailAppend(t, path, tailNumbered(1, 200))
 			opts := TailOptions{StatePath: state, FromStart: true, CommitEvery: tc.commitEvery}
 
-			first := &collector{stopAfter: 77}
+			first := &tailCollector{stopAfter: 77}
 			r1 := startTail(t, path, opts, first)
-			require.NoError(t, waitDone(t, r1))
+			require.NoError(t, tailWaitDone(t, r1))
 			require.Len(t, first.texts(), 77, "the first run stops after its 77th line")
 
 			more := tc.whileStopped(t, path)
 
-			second := &collector{}
+			second := &tailCollector{}
 			r2 := startTail(t, path, opts, second)
-			want := append(numberedTexts(1, 200), more...)
-			waitFor(t, "every line", func() bool { return len(first.texts())+len(second.texts()) >= len(want) })
+			want := append(tailNumberedTexts(1, 200), more...)
+			tailWaitFor(t, "every line", func() bool { return len(first.texts())+len(second.texts()) >= len(want) })
 			require.NoError(t, r2.stop(t))
 			assert.Equal(t, want, append(first.texts(), second.texts()...), "each line exactly once, in order")
 			assert.Equal(t, int64(78), second.snapshot()[0].Number)
@@ -310,8 +310,8 @@ func TestTailRestartCountsEveryLineOnce(t *testing.T) {
 	}
 }
 
-// waitDone waits for a run that cancels itself.
-func waitDone(t *testing.T, r *running) error {
+// tailWaitDone waits for a run that cancels itself.
+func tailWaitDone(t *testing.T, r *tailRunning) error {
 	t.Helper()
 	select {
 	case err := <-r.done:
@@ -324,60 +324,60 @@ func waitDone(t *testing.T, r *running) error {
 }
 
 func TestTailRestartAfterTruncationWhileStopped(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.ndjson")
 	state := filepath.Join(dir, "events.offset")
-	appendFile(t, path, numbered(1, 5))
+	tailAppend(t, path, tailNumbered(1, 5))
 	opts := TailOptions{StatePath: state, FromStart: true, Once: true}
-	c := &collector{}
+	c := &tailCollector{}
 	r := startTail(t, path, opts, c)
-	require.NoError(t, waitDone(t, r))
+	require.NoError(t, tailWaitDone(t, r))
 	require.Len(t, c.texts(), 5)
 
 	// Same inode, same size or more, different head: a replaced content.
-	require.NoError(t, os.WriteFile(path, []byte(numbered(11, 16)), 0o644))
-	c2 := &collector{}
+	require.NoError(t, os.WriteFile(path, []byte(tailNumbered(11, 16)), 0o644))
+	c2 := &tailCollector{}
 	r2 := startTail(t, path, opts, c2)
-	require.NoError(t, waitDone(t, r2))
-	assert.Equal(t, numberedTexts(11, 16), c2.texts())
+	require.NoError(t, tailWaitDone(t, r2))
+	assert.Equal(t, tailNumberedTexts(11, 16), c2.texts())
 }
 
 func TestTailOversizeLineSkipped(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	long := strings.Repeat("z", 100)
-	appendFile(t, path, "ok1\n"+long+"\nok2\n"+strings.Repeat("y", 16)+"\n")
-	c := &collector{}
+	tailAppend(t, path, "ok1\n"+long+"\nok2\n"+strings.Repeat("y", 16)+"\n")
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true, MaxLineBytes: 16, Once: true}, c)
-	require.NoError(t, waitDone(t, r))
-	assert.Equal(t, []gotLine{
+	require.NoError(t, tailWaitDone(t, r))
+	assert.Equal(t, []tailGot{
 		{Text: "ok1", Offset: 0, Number: 1},
 		{Offset: 4, Number: 2, Oversize: 100},
 		{Text: "ok2", Offset: 105, Number: 3},
 		{Text: strings.Repeat("y", 16), Offset: 109, Number: 4},
-	}, zeroFile(c.snapshot()))
+	}, tailZeroFile(c.snapshot()))
 	assert.Equal(t, int64(1), r.tailer.Stats().Oversize)
 }
 
 func TestTailOversizeLineArrivingInPieces(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
-	appendFile(t, path, "a\n"+strings.Repeat("z", 40))
-	c := &collector{}
+	tailAppend(t, path, "a\n"+strings.Repeat("z", 40))
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true, MaxLineBytes: 16}, c)
-	waitFor(t, "the long partial line", func() bool { return r.tailer.Stats().PartialBytes == 40 })
-	appendFile(t, path, strings.Repeat("z", 10)+"\nb\n")
-	waitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
+	tailWaitFor(t, "the long partial line", func() bool { return r.tailer.Stats().PartialBytes == 40 })
+	tailAppend(t, path, strings.Repeat("z", 10)+"\nb\n")
+	tailWaitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
 	require.NoError(t, r.stop(t))
-	assert.Equal(t, []gotLine{
+	assert.Equal(t, []tailGot{
 		{Text: "a", Offset: 0, Number: 1},
 		{Offset: 2, Number: 2, Oversize: 50},
 		{Text: "b", Offset: 53, Number: 3},
-	}, zeroFile(c.snapshot()))
+	}, tailZeroFile(c.snapshot()))
 }
 
-func zeroFile(ls []gotLine) []gotLine {
+func tailZeroFile(ls []tailGot) []tailGot {
 	for i := range ls {
 		ls[i].File = FileID{}
 	}
@@ -385,22 +385,22 @@ func zeroFile(ls []gotLine) []gotLine {
 }
 
 func TestTailOnce(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "events.ndjson")
-	appendFile(t, path, "a\nb\nhalf")
-	c := &collector{}
+	tailAppend(t, path, "a\nb\nhalf")
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true, Once: true}, c)
-	require.NoError(t, waitDone(t, r))
+	require.NoError(t, tailWaitDone(t, r))
 	assert.Equal(t, []string{"a", "b"}, c.texts())
 	assert.Equal(t, int64(4), r.tailer.Stats().PartialBytes)
 }
 
 func TestTailHandleErrorStopsUncommitted(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.ndjson")
 	state := filepath.Join(dir, "events.offset")
-	appendFile(t, path, numbered(1, 5))
+	tailAppend(t, path, tailNumbered(1, 5))
 	boom := errors.New("boom")
 	var seen []string
 	tl, err := NewTailer(path, TailOptions{StatePath: state, FromStart: true}, nil)
@@ -414,19 +414,19 @@ func TestTailHandleErrorStopsUncommitted(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom)
 	assert.Contains(t, err.Error(), "line 3 (offset 16)")
-	assert.Equal(t, numberedTexts(1, 2), seen)
+	assert.Equal(t, tailNumberedTexts(1, 2), seen)
 
-	c := &collector{}
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{StatePath: state, Once: true}, c)
-	require.NoError(t, waitDone(t, r))
-	assert.Equal(t, numberedTexts(3, 5), c.texts(), "the failed line is delivered again")
+	require.NoError(t, tailWaitDone(t, r))
+	assert.Equal(t, tailNumberedTexts(3, 5), c.texts(), "the failed line is delivered again")
 }
 
 func TestTailErrors(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.ndjson")
-	appendFile(t, path, "a\n")
+	tailAppend(t, path, "a\n")
 	state := filepath.Join(dir, "state")
 	require.NoError(t, os.WriteFile(state, []byte(`{"path":"/elsewhere/x.ndjson","offset":2}`), 0o644))
 	bad := filepath.Join(dir, "bad")
@@ -456,12 +456,12 @@ func TestTailErrors(t *testing.T) {
 }
 
 func TestTailWaitsForMissingFile(t *testing.T) {
-	leakCheck(t)
+	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "later.ndjson")
-	c := &collector{}
+	c := &tailCollector{}
 	r := startTail(t, path, TailOptions{FromStart: true}, c)
-	appendFile(t, path, "hello\n")
-	waitFor(t, "the line of the late file", func() bool { return len(c.texts()) == 1 })
+	tailAppend(t, path, "hello\n")
+	tailWaitFor(t, "the line of the late file", func() bool { return len(c.texts()) == 1 })
 	require.NoError(t, r.stop(t))
 }
 

@@ -13,16 +13,16 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 )
 
-// chainLines writes an n-event chain with the envelope writer and returns
+// tailChainLines writes an n-event chain with the envelope writer and returns
 // its lines (newline included).
-func chainLines(t testing.TB, n int) [][]byte {
+func tailChainLines(t testing.TB, n int) [][]byte {
 	t.Helper()
-	return chainAfter(t, nil, n)
+	return tailChainAfter(t, nil, n)
 }
 
-// chainAfter writes n events with the envelope writer after prefix (the
+// tailChainAfter writes n events with the envelope writer after prefix (the
 // writer continues the chain from prefix's last line) and returns them.
-func chainAfter(t testing.TB, prefix []byte, n int) [][]byte {
+func tailChainAfter(t testing.TB, prefix []byte, n int) [][]byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "chain.ndjson")
 	require.NoError(t, os.WriteFile(path, prefix, 0o644))
@@ -39,9 +39,9 @@ func chainAfter(t testing.TB, prefix []byte, n int) [][]byte {
 	return bytes.SplitAfter(raw[len(prefix):], []byte("\n"))[:n]
 }
 
-// checkFile writes content, then checks its lines from byte `from` (a line
+// tailCheckFile writes content, then checks its lines from byte `from` (a line
 // start) with a fresh LineChecker, returning the kinds and links seen.
-func checkFile(t *testing.T, content []byte, from int64, otherFile bool) []string {
+func tailCheckFile(t *testing.T, content []byte, from int64, otherFile bool) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	require.NoError(t, os.WriteFile(path, content, 0o644))
@@ -77,7 +77,7 @@ func checkFile(t *testing.T, content []byte, from int64, otherFile bool) []strin
 }
 
 func TestLineChecker(t *testing.T) {
-	ev := chainLines(t, 3)
+	ev := tailChainLines(t, 3)
 	record := []byte(`{"run_id":"r1","outcome":"case_resolved"}` + "\n")
 	oversize := []byte("X" + string(bytes.Repeat([]byte("x"), 50)) + "\n")
 	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
@@ -96,9 +96,9 @@ func TestLineChecker(t *testing.T) {
 		// link, so an event must chain to the record before it.
 		{"records are links", join(ev[0], record, ev[1]), 0, false,
 			[]string{"event head", "record", "event break"}},
-		{"an event chained to a record", join(record, chainAfter(t, record, 1)[0]), 0, false,
+		{"an event chained to a record", join(record, tailChainAfter(t, record, 1)[0]), 0, false,
 			[]string{"record", "event chained"}},
-		{"resumed after a record it chains to", join(ev[0], record, chainAfter(t, join(ev[0], record), 1)[0]),
+		{"resumed after a record it chains to", join(ev[0], record, tailChainAfter(t, join(ev[0], record), 1)[0]),
 			int64(len(ev[0]) + len(record)), false,
 			[]string{"event chained"}},
 		{"a record, then a malformed line", join(record, []byte("{oops\n"), ev[1]), 0, false,
@@ -129,13 +129,13 @@ func TestLineChecker(t *testing.T) {
 			[]string{"event head invalid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, checkFile(t, tc.content, tc.from, tc.otherFile))
+			assert.Equal(t, tc.want, tailCheckFile(t, tc.content, tc.from, tc.otherFile))
 		})
 	}
 }
 
 func TestLineCheckerRestartsOnNewFile(t *testing.T) {
-	ev := chainLines(t, 2)
+	ev := tailChainLines(t, 2)
 	var c LineChecker
 	first := c.Check(Line{Bytes: bytes.TrimSpace(ev[0]), File: FileID{1, 1}})
 	assert.Equal(t, envelope.LinkHead, first.Link)
@@ -153,7 +153,7 @@ func TestLineCheckerRestartsOnNewFile(t *testing.T) {
 // chain of ~300-byte quality_score events per iteration.
 func BenchmarkLineChecker(b *testing.B) {
 	const n = 1000
-	ev := chainLines(b, n)
+	ev := tailChainLines(b, n)
 	lines := make([]Line, n)
 	for i, l := range ev {
 		lines[i] = Line{Bytes: bytes.TrimSuffix(l, []byte("\n")), Offset: int64(i), Number: int64(i + 1), File: FileID{1, 1}}
