@@ -238,8 +238,7 @@ func (t *Tailer) Run(ctx context.Context, handle func(context.Context, Line) err
 		if err != nil {
 			return r.stop(ctx, cur, err)
 		}
-		switch {
-		case next != nil:
+		if next != nil {
 			// Finish whatever was appended to the old file between the
 			// drain above and the rotation check, then switch.
 			if err := r.drain(ctx, cur); err != nil {
