@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/store"
+)
+
+// traceFlags are the input flags cost-per-correct and slo share.
+type traceFlags struct {
+	traces, from, to string
+	strict, asJSON   bool
+}
+
+func (t *traceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
+	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
+	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
+	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
+	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
+}
+
+// parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
+// bare date to the next midnight (an exclusive end).
+func parseWhen(flagName, v string, endOfDay bool) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := time.Parse(time.DateOnly, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--%s %q: want RFC 3339 (2026-11-30T12:00:00Z) or a date (2026-11-30)", flagName, v)
+	}
+	if endOfDay {
+		d = d.AddDate(0, 0, 1)
+	}
+	return d, nil
+}
+
+func (t *traceFlags) options(by string) (outcome.Options, error) {
+	from, err := parseWhen("from", t.from, false)
+	if err != nil {
+		return outcome.Options{}, err
+	}
+	to, err := parseWhen("to", t.to, true)
+	if err != nil {
+		return outcome.Options{}, err
+	}
+	return outcome.Options{By: by, From: from, To: to}, nil
+}
+
+// reduceTraces replays dir into r, with a progress bar on a terminal stderr
+// and one line per skipped segment.
+func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (consumer.DirStats, error) {
+	segs, ignored, err := consumer.ListSegments(dir)
+	if err != nil {
+		return consumer.DirStats{}, inputError(err)
+	}
+	opts := consumer.DirOptions{Strict: strict}
+	if isTerminal(stderr) && len(segs) > 1 {
+		var total int64
+		for _, s := range segs {
+			total += s.Size
+		}
+		bar := progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("reading traces"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionThrottle(100*time.Millisecond))
+		opts.OnSegment = func(s consumer.Segment) { _ = bar.Add64(s.Size) }
+		defer bar.Finish()
+	}
+	st, err := consumer.ReduceSegments(ctx, segs, ignored, r, opts)
+	if err != nil {
+		if consumer.IsSegmentError(err) {
+			return st, inputError(err)
+		}
+		return st, err
+	}
+	for _, f := range st.Failed {
+		fmt.Fprintf(stderr, "verdryx: skipped %v\n", f.Err)
+	}
+	return st, nil
+}
+
+// cmdCostPerCorrect prints what each outcome costs per run, from a trace
+// directory or an outcome-record file.
+func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cost-per-correct", "",
+		"Cost per outcome: each run's calls fold into one bucket (last non-empty outcome tag by step wins, (untagged)\n"+
+			"otherwise); blocked calls are counted but not costed. Reports runs, calls, blocked calls, total and mean\n"+
+			"cost per run per tag, an overall row, and all spend divided by resolved runs.", stderr)
+	var tf traceFlags
+	tf.register(fs)
+	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records")
+	by := fs.String("by", "", "group by agent_id, key_id or model")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
+	}
+	if (tf.traces == "") == (*input == "") {
+		return usageErrorf("cost-per-correct: give exactly one of --traces DIR or --input FILE")
+	}
+	opts, err := tf.options(*by)
+	if err != nil {
+		return usageErrorf("cost-per-correct: %v", err)
+	}
+	r, err := outcome.NewReducer(opts)
+	if err != nil {
+		return usageErrorf("cost-per-correct: %v", err)
+	}
+	var dirStats *consumer.DirStats
+	if *input != "" {
+		if err := outcome.ReadRecordsFile(*input, r); err != nil {
+			return inputError(err)
+		}
+	} else {
+		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+		if err != nil {
+			return err
+		}
+		dirStats = &st
+	}
+	rep := r.Report()
+	if tf.asJSON {
+		return writeJSON(stdout, struct {
+			*outcome.Report
+			Traces *consumer.DirStats `json:"traces,omitempty"`
+		}{rep, dirStats})
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if dirStats != nil {
+		fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad, %d other files ignored\n",
+			dirStats.Segments, len(dirStats.Failed), dirStats.Ignored)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// cmdSLO prints the four SLIs with their error budgets per agent and for
+// the fleet, and appends slo_burn events for alerting ones with --events.
+func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("slo", "",
+		"SLO indicators and error budgets from a trace directory: task_success, quality_floor (eval scores from\n"+
+			"--scores-db, joined by agent id), containment and cost_discipline, per agent id and for the fleet, with\n"+
+			"Wilson intervals, budget remaining, burn rate over the most recent 1/28 of the span and triggers.\n"+
+			"Fewer than --min-events events is reported as not measured, never as 0. With --events, an slo_burn\n"+
+			"event is appended for each exhausted or fast-burning indicator whose ci_high is below target.", stderr)
+	var tf traceFlags
+	tf.register(fs)
+	d := outcome.DefaultSLOOptions()
+	target := fs.Float64("target", d.Target, "objective for every indicator, in (0, 1)")
+	confidence := fs.Float64("confidence", d.Confidence, "Wilson interval confidence, in (0, 1)")
+	minEvents := fs.Int64("min-events", d.MinEvents, "fewest events an indicator is measured on")
+	good := fs.String("good-outcomes", strings.Join(d.GoodOutcomes, ","), "comma-separated outcome tags task_success counts as good")
+	costMultiple := fs.Float64("cost-multiple", d.CostMultiple, "cost_discipline bound as a multiple of the fleet median run cost")
+	events := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append slo_burn events to this chained NDJSON file (env VERDRYX_EVENTS_PATH)")
+	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("slo: unexpected argument %q", pos[0])
+	}
+	if tf.traces == "" {
+		return usageErrorf("slo: --traces DIR is required")
+	}
+	opts, err := tf.options("")
+	if err != nil {
+		return usageErrorf("slo: %v", err)
+	}
+	sopts := outcome.SLOOptions{Target: *target, Confidence: *confidence, MinEvents: *minEvents,
+		QualityFloor: d.QualityFloor, CostMultiple: *costMultiple}
+	for _, g := range strings.Split(*good, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			sopts.GoodOutcomes = append(sopts.GoodOutcomes, g)
+		}
+	}
+	if err := sopts.Validate(); err != nil {
+		return usageErrorf("slo: %v", err)
+	}
+	if *scoresDB != "" {
+		scores, err := loadScores(ctx, *scoresDB)
+		if err != nil {
+			return inputError(err)
+		}
+		sopts.Scores = scores
+	}
+	r, err := outcome.NewReducer(opts)
+	if err != nil {
+		return usageErrorf("slo: %v", err)
+	}
+	st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+	if err != nil {
+		return err
+	}
+	rep, err := r.SLO(sopts, envelope.ValidAgentID)
+	if err != nil {
+		return usageErrorf("slo: %v", err)
+	}
+	var written int
+	if *events != "" {
+		if written, err = appendBurnEvents(*events, rep.BurnEvents(time.Now())); err != nil {
+			return err
+		}
+	}
+	if tf.asJSON {
+		return writeJSON(stdout, struct {
+			*outcome.SLOReport
+			Traces        consumer.DirStats `json:"traces"`
+			EventsWritten int               `json:"events_written"`
+		}{rep, st, written})
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad; %d runs", st.Segments, len(st.Failed), rep.Subjects[0].Runs)
+	if *events != "" {
+		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, *events)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// loadScores reads per-agent eval scores from an existing store.
+func loadScores(ctx context.Context, path string) (map[string][]float64, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--scores-db: %w", err)
+	}
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("--scores-db: %w", err)
+	}
+	defer st.Close()
+	var q outcome.QualityScores = st
+	scores, err := q.AgentScores(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--scores-db %s: %w", path, err)
+	}
+	return scores, nil
+}
+
+func appendBurnEvents(path string, evs []envelope.Event) (int, error) {
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	w, err := envelope.OpenWriter(path, envelope.WriterOptions{Sync: envelope.SyncOnClose})
+	if err != nil {
+		return 0, fmt.Errorf("open events file: %w", err)
+	}
+	n := 0
+	for _, ev := range evs {
+		ok, err := w.Append(ev)
+		if err != nil {
+			w.Close()
+			return n, fmt.Errorf("append slo_burn event: %w", err)
+		}
+		if ok {
+			n++
+		}
+	}
+	if err := w.Close(); err != nil {
+		return n, fmt.Errorf("close events file: %w", err)
+	}
+	return n, nil
+}

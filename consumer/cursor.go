@@ -1,0 +1,287 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/verdryx/verdryx/outcome"
+)
+
+// cursor walks the pages of one column chunk, handing out values in runs of
+// rows that may span pages.
+type cursor struct {
+	field  outcome.Field
+	kind   parquet.Kind
+	index  int  // leaf column index in the file, -1 when absent
+	maxDef byte // definition level of a present value
+	table  *outcome.Symbols
+	nulls  []bool // batch null flags (step, tool_calls)
+
+	pages parquet.Pages
+	page  parquet.Page
+	done  bool
+
+	n    int    // rows in the current page
+	pos  int    // next row of the page
+	vpos int    // next non-null value of the page
+	def  []byte // definition levels, nil when the page has no nulls
+
+	i64   []int64
+	i32   []int32 // INT32 values or dictionary indexes
+	data  []byte  // plain BYTE_ARRAY values
+	offs  []uint32
+	byDic bool
+
+	dict    parquet.Dictionary
+	dictMap []int32 // dictionary index -> symbol id
+}
+
+func (c *cursor) open(p parquet.Pages) {
+	c.pages = p
+	c.page = nil
+	c.done = false
+	c.n, c.pos, c.vpos = 0, 0, 0
+	c.dict = nil
+}
+
+func (c *cursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	if c.pages != nil {
+		c.pages.Close()
+		c.pages = nil
+	}
+}
+
+// hasMore reports whether the chunk holds rows past those consumed.
+func (c *cursor) hasMore() bool {
+	if c.pos < c.n {
+		return true
+	}
+	for !c.done {
+		if err := c.next(); err != nil {
+			return false
+		}
+		if c.n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// next loads the next page of the chunk.
+func (c *cursor) next() error {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page = nil
+	}
+	p, err := c.pages.ReadPage()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			c.done = true
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	c.page = p
+	c.n = int(p.NumRows())
+	c.pos, c.vpos = 0, 0
+	c.def = nil
+	nonNull := c.n
+	if p.NumNulls() > 0 {
+		c.def = p.DefinitionLevels()
+		if len(c.def) < c.n {
+			return fmt.Errorf("page has %d definition levels for %d rows", len(c.def), c.n)
+		}
+		nonNull = 0
+		for _, d := range c.def[:c.n] {
+			if d == c.maxDef {
+				nonNull++
+			}
+		}
+	}
+	data := p.Data()
+	have := 0
+	switch c.kind {
+	case parquet.Int64:
+		c.i64 = data.Int64()
+		have = len(c.i64)
+	case parquet.Int32:
+		c.i32 = data.Int32()
+		have = len(c.i32)
+	case parquet.ByteArray:
+		if d := p.Dictionary(); d != nil && data.Kind() != encoding.ByteArray {
+			c.i32 = data.Int32()
+			have = len(c.i32)
+			c.byDic = true
+			if d != c.dict {
+				c.mapDictionary(d)
+			}
+		} else {
+			c.data, c.offs = data.ByteArray()
+			have = len(c.offs) - 1
+			c.byDic = false
+		}
+	}
+	if have < nonNull {
+		return fmt.Errorf("page has %d values for %d non-null rows", have, nonNull)
+	}
+	return nil
+}
+
+// mapDictionary interns every entry of d once, so that each row costs one
+// slice index instead of a hash lookup.
+func (c *cursor) mapDictionary(d parquet.Dictionary) {
+	c.dict = d
+	n := d.Len()
+	if cap(c.dictMap) < n {
+		c.dictMap = make([]int32, n)
+	}
+	c.dictMap = c.dictMap[:n]
+	for i := range n {
+		c.dictMap[i] = c.table.Intern(d.Index(int32(i)).ByteArray())
+	}
+}
+
+// take prepares the next k (<= want) rows, loading a page if needed.
+func (c *cursor) take(want int) (int, error) {
+	for c.pos >= c.n {
+		if c.done {
+			return 0, io.ErrUnexpectedEOF
+		}
+		if err := c.next(); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return 0, errors.New("fewer values than the row group has rows")
+			}
+			return 0, err
+		}
+	}
+	return min(want, c.n-c.pos), nil
+}
+
+// fill writes the next n rows of the column into its batch column and
+// reports whether any was null.
+func (c *cursor) fill(b *outcome.Batch, n int) (anyNull bool, err error) {
+	switch c.field {
+	case outcome.FieldTSMillis:
+		return fillNum(c, b.TSMillis[:n], c.i64p, nil)
+	case outcome.FieldCostMicroUSD:
+		return fillNum(c, b.CostMicroUSD[:n], c.i64p, nil)
+	case outcome.FieldSavedMicroUSD:
+		return fillNum(c, b.SavedMicroUSD[:n], c.i64p, nil)
+	case outcome.FieldInputTokens:
+		return fillNum(c, b.InputTokens[:n], c.u64p, nil)
+	case outcome.FieldOutputTokens:
+		return fillNum(c, b.OutputTokens[:n], c.u64p, nil)
+	case outcome.FieldStep:
+		return fillNum(c, b.Step[:n], c.u32p, c.nulls[:n])
+	case outcome.FieldToolCalls:
+		return fillNum(c, b.ToolCalls[:n], c.u32p, c.nulls[:n])
+	}
+	return c.fillStrings(b.Strings(c.field)[:n])
+}
+
+func (c *cursor) i64p() []int64 { return c.i64 }
+func (c *cursor) u64p() []uint64 {
+	return unsafeSlice[int64, uint64](c.i64)
+}
+func (c *cursor) u32p() []uint32 {
+	return unsafeSlice[int32, uint32](c.i32)
+}
+
+// fillNum copies the next len(dst) values of a numeric column into dst,
+// zero for nulls; when nulls is non-nil it also records which were null.
+func fillNum[T int64 | uint64 | uint32](c *cursor, dst []T, vals func() []T, nulls []bool) (anyNull bool, err error) {
+	for len(dst) > 0 {
+		k, err := c.take(len(dst))
+		if err != nil {
+			return anyNull, err
+		}
+		v := vals()
+		if c.def == nil {
+			copy(dst[:k], v[c.pos:c.pos+k])
+			if nulls != nil {
+				clear(nulls[:k])
+			}
+			c.vpos += k
+		} else {
+			def, maxDef := c.def[c.pos:c.pos+k], c.maxDef
+			for j, d := range def {
+				if d == maxDef {
+					dst[j] = v[c.vpos]
+					c.vpos++
+					if nulls != nil {
+						nulls[j] = false
+					}
+				} else {
+					dst[j] = 0
+					anyNull = true
+					if nulls != nil {
+						nulls[j] = true
+					}
+				}
+			}
+		}
+		c.pos += k
+		dst = dst[k:]
+		if nulls != nil {
+			nulls = nulls[k:]
+		}
+	}
+	return anyNull, nil
+}
+
+// fillStrings writes the symbol ids of the next len(dst) values, 0 for nulls.
+func (c *cursor) fillStrings(dst []int32) (anyNull bool, err error) {
+	for len(dst) > 0 {
+		k, err := c.take(len(dst))
+		if err != nil {
+			return anyNull, err
+		}
+		out := dst[:k]
+		switch {
+		case c.byDic && c.def == nil:
+			m := c.dictMap
+			for j, ix := range c.i32[c.pos : c.pos+k] {
+				if uint32(ix) >= uint32(len(m)) {
+					return anyNull, fmt.Errorf("dictionary index %d out of range [0,%d)", ix, len(m))
+				}
+				out[j] = m[ix]
+			}
+			c.vpos += k
+		case c.def == nil:
+			for j := range out {
+				v := c.vpos + j
+				out[j] = c.table.Intern(c.data[c.offs[v]:c.offs[v+1]])
+			}
+			c.vpos += k
+		default:
+			for j, d := range c.def[c.pos : c.pos+k] {
+				if d != c.maxDef {
+					out[j] = 0
+					anyNull = true
+					continue
+				}
+				if c.byDic {
+					ix := c.i32[c.vpos]
+					if uint32(ix) >= uint32(len(c.dictMap)) {
+						return anyNull, fmt.Errorf("dictionary index %d out of range [0,%d)", ix, len(c.dictMap))
+					}
+					out[j] = c.dictMap[ix]
+				} else {
+					out[j] = c.table.Intern(c.data[c.offs[c.vpos]:c.offs[c.vpos+1]])
+				}
+				c.vpos++
+			}
+		}
+		c.pos += k
+		dst = dst[k:]
+	}
+	return anyNull, nil
+}

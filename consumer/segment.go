@@ -1,0 +1,319 @@
+// Package consumer holds verdryx's inputs. This file reads TokenFuse Parquet
+// call-trace segments (contracts.md section 2) column page by column page,
+// without reconstructing rows: values are copied in batches straight out of
+// decoded pages, and dictionary-encoded strings are mapped to interned ids
+// once per dictionary, not once per row.
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/verdryx/verdryx/outcome"
+)
+
+// Errors a segment read can be marked with; test with errors.Is.
+var (
+	ErrMissingColumn = errors.New("consumer: missing required column")
+	ErrColumnType    = errors.New("consumer: column has the wrong type")
+	ErrCorrupt       = errors.New("consumer: corrupt segment")
+)
+
+// SegmentError is an error reading one segment, naming the file and, where
+// known, the row group and column (RowGroup is -1 and Column "" when the
+// error is about the whole file).
+type SegmentError struct {
+	File     string
+	RowGroup int
+	Column   string
+	Err      error
+}
+
+func (e *SegmentError) Error() string {
+	s := "segment " + e.File
+	if e.RowGroup >= 0 {
+		s += fmt.Sprintf(": row group %d", e.RowGroup)
+	}
+	if e.Column != "" {
+		s += ": column " + e.Column
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *SegmentError) Unwrap() error { return e.Err }
+
+// DefaultBatchRows is the number of rows per Batch: small enough that the
+// working set of a batch stays in cache, large enough to amortise the call.
+const DefaultBatchRows = 4096
+
+// Scanner reads segments into batches of interned ids. It reuses its batch
+// buffers and per-column state across files. A Scanner is not safe for
+// concurrent use.
+type Scanner struct {
+	fields outcome.FieldSet
+	runs   *outcome.Symbols
+	syms   *outcome.Symbols
+	rows   int
+	batch  outcome.Batch
+	cols   [outcome.NumFields]cursor
+	allNul []bool
+}
+
+// NewScanner returns a scanner filling the fields of fields, interning
+// run_id values into runs and every other string into syms.
+func NewScanner(fields outcome.FieldSet, runs, syms *outcome.Symbols) *Scanner {
+	s := &Scanner{fields: fields, runs: runs, syms: syms, rows: DefaultBatchRows}
+	n := s.rows
+	b := &s.batch
+	for f := range outcome.NumFields {
+		if !fields.Has(f) {
+			continue
+		}
+		c := &s.cols[f]
+		c.field = f
+		c.table = syms
+		switch f {
+		case outcome.FieldRunID:
+			c.table = runs
+			b.RunID = make([]int32, n)
+		case outcome.FieldTSMillis:
+			b.TSMillis = make([]int64, n)
+		case outcome.FieldCostMicroUSD:
+			b.CostMicroUSD = make([]int64, n)
+		case outcome.FieldSavedMicroUSD:
+			b.SavedMicroUSD = make([]int64, n)
+		case outcome.FieldInputTokens:
+			b.InputTokens = make([]uint64, n)
+		case outcome.FieldOutputTokens:
+			b.OutputTokens = make([]uint64, n)
+		case outcome.FieldStep:
+			b.Step = make([]uint32, n)
+			c.nulls = make([]bool, n)
+		case outcome.FieldToolCalls:
+			b.ToolCalls = make([]uint32, n)
+			c.nulls = make([]bool, n)
+		case outcome.FieldModel:
+			b.Model = make([]int32, n)
+		case outcome.FieldDecision:
+			b.Decision = make([]int32, n)
+		case outcome.FieldAgentID:
+			b.AgentID = make([]int32, n)
+		case outcome.FieldParentRunID:
+			b.ParentRunID = make([]int32, n)
+		case outcome.FieldOnBehalfOf:
+			b.OnBehalfOf = make([]int32, n)
+		case outcome.FieldOutcome:
+			b.Outcome = make([]int32, n)
+		case outcome.FieldKeyID:
+			b.KeyID = make([]int32, n)
+		case outcome.FieldUnit:
+			b.Unit = make([]int32, n)
+		}
+	}
+	s.allNul = make([]bool, n)
+	for i := range s.allNul {
+		s.allNul[i] = true
+	}
+	return s
+}
+
+// physical returns the Parquet physical type a field must have.
+func physical(f outcome.Field) parquet.Kind {
+	switch f {
+	case outcome.FieldTSMillis, outcome.FieldInputTokens, outcome.FieldOutputTokens,
+		outcome.FieldCostMicroUSD, outcome.FieldSavedMicroUSD:
+		return parquet.Int64
+	case outcome.FieldStep, outcome.FieldToolCalls:
+		return parquet.Int32
+	}
+	return parquet.ByteArray
+}
+
+func typeName(f outcome.Field) string {
+	switch f {
+	case outcome.FieldInputTokens, outcome.FieldOutputTokens:
+		return "INT64 (UINT64)"
+	case outcome.FieldStep, outcome.FieldToolCalls:
+		return "INT32 (UINT32)"
+	case outcome.FieldTSMillis, outcome.FieldCostMicroUSD, outcome.FieldSavedMicroUSD:
+		return "INT64"
+	}
+	return "BYTE_ARRAY (UTF8)"
+}
+
+// ScanFile reads the segment at path and calls fn with each batch, in row
+// order. The batch and its slices are reused: fn must not keep them. A
+// segment without a required column (columns 1-8 but run_id), with a column
+// of the wrong physical type, or with unreadable bytes yields a
+// *SegmentError naming the file, row group and column; batches already
+// passed to fn stay passed (see outcome.Reducer.Begin for making a segment
+// all or nothing). An error from fn is returned as is.
+func (s *Scanner) ScanFile(path string, fn func(*outcome.Batch) error) error {
+	name := filepath.Base(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open segment: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat segment: %w", err)
+	}
+	pf, err := openParquet(f, st.Size())
+	if err != nil {
+		return &SegmentError{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+	}
+	if err := s.bind(pf, name); err != nil {
+		return err
+	}
+	for gi, rg := range pf.RowGroups() {
+		if err := s.scanRowGroup(rg, gi, name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func openParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("footer: %v", p)
+		}
+	}()
+	return parquet.OpenFile(r, size,
+		parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true),
+		parquet.ReadBufferSize(256<<10),
+	)
+}
+
+// bind resolves the requested columns by name in the file's schema.
+func (s *Scanner) bind(pf *parquet.File, name string) error {
+	schema := pf.Schema()
+	s.batch.HasRunID = true
+	for f := range outcome.NumFields {
+		if !s.fields.Has(f) {
+			continue
+		}
+		c := &s.cols[f]
+		c.index = -1
+		leaf, ok := schema.Lookup(f.Name())
+		if !ok {
+			if f == outcome.FieldRunID {
+				s.batch.HasRunID = false
+				continue
+			}
+			if f.Required() {
+				return &SegmentError{File: name, RowGroup: 0, Column: f.Name(), Err: ErrMissingColumn}
+			}
+			continue
+		}
+		if leaf.Node == nil || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel != 0 {
+			return &SegmentError{File: name, RowGroup: 0, Column: f.Name(),
+				Err: fmt.Errorf("%w: want a flat %s column", ErrColumnType, typeName(f))}
+		}
+		if k := leaf.Node.Type().Kind(); k != physical(f) {
+			return &SegmentError{File: name, RowGroup: 0, Column: f.Name(),
+				Err: fmt.Errorf("%w: have %s, want %s", ErrColumnType, k, typeName(f))}
+		}
+		c.index = leaf.ColumnIndex
+		c.kind = physical(f)
+		c.maxDef = byte(leaf.MaxDefinitionLevel)
+	}
+	return nil
+}
+
+func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func(*outcome.Batch) error) (err error) {
+	chunks := rg.ColumnChunks()
+	total := rg.NumRows()
+	var open []*cursor
+	defer func() {
+		for _, c := range open {
+			c.close()
+		}
+		if p := recover(); p != nil {
+			err = &SegmentError{File: name, RowGroup: gi, Err: fmt.Errorf("%w: %v", ErrCorrupt, p)}
+		}
+	}()
+	for f := range outcome.NumFields {
+		c := &s.cols[f]
+		if !s.fields.Has(f) || c.index < 0 {
+			continue
+		}
+		if c.index >= len(chunks) {
+			return &SegmentError{File: name, RowGroup: gi, Column: f.Name(),
+				Err: fmt.Errorf("%w: row group has %d column chunks", ErrCorrupt, len(chunks))}
+		}
+		c.open(chunks[c.index].Pages())
+		open = append(open, c)
+	}
+	b := &s.batch
+	for done := int64(0); done < total; {
+		n := int(min(int64(s.rows), total-done))
+		b.Len = n
+		b.StepNull, b.ToolNull = nil, nil
+		for f := range outcome.NumFields {
+			if !s.fields.Has(f) {
+				continue
+			}
+			c := &s.cols[f]
+			if c.index < 0 {
+				s.fillAbsent(f, n)
+				continue
+			}
+			anyNull, err := c.fill(b, n)
+			if err != nil {
+				return &SegmentError{File: name, RowGroup: gi, Column: f.Name(), Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+			}
+			if anyNull {
+				switch f {
+				case outcome.FieldStep:
+					b.StepNull = c.nulls[:n]
+				case outcome.FieldToolCalls:
+					b.ToolNull = c.nulls[:n]
+				}
+			}
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+		done += int64(n)
+	}
+	for _, c := range open {
+		if c.hasMore() {
+			return &SegmentError{File: name, RowGroup: gi, Column: c.field.Name(),
+				Err: fmt.Errorf("%w: more values than the row group's %d rows", ErrCorrupt, total)}
+		}
+	}
+	return nil
+}
+
+// fillAbsent zeroes the batch column of a field the segment lacks.
+func (s *Scanner) fillAbsent(f outcome.Field, n int) {
+	b := &s.batch
+	switch f {
+	case outcome.FieldTSMillis:
+		clear(b.TSMillis[:n])
+	case outcome.FieldCostMicroUSD:
+		clear(b.CostMicroUSD[:n])
+	case outcome.FieldSavedMicroUSD:
+		clear(b.SavedMicroUSD[:n])
+	case outcome.FieldInputTokens:
+		clear(b.InputTokens[:n])
+	case outcome.FieldOutputTokens:
+		clear(b.OutputTokens[:n])
+	case outcome.FieldStep:
+		clear(b.Step[:n])
+		b.StepNull = s.allNul[:n]
+	case outcome.FieldToolCalls:
+		clear(b.ToolCalls[:n])
+		b.ToolNull = s.allNul[:n]
+	default:
+		clear(b.Strings(f)[:n])
+	}
+}

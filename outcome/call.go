@@ -1,0 +1,85 @@
+package outcome
+
+// Column names of a TokenFuse call-trace segment, in schema order
+// (contracts.md section 2). Call's JSON tags use the same names.
+const (
+	ColTSMillis     = "ts_millis"
+	ColRunID        = "run_id"
+	ColModel        = "model"
+	ColDecision     = "decision"
+	ColInputTokens  = "input_tokens"
+	ColOutputTokens = "output_tokens"
+	ColCostMicroUSD = "cost_microusd"
+	ColStep         = "step"
+	ColAgentID      = "agent_id"
+	ColSavedMicro   = "saved_microusd"
+	ColParentRunID  = "parent_run_id"
+	ColOnBehalfOf   = "on_behalf_of"
+	ColOutcome      = "outcome"
+	ColKeyID        = "key_id"
+	ColUnit         = "unit"
+	ColToolCalls    = "tool_calls"
+)
+
+// Untagged is the outcome label of a run that never carried a non-empty
+// outcome tag.
+const Untagged = "(untagged)"
+
+// Resolved is the outcome tag the effective cost per resolved outcome divides by.
+const Resolved = "case_resolved"
+
+// Call is one TokenFuse call record: a row of a Parquet segment or one
+// per-call JSON message. Absent or null string columns are "", absent or
+// null integer columns 0. HasRunID is false when the record came from a
+// segment with no run_id column (or a JSON record without a run_id key):
+// such a call is an independent record, not part of a run. HasStep is false
+// when the step is missing; ordering then falls back to encounter order.
+// ToolCalls is nil when null (unparsed or blocked); a pointer to 0 is a real
+// zero.
+type Call struct {
+	TSMillis      int64   `json:"ts_millis"`
+	RunID         string  `json:"run_id"`
+	HasRunID      bool    `json:"-"`
+	Model         string  `json:"model"`
+	Decision      string  `json:"decision"`
+	InputTokens   uint64  `json:"input_tokens"`
+	OutputTokens  uint64  `json:"output_tokens"`
+	CostMicroUSD  int64   `json:"cost_microusd"`
+	Step          uint32  `json:"step"`
+	HasStep       bool    `json:"-"`
+	AgentID       string  `json:"agent_id"`
+	SavedMicroUSD int64   `json:"saved_microusd"`
+	ParentRunID   string  `json:"parent_run_id"`
+	OnBehalfOf    string  `json:"on_behalf_of"`
+	Outcome       string  `json:"outcome"`
+	KeyID         string  `json:"key_id"`
+	Unit          string  `json:"unit"`
+	ToolCalls     *uint32 `json:"tool_calls"`
+}
+
+// decision classes.
+const (
+	classAllowed uint8 = iota
+	classBlocked       // one of the nine breaker block reasons: counted, never costed
+	classWardryx       // wardryx_deny / wardryx_hold: costed, but refused for containment
+)
+
+// IsBlocked reports whether decision is one of TokenFuse's nine blocked
+// decisions. A blocked call is counted but its cost_microusd (an avoided
+// estimate) is never added to spend.
+func IsBlocked(decision string) bool { return classify(decision) == classBlocked }
+
+// IsRefused reports whether decision refused the call for the containment
+// SLI: a blocked decision, wardryx_deny or wardryx_hold.
+func IsRefused(decision string) bool { return classify(decision) != classAllowed }
+
+func classify(decision string) uint8 {
+	switch decision {
+	case "budget_exceeded", "policy_violation", "loop_detected", "killed", "wasm_policy",
+		"taint_blocked", "dlp_blocked", "unit_budget_exceeded", "identity_mismatch":
+		return classBlocked
+	case "wardryx_deny", "wardryx_hold":
+		return classWardryx
+	}
+	return classAllowed
+}

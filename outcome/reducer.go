@@ -1,0 +1,375 @@
+package outcome
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options configures a Reducer.
+type Options struct {
+	// By groups the report by a call field: "" for no grouping, "agent_id",
+	// "key_id" or "model". A run's outcome is decided over the whole run; its
+	// calls, blocked calls and cost are split by the field's value on each
+	// call, so a run that used two models counts once under each.
+	By string
+	// From and To bound the calls taken, by ts_millis: From inclusive, To
+	// exclusive. A zero time leaves that side open. Calls outside the window
+	// are counted in Stats.OutsideWindow and otherwise ignored.
+	From, To time.Time
+}
+
+// Stats counts what a Reducer was fed.
+type Stats struct {
+	// Calls is every call offered, inside the window or not.
+	Calls int64 `json:"calls"`
+	// OutsideWindow is the number of calls dropped by From/To.
+	OutsideWindow int64 `json:"outside_window"`
+	// DroppedUntagged counts untagged independent calls (from records with no
+	// run_id): they have no run to fold into and are dropped.
+	DroppedUntagged int64 `json:"dropped_untagged"`
+	// Records is the number of flat {outcome, cost_usd} records taken.
+	Records int64 `json:"records"`
+}
+
+// runState is the whole per-run memory of the reduction: a few words per
+// run, however many calls the run has.
+type runState struct {
+	cost      int64 // micro-USD of non-blocked calls
+	lastTS    int64 // latest ts_millis seen
+	calls     uint32
+	blocked   uint32
+	refused   uint32 // blocked + wardryx_deny/hold
+	outStep   uint32 // step of the outcome kept
+	agentStep uint32
+	outcome   int32 // symbol id of the last non-empty outcome, 0 = none
+	agent     int32
+	group     int32  // group symbol of an independent record (By set)
+	epoch     uint32 // transaction that last saved this state
+}
+
+type groupAcc struct {
+	calls, blocked int64
+	cost           int64
+	epoch          uint32
+}
+
+// Reducer folds calls into per-run state, in any order, and reports cost per
+// outcome and SLOs. Memory grows with the number of runs (and, with By set,
+// run x group pairs), never with the number of calls; independent calls from
+// files without run_id are the exception, each kept as a run of one call.
+// A Reducer is not safe for concurrent use.
+type Reducer struct {
+	by       Field
+	grouped  bool
+	from, to int64
+	windowed bool
+	opts     Options
+
+	runSyms *Symbols
+	syms    *Symbols
+	class   []uint8 // decision class by symbol id
+	runs    []runState
+	anon    []runState           // independent calls (no run_id), one run each
+	flat    []runState           // flat {outcome, cost_usd} records
+	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
+	stats   Stats
+	tx      txn
+}
+
+// NewReducer returns an empty reducer.
+func NewReducer(opts Options) (*Reducer, error) {
+	r := &Reducer{opts: opts, runSyms: NewSymbols(), syms: NewSymbols()}
+	switch opts.By {
+	case "":
+	case ColAgentID, ColKeyID, ColModel:
+		r.by, _ = FieldByName(opts.By)
+		r.grouped = true
+		r.groups = make(map[uint64]*groupAcc)
+	default:
+		return nil, fmt.Errorf("group by %q: want agent_id, key_id or model", opts.By)
+	}
+	if !opts.From.IsZero() || !opts.To.IsZero() {
+		r.windowed = true
+		r.from, r.to = -1<<63, 1<<63-1
+		if !opts.From.IsZero() {
+			r.from = opts.From.UnixMilli()
+		}
+		if !opts.To.IsZero() {
+			r.to = opts.To.UnixMilli()
+		}
+		if r.to <= r.from {
+			return nil, fmt.Errorf("time window: --to %s is not after --from %s",
+				opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
+		}
+	}
+	return r, nil
+}
+
+// Fields returns the columns the reduction reads: the rest of a Batch may be nil.
+func (r *Reducer) Fields() FieldSet {
+	s := Fields(FieldTSMillis, FieldRunID, FieldDecision, FieldCostMicroUSD, FieldStep, FieldAgentID, FieldOutcome)
+	if r.grouped {
+		s |= Fields(r.by)
+	}
+	return s
+}
+
+// RunSymbols is the table a Batch's RunID ids must come from.
+func (r *Reducer) RunSymbols() *Symbols { return r.runSyms }
+
+// Symbols is the table a Batch's other string ids must come from.
+func (r *Reducer) Symbols() *Symbols { return r.syms }
+
+// Stats returns the counters so far.
+func (r *Reducer) Stats() Stats { return r.stats }
+
+func (r *Reducer) sync() {
+	for len(r.class) < r.syms.Len() {
+		r.class = append(r.class, classify(r.syms.Name(int32(len(r.class)))))
+	}
+	if n := r.runSyms.Len(); len(r.runs) < n {
+		if cap(r.runs) >= n {
+			r.runs = r.runs[:n]
+		} else {
+			grown := make([]runState, n, n+n/2+64)
+			copy(grown, r.runs)
+			r.runs = grown
+		}
+	}
+}
+
+// Add folds one call. Calls may come in any order: the outcome kept for a run
+// is the non-empty one at the highest step, ties going to the later Add.
+func (r *Reducer) Add(c Call) {
+	var run int32 = -1
+	if c.HasRunID {
+		run = r.runSyms.InternString(c.RunID)
+	}
+	var group int32
+	if r.grouped {
+		switch r.by {
+		case FieldAgentID:
+			group = r.syms.InternString(c.AgentID)
+		case FieldKeyID:
+			group = r.syms.InternString(c.KeyID)
+		case FieldModel:
+			group = r.syms.InternString(c.Model)
+		}
+	}
+	dec := r.syms.InternString(c.Decision)
+	out := r.syms.InternString(c.Outcome)
+	agent := r.syms.InternString(c.AgentID)
+	r.sync()
+	step := c.Step
+	if !c.HasStep {
+		step = 0
+	}
+	r.addRow(run, c.TSMillis, dec, c.CostMicroUSD, step, agent, out, group)
+}
+
+// AddRecord folds a flat {outcome, cost_usd} record, already reduced to a
+// run: it counts as one run of one call. An empty outcome reads as untagged.
+func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
+	r.stats.Records++
+	r.flat = append(r.flat, runState{
+		calls:   1,
+		cost:    costMicroUSD,
+		outcome: r.syms.InternString(outcome),
+	})
+	r.sync()
+}
+
+// AddBatch folds every row of b, whose string ids come from RunSymbols and
+// Symbols. The columns of Fields must be present.
+func (r *Reducer) AddBatch(b *Batch) {
+	r.sync()
+	n := b.Len
+	if n == 0 {
+		return
+	}
+	if !b.HasRunID || r.windowed || r.grouped {
+		var groups []int32
+		if r.grouped {
+			groups = b.Strings(r.by)
+		}
+		for i := range n {
+			var run int32 = -1
+			if b.HasRunID {
+				run = b.RunID[i]
+			}
+			var g int32
+			if groups != nil {
+				g = groups[i]
+			}
+			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g)
+		}
+		return
+	}
+	// The hot path: no window, no grouping, runs known.
+	r.stats.Calls += int64(n)
+	runs, class, epoch := r.runs, r.class, r.tx.epoch
+	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
+	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
+	for i := range n {
+		rs := &runs[run[i]]
+		if rs.epoch != epoch {
+			r.touch(run[i], rs)
+		}
+		rs.calls++
+		switch class[dec[i]] {
+		case classBlocked:
+			rs.blocked++
+			rs.refused++
+		case classWardryx:
+			rs.refused++
+			rs.cost += cost[i]
+		default:
+			rs.cost += cost[i]
+		}
+		st := step[i]
+		if o := out[i]; o != 0 && st >= rs.outStep {
+			rs.outcome, rs.outStep = o, st
+		}
+		if a := agent[i]; a != 0 && st >= rs.agentStep {
+			rs.agent, rs.agentStep = a, st
+		}
+		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
+			rs.lastTS = t
+		}
+	}
+}
+
+func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32) {
+	r.stats.Calls++
+	if r.windowed && (ts < r.from || ts >= r.to) {
+		r.stats.OutsideWindow++
+		return
+	}
+	cls := r.class[dec]
+	var rs *runState
+	if run < 0 {
+		if out == 0 {
+			r.stats.DroppedUntagged++
+			return
+		}
+		r.anon = append(r.anon, runState{group: group})
+		rs = &r.anon[len(r.anon)-1]
+	} else {
+		rs = &r.runs[run]
+		r.touch(run, rs)
+	}
+	rs.calls++
+	if cls == classBlocked {
+		rs.blocked++
+	} else {
+		rs.cost += cost
+	}
+	if cls != classAllowed {
+		rs.refused++
+	}
+	if out != 0 && step >= rs.outStep {
+		rs.outcome, rs.outStep = out, step
+	}
+	if agent != 0 && step >= rs.agentStep {
+		rs.agent, rs.agentStep = agent, step
+	}
+	if ts > rs.lastTS || rs.calls == 1 {
+		rs.lastTS = ts
+	}
+	if r.grouped && run >= 0 {
+		key := uint64(run)<<32 | uint64(uint32(group))
+		g := r.groups[key]
+		if g == nil {
+			g = &groupAcc{epoch: r.tx.epoch}
+			r.groups[key] = g
+			if r.tx.open {
+				r.tx.groups = append(r.tx.groups, undoGroup{key: key})
+			}
+		} else if g.epoch != r.tx.epoch {
+			if r.tx.open {
+				r.tx.groups = append(r.tx.groups, undoGroup{key: key, had: true, acc: *g})
+			}
+			g.epoch = r.tx.epoch
+		}
+		g.calls++
+		if cls == classBlocked {
+			g.blocked++
+		} else {
+			g.cost += cost
+		}
+	}
+}
+
+type undoGroup struct {
+	key uint64
+	had bool
+	acc groupAcc
+}
+
+// txn is the undo state of an open Begin.
+type txn struct {
+	open    bool
+	epoch   uint32
+	runs    []int32
+	saved   []runState
+	groups  []undoGroup
+	anonLen int
+	flatLen int
+	stats   Stats
+}
+
+// Begin opens a transaction: everything added until Commit can be undone by
+// Rollback. The consumer wraps each segment in one so a segment that turns
+// out corrupt halfway is not half counted. Memory is one saved state per
+// run touched. Transactions do not nest.
+func (r *Reducer) Begin() {
+	t := &r.tx
+	t.open = true
+	t.epoch++
+	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
+	t.anonLen = len(r.anon)
+	t.flatLen = len(r.flat)
+	t.stats = r.stats
+}
+
+// Commit keeps everything added since Begin.
+func (r *Reducer) Commit() {
+	r.tx.open = false
+	r.tx.runs, r.tx.saved, r.tx.groups = r.tx.runs[:0], r.tx.saved[:0], r.tx.groups[:0]
+}
+
+// Rollback undoes everything added since Begin. Strings interned meanwhile
+// stay interned (a run with no calls is not reported).
+func (r *Reducer) Rollback() {
+	t := &r.tx
+	if !t.open {
+		return
+	}
+	for i, run := range t.runs {
+		r.runs[run] = t.saved[i]
+	}
+	for i := len(t.groups) - 1; i >= 0; i-- {
+		g := t.groups[i]
+		if g.had {
+			*r.groups[g.key] = g.acc
+		} else {
+			delete(r.groups, g.key)
+		}
+	}
+	r.anon = r.anon[:t.anonLen]
+	r.flat = r.flat[:t.flatLen]
+	r.stats = t.stats
+	t.open = false
+	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
+}
+
+// touch saves run's state the first time a transaction changes it.
+func (r *Reducer) touch(run int32, rs *runState) {
+	if rs.epoch != r.tx.epoch {
+		rs.epoch = r.tx.epoch
+		if r.tx.open {
+			r.tx.runs = append(r.tx.runs, run)
+			r.tx.saved = append(r.tx.saved, *rs)
+		}
+	}
+}
