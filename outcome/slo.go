@@ -368,7 +368,7 @@ func (rep *SLOReport) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "window %s (burn window %s)\n", rep.Window, rep.BurnWindow)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "subject\tsli\tevents\tobserved\tci\tbudget left\tburn rate\ttrigger\t")
+	fmt.Fprintln(tw, "subject\tsli\tevents\tobserved\tci\tbudget left\tburn rate\ttrigger")
 	num := func(p *float64, format string) string {
 		if p == nil {
 			return "-"
@@ -380,14 +380,14 @@ func (rep *SLOReport) WriteTable(w io.Writer) error {
 		for _, ind := range s.Indicators {
 			if !ind.Measured {
 				unmeasured++
-				fmt.Fprintf(tw, "%s\t%s\t%d\tnot measured: %s\t\t\t\t\t\n", s.Subject, ind.SLI, ind.Events, ind.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\t-\t-\tnot measured: %s\n", s.Subject, ind.SLI, ind.Events, ind.Reason)
 				continue
 			}
 			trig := ind.Trigger
 			if ind.Alert {
 				trig += " (alert)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s]\t%s\t%s\t%s\t\n", s.Subject, ind.SLI, ind.Events,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t[%s, %s]\t%s\t%s\t%s\n", s.Subject, ind.SLI, ind.Events,
 				num(ind.Observed, "%.4f"), num(ind.CILow, "%.4f"), num(ind.CIHigh, "%.4f"),
 				num(ind.BudgetRemaining, "%.3f"), num(ind.BurnRate, "%.2f"), trig)
 		}
