@@ -1,0 +1,301 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+func segWriteRows[T any](t *testing.T, path string, rows []T, opts ...parquet.WriterOption) {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w := parquet.NewGenericWriter[T](f, opts...)
+	_, err = w.Write(rows)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+}
+
+type segNoDecision struct {
+	TSMillis     int64  `parquet:"ts_millis"`
+	RunID        string `parquet:"run_id"`
+	Model        string `parquet:"model"`
+	InputTokens  uint64 `parquet:"input_tokens"`
+	OutputTokens uint64 `parquet:"output_tokens"`
+	CostMicroUSD int64  `parquet:"cost_microusd"`
+	Step         uint32 `parquet:"step"`
+}
+
+type segStringCost struct {
+	TSMillis     int64  `parquet:"ts_millis"`
+	RunID        string `parquet:"run_id"`
+	Model        string `parquet:"model"`
+	Decision     string `parquet:"decision"`
+	InputTokens  uint64 `parquet:"input_tokens"`
+	OutputTokens uint64 `parquet:"output_tokens"`
+	CostMicroUSD string `parquet:"cost_microusd"`
+	Step         uint32 `parquet:"step"`
+}
+
+// segPlain has no dictionary encoding: strings take the plain path.
+type segPlain struct {
+	TSMillis     int64  `parquet:"ts_millis"`
+	RunID        string `parquet:"run_id,plain"`
+	Model        string `parquet:"model,plain"`
+	Decision     string `parquet:"decision,plain"`
+	InputTokens  uint64 `parquet:"input_tokens"`
+	OutputTokens uint64 `parquet:"output_tokens"`
+	CostMicroUSD int64  `parquet:"cost_microusd"`
+	Step         uint32 `parquet:"step"`
+	Outcome      string `parquet:"outcome,optional,plain"`
+}
+
+func segReduceFile(t *testing.T, path string) error {
+	t.Helper()
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	sc := NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
+	return sc.ScanFile(path, func(b *outcome.Batch) error { r.AddBatch(b); return nil })
+}
+
+func TestSegmentBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
+	segWriteRows(t, missing, []segNoDecision{{TSMillis: 1, RunID: "r"}})
+	wrongType := filepath.Join(dir, tracegen.SegmentName(1, 2, 0))
+	segWriteRows(t, wrongType, []segStringCost{{TSMillis: 1, RunID: "r", CostMicroUSD: "12"}})
+	garbage := filepath.Join(dir, tracegen.SegmentName(1, 3, 0))
+	require.NoError(t, os.WriteFile(garbage, []byte("PAR1 this is not a parquet file at all PAR1"), 0o644))
+	truncated := filepath.Join(dir, tracegen.SegmentName(1, 4, 0))
+	good, err := os.ReadFile(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(truncated, good[:len(good)/2], 0o644))
+	corruptRG := filepath.Join(segFixtureDir("corrupt"), "calls-9-20-00000002.parquet")
+
+	cases := []struct {
+		name     string
+		path     string
+		sentinel error
+		contains []string
+	}{
+		{"missing column", missing, ErrMissingColumn, []string{filepath.Base(missing), "row group 0", "column decision"}},
+		{"wrong type", wrongType, ErrColumnType, []string{filepath.Base(wrongType), "row group 0", "column cost_microusd", "BYTE_ARRAY", "INT64"}},
+		{"garbage bytes", garbage, ErrCorrupt, []string{filepath.Base(garbage)}},
+		{"truncated", truncated, ErrCorrupt, []string{filepath.Base(truncated)}},
+		{"corrupt row group", corruptRG, ErrCorrupt, []string{"calls-9-20-00000002.parquet", "row group 1", "column ts_millis"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := segReduceFile(t, tc.path)
+			require.Error(t, err)
+			require.ErrorIs(t, err, tc.sentinel)
+			require.True(t, IsSegmentError(err))
+			for _, s := range tc.contains {
+				require.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+func TestReduceDirStrictAndLenient(t *testing.T) {
+	dir := segFixtureDir("corrupt")
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	_, err = ReduceDir(context.Background(), dir, r, DirOptions{Strict: true})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), "row group 1")
+
+	r, err = outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	var seen []string
+	st, err := ReduceDir(context.Background(), dir, r, DirOptions{OnSegment: func(s Segment) { seen = append(seen, filepath.Base(s.Path)) }})
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Segments)
+	require.Len(t, st.Failed, 1)
+	require.Equal(t, "calls-9-20-00000002.parquet", st.Failed[0].File)
+	require.Len(t, seen, 2)
+	// Row group 0 of the bad segment (run c2) was read before row group 1
+	// failed; it must have been rolled back.
+	rep := r.Report()
+	require.Equal(t, int64(1), rep.Groups[0].Overall.Runs)
+	require.Equal(t, int64(1), rep.Stats.Calls)
+}
+
+func TestReduceDirCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	_, err = ReduceDir(ctx, segFixtureDir("split"), r, DirOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestReadSegmentRoundTrip(t *testing.T) {
+	for _, fx := range tracegen.Fixtures() {
+		for _, s := range fx.Segments {
+			if s.CorruptRowGroup >= 0 {
+				continue
+			}
+			t.Run(fx.Name+"/"+s.Name, func(t *testing.T) {
+				var have []outcome.Call
+				err := ReadSegment(filepath.Join(segFixtureDir(fx.Name), s.Name), func(c outcome.Call) error {
+					have = append(have, c)
+					return nil
+				})
+				require.NoError(t, err)
+				want := make([]outcome.Call, len(s.Calls))
+				for i, c := range s.Calls {
+					switch s.Layout {
+					case tracegen.Old8:
+						c = outcome.Call{TSMillis: c.TSMillis, RunID: c.RunID, HasRunID: true, Model: c.Model, Decision: c.Decision,
+							InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostMicroUSD: c.CostMicroUSD, Step: c.Step, HasStep: true}
+					case tracegen.NoRunID:
+						c.HasRunID, c.RunID = false, ""
+					}
+					want[i] = c
+				}
+				require.Equal(t, want, have)
+			})
+		}
+	}
+}
+
+func TestReadSegmentStopsOnCallbackError(t *testing.T) {
+	stop := errors.New("stop")
+	n := 0
+	err := ReadSegment(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"), func(outcome.Call) error {
+		n++
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 1, n)
+}
+
+func TestSegmentPlainStringsAndPages(t *testing.T) {
+	dir := t.TempDir()
+	var rows []segPlain
+	for i := range 3000 {
+		run := []string{"p1", "p2", "p3"}[i%3]
+		row := segPlain{TSMillis: int64(i), RunID: run, Model: "m", Decision: "allow", CostMicroUSD: 1, Step: uint32(i / 3)}
+		if i/3 == 999 {
+			row.Outcome = map[string]string{"p1": "case_resolved", "p2": "abandoned", "p3": ""}[run]
+		}
+		rows = append(rows, row)
+	}
+	path := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
+	segWriteRows(t, path, rows, parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(700))
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	st, err := ReduceDir(context.Background(), dir, r, DirOptions{Strict: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(3000), st.Rows)
+	rep := r.Report()
+	var tags []string
+	for _, o := range rep.Groups[0].Outcomes {
+		tags = append(tags, o.Outcome)
+		require.Equal(t, int64(1000), o.Calls)
+		require.Equal(t, int64(1000), o.TotalCostMicroUSD)
+	}
+	require.Equal(t, "abandoned,case_resolved,(untagged)", strings.Join(tags, ","))
+}
+
+func TestParseSegmentName(t *testing.T) {
+	cases := []struct {
+		name            string
+		ok              bool
+		pid, nanos, seq uint64
+	}{
+		{"calls-1a2b-187a0000-00000000.parquet", true, 0x1a2b, 0x187a0000, 0},
+		{"calls-ff-100-00000012.parquet", true, 0xff, 0x100, 12},
+		{"calls-1-2-123456789.parquet", true, 1, 2, 123456789},
+		{"calls-1-2-3.parquet", false, 0, 0, 0},
+		{"calls-ZZ-2-00000003.parquet", false, 0, 0, 0},
+		{"calls-1-2-00000003.parquet.tmp", false, 0, 0, 0},
+		{"other-1-2-00000003.parquet", false, 0, 0, 0},
+		{"calls-1-2-0000000x.parquet", false, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pid, nanos, seq, ok := ParseSegmentName(tc.name)
+			require.Equal(t, tc.ok, ok)
+			if ok {
+				require.Equal(t, []uint64{tc.pid, tc.nanos, tc.seq}, []uint64{pid, nanos, seq})
+			}
+		})
+	}
+}
+
+// BenchmarkReduce measures the full reduction (page reading, interning,
+// per-run folding, report and SLOs) over a generated 1M-row directory: large
+// enough for several row groups and thousands of runs, small enough to build
+// in about a second. `verdryx bench traces` runs the 10M-row version.
+func BenchmarkReduce(b *testing.B) {
+	dir := b.TempDir()
+	opts := tracegen.DefaultFleetOptions()
+	opts.Rows = 1_000_000
+	opts.SegmentRows = 500_000
+	opts.RowGroupRows = 250_000
+	if _, err := tracegen.GenerateFleet(dir, opts); err != nil {
+		b.Fatal(err)
+	}
+	segs, _, err := ListSegments(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, s := range segs {
+		size += s.Size
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, _ := outcome.NewReducer(outcome.Options{})
+		if _, err := ReduceSegments(context.Background(), segs, 0, r, DirOptions{Strict: true}); err != nil {
+			b.Fatal(err)
+		}
+		r.Report()
+		if _, err := r.SLO(outcome.DefaultSLOOptions(), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(opts.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkPageScan is the floor BenchmarkReduce is compared with: the same
+// columns read page by page, values summed, nothing else.
+func BenchmarkPageScan(b *testing.B) {
+	dir := b.TempDir()
+	opts := tracegen.DefaultFleetOptions()
+	opts.Rows = 1_000_000
+	opts.SegmentRows = 500_000
+	opts.RowGroupRows = 250_000
+	if _, err := tracegen.GenerateFleet(dir, opts); err != nil {
+		b.Fatal(err)
+	}
+	segs, _, err := ListSegments(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, _ := outcome.NewReducer(outcome.Options{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, s := range segs {
+			if _, _, err := PageScan(s.Path, r.Fields()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(opts.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
