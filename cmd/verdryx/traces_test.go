@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/envelope"
+)
+
+func tracesRun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	code := report(err, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+func tracesFixture(name string) string { return filepath.Join("..", "..", "testdata", "traces", name) }
+
+func TestCostPerCorrectTable(t *testing.T) {
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"))
+	require.Equal(t, 0, code, errOut)
+	golden, err := os.ReadFile(filepath.Join(tracesFixture("basic"), "expected.txt"))
+	require.NoError(t, err)
+	// The table and summary lines are the golden report's.
+	require.True(t, strings.HasPrefix(out, strings.SplitAfter(string(golden), "calls read: 9\n")[0]), out)
+	require.Contains(t, out, "segments: 1 read, 0 skipped as bad, 2 other files ignored")
+}
+
+func TestCostPerCorrectJSONAndGrouping(t *testing.T) {
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--json", "--by", "model")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		By     string `json:"by"`
+		Groups []struct {
+			Key                string   `json:"key"`
+			CostPerResolvedUSD *float64 `json:"cost_per_resolved_usd"`
+			Overall            struct {
+				Runs              int64 `json:"runs"`
+				TotalCostMicroUSD int64 `json:"total_cost_microusd"`
+			} `json:"overall"`
+		} `json:"groups"`
+		Traces struct {
+			Segments int `json:"segments"`
+		} `json:"traces"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, "model", rep.By)
+	require.Len(t, rep.Groups, 2)
+	require.Equal(t, "model-large", rep.Groups[0].Key)
+	require.Equal(t, int64(0), rep.Groups[0].Overall.TotalCostMicroUSD) // r4's cache hit
+	require.Equal(t, int64(1000), rep.Groups[1].Overall.TotalCostMicroUSD)
+	require.Equal(t, 1, rep.Traces.Segments)
+}
+
+func TestCostPerCorrectWindow(t *testing.T) {
+	// basic's calls are at minutes 0-8 of 2026-11-02: keep minutes 3-5.
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--json",
+		"--from", "2026-11-02T00:03:00Z", "--to", "2026-11-02T00:06:00Z")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Stats struct {
+			OutsideWindow int64 `json:"outside_window"`
+		} `json:"stats"`
+		Groups []struct {
+			Overall struct {
+				Calls int64 `json:"calls"`
+			} `json:"overall"`
+		} `json:"groups"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, int64(3), rep.Groups[0].Overall.Calls)
+	require.Equal(t, int64(6), rep.Stats.OutsideWindow)
+
+	_, _, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--to", "2026-11-01")
+	require.Equal(t, 0, code)
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--from", "yesterday")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--from")
+}
+
+func TestCostPerCorrectInput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "outcomes.ndjson")
+	require.NoError(t, os.WriteFile(path, []byte(`{"outcome":"case_resolved","cost_usd":0.00042}
+{"outcome":"abandoned","cost_usd":0.00025}
+`), 0o644))
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--input", path)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "cost per resolved outcome: $0.000670")
+
+	bad := filepath.Join(dir, "bad.csv")
+	require.NoError(t, os.WriteFile(bad, []byte("outcome,cost_usd\nok,zero\n"), 0o644))
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--input", bad)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "bad.csv:2: field cost_usd")
+}
+
+func TestCostPerCorrectUsageAndBadSegments(t *testing.T) {
+	_, errOut, code := tracesRun(t, "cost-per-correct")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "exactly one of --traces DIR or --input FILE")
+	_, _, code = tracesRun(t, "cost-per-correct", "--traces", "x", "--input", "y")
+	require.Equal(t, 2, code)
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--by", "decision")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "decision")
+	_, _, code = tracesRun(t, "cost-per-correct", "--traces", filepath.Join(t.TempDir(), "absent"))
+	require.Equal(t, 2, code)
+
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"))
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "skipped segment calls-9-20-00000002.parquet: row group 1: column ts_millis")
+	require.Contains(t, out, "1 skipped as bad")
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"), "--strict")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "row group 1")
+}
+
+func TestSLOCommand(t *testing.T) {
+	out, errOut, code := tracesRun(t, "slo", "--traces", tracesFixture("slo"))
+	require.Equal(t, 0, code, errOut)
+	golden, err := os.ReadFile(filepath.Join(tracesFixture("slo"), "slo.txt"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(out, string(golden)))
+
+	events := filepath.Join(t.TempDir(), "events.ndjson")
+	out, errOut, code = tracesRun(t, "slo", "--traces", tracesFixture("slo"), "--json", "--events", events)
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		EventsWritten int `json:"events_written"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, 2, rep.EventsWritten) // bad: task_success and containment exhausted
+	vr, err := envelope.VerifyFile(events)
+	require.NoError(t, err)
+	require.Empty(t, vr.Breaks)
+	f, err := os.Open(events)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var slis []string
+	for sc.Scan() {
+		var ev envelope.Event
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		require.Equal(t, "slo_burn", ev.Type)
+		require.Equal(t, "agent://acme.example/support/bad", ev.AgentID)
+		require.Equal(t, "high", ev.Severity)
+		slis = append(slis, ev.Data["sli"].(string))
+	}
+	require.Equal(t, []string{"task_success", "containment"}, slis)
+
+	_, errOut, code = tracesRun(t, "slo", "--traces", tracesFixture("slo"), "--target", "1")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "target")
+	_, _, code = tracesRun(t, "slo")
+	require.Equal(t, 2, code)
+	_, errOut, code = tracesRun(t, "slo", "--traces", tracesFixture("slo"), "--scores-db", filepath.Join(t.TempDir(), "none.db"))
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--scores-db")
+}
+
+func TestBenchTracesSmall(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := tracesRun(t, "bench", "traces", "--rows", "20000", "--row-group", "5000", "--rounds", "1", "--dir", dir, "--json")
+	require.Equal(t, 0, code, errOut)
+	var res benchTracesResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, int64(20000), res.Rows)
+	require.True(t, res.Generated)
+	require.Greater(t, res.ReduceRowsPerSec, 0.0)
+	require.Greater(t, res.ScanRowsPerSec, 0.0)
+	require.Greater(t, res.Runs, int64(0))
+	// A second run reuses the segments.
+	out, _, code = tracesRun(t, "bench", "traces", "--rounds", "1", "--dir", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "20000 rows")
+	require.NotContains(t, out, "generated")
+	_ = io.Discard
+}
