@@ -1,8 +1,10 @@
-// Package consumer holds verdryx's inputs. This file reads TokenFuse Parquet
-// call-trace segments (contracts.md section 2) column page by column page,
-// without reconstructing rows: values are copied in batches straight out of
-// decoded pages, and dictionary-encoded strings are mapped to interned ids
-// once per dictionary, not once per row.
+// Package consumer holds verdryx's inputs: JetStream consumers, the NDJSON
+// tailer and the TokenFuse Parquet segment reader.
+//
+// The segment reader (contracts.md section 2) works column page by column
+// page, without reconstructing rows: values are copied in batches straight
+// out of decoded pages, and dictionary-encoded strings are mapped to
+// interned ids once per dictionary, not once per row.
 package consumer
 
 import (

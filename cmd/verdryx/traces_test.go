@@ -5,15 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/store"
 )
 
 func tracesRun(t *testing.T, args ...string) (string, string, int) {
@@ -186,4 +190,57 @@ func TestBenchTracesSmall(t *testing.T) {
 	require.Contains(t, out, "20000 rows")
 	require.NotContains(t, out, "generated")
 	_ = io.Discard
+}
+
+func TestSLOScoresDB(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "quality.db")
+	st, err := store.Open(ctx, db, store.Options{})
+	require.NoError(t, err)
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var scores []grading.Score
+	for i := range 30 {
+		v := 1.0
+		if i%3 == 0 {
+			v = 0.5 // 10 of 30 below the 0.8 floor
+		}
+		scores = append(scores, grading.Score{CaseID: fmt.Sprintf("case-%02d", i), Grader: "exact", Value: v})
+	}
+	require.NoError(t, st.SaveRun(ctx, grading.Run{ID: "eval-1", EvalSetID: "set", Model: "stub",
+		AgentID: "agent://acme.example/support/good", StartedAt: t0, FinishedAt: t0.Add(time.Minute), Scores: scores}))
+	require.NoError(t, st.Close())
+
+	out, errOut, code := tracesRun(t, "slo", "--traces", tracesFixture("slo"), "--scores-db", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Subjects []struct {
+			Subject    string `json:"subject"`
+			Indicators []struct {
+				SLI      string   `json:"sli"`
+				Measured bool     `json:"measured"`
+				Events   int64    `json:"events"`
+				Good     int64    `json:"good"`
+				Observed *float64 `json:"observed"`
+			} `json:"indicators"`
+		} `json:"subjects"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	found := false
+	for _, s := range rep.Subjects {
+		for _, ind := range s.Indicators {
+			if ind.SLI != "quality_floor" {
+				continue
+			}
+			switch s.Subject {
+			case "agent://acme.example/support/good", "fleet":
+				require.True(t, ind.Measured, s.Subject)
+				require.Equal(t, int64(30), ind.Events)
+				require.Equal(t, int64(20), ind.Good)
+				found = true
+			default:
+				require.False(t, ind.Measured, s.Subject)
+			}
+		}
+	}
+	require.True(t, found)
 }
