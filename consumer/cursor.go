@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/verdryx/verdryx/outcome"
 )
@@ -38,6 +37,8 @@ type cursor struct {
 
 	dict    parquet.Dictionary
 	dictMap []int32 // dictionary index -> symbol id
+	i64buf  []int64 // values of a dictionary-encoded INT64 page
+	i32buf  []int32 // values of a dictionary-encoded INT32 page
 }
 
 func (c *cursor) open(p parquet.Pages) {
@@ -108,22 +109,51 @@ func (c *cursor) next() error {
 	}
 	data := p.Data()
 	have := 0
-	switch c.kind {
-	case parquet.Int64:
-		c.i64 = data.Int64()
-		have = len(c.i64)
-	case parquet.Int32:
-		c.i32 = data.Int32()
-		have = len(c.i32)
-	case parquet.ByteArray:
-		if d := p.Dictionary(); d != nil && data.Kind() != encoding.ByteArray {
+	dict := p.Dictionary()
+	if dict != nil {
+		// A dictionary-encoded page (arrow-rs encodes every column so by
+		// default, integers included): Data holds indexes.
+		idx := data.Int32()
+		have = len(idx)
+		switch c.kind {
+		case parquet.ByteArray:
+			c.i32 = idx
+			c.byDic = true
+			if dict != c.dict {
+				c.mapDictionary(dict)
+			}
+		case parquet.Int64:
+			dv := dict.Page().Data()
+			vals := dv.Int64()
+			c.i64buf = c.i64buf[:0]
+			for _, ix := range idx {
+				if uint32(ix) >= uint32(len(vals)) {
+					return fmt.Errorf("dictionary index %d out of range [0,%d)", ix, len(vals))
+				}
+				c.i64buf = append(c.i64buf, vals[ix])
+			}
+			c.i64 = c.i64buf
+		case parquet.Int32:
+			dv := dict.Page().Data()
+			vals := dv.Int32()
+			c.i32buf = c.i32buf[:0]
+			for _, ix := range idx {
+				if uint32(ix) >= uint32(len(vals)) {
+					return fmt.Errorf("dictionary index %d out of range [0,%d)", ix, len(vals))
+				}
+				c.i32buf = append(c.i32buf, vals[ix])
+			}
+			c.i32 = c.i32buf
+		}
+	} else {
+		switch c.kind {
+		case parquet.Int64:
+			c.i64 = data.Int64()
+			have = len(c.i64)
+		case parquet.Int32:
 			c.i32 = data.Int32()
 			have = len(c.i32)
-			c.byDic = true
-			if d != c.dict {
-				c.mapDictionary(d)
-			}
-		} else {
+		case parquet.ByteArray:
 			c.data, c.offs = data.ByteArray()
 			have = len(c.offs) - 1
 			c.byDic = false

@@ -321,3 +321,45 @@ func TestSegmentCorruptionSweep(t *testing.T) {
 	}
 	require.Positive(t, bad)
 }
+
+// segAllDict dictionary-encodes every column, integers included, as
+// arrow-rs writers do by default.
+type segAllDict struct {
+	TSMillis     int64   `parquet:"ts_millis,dict"`
+	RunID        string  `parquet:"run_id,dict"`
+	Model        string  `parquet:"model,dict"`
+	Decision     string  `parquet:"decision,dict"`
+	InputTokens  uint64  `parquet:"input_tokens,dict"`
+	OutputTokens uint64  `parquet:"output_tokens,dict"`
+	CostMicroUSD int64   `parquet:"cost_microusd,dict"`
+	Step         uint32  `parquet:"step,dict"`
+	Outcome      string  `parquet:"outcome,dict"`
+	ToolCalls    *uint32 `parquet:"tool_calls,optional,dict"`
+}
+
+func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
+	dir := t.TempDir()
+	var rows []segAllDict
+	var want []outcome.Call
+	for i := range 500 {
+		run := []string{"d1", "d2"}[i%2]
+		row := segAllDict{TSMillis: int64(1000 + i%7), RunID: run, Model: "m", Decision: "allow",
+			InputTokens: uint64(i % 5), OutputTokens: 3, CostMicroUSD: int64(10 + i%3), Step: uint32(i / 2)}
+		if i%4 == 1 {
+			v := uint32(i % 3)
+			row.ToolCalls = &v
+		}
+		if i >= 498 {
+			row.Outcome = map[string]string{"d1": "case_resolved", "d2": "abandoned"}[run]
+		}
+		rows = append(rows, row)
+		want = append(want, outcome.Call{TSMillis: row.TSMillis, RunID: run, HasRunID: true, Model: "m", Decision: "allow",
+			InputTokens: row.InputTokens, OutputTokens: 3, CostMicroUSD: row.CostMicroUSD, Step: row.Step, HasStep: true,
+			Outcome: row.Outcome, ToolCalls: row.ToolCalls})
+	}
+	path := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
+	segWriteRows(t, path, rows, parquet.PageBufferSize(256), parquet.MaxRowsPerRowGroup(150))
+	var have []outcome.Call
+	require.NoError(t, ReadSegment(path, func(c outcome.Call) error { have = append(have, c); return nil }))
+	require.Equal(t, want, have)
+}
