@@ -1,0 +1,49 @@
+package tracegen
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestGenerateFleetDeterministic(t *testing.T) {
+	opts := DefaultFleetOptions()
+	opts.Rows = 30_000
+	opts.SegmentRows = 12_000
+	opts.RowGroupRows = 5_000
+	opts.Concurrent = 50
+	a, b := t.TempDir(), t.TempDir()
+	sa, err := GenerateFleet(a, opts)
+	require.NoError(t, err)
+	sb, err := GenerateFleet(b, opts)
+	require.NoError(t, err)
+	require.Equal(t, sa, sb)
+	require.Equal(t, int64(30_000), sa.Rows)
+	require.Equal(t, 3, sa.Segments)
+	require.Positive(t, sa.Runs)
+	entries, err := os.ReadDir(a)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	for _, e := range entries {
+		x, err := os.ReadFile(filepath.Join(a, e.Name()))
+		require.NoError(t, err)
+		y, err := os.ReadFile(filepath.Join(b, e.Name()))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(x, y), e.Name())
+	}
+	opts.Seed++
+	c := t.TempDir()
+	sc, err := GenerateFleet(c, opts)
+	require.NoError(t, err)
+	require.Equal(t, sa.Rows, sc.Rows)
+
+	_, err = GenerateFleet(t.TempDir(), FleetOptions{})
+	require.Error(t, err)
+}
+
+func TestSegmentName(t *testing.T) {
+	require.Equal(t, "calls-1a2b-ff-00000012.parquet", SegmentName(0x1a2b, 0xff, 12))
+}
