@@ -70,6 +70,9 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	if err != nil {
 		return consumer.DirStats{}, inputError(err)
 	}
+	if len(segs) == 0 {
+		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
+	}
 	opts := consumer.DirOptions{Strict: strict}
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64

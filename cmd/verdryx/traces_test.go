@@ -120,8 +120,12 @@ func TestCostPerCorrectUsageAndBadSegments(t *testing.T) {
 	require.Contains(t, errOut, "decision")
 	_, _, code = tracesRun(t, "cost-per-correct", "--traces", filepath.Join(t.TempDir(), "absent"))
 	require.Equal(t, 2, code)
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", t.TempDir())
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "no TokenFuse segments")
+	require.Contains(t, out, "calls read: 0")
 
-	out, errOut, code := tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"))
+	out, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"))
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "skipped segment calls-9-20-00000002.parquet: row group 1: column ts_millis")
 	require.Contains(t, out, "1 skipped as bad")
