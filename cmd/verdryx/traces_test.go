@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,7 +192,6 @@ func TestBenchTracesSmall(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "20000 rows")
 	require.NotContains(t, out, "generated")
-	_ = io.Discard
 }
 
 func TestSLOScoresDB(t *testing.T) {
