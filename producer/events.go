@@ -26,8 +26,8 @@ var _ Sink = (*envelope.Writer)(nil)
 // chain never forks however many workers run. On start the chain resumes
 // from the last message stored on that subject.
 //
-// Publishing carries Nats-Msg-Id = the event's hash, so a retried publish is
-// not stored twice. NATSChain is safe for concurrent use; publishes are
+// Publishing carries Nats-Msg-Id = <subject>:<chain position>, so a retried
+// publish is not stored twice. NATSChain is safe for concurrent use; publishes are
 // serialized because each depends on the previous hash.
 type NATSChain struct {
 	js      jetstream.JetStream
@@ -36,6 +36,7 @@ type NATSChain struct {
 
 	mu        sync.Mutex
 	head      string
+	position  uint64 // messages on the subject: the next event's chain position
 	published int64
 	skipped   int64
 }
@@ -51,6 +52,11 @@ func NewNATSChain(ctx context.Context, js jetstream.JetStream, stream, subject s
 	if err != nil {
 		return nil, fmt.Errorf("events stream %s: %w", stream, err)
 	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return nil, fmt.Errorf("resume chain on %s: %w", subject, err)
+	}
+	c.position = info.State.Subjects[subject]
 	last, err := s.GetLastMsgForSubject(ctx, subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -83,11 +89,17 @@ func (c *NATSChain) Append(ev envelope.Event) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(hash)); err != nil {
+	// The message id is the chain position: a retried publish of the same
+	// position is dropped by JetStream, while two equal events at different
+	// positions (equal lines, when the previous events were equal too) are
+	// both kept.
+	id := fmt.Sprintf("%s:%d", c.subject, c.position)
+	if _, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(id)); err != nil {
 		return false, fmt.Errorf("publish %s event to %s: %w", ev.Type, c.subject, err)
 	}
 	c.head = hash
 	c.published++
+	c.position++
 	return true, nil
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/run"
+	oklogrun "github.com/oklog/run"
 	"github.com/schollz/progressbar/v3"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
@@ -261,9 +261,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	var g run.Group
+	var g oklogrun.Group
 	// Signals: a clean exit on SIGINT/SIGTERM.
-	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	g.Add(oklogrun.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 
 	// Consumers. Each stops fetching, finishes its in-flight batch and
 	// acks it before returning; they must stop before the connection
@@ -367,7 +367,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logger.Warn("nats drain timed out")
 		}
 	}
-	var sigErr run.SignalError
+	var sigErr oklogrun.SignalError
 	if err != nil && !errors.As(err, &sigErr) && !errors.Is(err, errDrained) {
 		return err
 	}

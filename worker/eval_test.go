@@ -1,0 +1,210 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/rag"
+)
+
+func testdataRoot(t *testing.T) Roots {
+	t.Helper()
+	abs, err := filepath.Abs("../testdata")
+	require.NoError(t, err)
+	return Roots{abs}
+}
+
+// startEvalWorker runs one eval consumer with its own store and its own
+// chain subject, like one verdryx serve instance.
+func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain, func()) {
+	t.Helper()
+	st := openStore(t, filepath.Join(e.dir, instance+".db"))
+	ctx := testCtx(t, 10*time.Second)
+	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, nil)
+	require.NoError(t, err)
+	h := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Events: chain, Version: "test"}, Roots: testdataRoot(t), NC: e.nc, Log: testLogger(t)}
+	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+	return chain, stop
+}
+
+func (e *env) request(req EvalRequest) EvalReply {
+	e.t.Helper()
+	inbox := nats.NewInbox()
+	sub, err := e.nc.SubscribeSync(inbox)
+	require.NoError(e.t, err)
+	defer sub.Unsubscribe()
+	req.ReplyTo = inbox
+	b, err := json.Marshal(req)
+	require.NoError(e.t, err)
+	_, err = e.js.Publish(testCtx(e.t, 5*time.Second), e.subjects.EvalRequests, b)
+	require.NoError(e.t, err)
+	m, err := sub.NextMsg(30 * time.Second)
+	require.NoError(e.t, err)
+	var rep EvalReply
+	require.NoError(e.t, json.Unmarshal(m.Data, &rep))
+	return rep
+}
+
+func TestEvalRequestReplyRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	startEvalWorker(t, e, "one")
+	rep := e.request(EvalRequest{RequestID: "req-1", EvalSetPath: "grimoire/evalset.json", Model: "stub", AgentID: "agent://acme.example/grimoire-bot"})
+	require.True(t, rep.OK, rep.Error)
+	var res grading.Result
+	require.NoError(t, json.Unmarshal(rep.Result, &res))
+	require.Equal(t, 7, res.Run.Cases)
+	require.Equal(t, 7, res.Run.GradedN)
+	require.NotNil(t, res.Run.MeanScore)
+	require.InDelta(t, 1.0, *res.Run.MeanScore, 1e-9, "all seven golden cases pass through the offline pipeline")
+
+	// The same request id again is answered from the store, not re-run.
+	again := e.request(EvalRequest{RequestID: "req-1", EvalSetPath: "grimoire/evalset.json", Model: "stub"})
+	require.True(t, again.OK)
+	require.True(t, again.Replayed)
+	require.JSONEq(t, string(rep.Result), string(again.Result))
+
+	// A path outside the roots is refused and never read.
+	bad := e.request(EvalRequest{RequestID: "req-2", EvalSetPath: "/etc/passwd"})
+	require.False(t, bad.OK)
+	require.Contains(t, bad.Error, "outside the allowed roots")
+	bad = e.request(EvalRequest{RequestID: "req-3", EvalSetPath: "../../etc/passwd"})
+	require.False(t, bad.OK)
+	bad = e.request(EvalRequest{EvalSetPath: "grimoire/evalset.json"})
+	require.False(t, bad.OK)
+	require.Contains(t, bad.Error, "request_id")
+}
+
+func TestTwoWorkersShareEvalRequestsAndEachChainVerifies(t *testing.T) {
+	e := newEnv(t)
+	chainA, _ := startEvalWorker(t, e, "a")
+	chainB, _ := startEvalWorker(t, e, "b")
+	const n = 6
+	for i := 0; i < n; i++ {
+		rep := e.request(EvalRequest{RequestID: fmt.Sprintf("req-%d", i), EvalSetPath: "grimoire/evalset.json", AgentID: "agent://acme.example/grimoire-bot"})
+		require.True(t, rep.OK, rep.Error)
+	}
+	require.EqualValues(t, n*8, chainA.Len()+chainB.Len(), "one eval_run and seven quality_score events per request")
+
+	stream, err := e.js.Stream(context.Background(), e.subjects.EventsStream)
+	require.NoError(t, err)
+	for _, c := range []*producer.NATSChain{chainA, chainB} {
+		if c.Len() == 0 {
+			continue
+		}
+		doc := readSubject(t, e, stream, c.Subject())
+		rep, err := envelope.Verify(doc)
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%s: %+v", c.Subject(), rep)
+		require.Equal(t, 1, rep.Heads)
+		require.EqualValues(t, c.Len(), rep.Events)
+	}
+}
+
+type ndjson struct{ lines [][]byte }
+
+func (n *ndjson) Read(p []byte) (int, error) {
+	if len(n.lines) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, n.lines[0])
+	n.lines[0] = n.lines[0][k:]
+	if len(n.lines[0]) == 0 {
+		n.lines = n.lines[1:]
+	}
+	return k, nil
+}
+
+// readSubject returns every message stored on subject as NDJSON.
+func readSubject(t *testing.T, e *env, stream jetstream.Stream, subject string) *ndjson {
+	t.Helper()
+	ctx := testCtx(t, 10*time.Second)
+	c, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	require.NoError(t, err)
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	require.NoError(t, err)
+	want := info.State.Subjects[subject]
+	out := &ndjson{}
+	for uint64(len(out.lines)) < want {
+		batch, err := c.Fetch(int(want)-len(out.lines), jetstream.FetchMaxWait(2*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			out.lines = append(out.lines, append(append([]byte{}, m.Data()...), '\n'))
+		}
+		require.NoError(t, batch.Error())
+	}
+	return out
+}
+
+func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	subject := e.subjects.Events + ".x"
+	c1, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
+	require.NoError(t, err)
+	ev := envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r", map[string]any{"cases": 1}, time.Now())
+	for i := 0; i < 3; i++ {
+		_, err := c1.Append(ev)
+		require.NoError(t, err)
+	}
+	c2, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
+	require.NoError(t, err)
+	_, err = c2.Append(ev)
+	require.NoError(t, err)
+	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	require.NoError(t, err)
+	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+	require.Equal(t, 1, rep.Heads, "the restarted chain continues, no second head")
+	require.Equal(t, 3, rep.Chained)
+}
+
+func TestAskRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	pipe, err := rag.NewOffline(context.Background(), "../testdata/grimoire/corpus.json", rag.Options{})
+	require.NoError(t, err)
+	srv := &AskServer{NC: e.nc, Subject: e.subjects.RAGAsk, Asker: pipe}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	checkFor(t, 5*time.Second, 10*time.Millisecond, func() error { return e.nc.Flush() })
+
+	var rep AskReply
+	checkFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		m, err := e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt does moonpetal need for silver sleep vapor?"}`), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(m.Data, &rep)
+	})
+	require.Empty(t, rep.Error)
+	require.NotNil(t, rep.Record)
+	require.NotEmpty(t, rep.Record.Answer)
+	m, err := e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":""}`), 5*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(m.Data, &rep))
+	require.Contains(t, rep.Error, "question")
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
