@@ -164,9 +164,23 @@ func (p *Puller) Run(ctx context.Context) error {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
+			// Drain delivers what is already buffered client-side through
+			// the callback, which may block on buf: keep reading buf until
+			// the drain completes, then finish what was delivered.
 			cc.Drain()
-			<-cc.Closed()
-			// Finish what was delivered before the drain completed.
+			for {
+				select {
+				case m := <-buf:
+					batch = append(batch, m)
+					if len(batch) == p.opts.Batch {
+						p.handle(work, batch)
+						batch = batch[:0]
+					}
+					continue
+				case <-cc.Closed():
+				}
+				break
+			}
 			for {
 				select {
 				case m := <-buf:
