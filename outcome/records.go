@@ -15,10 +15,10 @@ import (
 	"strings"
 )
 
-// record is one NDJSON/CSV outcome record: either a per-call record with the
-// Parquet column names, or a flat {outcome, cost_usd} record. Pointers tell
-// an absent key from a zero.
-type record struct {
+// CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
+// per-call record with the Parquet column names, or a flat {outcome,
+// cost_usd} record. Pointers tell an absent key from a zero.
+type CallRecord struct {
 	TSMillis      *int64   `json:"ts_millis"`
 	RunID         *string  `json:"run_id"`
 	Model         *string  `json:"model"`
@@ -47,7 +47,7 @@ func deref[T any](p *T) T {
 }
 
 // fold adds rec to r, as a flat record or as a call.
-func (rec *record) fold(r *Reducer) error {
+func (rec *CallRecord) fold(r *Reducer) error {
 	if rec.CostUSD != nil && rec.CostMicroUSD == nil {
 		v := *rec.CostUSD
 		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 9e12 {
@@ -59,7 +59,15 @@ func (rec *record) fold(r *Reducer) error {
 	if rec.RunID == nil && rec.Outcome == nil && rec.CostMicroUSD == nil {
 		return errors.New("not an outcome record: needs run_id, outcome, cost_microusd or cost_usd")
 	}
-	r.Add(Call{
+	r.Add(rec.Call())
+	return nil
+}
+
+// Call converts a per-call record: absent strings and numbers are ""/0, a
+// missing run_id makes it an independent call, a missing step falls back to
+// encounter order.
+func (rec *CallRecord) Call() Call {
+	return Call{
 		TSMillis:      deref(rec.TSMillis),
 		RunID:         deref(rec.RunID),
 		HasRunID:      rec.RunID != nil,
@@ -78,8 +86,24 @@ func (rec *record) fold(r *Reducer) error {
 		KeyID:         deref(rec.KeyID),
 		Unit:          deref(rec.Unit),
 		ToolCalls:     rec.ToolCalls,
-	})
-	return nil
+	}
+}
+
+// RecordOf returns the record form of a call, the inverse of Call.
+func RecordOf(c Call) CallRecord {
+	r := CallRecord{
+		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
+		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
+		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
+		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
+	}
+	if c.HasRunID {
+		r.RunID = &c.RunID
+	}
+	if c.HasStep {
+		r.Step = &c.Step
+	}
+	return r
 }
 
 // ReadRecordsFile folds the outcome records of path into r: NDJSON
@@ -114,7 +138,7 @@ func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 		if len(b) == 0 {
 			continue
 		}
-		var rec record
+		var rec CallRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
@@ -163,7 +187,7 @@ func ReadCSV(src io.Reader, name string, r *Reducer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		var rec record
+		var rec CallRecord
 		for i, cell := range row {
 			if i >= len(cols) {
 				break
@@ -182,7 +206,7 @@ func ReadCSV(src io.Reader, name string, r *Reducer) error {
 	}
 }
 
-func (rec *record) set(col, cell string) error {
+func (rec *CallRecord) set(col, cell string) error {
 	str := func(dst **string) error {
 		if cell != "" {
 			*dst = &cell

@@ -77,13 +77,11 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 		}
 		var ev envelope.Event
-		if err := json.Unmarshal(line, &ev); err == nil {
+		err = json.Unmarshal(line, &ev)
+		if err == nil {
 			err = ev.Validate()
-		} else {
-			f.count("invalid")
-			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 		}
-		if err := ev.Validate(); err != nil {
+		if err != nil {
 			f.count("invalid")
 			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 		}

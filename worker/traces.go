@@ -17,44 +17,14 @@ import (
 	"github.com/verdryx/verdryx/store"
 )
 
-// CallRecord is the JSON shape of one per-call trace message: the Parquet
-// row's columns by name. A record without a run_id member is an
-// independent per-call record; without step, encounter order applies.
+// CallRecord is the JSON shape of one trace message: a per-call record with
+// the Parquet row's columns by name (outcome.CallRecord; without run_id an
+// independent per-call record, without step encounter order applies), or,
+// when Segment is set, a segment reference: a path resolved under the
+// configured roots whose rows are ingested.
 type CallRecord struct {
-	TSMillis      *int64  `json:"ts_millis"`
-	RunID         *string `json:"run_id"`
-	Model         *string `json:"model"`
-	Decision      *string `json:"decision"`
-	InputTokens   *uint64 `json:"input_tokens"`
-	OutputTokens  *uint64 `json:"output_tokens"`
-	CostMicroUSD  *int64  `json:"cost_microusd"`
-	Step          *uint32 `json:"step"`
-	AgentID       *string `json:"agent_id"`
-	SavedMicroUSD *int64  `json:"saved_microusd"`
-	ParentRunID   *string `json:"parent_run_id"`
-	OnBehalfOf    *string `json:"on_behalf_of"`
-	Outcome       *string `json:"outcome"`
-	KeyID         *string `json:"key_id"`
-	Unit          *string `json:"unit"`
-	ToolCalls     *uint32 `json:"tool_calls"`
-
-	// Segment, when set, makes the message a segment reference: a path
-	// (resolved under the configured traces root) whose rows are ingested.
+	outcome.CallRecord
 	Segment string `json:"segment,omitempty"`
-}
-
-func str(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func num[T int64 | uint64 | uint32](p *T) T {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // Call converts the record; decision is required.
@@ -62,31 +32,11 @@ func (r *CallRecord) Call() (outcome.Call, error) {
 	if r.Decision == nil {
 		return outcome.Call{}, fmt.Errorf("field decision: missing")
 	}
-	return outcome.Call{
-		TSMillis: num(r.TSMillis), RunID: str(r.RunID), HasRunID: r.RunID != nil, Model: str(r.Model),
-		Decision: *r.Decision, InputTokens: num(r.InputTokens), OutputTokens: num(r.OutputTokens),
-		CostMicroUSD: num(r.CostMicroUSD), Step: num(r.Step), HasStep: r.Step != nil, AgentID: str(r.AgentID),
-		SavedMicroUSD: num(r.SavedMicroUSD), ParentRunID: str(r.ParentRunID), OnBehalfOf: str(r.OnBehalfOf),
-		Outcome: str(r.Outcome), KeyID: str(r.KeyID), Unit: str(r.Unit), ToolCalls: r.ToolCalls,
-	}, nil
+	return r.CallRecord.Call(), nil
 }
 
 // RecordOf returns the message form of a call.
-func RecordOf(c outcome.Call) CallRecord {
-	r := CallRecord{
-		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
-		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
-		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
-		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
-	}
-	if c.HasRunID {
-		r.RunID = &c.RunID
-	}
-	if c.HasStep {
-		r.Step = &c.Step
-	}
-	return r
-}
+func RecordOf(c outcome.Call) CallRecord { return CallRecord{CallRecord: outcome.RecordOf(c)} }
 
 // TraceHandler ingests trace messages into the store: each batch is one
 // transaction, deduplicated on (run_id, step), else on the message id (the
