@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,6 +20,7 @@ type Msg interface {
 	Metadata() (*jetstream.MsgMetadata, error)
 	Ack() error
 	NakWithDelay(delay time.Duration) error
+	InProgress() error
 	TermWithReason(reason string) error
 }
 
@@ -31,8 +33,10 @@ const (
 	// KindPermanent: the message can never succeed (malformed, invalid,
 	// refused). It is copied to the dead-letter subject and terminated.
 	KindPermanent Kind = iota + 1
-	// KindTransient: it may succeed later (store busy, provider down). It
-	// is nak'ed with backoff until MaxDeliver, then dead-lettered.
+	// KindTransient: it may succeed later (store busy, disk full, provider
+	// down). It is nak'ed with capped exponential backoff and retried until
+	// it succeeds or an operator acts; it is never dead-lettered, so an
+	// outage never turns into loss.
 	KindTransient
 )
 
@@ -102,13 +106,24 @@ type Counters interface {
 
 // PullOptions configures a Puller.
 type PullOptions struct {
-	Name       string        // for logs and metrics, e.g. "traces"
-	Batch      int           // max messages per handler call; default 256
-	MaxDeliver int           // the consumer's MaxDeliver; a transient failure on the last delivery is dead-lettered; default 5
-	NakDelay   time.Duration // base backoff, doubled per delivery; default 500ms
-	Logger     *slog.Logger  // nil discards
-	Counters   Counters      // nil ignores
-	DeadLetter DeadLetterer  // nil: permanent failures are only terminated
+	Name     string        // for logs and metrics, e.g. "traces"
+	Batch    int           // max messages per handler call; default 256
+	NakDelay time.Duration // base backoff of a transient failure, doubled per delivery; default 500ms
+	// MaxBackoff caps the transient backoff; default 30s.
+	MaxBackoff time.Duration
+	// Heartbeat, when > 0, tells JetStream every Heartbeat that the
+	// messages being handled are still in progress (InProgress), so a
+	// consumer can keep a short AckWait (a crashed worker's messages are
+	// redelivered soon) while one message takes longer than that. Use at
+	// most a third of the consumer's AckWait.
+	Heartbeat time.Duration
+	// Healthy, when set, is called with false after a batch with a
+	// transient failure and with true after a batch without one
+	// (readiness follows it).
+	Healthy    func(ok bool)
+	Logger     *slog.Logger // nil discards
+	Counters   Counters     // nil ignores
+	DeadLetter DeadLetterer // nil: permanent failures are only terminated
 }
 
 // Puller consumes one durable JetStream consumer in batches and acks, naks
@@ -118,6 +133,7 @@ type Puller struct {
 	h    BatchHandler
 	opts PullOptions
 	log  *slog.Logger
+	warn *limitedLog
 }
 
 // NewPuller returns a Puller. Don't forget to Run it.
@@ -128,17 +144,18 @@ func NewPuller(cons jetstream.Consumer, h BatchHandler, opts PullOptions) (*Pull
 	if opts.Batch <= 0 {
 		opts.Batch = 256
 	}
-	if opts.MaxDeliver <= 0 {
-		opts.MaxDeliver = 5
-	}
 	if opts.NakDelay <= 0 {
 		opts.NakDelay = 500 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Puller{cons: cons, h: h, opts: opts, log: logger.With("component", "consumer", "consumer", opts.Name)}, nil
+	log := logger.With("component", "consumer", "consumer", opts.Name)
+	return &Puller{cons: cons, h: h, opts: opts, log: log, warn: newLimitedLog(log, 10*time.Second)}, nil
 }
 
 // Run consumes until ctx is canceled, then stops fetching, finishes the
@@ -215,8 +232,9 @@ func (p *Puller) Run(ctx context.Context) error {
 func (p *Puller) handle(ctx context.Context, batch []Msg) {
 	name := p.opts.Name
 	p.count(func(c Counters) { c.Received(name, len(batch)) })
-	errs := p.safeHandle(ctx, batch)
+	errs := p.handleWithHeartbeat(ctx, batch)
 	var acked, naked, termed, dead int
+	transient := false
 	for i, m := range batch {
 		var err error
 		if i < len(errs) {
@@ -224,28 +242,28 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 		}
 		if err == nil {
 			if aerr := m.Ack(); aerr != nil {
-				p.log.Warn("ack", "err", aerr)
+				// The effect is committed; a lost ack means a redelivery,
+				// which the handler deduplicates.
+				p.warn.Warn("ack", "err", aerr)
 			}
 			acked++
 			continue
 		}
-		delivered := uint64(1)
-		if md, merr := m.Metadata(); merr == nil {
-			delivered = md.NumDelivered
-		}
-		if kindOf(err) == KindTransient && delivered < uint64(p.opts.MaxDeliver) {
-			delay := p.opts.NakDelay << min(delivered-1, 6)
-			p.log.Warn("transient failure, nak", "delivered", delivered, "delay", delay, "err", err)
+		if kindOf(err) == KindTransient {
+			transient = true
+			delivered := uint64(1)
+			if md, merr := m.Metadata(); merr == nil {
+				delivered = md.NumDelivered
+			}
+			delay := min(p.opts.NakDelay<<min(delivered-1, 16), p.opts.MaxBackoff)
+			p.warn.Warn("transient failure, will retry", "delay", delay, "err", err)
 			if nerr := m.NakWithDelay(delay); nerr != nil {
-				p.log.Warn("nak", "err", nerr)
+				p.warn.Warn("nak", "err", nerr)
 			}
 			naked++
 			continue
 		}
 		reason := err.Error()
-		if kindOf(err) == KindTransient {
-			reason = fmt.Sprintf("gave up after %d deliveries: %s", delivered, reason)
-		}
 		if len(reason) > 512 {
 			reason = reason[:512]
 		}
@@ -253,7 +271,7 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 		if p.opts.DeadLetter != nil {
 			if derr := p.opts.DeadLetter.DeadLetter(ctx, m, reason); derr != nil {
 				// Not copied: leave it for redelivery rather than lose it.
-				p.log.Error("dead-letter publish", "err", derr)
+				p.warn.Warn("dead-letter publish", "err", derr)
 				_ = m.NakWithDelay(p.opts.NakDelay)
 				naked++
 				continue
@@ -261,9 +279,12 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 			dead++
 		}
 		if terr := m.TermWithReason(reason); terr != nil {
-			p.log.Warn("term", "err", terr)
+			p.warn.Warn("term", "err", terr)
 		}
 		termed++
+	}
+	if p.opts.Healthy != nil {
+		p.opts.Healthy(!transient)
 	}
 	p.count(func(c Counters) {
 		c.Acked(name, acked)
@@ -273,19 +294,70 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 	})
 }
 
-// safeHandle turns a handler panic into a transient error for the batch, so
-// nothing malformed can crash the worker.
-func (p *Puller) safeHandle(ctx context.Context, batch []Msg) (errs []error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("handler panic", "panic", r)
-			errs = make([]error, len(batch))
-			for i := range errs {
-				errs[i] = Transient("handler panic", fmt.Errorf("%v", r))
+// handleWithHeartbeat runs the handler, telling JetStream the batch is in
+// progress every Heartbeat until it returns.
+func (p *Puller) handleWithHeartbeat(ctx context.Context, batch []Msg) []error {
+	if p.opts.Heartbeat <= 0 {
+		return p.safeHandle(ctx, batch)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(p.opts.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, m := range batch {
+					if err := m.InProgress(); err != nil {
+						p.warn.Warn("in-progress", "err", err)
+					}
+				}
 			}
 		}
 	}()
-	return p.h.HandleBatch(ctx, batch)
+	defer func() { close(done); wg.Wait() }()
+	return p.safeHandle(ctx, batch)
+}
+
+// safeHandle contains a handler panic. A panicking batch of several
+// messages is handled again one message at a time, so only the message
+// that panics alone is terminated (permanently: it would panic on every
+// delivery) and the others are not held back.
+func (p *Puller) safeHandle(ctx context.Context, batch []Msg) []error {
+	errs, panicked := p.callHandler(ctx, batch)
+	if panicked == nil {
+		return errs
+	}
+	p.log.Error("handler panic", "panic", panicked, "batch", len(batch))
+	errs = make([]error, len(batch))
+	if len(batch) == 1 {
+		errs[0] = Permanent("handler panic", fmt.Errorf("%v", panicked))
+		return errs
+	}
+	for i := range batch {
+		one, perr := p.callHandler(ctx, batch[i:i+1])
+		switch {
+		case perr != nil:
+			errs[i] = Permanent("handler panic", fmt.Errorf("%v", perr))
+		case len(one) > 0:
+			errs[i] = one[0]
+		}
+	}
+	return errs
+}
+
+func (p *Puller) callHandler(ctx context.Context, batch []Msg) (errs []error, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	return p.h.HandleBatch(ctx, batch), nil
 }
 
 func (p *Puller) count(f func(Counters)) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/verdryx/verdryx/envelope"
@@ -20,10 +21,12 @@ type Store interface {
 	RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]Run, error)
 }
 
-// EventSink takes envelopes (envelope.Writer implements it). Append
-// returns false with a nil error for an event it skipped (no agent id).
+// EventSink takes envelopes (producer.File and producer.NATSChain
+// implement it). Append returns false with a nil error for an event it
+// skipped (no agent id). It may block until the event is durable or ctx
+// is done.
 type EventSink interface {
-	Append(ev envelope.Event) (bool, error)
+	Append(ctx context.Context, ev envelope.Event) (bool, error)
 }
 
 // SpanSink records one finished span per eval run and drift check
@@ -120,13 +123,21 @@ type Result struct {
 // set, unknown model, unknown baseline, changed set): do not retry it.
 var ErrBadRequest = errors.New("grading: bad eval request")
 
-// Execute runs one eval request end to end: load and validate the set,
-// grade it, save the run, optionally check drift against a baseline, emit
-// eval_run / quality_score (and quality_drift when regressed) envelopes
-// and record spans. Event and span failures do not fail the request: they
-// are listed in Result.Problems (the run is already saved). Errors that
-// the request itself caused wrap ErrBadRequest.
-func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
+// Plan is a validated eval request, ready to grade: every check that can
+// refuse the request as sent (the eval set, the model, the baseline) has
+// passed, and nothing has been stored or emitted.
+type Plan struct {
+	deps   Deps
+	req    Request
+	set    *EvalSet
+	runner *Runner
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// Prepare validates req and builds what grading it needs. Request mistakes
+// wrap ErrBadRequest; nothing is stored.
+func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -137,7 +148,7 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 	}
 	set, err := loadRequestSet(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	modelID := req.Model
 	if modelID == "" {
@@ -153,7 +164,15 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 		err = fmt.Errorf("unknown model %q (only stub is configured)", modelID)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if req.BaselineID != "" {
+		if deps.Store == nil {
+			return nil, fmt.Errorf("%w: drift against %s needs a store", ErrBadRequest, req.BaselineID)
+		}
+		if _, err := deps.Store.Baseline(ctx, req.BaselineID); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
 	}
 	judge := deps.Judge
 	if judge == nil {
@@ -168,73 +187,143 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 		}
 		asker, err := build(ctx, set.resolve(set.Corpus), model)
 		if err != nil {
-			return Result{}, fmt.Errorf("rag pipeline for %s: %w", set.Corpus, err)
+			return nil, fmt.Errorf("rag pipeline for %s: %w", set.Corpus, err)
 		}
 		runner.RAG = asker
 	}
-	run, err := runner.Run(ctx, set, req.AgentID)
+	return &Plan{deps: deps, req: req, set: set, runner: runner, logger: logger, now: now}, nil
+}
+
+// Grade grades the set and, when the request names a baseline, checks
+// drift over the window that ends with the new run. runID, when not empty,
+// is the run's id (a request recorded before grading keeps the id it was
+// recorded with); otherwise a new one is made. Grade stores and emits
+// nothing: the caller commits the run (Deps.Store.SaveRun, or with the
+// request in one transaction) and then emits Events.
+func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
+	run, err := p.runner.Run(ctx, p.set, p.req.AgentID)
 	if err != nil {
 		return Result{}, err
 	}
-	run.RequestID = req.RequestID
+	if runID != "" {
+		run.ID = runID
+	}
+	run.RequestID = p.req.RequestID
 	res := Result{Run: Summarize(run)}
-	if deps.Store != nil {
-		if err := deps.Store.SaveRun(ctx, run); err != nil {
-			return res, fmt.Errorf("eval %s: %w", set.ID, err)
-		}
-		res.Saved = true
-	}
-	emit := func(ev envelope.Event) {
-		if deps.Events == nil {
-			return
-		}
-		ok, err := deps.Events.Append(ev)
-		switch {
-		case err != nil:
-			res.Problems = append(res.Problems, fmt.Sprintf("event %s: %v", ev.Type, err))
-			logger.Warn("event not written", "type", ev.Type, "err", err)
-		case ok:
-			res.EventsWritten++
-		default:
-			res.EventsSkipped++
-		}
-	}
-	for _, sc := range run.Scores {
-		if sc.Graded() {
-			emit(envelope.New("quality_score", run.AgentID, run.ID, QualityScoreData(sc), run.FinishedAt))
-		}
-	}
-	runData := EvalRunData(res.Run)
-	emit(envelope.New("eval_run", run.AgentID, run.ID, runData, run.FinishedAt))
-	if deps.Spans != nil {
-		deps.Spans.Span(ctx, "verdryx.eval", run.ID, run.AgentID, run.StartedAt, run.FinishedAt, runData)
-	}
-
-	if req.BaselineID == "" {
+	if p.req.BaselineID == "" {
 		return res, nil
 	}
-	if deps.Store == nil {
-		return res, fmt.Errorf("%w: drift against %s needs a store", ErrBadRequest, req.BaselineID)
-	}
-	window := req.Window
+	window := p.req.Window
 	if window <= 0 {
 		window = 1
 	}
-	driftStart := now()
-	rep, err := CheckDrift(ctx, deps.Store, DriftRequest{
-		BaselineID: req.BaselineID, Window: window, Threshold: req.Threshold,
-		AllowChangedSet: req.AllowChangedSet, Seed: req.Seed,
+	rep, err := CheckDrift(ctx, withRun{p.deps.Store, run}, DriftRequest{
+		BaselineID: p.req.BaselineID, Window: window, Threshold: p.req.Threshold,
+		AllowChangedSet: p.req.AllowChangedSet, Seed: p.req.Seed,
 	})
 	if err != nil {
 		return res, err
 	}
 	res.Drift = &rep
-	for _, ev := range DriftEvents(rep, req.AgentID, now()) {
-		emit(ev)
+	return res, nil
+}
+
+// withRun is a store that also holds one run not yet committed: the newest
+// run, so a drift window includes it before it is saved.
+type withRun struct {
+	Store
+	run Run
+}
+
+func (w withRun) Run(ctx context.Context, id string) (Run, error) {
+	if id == w.run.ID {
+		return w.run, nil
 	}
-	if deps.Spans != nil {
-		deps.Spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, req.AgentID, driftStart, now(), DriftData(rep))
+	return w.Store.Run(ctx, id)
+}
+
+func (w withRun) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]Run, error) {
+	stored, err := w.Store.RecentRuns(ctx, evalSetID, model, n, append(exclude, w.run.ID)...)
+	if err != nil || w.run.EvalSetID != evalSetID || w.run.Model != model || slices.Contains(exclude, w.run.ID) {
+		return stored, err
 	}
+	out := append([]Run{w.run}, stored...)
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// Events returns the envelopes a graded result emits, in order: one
+// quality_score per graded case, the eval_run, and a quality_drift when
+// the drift verdict is regressed. They are a pure function of the result
+// (timestamps are the run's finish time), so a result emitted again after a
+// crash yields the same events, which sinks drop as already stored.
+func Events(res Result) []envelope.Event {
+	run := res.Run.Run
+	var evs []envelope.Event
+	for _, sc := range run.Scores {
+		if sc.Graded() {
+			evs = append(evs, envelope.New("quality_score", run.AgentID, run.ID, QualityScoreData(sc), run.FinishedAt))
+		}
+	}
+	evs = append(evs, envelope.New("eval_run", run.AgentID, run.ID, EvalRunData(res.Run), run.FinishedAt))
+	if res.Drift != nil {
+		evs = append(evs, DriftEvents(*res.Drift, run.AgentID, run.FinishedAt)...)
+	}
+	return evs
+}
+
+// Spans records the result's spans: the eval run, and the drift check when
+// there was one. It does not block on the network.
+func Spans(ctx context.Context, sink SpanSink, res Result, driftStart, driftEnd time.Time) {
+	if sink == nil {
+		return
+	}
+	run := res.Run
+	sink.Span(ctx, "verdryx.eval", run.ID, run.AgentID, run.StartedAt, run.FinishedAt, EvalRunData(run))
+	if res.Drift != nil {
+		sink.Span(ctx, "verdryx.drift", res.Drift.BaselineRunID, run.AgentID, driftStart, driftEnd, DriftData(*res.Drift))
+	}
+}
+
+// Execute runs one eval request end to end: Prepare, Grade, save the run,
+// then emit its Events and record its Spans. Event and span failures do
+// not fail the request: they are listed in Result.Problems (the run is
+// already saved). Errors that the request itself caused wrap
+// ErrBadRequest. The worker runs the same steps itself, committing the run
+// with the request and emitting events exactly once across crashes.
+func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
+	plan, err := Prepare(ctx, deps, req)
+	if err != nil {
+		return Result{}, err
+	}
+	gradeEnd := plan.now()
+	res, err := plan.Grade(ctx, "")
+	if err != nil {
+		return res, err
+	}
+	if deps.Store != nil {
+		if err := deps.Store.SaveRun(ctx, res.Run.Run); err != nil {
+			return res, fmt.Errorf("eval %s: %w", plan.set.ID, err)
+		}
+		res.Saved = true
+	}
+	if deps.Events != nil {
+		for _, ev := range Events(res) {
+			ok, err := deps.Events.Append(ctx, ev)
+			switch {
+			case err != nil:
+				res.Problems = append(res.Problems, fmt.Sprintf("event %s: %v", ev.Type, err))
+				plan.logger.Warn("event not written", "type", ev.Type, "err", err)
+			case ok:
+				res.EventsWritten++
+			default:
+				res.EventsSkipped++
+			}
+		}
+	}
+	Spans(ctx, deps.Spans, res, gradeEnd, plan.now())
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/store"
 )
@@ -66,7 +67,7 @@ func TestExecuteSavesEmitsAndChecksDrift(t *testing.T) {
 		{"id":"a","prompt":"yes","expected":"yes"},
 		{"id":"b","prompt":"no","expected":"yes"},
 		{"id":"c","prompt":"case_resolved","grader":"outcome_tag"}]}`)
-	deps := grading.Deps{Store: st, Events: w, Spans: spans, Version: "test"}
+	deps := grading.Deps{Store: st, Events: producer.File{W: w}, Spans: spans, Version: "test"}
 
 	first, err := grading.Execute(ctx, deps, grading.Request{RequestID: "req-1", EvalSet: set, AgentID: agent})
 	require.NoError(t, err)
@@ -122,7 +123,7 @@ func TestExecuteWithoutAgentSkipsEvents(t *testing.T) {
 	w, err := envelope.OpenWriter(evPath, envelope.WriterOptions{})
 	require.NoError(t, err)
 	defer w.Close()
-	res, err := grading.Execute(context.Background(), grading.Deps{Events: w},
+	res, err := grading.Execute(context.Background(), grading.Deps{Events: producer.File{W: w}},
 		grading.Request{EvalSet: json.RawMessage(`{"id":"s","cases":[{"id":"a","prompt":"x","expected":"x"}]}`)})
 	require.NoError(t, err)
 	assert.False(t, res.Saved, "no store, nothing saved")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,33 +13,48 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 )
 
-// Sink receives agent-event envelopes (envelope.Writer implements it).
-// Append returns false with a nil error for an event it skipped because it
-// has no agent_id.
+// Sink receives agent-event envelopes. Append returns false with a nil
+// error for an event it skipped because it has no agent_id. It blocks until
+// the event is durable (or ctx is done) and is safe for concurrent use.
 type Sink interface {
-	Append(ev envelope.Event) (bool, error)
+	Append(ctx context.Context, ev envelope.Event) (bool, error)
 }
 
-var _ Sink = (*envelope.Writer)(nil)
+// File adapts a chained NDJSON file writer to Sink.
+type File struct{ W *envelope.Writer }
+
+// Append implements Sink; the file write does not observe ctx.
+func (f File) Append(_ context.Context, ev envelope.Event) (bool, error) { return f.W.Append(ev) }
+
+var _ Sink = File{}
 
 // NATSChain publishes envelopes to one subject as one prev_hash chain. Each
-// worker instance owns its own subject (<events subject>.<instance>), so a
-// chain never forks however many workers run. On start the chain resumes
-// from the last message stored on that subject.
+// worker instance owns its own subject (<events subject>.<instance>; a lease
+// keeps two live workers from sharing an instance), so a chain never forks
+// however many workers run. On start the chain resumes from the last
+// message stored on that subject.
 //
-// Publishing carries Nats-Msg-Id = <subject>:<chain position>, so a retried
-// publish is not stored twice. NATSChain is safe for concurrent use; publishes are
-// serialized because each depends on the previous hash.
+// Each publish carries Nats-Msg-Id = <subject>:<hash of the event without
+// its prev_hash>: an id derived from what the event reports, so an event
+// emitted again (a request redelivered after a crash, a retried publish) is
+// dropped by JetStream as a duplicate instead of appended twice. When
+// JetStream answers Duplicate, or a publish fails (a lost ack may still
+// have stored it), the chain re-reads the subject's last message before the
+// next append, so the next event always links to what is really stored.
+// NATSChain is safe for concurrent use; publishes are serialized because
+// each depends on the previous hash.
 type NATSChain struct {
 	js      jetstream.JetStream
+	stream  string
 	subject string
 	log     *slog.Logger
 
-	mu        sync.Mutex
-	head      string
-	position  uint64 // messages on the subject: the next event's chain position
-	published int64
-	skipped   int64
+	mu         sync.Mutex
+	head       string
+	stale      bool // head must be re-read from the stream before the next append
+	published  int64
+	duplicates int64
+	skipped    int64
 }
 
 // NewNATSChain resumes the chain of subject from the last message stored in
@@ -47,59 +63,77 @@ func NewNATSChain(ctx context.Context, js jetstream.JetStream, stream, subject s
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &NATSChain{js: js, subject: subject, log: logger.With("component", "events", "subject", subject)}
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return nil, fmt.Errorf("events stream %s: %w", stream, err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return nil, fmt.Errorf("resume chain on %s: %w", subject, err)
-	}
-	c.position = info.State.Subjects[subject]
-	last, err := s.GetLastMsgForSubject(ctx, subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("resume chain on %s: %w", subject, err)
-	default:
-		hash, _, herr := envelope.LineHash(last.Data)
-		if herr != nil {
-			c.log.Warn("last event on subject is malformed, starting a new chain head", "err", herr)
-		} else {
-			c.head = hash
-		}
+	c := &NATSChain{js: js, stream: stream, subject: subject, log: logger.With("component", "events", "subject", subject)}
+	if err := c.resync(ctx); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// Append seals ev onto the chain and publishes it, blocking (at most 10 s)
-// until JetStream acknowledges it. An event without agent_id is skipped and
-// counted. The chain advances only after the acknowledgement.
-func (c *NATSChain) Append(ev envelope.Event) (bool, error) {
+// resync sets the head from the last message stored on the subject.
+func (c *NATSChain) resync(ctx context.Context) error {
+	s, err := c.js.Stream(ctx, c.stream)
+	if err != nil {
+		return fmt.Errorf("events stream %s: %w", c.stream, err)
+	}
+	last, err := s.GetLastMsgForSubject(ctx, c.subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		c.head = ""
+	case err != nil:
+		return fmt.Errorf("resume chain on %s: %w", c.subject, err)
+	default:
+		hash, _, herr := envelope.LineHash(last.Data)
+		if herr != nil {
+			c.log.Warn("last event on subject is malformed, starting a new chain head", "err", herr)
+			c.head = ""
+		} else {
+			c.head = hash
+		}
+	}
+	c.stale = false
+	return nil
+}
+
+// Append seals ev onto the chain and publishes it, blocking (at most 10 s
+// beyond ctx) until JetStream acknowledges it. An event without agent_id is
+// skipped and counted. The chain advances only after the acknowledgement;
+// an event JetStream already holds (Duplicate) is reported as appended,
+// without being stored twice.
+func (c *NATSChain) Append(ctx context.Context, ev envelope.Event) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.AgentID == "" {
 		c.skipped++
 		return false, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if c.stale {
+		if err := c.resync(ctx); err != nil {
+			return false, fmt.Errorf("publish %s event: %w", ev.Type, err)
+		}
+	}
 	line, hash, err := envelope.Seal(ev, c.head)
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	// The message id is the chain position: a retried publish of the same
-	// position is dropped by JetStream, while two equal events at different
-	// positions (equal lines, when the previous events were equal too) are
-	// both kept.
-	id := fmt.Sprintf("%s:%d", c.subject, c.position)
-	if _, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(id)); err != nil {
+	id := c.subject + ":" + strings.TrimPrefix(hash, "sha256:")
+	ack, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(id))
+	if err != nil {
+		// The message may have been stored and only the ack lost.
+		c.stale = true
 		return false, fmt.Errorf("publish %s event to %s: %w", ev.Type, c.subject, err)
+	}
+	if ack.Duplicate {
+		// Already stored (an earlier emission): what follows it on the
+		// subject, if anything, decides the head.
+		c.stale = true
+		c.duplicates++
+		return true, nil
 	}
 	c.head = hash
 	c.published++
-	c.position++
 	return true, nil
 }
 
@@ -113,19 +147,26 @@ func (c *NATSChain) Len() int64 {
 // Subject returns the subject the chain publishes to.
 func (c *NATSChain) Subject() string { return c.subject }
 
+// Duplicates returns how many appends JetStream dropped as already stored.
+func (c *NATSChain) Duplicates() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.duplicates
+}
+
 // Fanout appends to every sink; it reports appended when any sink did and
 // returns the first error after trying all.
 type Fanout []Sink
 
 // Append implements Sink.
-func (f Fanout) Append(ev envelope.Event) (bool, error) {
+func (f Fanout) Append(ctx context.Context, ev envelope.Event) (bool, error) {
 	var any bool
 	var first error
 	for _, s := range f {
 		if s == nil {
 			continue
 		}
-		ok, err := s.Append(ev)
+		ok, err := s.Append(ctx, ev)
 		any = any || ok
 		if err != nil && first == nil {
 			first = err

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -51,23 +53,14 @@ CREATE TABLE eval_requests (
 );
 `
 
-// TraceCall is one call record with the key it is deduplicated on: the
-// run id and step when the call has both, else the segment digest and row,
-// or the message id. Seq is the encounter order (the stream sequence),
-// used when a call has no step.
+// TraceCall is one call record with the key it is deduplicated on (the
+// identity of the call: see worker.RecordKey). Seq is the encounter order
+// (the stream sequence), used when a call has no step and to break ties
+// between calls that share a step.
 type TraceCall struct {
 	Key  string
 	Seq  uint64
 	Call outcome.Call
-}
-
-// CallKey returns the dedupe key of a call that has a run id and a step,
-// and false otherwise.
-func CallKey(c outcome.Call) (string, bool) {
-	if !c.HasRunID || !c.HasStep || c.RunID == "" {
-		return "", false
-	}
-	return fmt.Sprintf("run\x00%s\x00%d", c.RunID, c.Step), true
 }
 
 // Segment marks a fully ingested Parquet segment by its content digest.
@@ -180,26 +173,104 @@ func (s *Store) SegmentDone(ctx context.Context, digest string) (bool, error) {
 	return true, nil
 }
 
-// RequestResult returns the stored result of an eval request, if any.
-func (s *Store) RequestResult(ctx context.Context, requestID string) ([]byte, bool, error) {
-	var res string
-	err := s.db.QueryRowContext(ctx, `SELECT result FROM eval_requests WHERE request_id = ?`, requestID).Scan(&res)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("eval request %s: %w", requestID, err)
-	}
-	return []byte(res), true, nil
+// Eval request states.
+const (
+	RequestRunning = "running" // recorded with its run id; the run is not committed
+	RequestDone    = "done"    // the run and the result are committed
+)
+
+// EvalRequest is the recorded state of an eval request.
+type EvalRequest struct {
+	ID    string
+	RunID string
+	State string
+	// Result is the committed result (state done).
+	Result []byte
+	// Emitted counts the result's events already emitted, in order.
+	Emitted int
 }
 
-// SaveRequestResult records an eval request's result so a redelivery
-// replies with it instead of running again.
-func (s *Store) SaveRequestResult(ctx context.Context, requestID string, result []byte, doneAt string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO eval_requests (request_id, result, done_at) VALUES (?, ?, ?)`,
-		requestID, string(result), doneAt)
+// EvalRequestState returns the recorded state of an eval request, and false
+// when it was never recorded.
+func (s *Store) EvalRequestState(ctx context.Context, requestID string) (EvalRequest, bool, error) {
+	r := EvalRequest{ID: requestID}
+	var res string
+	err := s.db.QueryRowContext(ctx, `SELECT run_id, state, result, emitted FROM eval_requests WHERE request_id = ?`, requestID).
+		Scan(&r.RunID, &r.State, &res, &r.Emitted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return EvalRequest{}, false, nil
+	}
 	if err != nil {
-		return fmt.Errorf("save eval request %s: %w", requestID, err)
+		return EvalRequest{}, false, fmt.Errorf("eval request %s: %w", requestID, err)
+	}
+	if res != "" {
+		r.Result = []byte(res)
+	}
+	return r, true, nil
+}
+
+// ClaimRequest records an eval request with the run id it will be graded
+// under, before grading starts, and returns the recorded state: the new
+// claim, or the one an earlier delivery made (whose run id is then kept,
+// so a request regraded after a crash still produces one run).
+func (s *Store) ClaimRequest(ctx context.Context, requestID, runID string, now time.Time) (EvalRequest, error) {
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO eval_requests (request_id, result, done_at, run_id, state, emitted)
+		VALUES (?, '', ?, ?, ?, 0)`, requestID, formatTime(now), runID, RequestRunning); err != nil {
+		return EvalRequest{}, fmt.Errorf("claim eval request %s: %w", requestID, err)
+	}
+	r, _, err := s.EvalRequestState(ctx, requestID)
+	return r, err
+}
+
+// CommitRequest saves run and the request's result in one transaction and
+// marks the request done: either all of it is stored or none. A request
+// already done is left as it is (ErrAlreadyDone).
+func (s *Store) CommitRequest(ctx context.Context, requestID string, run grading.Run, result []byte, now time.Time) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("commit eval request %s: %w", requestID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, `UPDATE eval_requests SET state = ?, result = ?, done_at = ?, run_id = ?
+		WHERE request_id = ? AND state = ?`, RequestDone, string(result), formatTime(now), run.ID, requestID, RequestRunning)
+	if err != nil {
+		return fmt.Errorf("commit eval request %s: %w", requestID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		err = fmt.Errorf("commit eval request %s: %w", requestID, ErrAlreadyDone)
+		return err
+	}
+	if err = saveRun(ctx, tx, run); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("commit eval request %s: %w", requestID, err)
 	}
 	return nil
+}
+
+// ErrAlreadyDone is returned when committing a request that is not
+// recorded as running (never claimed, or already committed).
+var ErrAlreadyDone = errors.New("store: eval request is not running")
+
+// MarkEmitted records that the first n events of a done request were
+// emitted.
+func (s *Store) MarkEmitted(ctx context.Context, requestID string, n int) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE eval_requests SET emitted = max(emitted, ?) WHERE request_id = ?`, n, requestID); err != nil {
+		return fmt.Errorf("eval request %s: mark %d events emitted: %w", requestID, n, err)
+	}
+	return nil
+}
+
+// RequestResult returns the committed result of an eval request, if any.
+func (s *Store) RequestResult(ctx context.Context, requestID string) ([]byte, bool, error) {
+	r, ok, err := s.EvalRequestState(ctx, requestID)
+	if err != nil || !ok || r.State != RequestDone {
+		return nil, false, err
+	}
+	return r.Result, true, nil
 }

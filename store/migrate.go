@@ -63,5 +63,15 @@ CREATE TABLE baselines (
 		// 2: the worker's trace-call state, ingested segments and eval
 		// request results (store/calls.go).
 		workerSchema,
+		// 3: an eval request is recorded with its run id before grading
+		// starts (state running), committed with its run (state done), and
+		// counts the events already emitted. Results recorded before this
+		// step had emitted theirs.
+		`
+ALTER TABLE eval_requests ADD COLUMN run_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE eval_requests ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
+ALTER TABLE eval_requests ADD COLUMN emitted INTEGER NOT NULL DEFAULT 0;
+UPDATE eval_requests SET emitted = 2147483647;
+`,
 	}
 }

@@ -120,10 +120,6 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
 // SaveRun stores a run and all its scores in one transaction: either all of
 // it is saved or none of it.
 func (s *Store) SaveRun(ctx context.Context, run grading.Run) (err error) {
-	prov, err := json.Marshal(run.Provenance)
-	if err != nil {
-		return fmt.Errorf("save run %s: provenance: %w", run.ID, err)
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
@@ -133,6 +129,21 @@ func (s *Store) SaveRun(ctx context.Context, run grading.Run) (err error) {
 			tx.Rollback()
 		}
 	}()
+	if err = saveRun(ctx, tx, run); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("save run %s: commit: %w", run.ID, err)
+	}
+	return nil
+}
+
+// saveRun inserts a run and its scores inside tx.
+func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
+	prov, err := json.Marshal(run.Provenance)
+	if err != nil {
+		return fmt.Errorf("save run %s: provenance: %w", run.ID, err)
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO eval_runs
 		(id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -160,9 +171,6 @@ func (s *Store) SaveRun(ctx context.Context, run grading.Run) (err error) {
 		if err != nil {
 			return fmt.Errorf("save run %s: case %s: %w", run.ID, sc.CaseID, err)
 		}
-	}
-	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("save run %s: commit: %w", run.ID, err)
 	}
 	return nil
 }

@@ -47,16 +47,29 @@ type EvalReply struct {
 	Replayed  bool            `json:"replayed,omitempty"` // answered from the store after a redelivery
 }
 
-// EvalHandler runs eval requests. A request id already answered is replied
-// to from the store and never run twice.
+// EvalHandler runs eval requests exactly once, across crashes and
+// redeliveries:
+//
+//  1. every check that can refuse the request (fields, paths, model,
+//     baseline) runs before anything is stored;
+//  2. the request id is recorded with a run id before grading starts, so a
+//     request regraded after a crash keeps its run id;
+//  3. the run, its scores and the request's result are committed in one
+//     transaction;
+//  4. the result's events are emitted after the commit, in order, each
+//     recorded as emitted once durable; a redelivered request whose run was
+//     committed only replies and emits what was not yet emitted (the NATS
+//     chain drops a re-emitted event by its message id).
+//
+// A request id already done is answered from the store.
 type EvalHandler struct {
 	Store *store.Store
 	Deps  grading.Deps
 	Roots Roots
 	NC    *nats.Conn
 	Log   *slog.Logger
-	// OnResult, when set, is called with every finished result (the CLI
-	// prints them as they are produced).
+	// OnResult, when set, is called with every result this handler
+	// finished (the CLI prints them as they are produced).
 	OnResult func(req EvalRequest, res grading.Result)
 	Now      func() time.Time
 }
@@ -78,6 +91,13 @@ func (h *EvalHandler) logger() *slog.Logger {
 	return h.Log
 }
 
+func (h *EvalHandler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
 func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	var req EvalRequest
 	dec := json.NewDecoder(io.LimitReader(bytes.NewReader(m.Data()), MaxInlineEvalSet+64<<10))
@@ -92,35 +112,93 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
 		return consumer.Permanent("invalid eval request", err)
 	}
-	if prev, ok, err := h.Store.RequestResult(ctx, req.RequestID); err != nil {
-		return consumer.Transient("eval request lookup", err)
-	} else if ok {
-		h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: prev, Replayed: true})
-		return nil
-	}
-	res, err := grading.Execute(ctx, h.Deps, greq)
+	rec, seen, err := h.Store.EvalRequestState(ctx, req.RequestID)
 	if err != nil {
-		if errors.Is(err, grading.ErrBadRequest) {
-			h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
-			return consumer.Permanent("eval request refused", err)
+		return consumer.Transient("eval request lookup", err)
+	}
+	if seen && rec.State == store.RequestDone {
+		return h.finish(ctx, req, rec, false)
+	}
+	plan, err := grading.Prepare(ctx, h.Deps, greq)
+	if err != nil {
+		return h.refuseOrRetry(req, err)
+	}
+	if !seen {
+		if rec, err = h.Store.ClaimRequest(ctx, req.RequestID, grading.NewID("run", h.now()), h.now()); err != nil {
+			return consumer.Transient("record eval request", err)
 		}
-		return consumer.Transient("eval run", err)
+		if rec.State == store.RequestDone { // another worker finished it meanwhile
+			return h.finish(ctx, req, rec, false)
+		}
+	}
+	gradeStart := h.now()
+	res, err := plan.Grade(ctx, rec.RunID)
+	if err != nil {
+		return h.refuseOrRetry(req, err)
+	}
+	res.Saved = true
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return consumer.Permanent("encode eval result", err)
+	}
+	if err := h.Store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
+		if errors.Is(err, store.ErrAlreadyDone) {
+			if rec, _, err = h.Store.EvalRequestState(ctx, req.RequestID); err == nil {
+				return h.finish(ctx, req, rec, false)
+			}
+		}
+		return consumer.Transient("commit eval run", err)
+	}
+	grading.Spans(ctx, h.Deps.Spans, res, gradeStart, h.now())
+	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
+	return h.finish(ctx, req, rec, true)
+}
+
+// refuseOrRetry replies with and terminates a request that can never
+// succeed as sent; anything else is retried.
+func (h *EvalHandler) refuseOrRetry(req EvalRequest, err error) error {
+	if errors.Is(err, grading.ErrBadRequest) {
+		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
+		return consumer.Permanent("eval request refused", err)
+	}
+	return consumer.Transient("eval run", err)
+}
+
+// finish emits the committed result's events not yet emitted, then
+// replies. An event that cannot be emitted fails the delivery
+// transiently: the redelivery emits from there.
+func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.EvalRequest, fresh bool) error {
+	var res grading.Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return consumer.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
+	}
+	evs := grading.Events(res)
+	if h.Deps.Events != nil {
+		for i := rec.Emitted; i < len(evs); i++ {
+			if _, err := h.Deps.Events.Append(ctx, evs[i]); err != nil {
+				return consumer.Transient("emit eval events", err)
+			}
+			if err := h.Store.MarkEmitted(ctx, req.RequestID, i+1); err != nil {
+				return consumer.Transient("emit eval events", err)
+			}
+		}
+		for _, ev := range evs {
+			if ev.AgentID == "" {
+				res.EventsSkipped++
+			} else {
+				res.EventsWritten++
+			}
+		}
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return consumer.Permanent("encode eval result", err)
 	}
-	now := time.Now
-	if h.Now != nil {
-		now = h.Now
-	}
-	if err := h.Store.SaveRequestResult(ctx, req.RequestID, raw, now().UTC().Format(time.RFC3339Nano)); err != nil {
-		return consumer.Transient("save eval request", err)
-	}
-	if h.OnResult != nil {
+	replayed := !fresh && rec.Emitted >= len(evs)
+	if !replayed && h.OnResult != nil {
 		h.OnResult(req, res)
 	}
-	h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: raw})
+	h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed})
 	return nil
 }
 

@@ -155,14 +155,16 @@ func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
 	subject := e.subjects.Events + ".x"
 	c1, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
 	require.NoError(t, err)
-	ev := envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r", map[string]any{"cases": 1}, time.Now())
+	ev := func(i int) envelope.Event {
+		return envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r", map[string]any{"cases": i}, time.Now())
+	}
 	for i := 0; i < 3; i++ {
-		_, err := c1.Append(ev)
+		_, err := c1.Append(ctx, ev(i))
 		require.NoError(t, err)
 	}
 	c2, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
 	require.NoError(t, err)
-	_, err = c2.Append(ev)
+	_, err = c2.Append(ctx, ev(3))
 	require.NoError(t, err)
 	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
 	require.NoError(t, err)

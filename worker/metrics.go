@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,7 +72,10 @@ func (m *Metrics) DeadLettered(s string, n int) { m.deadLettered.WithLabelValues
 type HTTPServer struct {
 	Addr    string
 	Metrics *Metrics
-	Ready   *atomic.Bool
+	// Ready reports readiness: false while starting, stopping, or while
+	// a consumer's last batch failed transiently (the store is failing).
+	// nil is never ready.
+	Ready func() bool
 
 	ln  net.Listener
 	srv *http.Server
@@ -90,7 +92,7 @@ func (h *HTTPServer) Listen() (string, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if h.Ready != nil && h.Ready.Load() {
+		if h.Ready != nil && h.Ready() {
 			_, _ = w.Write([]byte("ready\n"))
 			return
 		}

@@ -46,11 +46,16 @@ const (
 	EvalConsumer   = "verdryx-eval"
 )
 
-// MaxDeliver bounds redelivery of a message that keeps failing transiently.
-const MaxDeliver = 5
+// EvalAckWait is the eval consumer's default AckWait: short, so a crashed
+// worker's request is redelivered within a minute; a long request reports
+// progress (InProgress) every EvalAckWait/3 while it runs.
+const EvalAckWait = 30 * time.Second
 
 // EnsureStreams creates (or updates) the streams and durable pull consumers
 // the worker needs. It is idempotent and safe to run from every worker.
+// Consumers redeliver without limit (MaxDeliver -1): a message that fails
+// transiently is retried until it succeeds, and one that can never succeed
+// is terminated and dead-lettered by the handler, not by a delivery count.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
 	streams := []jetstream.StreamConfig{
 		{Name: s.TracesStream, Subjects: []string{s.Traces}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
@@ -65,17 +70,17 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, eval
 	}
 	traces, err = js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
 		Durable: TracesConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-		MaxDeliver: MaxDeliver, MaxAckPending: 20000,
+		MaxDeliver: -1, MaxAckPending: 20000,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", TracesConsumer, err)
 	}
 	if evalAckWait <= 0 {
-		evalAckWait = 10 * time.Minute
+		evalAckWait = EvalAckWait
 	}
 	eval, err = js.CreateOrUpdateConsumer(ctx, s.EvalStream, jetstream.ConsumerConfig{
 		Durable: EvalConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: evalAckWait,
-		MaxDeliver: MaxDeliver, MaxAckPending: 64,
+		MaxDeliver: -1, MaxAckPending: 64,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %s: %w", EvalConsumer, err)

@@ -21,9 +21,11 @@ import (
 // the Parquet row's columns by name (outcome.CallRecord; without run_id an
 // independent per-call record, without step encounter order applies), or,
 // when Segment is set, a segment reference: a path resolved under the
-// configured roots whose rows are ingested.
+// configured roots whose rows are ingested. CallID, when set, identifies the
+// call for deduplication (see RecordKey).
 type CallRecord struct {
 	outcome.CallRecord
+	CallID  string `json:"call_id,omitempty"`
 	Segment string `json:"segment,omitempty"`
 }
 
@@ -39,9 +41,10 @@ func (r *CallRecord) Call() (outcome.Call, error) {
 func RecordOf(c outcome.Call) CallRecord { return CallRecord{CallRecord: outcome.RecordOf(c)} }
 
 // TraceHandler ingests trace messages into the store: each batch is one
-// transaction, deduplicated on (run_id, step), else on the message id (the
-// segment digest and row for replayed segments), so a redelivered or
-// replayed record never counts twice.
+// transaction, deduplicated on the identity of each call (RecordKey,
+// RowKey), so a redelivered or replayed record never counts twice and two
+// calls that share a step both count. A segment reference is ingested whole
+// or not at all.
 type TraceHandler struct {
 	Store *store.Store
 	// Roots are the directories a segment reference may name.
@@ -82,14 +85,10 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			errs[i] = consumer.Permanent("invalid trace record", err)
 			continue
 		}
-		key, ok := store.CallKey(c)
-		if !ok {
-			if id := m.Headers().Get(nats.MsgIdHdr); id != "" {
-				key = "msg\x00" + id
-			} else {
-				sum := sha256.Sum256(m.Data())
-				key = fmt.Sprintf("seq\x00%d\x00%s", seq, hex.EncodeToString(sum[:8]))
-			}
+		key, err := RecordKey(&rec, m.Headers().Get(nats.MsgIdHdr))
+		if err != nil {
+			errs[i] = consumer.Permanent("invalid trace record", err)
+			continue
 		}
 		calls = append(calls, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
 	}
@@ -124,11 +123,7 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	var calls []store.TraceCall
 	row := uint64(0)
 	err = consumer.ReadSegment(path, func(c outcome.Call) error {
-		key, ok := store.CallKey(c)
-		if !ok {
-			key = "msg\x00" + SegmentRowID(digest, row)
-		}
-		calls = append(calls, store.TraceCall{Key: key, Seq: seq<<20 | row, Call: c})
+		calls = append(calls, store.TraceCall{Key: RowKey(digest, row), Seq: seq<<20 | row, Call: c})
 		row++
 		return nil
 	})
@@ -154,11 +149,4 @@ func fileDigest(path string) (string, error) {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// SegmentRowID is the message id of row of the segment with this content
-// digest: replay publishes it as Nats-Msg-Id, and a segment reference uses
-// the same key, so the two paths deduplicate against each other.
-func SegmentRowID(digest string, row uint64) string {
-	return fmt.Sprintf("seg:%s:%d", digest, row)
 }

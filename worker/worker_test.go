@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,6 +138,15 @@ func sampleCalls() []outcome.Call {
 			calls = append(calls, c)
 		}
 	}
+	// Equal steps are legitimate: a blocked call and its allowed retry
+	// share a step, and the retry (read later) carries the outcome.
+	for run := 0; run < 3; run++ {
+		id := fmt.Sprintf("retry-%d", run)
+		calls = append(calls,
+			outcome.Call{RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
+			outcome.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
+			outcome.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
+	}
 	for i := 0; i < 5; i++ {
 		calls = append(calls, outcome.Call{Decision: "allow", Outcome: "abandoned", CostMicroUSD: 77, Model: "m"})
 	}
@@ -169,6 +179,21 @@ func (e *env) publishCalls(calls []outcome.Call, idPrefix string) {
 		b, err := json.Marshal(RecordOf(c))
 		require.NoError(e.t, err)
 		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
+		require.NoError(e.t, err)
+	}
+}
+
+// publishWithCallIDs publishes calls carrying call_id "<callPrefix>-<i>"
+// under message ids "<msgPrefix>-<i>".
+func (e *env) publishWithCallIDs(calls []outcome.Call, callPrefix, msgPrefix string, offset int) {
+	e.t.Helper()
+	ctx := testCtx(e.t, 10*time.Second)
+	for i, c := range calls {
+		rec := RecordOf(c)
+		rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
+		b, err := json.Marshal(rec)
+		require.NoError(e.t, err)
+		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", msgPrefix, offset+i)))
 		require.NoError(e.t, err)
 	}
 }
@@ -231,13 +256,13 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 
 	// First worker: commits, "crashes" before acking three batches, then
 	// is stopped mid-stream.
-	stop := runPuller(t, e.traces, &crashAfterCommit{inner: &TraceHandler{Store: st}},
-		consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
-	e.publishCalls(calls[:100], "a")
+	crashing := &crashAfterCommit{inner: &TraceHandler{Store: st}}
+	stop := runPuller(t, e.traces, crashing, consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
+	e.publishWithCallIDs(calls[:100], "call", "a", 0)
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		n, _ := st.CallCount(context.Background())
-		if n < 50 {
-			return fmt.Errorf("only %d", n)
+		if n < 50 || crashing.crashes.Load() <= 3 {
+			return fmt.Errorf("only %d stored, %d batches", n, crashing.crashes.Load())
 		}
 		return nil
 	})
@@ -245,12 +270,57 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 
 	// Restarted worker on the same durable consumer; the rest arrives, and
 	// the whole set is published again under new message ids (a duplicate
-	// replay that JetStream's own dedupe cannot catch).
+	// replay that JetStream's own dedupe cannot catch: the call ids can).
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
-	e.publishCalls(calls[100:], "b")
-	e.publishCalls(calls, "dup")
+	e.publishWithCallIDs(calls[100:], "call", "b", 100)
+	e.publishWithCallIDs(calls, "call", "dup", 0)
+	waitDrained(t, e.traces)
+	require.Equal(t, want, storeReport(t, st), "exactly the direct reduction: nothing lost or doubled")
+}
+
+func TestEqualStepCallsBothCount(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t, filepath.Join(e.dir, "v.db"))
+	var calls []outcome.Call
+	for _, c := range sampleCalls() {
+		if strings.HasPrefix(c.RunID, "retry-") {
+			calls = append(calls, c)
+		}
+	}
+	require.Len(t, calls, 9)
+	want := reportOf(t, calls)
+	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
+	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	e.publishCalls(calls, "eq")
+	waitDrained(t, e.traces)
+	require.Equal(t, want, storeReport(t, st))
+}
+
+func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t, filepath.Join(e.dir, "v.db"))
+	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	ctx := testCtx(t, 10*time.Second)
+	// The same record twice (other key order and spacing), no message id:
+	// one call. A different record: a second call.
+	for _, raw := range []string{
+		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":5}`,
+		`{ "cost_microusd": 5, "decision": "allow", "step": 1, "run_id": "r" }`,
+		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":6}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	waitDrained(t, e.traces)
+	n, err := st.CallCount(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+}
+
+func waitDrained(t *testing.T, cons jetstream.Consumer) {
+	t.Helper()
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		info, err := e.traces.Info(context.Background())
+		info, err := cons.Info(context.Background())
 		if err != nil {
 			return err
 		}
@@ -259,24 +329,6 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 		}
 		return nil
 	})
-	// Records without a run id are deduplicated by message id only, so
-	// the duplicate publish under new ids adds them again: compare the
-	// run-keyed part exactly and count the independent ones.
-	var runCalls []outcome.Call
-	for _, c := range calls {
-		if c.HasRunID {
-			runCalls = append(runCalls, c)
-		}
-	}
-	var stored []outcome.Call
-	require.NoError(t, st.EachCall(context.Background(), func(c outcome.Call) error {
-		if c.HasRunID {
-			stored = append(stored, c)
-		}
-		return nil
-	}))
-	require.Equal(t, reportOf(t, runCalls), reportOf(t, stored))
-	_ = want
 }
 
 type sliceDead struct {

@@ -111,7 +111,7 @@ func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks
 func (s *evalSinks) deps() grading.Deps {
 	d := grading.Deps{Store: s.store, Version: version}
 	if s.events != nil {
-		d.Events = s.events
+		d.Events = producer.File{W: s.events}
 	}
 	if s.spans != nil {
 		d.Spans = s.spans

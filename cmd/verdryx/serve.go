@@ -219,7 +219,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return inputError(fmt.Errorf("--events: %w", err))
 		}
 		defer fileW.Close()
-		sinks = append(sinks, fileW)
+		sinks = append(sinks, producer.File{W: fileW})
 	}
 	var spans *producer.Spans
 	if *otlp != "" {
@@ -237,7 +237,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	metrics := worker.NewMetrics()
-	var ready atomic.Bool
+	// Readiness: started and not stopping, and no consumer's last batch
+	// failed transiently (a failing store makes the worker unready until a
+	// batch commits again).
+	var ready, tracesOK, evalOK atomic.Bool
+	tracesOK.Store(true)
+	evalOK.Store(true)
+	isReady := func() bool { return ready.Load() && tracesOK.Load() && evalOK.Load() }
 	dead := &consumer.DeadLetterPublisher{JS: js, Subject: subjects.DeadLetter}
 
 	deps := grading.Deps{Store: st, Events: sinks, Version: version, Logger: logger}
@@ -251,12 +257,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			printEvalResult(stdout, req, res)
 		}}
 	tracesPull, err := consumer.NewPuller(tracesCons, &worker.TraceHandler{Store: st, Roots: absRoots},
-		consumer.PullOptions{Name: "traces", Batch: 512, MaxDeliver: worker.MaxDeliver, Logger: logger, Counters: metrics, DeadLetter: dead})
+		consumer.PullOptions{Name: "traces", Batch: 512, Logger: logger, Counters: metrics, DeadLetter: dead, Healthy: tracesOK.Store})
 	if err != nil {
 		return err
 	}
 	evalPull, err := consumer.NewPuller(evalCons, evalH,
-		consumer.PullOptions{Name: "eval", Batch: 1, MaxDeliver: worker.MaxDeliver, Logger: logger, Counters: metrics, DeadLetter: dead})
+		consumer.PullOptions{Name: "eval", Batch: 1, Heartbeat: worker.EvalAckWait / 3, Logger: logger, Counters: metrics, DeadLetter: dead, Healthy: evalOK.Store})
 	if err != nil {
 		return err
 	}
@@ -324,7 +330,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// Health, readiness and metrics.
 	if *httpAddr != "" {
-		hs := &worker.HTTPServer{Addr: *httpAddr, Metrics: metrics, Ready: &ready}
+		hs := &worker.HTTPServer{Addr: *httpAddr, Metrics: metrics, Ready: isReady}
 		addr, err := hs.Listen()
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", *httpAddr, err)
@@ -341,9 +347,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}, func(error) { cancel() })
 	}
 
-	// Inputs published at start.
+	// Inputs published at start. A corrupt segment published nothing; it
+	// is named at the end and fails the command.
+	var failedSegs []string
 	if *replayDir != "" || len(evalFiles) > 0 {
-		if err := publishInputs(ctx, js, *subjects, *replayDir, evalFiles, stderr, logger); err != nil {
+		if failedSegs, err = publishInputs(ctx, js, *subjects, *replayDir, evalFiles, stderr, logger); err != nil {
 			return err
 		}
 	}
@@ -372,7 +380,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *once {
-		return printStoreReport(ctx, st, stdout)
+		if err := printStoreReport(ctx, st, stdout); err != nil {
+			return err
+		}
+	}
+	if len(failedSegs) > 0 {
+		for _, f := range failedSegs {
+			fmt.Fprintf(stderr, "segment not ingested: %s\n", f)
+		}
+		return &exitError{code: exitFailure, err: fmt.Errorf("--replay %s: %d segment(s) failed and contributed nothing", *replayDir, len(failedSegs))}
 	}
 	return nil
 }
@@ -426,31 +442,32 @@ func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *worker.Me
 
 // publishInputs replays a segment directory and publishes eval-request
 // files, blocking until JetStream has stored them.
-func publishInputs(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, evalFiles []string, stderr io.Writer, logger *slog.Logger) error {
+func publishInputs(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, evalFiles []string, stderr io.Writer, logger *slog.Logger) (failedSegs []string, err error) {
 	if dir != "" {
 		st, err := replayWithProgress(ctx, js, s.Traces, dir, false, stderr)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		logger.Info("replayed", "dir", dir, "segments", st.Segments, "rows", st.Rows, "failed", len(st.Failed))
+		failedSegs = st.Failed
+		logger.Info("replayed", "dir", dir, "segments", st.Segments, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates, "failed", len(st.Failed))
 	}
 	for _, f := range evalFiles {
 		raw, err := os.ReadFile(f)
 		if err != nil {
-			return inputError(fmt.Errorf("--eval-request: %w", err))
+			return nil, inputError(fmt.Errorf("--eval-request: %w", err))
 		}
 		var req worker.EvalRequest
 		if err := json.Unmarshal(raw, &req); err != nil {
-			return inputError(fmt.Errorf("--eval-request %s: %w", f, err))
+			return nil, inputError(fmt.Errorf("--eval-request %s: %w", f, err))
 		}
 		if req.RequestID == "" {
-			return inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
+			return nil, inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
 		}
 		if _, err := js.Publish(ctx, s.EvalRequests, raw, jetstream.WithMsgID("eval:"+req.RequestID)); err != nil {
-			return fmt.Errorf("publish eval request %s: %w", f, err)
+			return nil, fmt.Errorf("publish eval request %s: %w", f, err)
 		}
 	}
-	return nil
+	return failedSegs, nil
 }
 
 func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
@@ -462,7 +479,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, di
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return worker.Replay(ctx, js, subject, dir, strict, progress)
+	return worker.Replay(ctx, js, subject, dir, worker.ReplayOptions{Strict: strict, Progress: progress})
 }
 
 func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
@@ -521,8 +538,8 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return inputError(err)
 	}
-	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s (%d other files ignored, %d segments failed)\n",
-		st.Rows, st.Segments, pos[0], subjects.Traces, st.Ignored, len(st.Failed))
+	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, pos[0], subjects.Traces, st.New, st.Duplicates, st.Ignored, len(st.Failed))
 	for _, f := range st.Failed {
 		fmt.Fprintf(stdout, "  failed: %s\n", f)
 	}
