@@ -146,6 +146,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return inputError(fmt.Errorf("--data %s: %w", *dataDir, err))
 	}
+	unlock, err := worker.LockDataDir(*dataDir)
+	if err != nil {
+		return inputError(fmt.Errorf("--data: %w", err))
+	}
+	defer unlock()
 	if *dbPath == "" {
 		*dbPath = filepath.Join(*dataDir, "verdryx.db")
 	}
@@ -205,6 +210,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+
+	// The instance id: one live worker per id (its chain subject).
+	absData, _ := filepath.Abs(*dataDir)
+	host, _ := os.Hostname()
+	lease, err := worker.AcquireLease(ctx, js, *instance, host+":"+absData, 0, logger)
+	if err != nil {
+		return inputError(fmt.Errorf("--instance: %w", err))
+	}
+	defer lease.Release()
 
 	// Sinks: this instance's chain on NATS, the chained file, spans.
 	chain, err := producer.NewNATSChain(ctx, js, subjects.EventsStream, subjects.Events+"."+*instance, logger)
@@ -270,6 +284,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var g oklogrun.Group
 	// Signals: a clean exit on SIGINT/SIGTERM.
 	g.Add(oklogrun.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+
+	// Instance lease renewal; losing it stops the worker.
+	{
+		lctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return lease.Run(lctx) }, func(error) { cancel() })
+	}
 
 	// Consumers. Each stops fetching, finishes its in-flight batch and
 	// acks it before returning; they must stop before the connection
