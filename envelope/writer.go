@@ -33,11 +33,42 @@ type WriterOptions struct {
 	Sync       SyncMode
 	SyncEveryN int          // events between fsyncs with SyncEveryN; must be >= 1 then
 	Logger     *slog.Logger // nil discards
+	// WrapFile, when set, wraps the opened and locked file: every read,
+	// write, truncate, fsync and close of the writer goes through the
+	// wrapper. Tests use it to inject write and fsync failures; nil uses the
+	// file as is.
+	WrapFile func(File) File
+}
+
+// File is the file a Writer appends to. *os.File implements it.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	Truncate(size int64) error
+	Sync() error
+	Stat() (os.FileInfo, error)
+	Close() error
 }
 
 // ErrLocked is returned by OpenWriter when another writer (in this or
 // another process) holds the file.
 var ErrLocked = errors.New("envelope: events file is locked by another writer")
+
+// WriteError is a failed write or fsync of the events file. Events is how
+// many events the failure left out of the file: 1 for a failed write (the
+// event being appended); for a failed fsync, every event this writer wrote
+// since its last successful fsync, since they were truncated away with it.
+type WriteError struct {
+	Op     string // "write" or "fsync"
+	Events int
+	Err    error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("%s events file: %v (%d events not written)", e.Op, e.Err, e.Events)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
 
 // Writer appends events to one NDJSON file as one prev_hash chain.
 //
@@ -47,21 +78,42 @@ var ErrLocked = errors.New("envelope: events file is locked by another writer")
 // one valid chain.
 //
 // Each line is the event's JCS canonical form; a chained event carries its
-// prev_hash as the last member. The chain advances only after the whole
-// line was written; a failed write is truncated away.
+// prev_hash as the last member.
+//
+// Failures (the file is the truth):
+//   - The chain head advances only after the whole line was written; a
+//     failed or short write is truncated away and the event is not written.
+//   - A failed fsync (per event with SyncEvery, every N events with
+//     SyncEveryN, or in Sync and Close) truncates the file back to its size
+//     after the last successful fsync: the lines it could not make durable
+//     are removed, never left for a crash (or a dropped page cache) to turn
+//     into a hole the chain then contradicts. Those events count as not
+//     written, even ones whose Append had returned true.
+//   - After any failure the writer re-reads the end of the file, as
+//     OpenWriter does, before the next append, and continues the chain from
+//     the last line actually there. So the next appended event verifies
+//     whether or not the truncation succeeded: if it failed, the line stays
+//     in the file (an event reported not written is then present) and the
+//     chain continues from it. If the file cannot be re-read, appends fail
+//     until it can.
+//
+// Written and Failed count this writer's events in and out of the file.
 type Writer struct {
-	mu      sync.Mutex
-	f       *os.File
-	path    string
-	opts    WriterOptions
-	logger  *slog.Logger
-	prev    string // hash of the last event; "" starts a new head
-	size    int64  // bytes of complete lines in the file
-	written int64
-	skipped int64
-	unsync  int
-	buf     bytes.Buffer
-	closed  bool
+	mu       sync.Mutex
+	f        File
+	path     string
+	opts     WriterOptions
+	logger   *slog.Logger
+	prev     string // hash of the last event; "" starts a new head
+	size     int64  // bytes of complete lines in the file
+	synced   int64  // size after the last successful fsync (or on open)
+	unsynced int64  // events written since the last successful fsync
+	stale    bool   // a write or fsync failed: re-read the file before appending
+	written  int64
+	failed   int64
+	skipped  int64
+	buf      bytes.Buffer
+	closed   bool
 }
 
 // OpenWriter opens (creating if needed) the events file at path and resumes
@@ -82,16 +134,20 @@ func OpenWriter(path string, opts WriterOptions) (*Writer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	osf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open events file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+	if err := syscall.Flock(int(osf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		osf.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("open events file %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("lock events file %s: %w", path, err)
+	}
+	var f File = osf
+	if opts.WrapFile != nil {
+		f = opts.WrapFile(f)
 	}
 	w := &Writer{f: f, path: path, opts: opts, logger: logger.With("component", "chain", "path", path)}
 	if err := w.resume(); err != nil {
@@ -101,7 +157,11 @@ func OpenWriter(path string, opts WriterOptions) (*Writer, error) {
 	return w, nil
 }
 
+// resume sets the chain head and size from the end of the file (see
+// OpenWriter). The lines found count as synced: the writer never truncates
+// below them.
 func (w *Writer) resume() error {
+	w.prev, w.size, w.synced, w.unsynced = "", 0, 0, 0
 	st, err := w.f.Stat()
 	if err != nil {
 		return err
@@ -150,7 +210,7 @@ func (w *Writer) resume() error {
 			window = append(window, '\n')
 		}
 	}
-	w.size = size
+	w.size, w.synced = size, size
 	// The last non-blank line decides where the chain continues.
 	lines := bytes.Split(bytes.TrimRight(window, "\n"), []byte{'\n'})
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -171,7 +231,13 @@ func (w *Writer) resume() error {
 // Append validates ev, sets its prev_hash to the chain head and writes it as
 // one line. An event without agent_id is skipped and counted, never given a
 // fabricated one: Append then returns false and a nil error. Append blocks
-// for the write (and the fsync, with SyncEvery).
+// for the write (and the fsync, with SyncEvery, or every Nth event with
+// SyncEveryN).
+//
+// Append returns false and an error when the event was not written: an
+// invalid event, or a failed write or fsync (a *WriteError, whose Events
+// also counts earlier events a failed fsync removed). The next Append first
+// re-reads the end of the file (see Writer).
 func (w *Writer) Append(ev Event) (bool, error) {
 	if ev.AgentID == "" {
 		w.mu.Lock()
@@ -180,67 +246,125 @@ func (w *Writer) Append(ev Event) (bool, error) {
 		return false, nil
 	}
 	ev.PrevHash = ""
-	if err := ev.Validate(); err != nil {
-		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := ev.Validate(); err != nil {
+		w.failed++
+		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
+	}
 	if w.closed {
+		w.failed++
 		return false, errors.New("append event: writer is closed")
+	}
+	if err := w.reloadIfStale(); err != nil {
+		w.failed++
+		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
 	}
 	w.buf.Reset()
 	hash, err := sealInto(&w.buf, &ev, w.prev)
 	if err != nil {
+		w.failed++
 		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
 	}
 	w.buf.WriteByte('\n')
 	n, err := w.f.WriteAt(w.buf.Bytes(), w.size)
 	if err != nil || n != w.buf.Len() {
-		// Undo a partial write so the file still ends on a complete line.
-		if terr := w.f.Truncate(w.size); terr != nil {
-			w.logger.Error("truncate after failed write", "err", terr)
-		}
 		if err == nil {
 			err = io.ErrShortWrite
 		}
-		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
+		w.failed++
+		// Undo a partial write so the file still ends on a complete line.
+		w.rollback(w.size)
+		return false, fmt.Errorf("append %s event: %w", ev.Type, &WriteError{Op: "write", Events: 1, Err: err})
 	}
 	w.size += int64(n)
-	if err := w.maybeSync(); err != nil {
-		return false, fmt.Errorf("append %s event: %w", ev.Type, err)
-	}
 	w.prev = hash
 	w.written++
+	w.unsynced++
+	if w.opts.Sync == SyncEvery || (w.opts.Sync == SyncEveryN && w.unsynced >= int64(w.opts.SyncEveryN)) {
+		if err := w.syncLocked(); err != nil {
+			return false, fmt.Errorf("append %s event: %w", ev.Type, err)
+		}
+	}
 	return true, nil
 }
 
-func (w *Writer) maybeSync() error {
-	switch w.opts.Sync {
-	case SyncEvery:
-		return w.f.Sync()
-	case SyncEveryN:
-		w.unsync++
-		if w.unsync >= w.opts.SyncEveryN {
-			w.unsync = 0
-			return w.f.Sync()
-		}
+// reloadIfStale re-reads the end of the file after a failed write or
+// fsync, so the chain continues from the line that is actually last. Lines
+// this writer wrote since its last successful fsync stay unsynced: a later
+// failed fsync still removes them.
+func (w *Writer) reloadIfStale() error {
+	if !w.stale {
+		return nil
 	}
+	synced, unsynced := w.synced, w.unsynced
+	if err := w.resume(); err != nil {
+		return fmt.Errorf("re-read events file after a failed write: %w", err)
+	}
+	w.synced, w.unsynced = min(synced, w.size), unsynced
+	w.stale = false
+	w.logger.Info("events file re-read after a failed write", "size", w.size, "head", w.prev)
 	return nil
+}
+
+// syncLocked fsyncs; on failure it removes every line written since the
+// last successful fsync and counts their events as failed.
+func (w *Writer) syncLocked() error {
+	if err := w.f.Sync(); err != nil {
+		lost := w.unsynced
+		w.written -= lost
+		w.failed += lost
+		w.unsynced = 0
+		w.rollback(w.synced)
+		return &WriteError{Op: "fsync", Events: int(lost), Err: err}
+	}
+	w.synced = w.size
+	w.unsynced = 0
+	return nil
+}
+
+// rollback truncates the file to size after a failed write or fsync and
+// marks the writer stale: the next append re-reads the file, so a failed
+// truncation leaves a line the chain continues from, not one it
+// contradicts.
+func (w *Writer) rollback(size int64) {
+	w.stale = true
+	if err := w.f.Truncate(size); err != nil {
+		w.logger.Error("truncate after a failed write or fsync: the lines stay and the chain continues from them",
+			"offset", size, "err", err)
+		return
+	}
+	w.size = size
 }
 
 // Head returns the hash the next event will carry as prev_hash ("" when
 // the next event starts a new chain).
+// After a failed write or fsync it re-reads the end of the file first.
 func (w *Writer) Head() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.reloadIfStale(); err != nil {
+		w.logger.Warn("head of the events file unknown", "err", err)
+	}
 	return w.prev
 }
 
-// Written returns how many events this writer appended.
+// Written returns how many events this writer appended and still holds
+// in the file: an event removed by a failed fsync no longer counts.
 func (w *Writer) Written() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.written
+}
+
+// Failed returns how many events given to Append are not in the file: the
+// appends that returned an error, plus events a failed fsync removed after
+// their Append had returned true. (If truncating after a failure failed
+// too, an event counted here may still be in the file.)
+func (w *Writer) Failed() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
 }
 
 // Skipped returns how many events were skipped for lacking an agent_id.
@@ -253,17 +377,24 @@ func (w *Writer) Skipped() int64 {
 // Path returns the file path.
 func (w *Writer) Path() string { return w.path }
 
-// Sync flushes written events to stable storage.
+// Sync flushes written events to stable storage. If the fsync fails, the
+// events written since the last successful one are removed from the file
+// and the error is a *WriteError counting them.
 func (w *Writer) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
-	return w.f.Sync()
+	if err := w.syncLocked(); err != nil {
+		return fmt.Errorf("sync events file %s: %w", w.path, err)
+	}
+	return nil
 }
 
-// Close fsyncs, releases the lock and closes the file. It is idempotent.
+// Close fsyncs, releases the lock and closes the file. It is idempotent. A
+// failed fsync removes the events written since the last successful one, as
+// Sync does, and returns a *WriteError counting them.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -271,7 +402,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	serr := w.f.Sync()
+	serr := w.syncLocked()
 	cerr := w.f.Close() // closing releases the flock
 	if serr != nil {
 		return fmt.Errorf("close events file %s: %w", w.path, serr)

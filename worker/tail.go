@@ -14,10 +14,17 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 )
 
-// TailForwarder follows an NDJSON file and forwards what it reads:
-// agent-event envelopes are validated and chain-checked as they arrive,
-// then published to the tail subject; call and outcome records are
-// published to the traces subject, where the trace handler ingests them.
+// TailForwarder follows an NDJSON file and forwards what it reads. Each line
+// is classified by consumer.LineChecker, the classifier `verdryx tail` uses,
+// so both give the same verdict for every line (kind, validity and chain
+// link, including the chain seeded from the line before a saved offset on a
+// restart, and records counting as chain links): agent-event envelopes are
+// published to the tail subject (a chain break is logged and counted, the
+// event still forwarded); call and outcome records and segment references
+// to the traces subject, where the trace handler ingests them; invalid
+// events, malformed lines and objects that are not a usable trace record go
+// to the dead letters with their reason.
+//
 // Each line is published with Nats-Msg-Id = file identity + offset, and the
 // tailer commits its offset only after the publish is acknowledged, so a
 // restart neither loses nor double-counts a line.
@@ -29,8 +36,11 @@ type TailForwarder struct {
 	// Counted receives one call per line with its class: "event",
 	// "record", "invalid", "break", "oversize" or "blank". May be nil.
 	Counted func(class string)
+	// Checked, when set, receives each line's verdict before the line is
+	// forwarded. The Classified is valid only during the call.
+	Checked func(consumer.Line, consumer.Classified)
 
-	checker envelope.Checker
+	checker consumer.LineChecker
 }
 
 // Run tails until ctx is canceled (or the file is drained, with Once).
@@ -52,47 +62,37 @@ func (f *TailForwarder) logger() *slog.Logger {
 }
 
 func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
-	if l.Oversize > 0 {
+	c := f.checker.Check(l)
+	if f.Checked != nil {
+		f.Checked(l, c)
+	}
+	id := fmt.Sprintf("tail:%s:%d", l.File, l.Offset)
+	line := bytes.TrimSpace(l.Bytes)
+	switch c.Kind {
+	case consumer.KindOversize:
 		f.count("oversize")
 		f.logger().Warn("oversize line skipped", "path", l.Path, "line", l.Number, "bytes", l.Oversize)
 		return nil
-	}
-	line := bytes.TrimSpace(l.Bytes)
-	if len(line) == 0 {
+	case consumer.KindBlank:
 		f.count("blank")
 		return nil
-	}
-	id := fmt.Sprintf("tail:%s:%d", l.File, l.Offset)
-	var probe struct {
-		Schema *string `json:"schema"`
-	}
-	if err := json.Unmarshal(line, &probe); err != nil {
+	case consumer.KindMalformed:
 		f.count("invalid")
-		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: malformed JSON: %v", l.Path, l.Number, err))
-	}
-	if probe.Schema != nil {
-		link, expected, found, err := f.checker.Check(line)
-		if err != nil {
+		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: malformed JSON: %v", l.Path, l.Number, c.Err))
+	case consumer.KindEvent:
+		if c.Err != nil {
 			f.count("invalid")
-			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, c.Err))
 		}
-		var ev envelope.Event
-		err = json.Unmarshal(line, &ev)
-		if err == nil {
-			err = ev.Validate()
-		}
-		if err != nil {
-			f.count("invalid")
-			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
-		}
-		if link == envelope.LinkBreak {
+		if c.Link == envelope.LinkBreak {
 			f.count("break")
-			f.logger().Warn("chain break in tailed file", "path", l.Path, "line", l.Number, "expected", expected, "found", found)
+			f.logger().Warn("chain break in tailed file", "path", l.Path, "line", l.Number, "expected", c.Expected, "found", c.Found)
 		} else {
 			f.count("event")
 		}
 		return f.publish(ctx, f.Subjects.Tail, line, id)
 	}
+	// A record, or another object that may be a segment reference.
 	var rec CallRecord
 	if err := json.Unmarshal(line, &rec); err != nil {
 		f.count("invalid")

@@ -90,7 +90,11 @@ func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks
 		return nil, usageErrorf("--agent-id %q is not a canonical agent:// id (agent://<org>/<name>)", *c.agentID)
 	}
 	if *c.events != "" {
-		w, err := envelope.OpenWriter(*c.events, envelope.WriterOptions{Sync: envelope.SyncOnClose})
+		opts := envelope.WriterOptions{Sync: envelope.SyncOnClose}
+		if wrap, ok := ctx.Value(eventsFileWrapKey{}).(func(envelope.File) envelope.File); ok {
+			opts.WrapFile = wrap
+		}
+		w, err := envelope.OpenWriter(*c.events, opts)
 		if err != nil {
 			s.close(ctx)
 			return nil, inputError(fmt.Errorf("--events %s: %w", *c.events, err))
@@ -106,6 +110,40 @@ func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks
 		s.spans = sp
 	}
 	return s, nil
+}
+
+// eventsFileWrapKey is the context key under which a test hands run an
+// envelope.WriterOptions.WrapFile for the --events file, to inject write
+// and fsync failures. Nothing else sets it.
+type eventsFileWrapKey struct{}
+
+// maxWarnings bounds the per-event warnings printed; the rest are counted.
+const maxWarnings = 3
+
+// printWarnings prints at most maxWarnings of problems, then how many more.
+func printWarnings(stderr io.Writer, problems []string) {
+	for i, p := range problems {
+		if i == maxWarnings {
+			fmt.Fprintf(stderr, "verdryx: warning: ... and %d more\n", len(problems)-maxWarnings)
+			break
+		}
+		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
+	}
+}
+
+// eventsNotWritten reports, after the sinks are closed, how many events
+// never reached (or were removed from) the --events file, and prints why.
+// The file's chain still verifies: the writer keeps it consistent.
+func (s *evalSinks) eventsNotWritten(stderr io.Writer) int64 {
+	if s.events == nil {
+		return 0
+	}
+	n := s.events.Failed()
+	if n > 0 {
+		fmt.Fprintf(stderr, "verdryx: %d of %d events were not written to %s (the events in it still form a valid chain)\n",
+			n, n+s.events.Written(), s.events.Path())
+	}
+	return n
 }
 
 func (s *evalSinks) deps() grading.Deps {
@@ -137,12 +175,13 @@ func evalModels(anthropicBase, openaiBase string, timeout time.Duration) func(st
 
 // cmdEval grades a model against an eval set and stores the run.
 // Exit 0: graded (and at or above --fail-under); 1: under the floor, or
-// unmeasured with a floor set; 2: usage or input error.
+// unmeasured with a floor set, or some events were not written to --events
+// (the count is printed); 2: usage or input error.
 func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "EVALSET", "Grade a model against an eval set, store the run, emit events and spans.\n"+
 		"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n"+
 		"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n"+
-		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed; 2: usage or input error.", stderr)
+		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error.", stderr)
 	c := addEvalFlags(fs)
 	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
 	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
@@ -200,11 +239,14 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return runErr
 	}
-	for _, p := range res.Problems {
-		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
-	}
+	printWarnings(stderr, res.Problems)
 	if closeErr != nil {
 		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
+	}
+	// A failed fsync on close removes events Execute counted as written.
+	unwritten := s.eventsNotWritten(stderr)
+	if s.events != nil {
+		res.EventsWritten = int(s.events.Written())
 	}
 	passMark := 1.0
 	if *failUnder >= 0 {
@@ -237,6 +279,9 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if res.Drift != nil && res.Drift.Verdict == grading.VerdictRegressed {
+		fail = true
+	}
+	if unwritten > 0 || len(res.Problems) > 0 {
 		fail = true
 	}
 	if fail {
@@ -519,9 +564,8 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}
-	for _, p := range problems {
-		fmt.Fprintf(stderr, "verdryx: warning: %s\n", p)
-	}
+	printWarnings(stderr, problems)
+	unwritten := s.eventsNotWritten(stderr)
 	if *c.asJSON {
 		if err := writeEvalJSON(stdout, rep); err != nil {
 			return err
@@ -529,7 +573,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		printDrift(stdout, rep)
 	}
-	if rep.Verdict == grading.VerdictRegressed {
+	if rep.Verdict == grading.VerdictRegressed || unwritten > 0 {
 		return failed()
 	}
 	return nil
