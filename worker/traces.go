@@ -40,13 +40,20 @@ func (r *CallRecord) Call() (outcome.Call, error) {
 // RecordOf returns the message form of a call.
 func RecordOf(c outcome.Call) CallRecord { return CallRecord{CallRecord: outcome.RecordOf(c)} }
 
+// CallStore is what TraceHandler needs of the store (store.Store
+// implements it).
+type CallStore interface {
+	AddCalls(ctx context.Context, calls []store.TraceCall, segs ...store.Segment) (int, error)
+	SegmentDone(ctx context.Context, digest string) (bool, error)
+}
+
 // TraceHandler ingests trace messages into the store: each batch is one
 // transaction, deduplicated on the identity of each call (RecordKey,
 // RowKey), so a redelivered or replayed record never counts twice and two
 // calls that share a step both count. A segment reference is ingested whole
 // or not at all.
 type TraceHandler struct {
-	Store *store.Store
+	Store CallStore
 	// Roots are the directories a segment reference may name.
 	Roots Roots
 	Now   func() time.Time

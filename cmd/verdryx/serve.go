@@ -228,7 +228,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sinks := producer.Fanout{chain}
 	var fileW *envelope.Writer
 	if *eventsPath != "" {
-		fileW, err = envelope.OpenWriter(*eventsPath, envelope.WriterOptions{Sync: envelope.SyncEveryN, SyncEveryN: 64, Logger: logger})
+		// fsync per event: an eval event counted as emitted is on disk.
+		fileW, err = envelope.OpenWriter(*eventsPath, envelope.WriterOptions{Sync: envelope.SyncEvery, Logger: logger})
 		if err != nil {
 			return inputError(fmt.Errorf("--events: %w", err))
 		}

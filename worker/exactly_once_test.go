@@ -1,0 +1,308 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/store"
+)
+
+// failingStore fails every AddCalls while down is set, as a full disk does.
+type failingStore struct {
+	*store.Store
+	down     atomic.Bool
+	mu       sync.Mutex
+	attempts map[string]int // per call key, while down
+}
+
+func (f *failingStore) AddCalls(ctx context.Context, calls []store.TraceCall, segs ...store.Segment) (int, error) {
+	if f.down.Load() {
+		f.mu.Lock()
+		for _, c := range calls {
+			f.attempts[c.Key]++
+		}
+		f.mu.Unlock()
+		return 0, errors.New("add calls: database or disk is full (13)")
+	}
+	return f.Store.AddCalls(ctx, calls, segs...)
+}
+
+// minAttempts returns how many keys were tried and the fewest tries of one.
+func (f *failingStore) minAttempts() (keys, least int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	least = -1
+	for _, n := range f.attempts {
+		if least < 0 || n < least {
+			least = n
+		}
+	}
+	return len(f.attempts), least
+}
+
+// countingDead counts dead letters.
+type countingDead struct{ n atomic.Int32 }
+
+func (c *countingDead) DeadLetter(context.Context, consumer.Msg, string) error {
+	c.n.Add(1)
+	return nil
+}
+
+func TestStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
+	e := newEnv(t)
+	st := &failingStore{Store: openStore(t, filepath.Join(e.dir, "v.db")), attempts: map[string]int{}}
+	st.down.Store(true)
+	calls := sampleCalls()
+	want := reportOf(t, calls)
+	dead := &countingDead{}
+	var health []bool
+	var mu sync.Mutex
+	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{
+		Name: "traces", Batch: 16, NakDelay: time.Millisecond, MaxBackoff: 20 * time.Millisecond, DeadLetter: dead,
+		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
+	})
+	e.publishCalls(calls, "c")
+	// The outage lasts until every call was tried well past the old five
+	// deliveries.
+	checkFor(t, 20*time.Second, 5*time.Millisecond, func() error {
+		if keys, least := st.minAttempts(); keys < len(calls) || least < 8 {
+			return fmt.Errorf("%d of %d calls tried, the least %d times", keys, len(calls), least)
+		}
+		return nil
+	})
+	mu.Lock()
+	require.False(t, health[len(health)-1], "not ready while the store fails")
+	mu.Unlock()
+	st.down.Store(false)
+	waitDrained(t, e.traces)
+	require.Equal(t, want, storeReport(t, st.Store))
+	require.Zero(t, dead.n.Load(), "a transient failure is never dead-lettered")
+	mu.Lock()
+	require.True(t, health[len(health)-1], "ready again once a batch commits")
+	mu.Unlock()
+}
+
+// evalWorker is one eval consumer with its own store and chain.
+type evalWorker struct {
+	st    *store.Store
+	chain *producer.NATSChain
+	h     *EvalHandler
+}
+
+func newEvalWorker(t *testing.T, e *env, instance string, sink func(producer.Sink) producer.Sink) *evalWorker {
+	t.Helper()
+	st := openStore(t, filepath.Join(e.dir, instance+".db"))
+	chain, err := producer.NewNATSChain(testCtx(t, 10*time.Second), e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, nil)
+	require.NoError(t, err)
+	var s producer.Sink = chain
+	if sink != nil {
+		s = sink(chain)
+	}
+	h := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Events: s, Version: "test"}, Roots: testdataRoot(t), NC: e.nc, Log: testLogger(t)}
+	return &evalWorker{st: st, chain: chain, h: h}
+}
+
+// crashBeforeAck runs the handler, then reports the first n deliveries as
+// failed, as a worker killed after its work and before its ack.
+type crashBeforeAck struct {
+	inner   consumer.BatchHandler
+	n       int32
+	crashes atomic.Int32
+}
+
+func (c *crashBeforeAck) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+	errs := c.inner.HandleBatch(ctx, msgs)
+	if c.crashes.Add(1) <= c.n {
+		for i := range errs {
+			errs[i] = consumer.Transient("simulated kill before ack", nil)
+		}
+	}
+	return errs
+}
+
+// flakySink fails the appends numbered in fail (0-based), as a NATS outage
+// in the middle of emitting a run's events.
+type flakySink struct {
+	inner producer.Sink
+	fail  map[int]bool
+	n     int
+}
+
+func (f *flakySink) Append(ctx context.Context, ev envelope.Event) (bool, error) {
+	i := f.n
+	f.n++
+	if f.fail[i] {
+		return false, errors.New("publish: nats: timeout")
+	}
+	return f.inner.Append(ctx, ev)
+}
+
+// requireOneRunAndOneEventSet checks the store holds exactly one run and
+// the worker's chain subject exactly one verified set of events.
+func requireOneRunAndOneEventSet(t *testing.T, e *env, w *evalWorker, events int) {
+	t.Helper()
+	runs, err := w.st.Runs(context.Background())
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "one run per request id")
+	stream, err := e.js.Stream(context.Background(), e.subjects.EventsStream)
+	require.NoError(t, err)
+	rep, err := envelope.Verify(readSubject(t, e, stream, w.chain.Subject()))
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, events, rep.Events, "one event set")
+	require.Equal(t, 1, rep.Heads)
+}
+
+func evalReq(id string) EvalRequest {
+	return EvalRequest{RequestID: id, EvalSetPath: "grimoire/evalset.json", Model: "stub", AgentID: "agent://acme.example/grimoire-bot"}
+}
+
+func TestEvalCrashBetweenCommitAndAckRunsOnce(t *testing.T) {
+	e := newEnv(t)
+	w := newEvalWorker(t, e, "w", nil)
+	crash := &crashBeforeAck{inner: w.h, n: 2}
+	runPuller(t, e.eval, crash, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	rep := e.request(evalReq("req-crash"))
+	require.True(t, rep.OK, rep.Error)
+	waitDrained(t, e.eval)
+	require.GreaterOrEqual(t, crash.crashes.Load(), int32(3), "the request was delivered again after each kill")
+	requireOneRunAndOneEventSet(t, e, w, 8)
+}
+
+func TestEvalEmissionFailureResumesWhereItStopped(t *testing.T) {
+	e := newEnv(t)
+	var flaky *flakySink
+	w := newEvalWorker(t, e, "w", func(s producer.Sink) producer.Sink {
+		flaky = &flakySink{inner: s, fail: map[int]bool{3: true, 5: true}}
+		return flaky
+	})
+	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	rep := e.request(evalReq("req-flaky"))
+	require.True(t, rep.OK, rep.Error)
+	waitDrained(t, e.eval)
+	require.Equal(t, 10, flaky.n, "8 events and 2 failed tries: nothing emitted twice")
+	requireOneRunAndOneEventSet(t, e, w, 8)
+}
+
+func TestEvalCrashAfterClaimKeepsTheRunID(t *testing.T) {
+	e := newEnv(t)
+	w := newEvalWorker(t, e, "w", nil)
+	// An earlier worker recorded the request and died while grading.
+	_, err := w.st.ClaimRequest(context.Background(), "req-claimed", "run-claimed-earlier", time.Now())
+	require.NoError(t, err)
+	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1})
+	rep := e.request(evalReq("req-claimed"))
+	require.True(t, rep.OK, rep.Error)
+	requireOneRunAndOneEventSet(t, e, w, 8)
+	runs, err := w.st.Runs(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "run-claimed-earlier", runs[0].ID)
+}
+
+func TestEvalRefusalStoresNothing(t *testing.T) {
+	e := newEnv(t)
+	w := newEvalWorker(t, e, "w", nil)
+	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1,
+		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+	req := evalReq("req-bad-baseline")
+	req.BaselineID = "no-such-baseline"
+	rep := e.request(req)
+	require.False(t, rep.OK)
+	require.Contains(t, rep.Error, "no-such-baseline")
+	runs, err := w.st.Runs(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, runs)
+	_, seen, err := w.st.EvalRequestState(context.Background(), "req-bad-baseline")
+	require.NoError(t, err)
+	require.False(t, seen, "a refused request is not recorded")
+	require.Zero(t, w.chain.Len())
+}
+
+// lossyJS stores every publish but reports the ones numbered in lose as
+// failed, as when the PubAck is lost on the way back.
+type lossyJS struct {
+	jetstream.JetStream
+	lose map[int]bool
+	n    int
+}
+
+func (l *lossyJS) Publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := l.JetStream.Publish(ctx, subject, data, opts...)
+	i := l.n
+	l.n++
+	if err == nil && l.lose[i] {
+		return nil, errors.New("nats: timeout")
+	}
+	return ack, err
+}
+
+func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	subject := e.subjects.Events + ".lossy"
+	js := &lossyJS{JetStream: e.js, lose: map[int]bool{1: true, 4: true}}
+	chain, err := producer.NewNATSChain(ctx, js, e.subjects.EventsStream, subject, nil)
+	require.NoError(t, err)
+	ev := func(i int) envelope.Event {
+		return envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "r", map[string]any{"case_id": fmt.Sprint(i)}, time.Unix(1, 0))
+	}
+	const n = 6
+	failures := 0
+	for i := 0; i < n; i++ {
+		// The appends whose ack is lost report an error; the caller moves
+		// on. They were stored, so the next event must link to them.
+		if _, err := chain.Append(ctx, ev(i)); err != nil {
+			failures++
+		}
+	}
+	require.Equal(t, 2, failures)
+	// An event emitted again (a retry of one whose ack was lost, or a
+	// redelivered request) is dropped as a duplicate, and the chain goes on.
+	for _, i := range []int{1, 2} {
+		ok, err := chain.Append(ctx, ev(i))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.EqualValues(t, 2, chain.Duplicates())
+	_, err = chain.Append(ctx, ev(n))
+	require.NoError(t, err)
+	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	require.NoError(t, err)
+	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, n+1, rep.Events)
+	require.Equal(t, 1, rep.Heads)
+}
+
+func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	a, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", 0, nil)
+	require.NoError(t, err)
+	_, err = AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", 0, nil)
+	require.ErrorIs(t, err, ErrInstanceInUse)
+	require.Contains(t, err.Error(), "--instance")
+	// The same holder restarting after a crash takes its lease over.
+	a2, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", 0, nil)
+	require.NoError(t, err)
+	// A released id is free for anyone.
+	a2.Release()
+	b, err := AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", 0, nil)
+	require.NoError(t, err)
+	b.Release()
+	_ = a
+}
