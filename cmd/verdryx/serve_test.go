@@ -1,0 +1,76 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+// serveOnce runs `serve --once` on its own data dir and loopback port.
+func serveOnce(t *testing.T, data string, args ...string) (string, string, int) {
+	t.Helper()
+	base := []string{"serve", "--once", "--data", data, "--nats.listen", "127.0.0.1:0", "--http", "", "--rag.corpus", ""}
+	return runCLI(t, append(base, args...)...)
+}
+
+// tableOf returns the outcome table of a cost report (its first lines up to
+// the "cost per resolved outcome" line).
+func tableOf(t *testing.T, out string) string {
+	t.Helper()
+	i := strings.Index(out, "        outcome")
+	require.GreaterOrEqual(t, i, 0, "no report in:\n%s", out)
+	rest := out[i:]
+	j := strings.Index(rest, "cost per resolved outcome")
+	require.GreaterOrEqual(t, j, 0, "no resolved line in:\n%s", out)
+	k := strings.Index(rest[j:], "\n")
+	return rest[:j+k]
+}
+
+func TestServeOnceEqualStepsMatchCostPerCorrect(t *testing.T) {
+	dir := t.TempDir()
+	call := func(run string, step uint32, decision string, cost int64, tag string) outcome.Call {
+		return outcome.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Model: "m", Outcome: tag}
+	}
+	// r1's step 2 is a blocked call and its allowed retry: both count, and
+	// the retry (read later) carries the outcome.
+	fx := tracegen.Fixture{Name: "equal-steps", Segments: []tracegen.FixtureSegment{{
+		Name: tracegen.SegmentName(1, 1, 0), Layout: tracegen.Current, CorruptRowGroup: -1,
+		Calls: []outcome.Call{
+			call("r1", 1, "allow", 100, ""),
+			call("r1", 2, "budget_exceeded", 400, "abandoned"),
+			call("r1", 2, "allow", 200, "case_resolved"),
+			call("r2", 1, "allow", 150, "case_resolved"),
+			call("r2", 1, "allow", 400, ""),
+		},
+	}}}
+	require.NoError(t, tracegen.WriteFixture(dir, fx))
+	want, _, code := runCLI(t, "cost-per-correct", "--traces", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, want, "case_resolved     2      5        1")
+
+	data := t.TempDir()
+	out, errOut, code := serveOnce(t, data, "--replay", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, tableOf(t, want), tableOf(t, out))
+
+	// A restart replaying the same directory counts nothing twice.
+	out, errOut, code = serveOnce(t, data, "--replay", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, tableOf(t, want), tableOf(t, out))
+}
+
+func TestServeOnceCorruptSegmentContributesNothingAndFails(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/traces/corrupt")
+	require.NoError(t, err)
+	want, _, code := runCLI(t, "cost-per-correct", "--traces", dir)
+	require.Equal(t, 0, code)
+	out, errOut, code := serveOnce(t, t.TempDir(), "--replay", dir)
+	require.Equal(t, exitFailure, code, "a failed segment fails the command")
+	require.Contains(t, errOut, "calls-9-20-00000002.parquet", "the failed segment is named")
+	require.Equal(t, tableOf(t, want), tableOf(t, out), "the corrupt segment is rolled back whole, as cost-per-correct does")
+}

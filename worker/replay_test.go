@@ -1,0 +1,76 @@
+package worker
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	opts := tracegen.DefaultFleetOptions()
+	opts.Rows, opts.SegmentRows, opts.RowGroupRows, opts.Concurrent, opts.MeanCallsPerRun = 4000, 1500, 500, 50, 10
+	_, err := tracegen.GenerateFleet(dir, opts)
+	require.NoError(t, err)
+
+	// A client whose own async window is tiny: PublishAsync stalls after 8
+	// outstanding messages, as it does when acks lag under CPU contention.
+	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(8))
+	require.NoError(t, err)
+	ctx := testCtx(t, 60*time.Second)
+	st, err := Replay(ctx, js, e.subjects.Traces, dir, ReplayOptions{MaxInFlight: 64})
+	require.NoError(t, err)
+	require.Equal(t, 4000, st.Rows)
+	require.Equal(t, 4000, st.New)
+	require.Zero(t, st.Duplicates)
+
+	st, err = Replay(ctx, js, e.subjects.Traces, dir, ReplayOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 4000, st.Rows)
+	require.Zero(t, st.New, "a second replay stores nothing")
+	require.Equal(t, 4000, st.Duplicates)
+
+	// And what was stored reduces exactly as the directory does.
+	stStore := openStore(t, filepath.Join(e.dir, "v.db"))
+	runPuller(t, e.traces, &TraceHandler{Store: stStore}, consumer.PullOptions{Name: "traces", Batch: 256})
+	waitDrained(t, e.traces)
+	var direct []outcome.Call
+	segs, _, err := consumer.ListSegments(dir)
+	require.NoError(t, err)
+	for _, s := range segs {
+		require.NoError(t, consumer.ReadSegment(s.Path, func(c outcome.Call) error { direct = append(direct, c); return nil }))
+	}
+	require.Equal(t, reportOf(t, direct), storeReport(t, stStore))
+}
+
+func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
+	e := newEnv(t)
+	dir, err := filepath.Abs("../testdata/traces/corrupt")
+	require.NoError(t, err)
+	st, err := Replay(testCtx(t, 10*time.Second), e.js, e.subjects.Traces, dir, ReplayOptions{})
+	require.NoError(t, err)
+	require.Len(t, st.Failed, 1)
+	require.Equal(t, 1, st.Segments)
+	// The direct reduction rolls the bad segment back whole: its rows are
+	// what the good segments hold, and exactly those were published.
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	direct, err := consumer.ReduceDir(context.Background(), dir, r, consumer.DirOptions{})
+	require.NoError(t, err)
+	info, err := e.traces.Info(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, direct.Rows, st.Rows)
+	require.EqualValues(t, direct.Rows, info.NumPending, "only the good segment's rows were published")
+
+	_, err = Replay(testCtx(t, 10*time.Second), e.js, e.subjects.Traces, dir, ReplayOptions{Strict: true})
+	require.Error(t, err)
+}
