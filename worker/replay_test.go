@@ -22,10 +22,11 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	_, err := tracegen.GenerateFleet(dir, opts)
 	require.NoError(t, err)
 
-	// A client whose own async window is tiny: PublishAsync stalls after 8
-	// outstanding messages, as it does when acks lag under CPU contention.
-	js, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(8))
+	// A client whose own async window is tiny and that reports a stall now
+	// and then, as PublishAsync does when acks lag under CPU contention.
+	inner, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(8))
 	require.NoError(t, err)
+	js := &stallingJS{JetStream: inner}
 	ctx := testCtx(t, 60*time.Second)
 	st, err := Replay(ctx, js, e.subjects.Traces, dir, ReplayOptions{MaxInFlight: 64})
 	require.NoError(t, err)
@@ -73,4 +74,18 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 
 	_, err = Replay(testCtx(t, 10*time.Second), e.js, e.subjects.Traces, dir, ReplayOptions{Strict: true})
 	require.Error(t, err)
+}
+
+// stallingJS refuses every fifth asynchronous publish as stalled.
+type stallingJS struct {
+	jetstream.JetStream
+	n int
+}
+
+func (s *stallingJS) PublishAsync(subject string, data []byte, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	s.n++
+	if s.n%5 == 0 {
+		return nil, jetstream.ErrTooManyStalledMsgs
+	}
+	return s.JetStream.PublishAsync(subject, data, opts...)
 }
