@@ -378,6 +378,7 @@ const (
 	HeaderDeadReason  = "Verdryx-Dead-Reason"
 	HeaderDeadSubject = "Verdryx-Dead-Subject"
 	HeaderDeadSeq     = "Verdryx-Dead-Stream-Seq"
+	HeaderDeadMsgID   = "Verdryx-Dead-Msg-Id" // the original Nats-Msg-Id, if any
 )
 
 // DeadLetter implements DeadLetterer. It blocks until JetStream acknowledges
@@ -394,6 +395,9 @@ func (d *DeadLetterPublisher) DeadLetter(ctx context.Context, m Msg, reason stri
 	if md, err := m.Metadata(); err == nil {
 		out.Header.Set(HeaderDeadSeq, fmt.Sprint(md.Sequence.Stream))
 		id = fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream)
+	}
+	if orig := m.Headers().Get(nats.MsgIdHdr); orig != "" {
+		out.Header.Set(HeaderDeadMsgID, orig)
 	}
 	out.Header.Del(nats.MsgIdHdr)
 	var opts []jetstream.PublishOpt

@@ -92,7 +92,11 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			errs[i] = consumer.Permanent("invalid trace record", err)
 			continue
 		}
-		key, err := RecordKey(&rec, m.Headers().Get(nats.MsgIdHdr))
+		msgID := m.Headers().Get(HeaderOrigMsgID) // a re-driven dead letter keeps its identity
+		if msgID == "" {
+			msgID = m.Headers().Get(nats.MsgIdHdr)
+		}
+		key, err := RecordKey(&rec, msgID)
 		if err != nil {
 			errs[i] = consumer.Permanent("invalid trace record", err)
 			continue

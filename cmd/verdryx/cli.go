@@ -76,6 +76,7 @@ func commands() []command {
 		{"serve", "run the worker: NATS consumers, replay, tail and producers", cmdServe},
 		{"replay", "publish a Parquet trace directory to the traces subject", cmdReplay},
 		{"tail", "follow an NDJSON events file", cmdTail},
+		{"dlq", "list (ls) and re-drive (replay) dead letters", cmdDLQ},
 		{"bench", "benchmarks: traces, index, worker, chain", cmdBench},
 	}
 }

@@ -159,8 +159,10 @@ func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Wri
 	return nil
 }
 
+// writeJSON prints v as indented JSON without HTML escaping.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/consumer"
+)
+
+// HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the
+// re-drive publishes under an id of its own (so re-driving twice does not
+// publish twice, and JetStream does not drop it as a duplicate of the
+// original), and the trace handler deduplicates on the original id.
+const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
+
+// DeadLetter is one message in the dead-letter stream.
+type DeadLetter struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Subject   string    `json:"subject"` // where it was consumed from
+	StreamSeq string    `json:"stream_seq,omitempty"`
+	Reason    string    `json:"reason"`
+	Size      int       `json:"bytes"`
+	msg       *jetstream.RawStreamMsg
+}
+
+// Matches reports whether filter is empty or a substring of the dead
+// letter's reason, subject or body.
+func (d DeadLetter) Matches(filter string) bool {
+	return filter == "" || strings.Contains(d.Reason, filter) || strings.Contains(d.Subject, filter) ||
+		strings.Contains(string(d.msg.Data), filter)
+}
+
+// ListDeadLetters returns the messages of the dead-letter stream, oldest
+// first, that match filter (see DeadLetter.Matches).
+func ListDeadLetters(ctx context.Context, js jetstream.JetStream, s Subjects, filter string) ([]DeadLetter, error) {
+	stream, err := js.Stream(ctx, s.DeadLetterStream)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream %s: %w", s.DeadLetterStream, err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream %s: %w", s.DeadLetterStream, err)
+	}
+	var out []DeadLetter
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted (re-driven)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dead letter %d: %w", seq, err)
+		}
+		d := DeadLetter{Seq: m.Sequence, Time: m.Time, Subject: m.Header.Get(consumer.HeaderDeadSubject),
+			StreamSeq: m.Header.Get(consumer.HeaderDeadSeq), Reason: m.Header.Get(consumer.HeaderDeadReason), Size: len(m.Data), msg: m}
+		if d.Matches(filter) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Redrive publishes each dead letter back to the subject it was consumed
+// from, with its original headers (less the dead-letter ones), waits for
+// JetStream to store it, then deletes it from the dead-letter stream. A
+// dead letter re-driven twice (a crash between publish and delete) is
+// stored once: its message id is derived from its dead-letter sequence. It
+// returns how many were re-driven before the first error.
+func Redrive(ctx context.Context, js jetstream.JetStream, s Subjects, dls []DeadLetter) (int, error) {
+	stream, err := js.Stream(ctx, s.DeadLetterStream)
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter stream %s: %w", s.DeadLetterStream, err)
+	}
+	for i, d := range dls {
+		if d.Subject == "" {
+			return i, fmt.Errorf("dead letter %d: no %s header: cannot tell where it came from", d.Seq, consumer.HeaderDeadSubject)
+		}
+		out := nats.NewMsg(d.Subject)
+		out.Data = d.msg.Data
+		for k, v := range d.msg.Header {
+			if strings.HasPrefix(k, "Verdryx-Dead-") || k == nats.MsgIdHdr {
+				continue
+			}
+			out.Header[k] = v
+		}
+		if orig := d.msg.Header.Get(consumer.HeaderDeadMsgID); orig != "" && out.Header.Get(HeaderOrigMsgID) == "" {
+			out.Header.Set(HeaderOrigMsgID, orig)
+		}
+		id := "redrive:" + s.DeadLetterStream + ":" + strconv.FormatUint(d.Seq, 10)
+		if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id)); err != nil {
+			return i, fmt.Errorf("re-drive dead letter %d to %s: %w", d.Seq, d.Subject, err)
+		}
+		if err := stream.DeleteMsg(ctx, d.Seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return i, fmt.Errorf("re-drive dead letter %d: delete after publish: %w", d.Seq, err)
+		}
+	}
+	return len(dls), nil
+}
