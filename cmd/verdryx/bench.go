@@ -14,6 +14,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"index":  benchIndex,
 		"worker": benchWorker,
 		"chain":  benchChain,
+		"chaos":  benchChaos,
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain [flags]")

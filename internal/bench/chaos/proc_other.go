@@ -1,0 +1,9 @@
+//go:build !linux
+
+package chaos
+
+import "syscall"
+
+// sysProcAttr sets nothing outside Linux: a child shares the harness's
+// process group and outlives a harness that is itself SIGKILLed.
+func sysProcAttr() *syscall.SysProcAttr { return nil }

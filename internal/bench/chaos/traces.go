@@ -1,0 +1,128 @@
+package chaos
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+// traceSet describes the generated trace directory.
+type traceSet struct {
+	rows          int64
+	segments      int
+	equalStepRows int
+}
+
+// generateTraces writes records rows into dir: a tracegen fleet (runs
+// interleaved across several segments and row groups) plus one segment of
+// runs whose step 1 holds two calls, a blocked call and its allowed retry
+// tagged case_resolved. The reduction keeps both (the later-read wins the
+// tag), so a store deduplicating on (run_id, step) shows up as lost calls
+// and a wrong tag. records must be at least minRecords.
+func generateTraces(dir string, records int, seed uint64) (traceSet, error) {
+	eqRuns := max(4, records/300)
+	eqRows := 3 * eqRuns
+	fleetRows := int64(records - eqRows)
+	segRows := max(1000, (fleetRows+5)/6)
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	sum, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{
+		Rows:            fleetRows,
+		MeanCallsPerRun: 20,
+		Concurrent:      200,
+		SegmentRows:     segRows,
+		RowGroupRows:    min(segRows, 5000),
+		Agents:          8,
+		Seed:            seed,
+		Start:           start,
+		Span:            24 * time.Hour,
+	})
+	if err != nil {
+		return traceSet{}, fmt.Errorf("generate fleet traces: %w", err)
+	}
+	after := start.Add(25 * time.Hour)
+	calls := make([]outcome.Call, 0, eqRows)
+	for i := range eqRuns {
+		run := fmt.Sprintf("chaos-eq-%06d", i)
+		ts := after.UnixMilli() + int64(i)*10
+		base := outcome.Call{RunID: run, HasRunID: true, Model: "claude-haiku-4-5", HasStep: true,
+			AgentID: "agent://chaos.example/bench/retry-bot", KeyID: "key-eq", Unit: "tokens", InputTokens: 300, OutputTokens: 40}
+		first, blocked, retry := base, base, base
+		first.TSMillis, first.Step, first.Decision, first.CostMicroUSD = ts, 0, "allow", 100
+		blocked.TSMillis, blocked.Step, blocked.Decision, blocked.CostMicroUSD = ts+1, 1, "budget_exceeded", 400
+		retry.TSMillis, retry.Step, retry.Decision, retry.CostMicroUSD, retry.Outcome = ts+2, 1, "allow", 150, "case_resolved"
+		calls = append(calls, first, blocked, retry)
+	}
+	name := tracegen.SegmentName(4243, uint64(after.UnixNano()), 0)
+	if err := tracegen.WriteFile(filepath.Join(dir, name), tracegen.Current, calls, tracegen.Options{RowGroupRows: 1000}); err != nil {
+		return traceSet{}, fmt.Errorf("write equal-step segment: %w", err)
+	}
+	return traceSet{rows: sum.Rows + int64(eqRows), segments: sum.Segments + 1, equalStepRows: 2 * eqRuns}, nil
+}
+
+// callPrint identifies a call by every field it carries.
+type callPrint [16]byte
+
+func fingerprint(c outcome.Call) callPrint {
+	h := sha256.New()
+	var b [8]byte
+	num := func(v uint64) { binary.LittleEndian.PutUint64(b[:], v); h.Write(b[:]) }
+	str := func(s string) { num(uint64(len(s))); h.Write([]byte(s)) }
+	num(uint64(c.TSMillis))
+	str(c.RunID)
+	str(c.Model)
+	str(c.Decision)
+	num(c.InputTokens)
+	num(c.OutputTokens)
+	num(uint64(c.CostMicroUSD))
+	num(uint64(c.Step))
+	str(c.AgentID)
+	num(uint64(c.SavedMicroUSD))
+	str(c.ParentRunID)
+	str(c.OnBehalfOf)
+	str(c.Outcome)
+	str(c.KeyID)
+	str(c.Unit)
+	if c.ToolCalls == nil {
+		num(1 << 40)
+	} else {
+		num(uint64(*c.ToolCalls))
+	}
+	var p callPrint
+	copy(p[:], h.Sum(nil))
+	return p
+}
+
+// directCalls counts every call of dir by fingerprint, reading each segment
+// whole or not at all, as cost-per-correct does.
+func directCalls(dir string) (map[callPrint]int, int64, error) {
+	segs, _, err := consumer.ListSegments(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", dir, err)
+	}
+	counts := make(map[callPrint]int)
+	var n int64
+	for _, s := range segs {
+		var prints []callPrint
+		err := consumer.ReadSegment(s.Path, func(c outcome.Call) error {
+			prints = append(prints, fingerprint(c))
+			return nil
+		})
+		if err != nil {
+			if consumer.IsSegmentError(err) {
+				continue
+			}
+			return nil, 0, fmt.Errorf("read %s: %w", s.Path, err)
+		}
+		for _, p := range prints {
+			counts[p]++
+		}
+		n += int64(len(prints))
+	}
+	return counts, n, nil
+}
