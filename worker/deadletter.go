@@ -96,9 +96,19 @@ func Redrive(ctx context.Context, js jetstream.JetStream, s Subjects, dls []Dead
 		if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id)); err != nil {
 			return i, fmt.Errorf("re-drive dead letter %d to %s: %w", d.Seq, d.Subject, err)
 		}
-		if err := stream.DeleteMsg(ctx, d.Seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err := stream.DeleteMsg(ctx, d.Seq); err != nil && !alreadyDeleted(err) {
 			return i, fmt.Errorf("re-drive dead letter %d: delete after publish: %w", d.Seq, err)
 		}
 	}
 	return len(dls), nil
+}
+
+// alreadyDeleted reports a delete of a message that is no longer there (a
+// re-drive that ran before).
+func alreadyDeleted(err error) bool {
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true
+	}
+	// The client wraps the server's answer into text (err_code 10057).
+	return strings.Contains(err.Error(), "no message found")
 }

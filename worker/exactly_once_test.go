@@ -306,3 +306,62 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	b.Release()
 	_ = a
 }
+
+func TestDeadLettersListAndRedriveOnce(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t, filepath.Join(e.dir, "v.db"))
+	handler := &switchable{inner: &TraceHandler{Store: st}}
+	runPuller(t, e.traces, handler, consumer.PullOptions{Name: "traces",
+		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+	ctx := testCtx(t, 10*time.Second)
+	// Refused while a (simulated) bad deployment rejects everything.
+	handler.refuse.Store(true)
+	rec := `{"run_id":"r1","step":1,"decision":"allow","cost_microusd":7}`
+	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(rec), jetstream.WithMsgID("orig-1"))
+	require.NoError(t, err)
+	var dls []DeadLetter
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		dls, err = ListDeadLetters(ctx, e.js, e.subjects, "")
+		if err == nil && len(dls) != 1 {
+			err = fmt.Errorf("%d dead letters", len(dls))
+		}
+		return err
+	})
+	require.Equal(t, e.subjects.Traces, dls[0].Subject)
+	require.Contains(t, dls[0].Reason, "rejected by this build")
+	none, err := ListDeadLetters(ctx, e.js, e.subjects, "no such text")
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	// Fixed: re-drive. Re-driving the same dead letter twice (a crash
+	// between publish and delete) stores the call once.
+	handler.refuse.Store(false)
+	n, err := Redrive(ctx, e.js, e.subjects, append(dls, dls...))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	waitStored(t, st, 1)
+	waitDrained(t, e.traces)
+	left, err := ListDeadLetters(ctx, e.js, e.subjects, "")
+	require.NoError(t, err)
+	require.Empty(t, left)
+	n64, err := st.CallCount(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n64)
+}
+
+// switchable refuses every message permanently while refuse is set.
+type switchable struct {
+	inner  consumer.BatchHandler
+	refuse atomic.Bool
+}
+
+func (s *switchable) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+	if s.refuse.Load() {
+		errs := make([]error, len(msgs))
+		for i := range errs {
+			errs[i] = consumer.Permanent("rejected by this build", nil)
+		}
+		return errs
+	}
+	return s.inner.HandleBatch(ctx, msgs)
+}

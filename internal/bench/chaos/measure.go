@@ -3,7 +3,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -222,29 +221,6 @@ func (r *runner) checkEvals(ctx context.Context) error {
 			len(r.res.EvalNotRecorded), strings.Join(r.res.EvalNotRecorded, ", "))
 	}
 	return nil
-}
-
-// allRecorded reports whether the store, read-only while serve runs,
-// records every submitted request as answered.
-func (r *runner) allRecorded(ctx context.Context) (bool, error) {
-	if len(r.requestIDs) == 0 {
-		return true, nil
-	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(r.data, "verdryx.db")+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		return false, fmt.Errorf("chaos: open the store read-only: %w", err)
-	}
-	defer db.Close()
-	args := make([]any, len(r.requestIDs))
-	for i, id := range r.requestIDs {
-		args[i] = id
-	}
-	var n int
-	q := `SELECT COUNT(*) FROM eval_requests WHERE request_id IN (?` + strings.Repeat(", ?", len(args)-1) + `)`
-	if err := db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return false, fmt.Errorf("chaos: count recorded requests: %w", err)
-	}
-	return n == len(r.requestIDs), nil
 }
 
 // fileChain verifies the events file as `verdryx verify` does.
