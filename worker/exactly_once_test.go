@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -364,4 +365,33 @@ func (s *switchable) HandleBatch(ctx context.Context, msgs []consumer.Msg) []err
 		return errs
 	}
 	return s.inner.HandleBatch(ctx, msgs)
+}
+
+// panicsOn panics on any batch holding a record whose body contains "boom".
+type panicsOn struct{ inner consumer.BatchHandler }
+
+func (p panicsOn) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+	for _, m := range msgs {
+		if strings.Contains(string(m.Data()), "boom") {
+			panic("handler bug on " + string(m.Data()))
+		}
+	}
+	return p.inner.HandleBatch(ctx, msgs)
+}
+
+func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t, filepath.Join(e.dir, "v.db"))
+	dead := &countingDead{}
+	ctx := testCtx(t, 10*time.Second)
+	// Publish first, so the poison message shares a batch with good ones.
+	calls := sampleCalls()[:20]
+	e.publishCalls(calls[:10], "a")
+	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"boom","decision":"allow"}`))
+	require.NoError(t, err)
+	e.publishCalls(calls[10:], "b")
+	runPuller(t, e.traces, panicsOn{&TraceHandler{Store: st}}, consumer.PullOptions{Name: "traces", Batch: 64, DeadLetter: dead})
+	waitDrained(t, e.traces)
+	require.Equal(t, reportOf(t, calls), storeReport(t, st), "the good messages of the batch are stored")
+	require.EqualValues(t, 1, dead.n.Load(), "only the panicking message is dead-lettered")
 }
