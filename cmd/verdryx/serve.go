@@ -234,7 +234,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return inputError(fmt.Errorf("--events: %w", err))
 		}
 		defer fileW.Close()
-		sinks = append(sinks, producer.File{W: fileW})
+		// An event emitted again after a crash is dropped, as the NATS chain
+		// drops it by message id.
+		df, err := producer.NewDedupeFile(fileW, *eventsPath)
+		if err != nil {
+			return inputError(fmt.Errorf("--events: %w", err))
+		}
+		sinks = append(sinks, df)
 	}
 	var spans *producer.Spans
 	if *otlp != "" {

@@ -75,8 +75,12 @@ type Chain struct {
 	Breaks       int    `json:"breaks"`
 	Malformed    int    `json:"malformed"`
 	Invalid      int    `json:"invalid"`
-	OK           bool   `json:"ok"`
-	Error        string `json:"error,omitempty"`
+	// DuplicateEvents counts events whose content appeared earlier in the
+	// same chain (emitted twice); a chain with any does not count as
+	// verified.
+	DuplicateEvents int    `json:"duplicate_events"`
+	OK              bool   `json:"ok"`
+	Error           string `json:"error,omitempty"`
 }
 
 // Result is what a run found. Problems lists every finding in words; OK is

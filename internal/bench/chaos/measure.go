@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,12 +227,41 @@ func (r *runner) checkEvals(ctx context.Context) error {
 // fileChain verifies the events file as `verdryx verify` does.
 func fileChain(path string) Chain {
 	ch := Chain{Kind: "file", Name: path}
-	rep, err := envelope.VerifyFile(path)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		ch.Error = err.Error()
 		return ch
 	}
-	return fillChain(ch, rep)
+	rep, err := envelope.Verify(bytes.NewReader(raw))
+	if err != nil {
+		ch.Error = err.Error()
+		return ch
+	}
+	ch = fillChain(ch, rep)
+	ch.DuplicateEvents = duplicateEvents(raw)
+	return ch
+}
+
+// duplicateEvents counts the events of an NDJSON chain whose content (the
+// event without its prev_hash) appeared earlier in it: the same event
+// emitted twice.
+func duplicateEvents(doc []byte) int {
+	seen := map[string]bool{}
+	dups := 0
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		hash, _, err := envelope.LineHash(line)
+		if err != nil {
+			continue
+		}
+		if seen[hash] {
+			dups++
+		}
+		seen[hash] = true
+	}
+	return dups
 }
 
 func fillChain(ch Chain, rep envelope.Report) Chain {
@@ -243,6 +273,12 @@ func fillChain(ch Chain, rep envelope.Report) Chain {
 
 func (r *runner) addChain(ch Chain) {
 	r.res.Chains = append(r.res.Chains, ch)
+	if ch.DuplicateEvents > 0 {
+		ch.OK = false
+		r.res.Chains[len(r.res.Chains)-1].OK = false
+		r.res.problemf("chain %s %s holds %d events emitted twice", ch.Kind, ch.Name, ch.DuplicateEvents)
+		return
+	}
 	switch {
 	case ch.OK:
 		r.res.ChainsVerified++
@@ -340,12 +376,15 @@ func (r *runner) subjectChain(ctx context.Context, js jetstream.JetStream, strea
 		ch.Error = fmt.Sprintf("read %d of %d messages in 2 minutes", got, count)
 		return ch
 	}
-	rep, err := envelope.Verify(&buf)
+	doc := buf.Bytes()
+	rep, err := envelope.Verify(bytes.NewReader(doc))
 	if err != nil {
 		ch.Error = err.Error()
 		return ch
 	}
-	return fillChain(ch, rep)
+	ch = fillChain(ch, rep)
+	ch.DuplicateEvents = duplicateEvents(doc)
+	return ch
 }
 
 // verdict sets OK from the findings.
