@@ -1,16 +1,15 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/store"
@@ -53,7 +52,13 @@ type EvalHandler struct {
 	Store *store.Store
 	Deps  grading.Deps
 	Roots Roots
-	NC    *nats.Conn
+	// Files reads every file a request names (eval set, corpus, golden);
+	// nil confines reads to Roots with confine's default limits.
+	Files *confine.Reader
+	// Replies decides which reply_to subjects are answered; the zero
+	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
+	Replies ReplyPolicy
+	NC      *nats.Conn
 	Log   *slog.Logger
 	// OnResult, when set, is called with every finished result (the CLI
 	// prints them as they are produced).
@@ -79,13 +84,21 @@ func (h *EvalHandler) logger() *slog.Logger {
 }
 
 func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
-	var req EvalRequest
-	dec := json.NewDecoder(io.LimitReader(bytes.NewReader(m.Data()), MaxInlineEvalSet+64<<10))
-	if err := dec.Decode(&req); err != nil {
-		return consumer.Permanent("malformed eval request", err)
+	if n := len(m.Data()); n > MaxInlineEvalSet+64<<10 {
+		return consumer.Permanent("malformed eval request", fmt.Errorf("%d bytes, at most %d", n, MaxInlineEvalSet+64<<10))
 	}
+	req, decErr := DecodeEvalRequest(m.Data())
 	if req.ReplyTo == "" {
 		req.ReplyTo = m.Headers().Get(HeaderReplyTo)
+	}
+	if req.ReplyTo != "" {
+		if err := h.Replies.Check(req.ReplyTo); err != nil {
+			return consumer.Permanent("reply_to refused", err)
+		}
+	}
+	if decErr != nil {
+		h.reply(req, EvalReply{RequestID: req.RequestID, Error: decErr.Error()})
+		return consumer.Permanent("malformed eval request", decErr)
 	}
 	greq, err := h.validate(req)
 	if err != nil {
@@ -98,7 +111,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 		h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: prev, Replayed: true})
 		return nil
 	}
-	res, err := grading.Execute(ctx, h.Deps, greq)
+	res, err := grading.Execute(ctx, h.confinedDeps(), greq)
 	if err != nil {
 		if errors.Is(err, grading.ErrBadRequest) {
 			h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/strictjson"
 )
 
 // TailForwarder follows an NDJSON file and forwards what it reads:
@@ -77,7 +78,7 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 		}
 		var ev envelope.Event
-		err = json.Unmarshal(line, &ev)
+		err = strictjson.Decode(line, &ev)
 		if err == nil {
 			err = ev.Validate()
 		}
@@ -93,8 +94,8 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 		}
 		return f.publish(ctx, f.Subjects.Tail, line, id)
 	}
-	var rec CallRecord
-	if err := json.Unmarshal(line, &rec); err != nil {
+	rec, err := DecodeCallRecord(line)
+	if err != nil {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
