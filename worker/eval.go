@@ -59,7 +59,7 @@ type EvalHandler struct {
 	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
 	Replies ReplyPolicy
 	NC      *nats.Conn
-	Log   *slog.Logger
+	Log     *slog.Logger
 	// OnResult, when set, is called with every finished result (the CLI
 	// prints them as they are produced).
 	OnResult func(req EvalRequest, res grading.Result)
