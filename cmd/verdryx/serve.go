@@ -487,8 +487,12 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
 		return err
 	}
+	rep, err := r.CheckedReport()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(w, "cost per outcome of the traces consumed:")
-	return r.Report().WriteTable(w)
+	return rep.WriteTable(w)
 }
 
 // cmdReplay publishes a Parquet directory to the traces subject.
