@@ -183,6 +183,7 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 		return Result{}, err
 	}
 	run.RequestID = req.RequestID
+	redactRun(&run)
 	res := Result{Run: Summarize(run)}
 	if deps.Store != nil {
 		if err := deps.Store.SaveRun(ctx, run); err != nil {

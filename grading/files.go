@@ -7,6 +7,7 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/redact"
 )
 
 // ReadFileFunc reads the whole file name. Deps.ReadFile takes one so that a
@@ -69,5 +70,21 @@ func (rs *ragSet) offlineBuilder(read ReadFileFunc) func(ctx context.Context, co
 			return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
 		}
 		return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), modelGenerator{model}, rag.Options{})
+	}
+}
+
+// redactRun removes secrets (redact.FromEnv: URL userinfo, echoed
+// Authorization/x-api-key values, the provider keys in the environment)
+// from what a run stores and prints: unmeasured reasons, outputs and check
+// details.
+func redactRun(run *Run) {
+	rd := redact.FromEnv(nil)
+	for i := range run.Scores {
+		s := &run.Scores[i]
+		s.Unmeasured = rd.String(s.Unmeasured)
+		s.Output = rd.String(s.Output)
+		for j := range s.Checks {
+			s.Checks[j].Detail = rd.String(s.Checks[j].Detail)
+		}
 	}
 }
