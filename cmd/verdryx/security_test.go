@@ -94,7 +94,7 @@ func TestSecretMarkersNeverLeak(t *testing.T) {
 		{"serve", "--data", filepath.Join(dir, "serve"), "--nats", natsURL, "--http", "", "--rag.corpus", ""},
 		{"replay", "--nats", natsURL, dir},
 		{"drift", "--db", db, "--baseline", "nope"},
-		{"slo", "--input", records},
+		{"slo", "--traces", filepath.Join("..", "..", "testdata", "traces", "basic")},
 		{"cost-per-correct", "--input", records},
 	} {
 		var stdout, stderr bytes.Buffer
