@@ -12,6 +12,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/verdryx/verdryx/redact"
 )
 
 // AnthropicOptions configure the Anthropic Messages adapter.
@@ -87,7 +89,9 @@ func (a *Anthropic) ID() string { return a.opts.Model }
 // and returns the text, the tool names called in order and the usage. An
 // error status wraps ErrStatus; an answer that does not decode, or has no
 // content, wraps ErrMalformed; a timeout returns the context error.
-func (a *Anthropic) Complete(ctx context.Context, call Call) (Completion, error) {
+func (a *Anthropic) Complete(ctx context.Context, call Call) (_ Completion, err error) {
+	// SDK errors may quote the answer body; never let the key through.
+	defer func() { err = redact.New(a.opts.APIKey).Error(err) }()
 	maxTokens := call.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = a.opts.MaxTokens

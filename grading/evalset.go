@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -120,17 +119,19 @@ func (e *FieldError) Error() string {
 // reported at once (errors.Join of *FieldError), each naming the file, the
 // case and the field.
 func LoadEvalSet(path string) (*EvalSet, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read eval set: %w", err)
-	}
-	return ParseEvalSet(raw, path)
+	return LoadEvalSetWith(path, nil)
 }
 
 // ParseEvalSet validates raw as an eval set. path names it in errors and
 // anchors relative corpus/golden paths; "" means inline bytes, whose
 // relative paths resolve against the working directory.
 func ParseEvalSet(raw []byte, path string) (*EvalSet, error) {
+	return ParseEvalSetWith(raw, path, nil)
+}
+
+// ParseEvalSetWith is ParseEvalSet reading the corpus and golden files the
+// set references through read (nil reads them with os.ReadFile).
+func ParseEvalSetWith(raw []byte, path string, read ReadFileFunc) (*EvalSet, error) {
 	file := path
 	if file == "" {
 		file = "<inline>"
@@ -263,7 +264,7 @@ func ParseEvalSet(raw []byte, path string) (*EvalSet, error) {
 			add(-1, "", "corpus", "required when a case uses grader rag")
 		}
 		if set.Corpus != "" {
-			rs, ragErrs := loadRAGSet(&set, file)
+			rs, ragErrs := loadRAGSet(&set, file, read)
 			errs = append(errs, ragErrs...)
 			set.rag = rs
 		}

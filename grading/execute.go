@@ -81,6 +81,12 @@ type Deps struct {
 	Version     string
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// ReadFile, when set, reads every file a request names (eval set,
+	// corpus, golden) instead of os.ReadFile; the worker passes a
+	// confine.Reader so nothing outside its roots is read. With ReadFile
+	// set and RAG nil, rag cases are answered from the corpus already read
+	// through it, so no file is opened twice.
+	ReadFile ReadFileFunc
 }
 
 // RunSummary is a run with its derived figures, as printed by --json and
@@ -146,7 +152,7 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	if now == nil {
 		now = time.Now
 	}
-	set, err := loadRequestSet(req)
+	set, err := loadRequestSet(req, deps.ReadFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
@@ -183,7 +189,7 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	if set.rag != nil {
 		build := deps.RAG
 		if build == nil {
-			build = OfflineRAG
+			build = set.rag.offlineBuilder(deps.ReadFile)
 		}
 		asker, err := build(ctx, set.resolve(set.Corpus), model)
 		if err != nil {
@@ -209,6 +215,7 @@ func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 		run.ID = runID
 	}
 	run.RequestID = p.req.RequestID
+	redactRun(&run)
 	res := Result{Run: Summarize(run)}
 	if p.req.BaselineID == "" {
 		return res, nil
@@ -327,16 +334,16 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 	return res, nil
 }
 
-func loadRequestSet(req Request) (*EvalSet, error) {
+func loadRequestSet(req Request, read ReadFileFunc) (*EvalSet, error) {
 	switch {
 	case req.Set != nil:
 		return req.Set, nil
 	case req.EvalSetPath != "" && len(req.EvalSet) > 0:
 		return nil, errors.New("eval request names both eval_set_path and an inline eval_set")
 	case req.EvalSetPath != "":
-		return LoadEvalSet(req.EvalSetPath)
+		return LoadEvalSetWith(req.EvalSetPath, read)
 	case len(req.EvalSet) > 0:
-		return ParseEvalSet(req.EvalSet, "")
+		return ParseEvalSetWith(req.EvalSet, "", read)
 	}
 	return nil, errors.New("eval request names no eval set (eval_set_path or eval_set)")
 }

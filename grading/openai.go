@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/verdryx/verdryx/redact"
 )
 
 // OpenAIOptions configure the OpenAI-compatible chat adapter.
@@ -129,7 +131,10 @@ func anthropicToolToOpenAI(raw json.RawMessage) (json.RawMessage, error) {
 // Complete posts one chat completion. A non-2xx status wraps ErrStatus; a
 // body that does not decode or has no choice wraps ErrMalformed; a timeout
 // returns the context error.
-func (o *OpenAI) Complete(ctx context.Context, call Call) (Completion, error) {
+func (o *OpenAI) Complete(ctx context.Context, call Call) (_ Completion, err error) {
+	// Errors may quote the answer body and the URL; a server echoing the
+	// key or the Authorization header must not put it in a reason.
+	defer func() { err = redact.New(o.opts.APIKey).Error(err) }()
 	ctx, cancel := context.WithTimeout(ctx, o.opts.Timeout)
 	defer cancel()
 	req := oaiRequest{Model: o.opts.Model, MaxTokens: call.MaxTokens}

@@ -23,6 +23,7 @@ var _ RAGAsker = (*rag.Pipeline)(nil)
 
 // ragSet is the resolved rag part of an eval set.
 type ragSet struct {
+	corpus       rag.Corpus
 	corpusDigest string
 	golden       map[string]rag.GoldenCase // by eval case id
 	goldenBytes  map[string][]byte         // canonical JSON of each, for digests
@@ -31,13 +32,13 @@ type ragSet struct {
 // loadRAGSet loads the corpus and every golden case the set's rag cases
 // name ("<file>#<case_id>", relative to the set), and checks the cases
 // against the corpus. Errors are *FieldError naming file, case and field.
-func loadRAGSet(set *EvalSet, file string) (*ragSet, []error) {
+func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error) {
 	var errs []error
-	corpus, err := rag.LoadCorpus(set.resolve(set.Corpus))
+	corpus, err := loadCorpusWith(read, set.resolve(set.Corpus))
 	if err != nil {
 		return nil, []error{&FieldError{File: file, Index: -1, Field: "corpus", Msg: err.Error()}}
 	}
-	rs := &ragSet{corpusDigest: corpus.Digest(), golden: map[string]rag.GoldenCase{}, goldenBytes: map[string][]byte{}}
+	rs := &ragSet{corpus: corpus, corpusDigest: corpus.Digest(), golden: map[string]rag.GoldenCase{}, goldenBytes: map[string][]byte{}}
 	files := map[string][]rag.GoldenCase{}
 	var picked []rag.GoldenCase
 	for i := range set.Cases {
@@ -53,7 +54,7 @@ func loadRAGSet(set *EvalSet, file string) (*ragSet, []error) {
 		gpath := set.resolve(gfile)
 		cases, ok := files[gpath]
 		if !ok {
-			cases, err = rag.LoadGolden(gpath)
+			cases, err = loadGoldenWith(read, gpath)
 			if err != nil {
 				errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: err.Error()})
 				files[gpath] = nil

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/verdryx/verdryx/redact"
 )
 
 // DefaultOpenAITimeout bounds each embeddings HTTP call. It is a per-call
@@ -178,7 +180,10 @@ const maxErrorBody = 4 << 10
 // non-empty, and returns the body of a 2xx response; other statuses become
 // errors quoting the provider's error message. It never retries. The
 // OpenAI-compatible clients of other packages share it.
-func PostJSON(ctx context.Context, client *http.Client, url, key string, body []byte) ([]byte, error) {
+func PostJSON(ctx context.Context, client *http.Client, url, key string, body []byte) (_ []byte, err error) {
+	// Errors quote the URL and the answer body; redact userinfo, echoed
+	// headers and the key itself.
+	defer func() { err = redact.New(key).Error(err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/verdryx/verdryx/strictjson"
 )
 
 // CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
@@ -36,6 +38,9 @@ type CallRecord struct {
 	Unit          *string  `json:"unit"`
 	ToolCalls     *uint32  `json:"tool_calls"`
 	CostUSD       *float64 `json:"cost_usd"`
+	// Attributes carries free-form data with a record; verdryx ignores it.
+	// Any other unknown key is an error naming it.
+	Attributes json.RawMessage `json:"attributes,omitempty"`
 }
 
 func deref[T any](p *T) T {
@@ -139,14 +144,13 @@ func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 			continue
 		}
 		var rec CallRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return fmt.Errorf("%s:%d: field %s: %s is not a %s", name, line, te.Field, te.Value, te.Type)
-			}
+		if err := strictjson.Decode(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := rec.fold(r); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if err := r.Err(); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}
@@ -201,6 +205,9 @@ func ReadCSV(src io.Reader, name string, r *Reducer) error {
 			rec.RunID = &empty
 		}
 		if err := rec.fold(r); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if err := r.Err(); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}

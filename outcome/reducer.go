@@ -74,6 +74,7 @@ type Reducer struct {
 	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
 	stats   Stats
 	tx      txn
+	err     error // first sum overflow (checked.go)
 }
 
 // NewReducer returns an empty reducer.
@@ -222,9 +223,9 @@ func (r *Reducer) AddBatch(b *Batch) {
 			rs.refused++
 		case classWardryx:
 			rs.refused++
-			rs.cost += cost[i]
+			r.addCost(&rs.cost, cost[i], run[i])
 		default:
-			rs.cost += cost[i]
+			r.addCost(&rs.cost, cost[i], run[i])
 		}
 		st := step[i]
 		if o := out[i]; o != 0 && st >= rs.outStep {
@@ -262,7 +263,7 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 	if cls == classBlocked {
 		rs.blocked++
 	} else {
-		rs.cost += cost
+		r.addCost(&rs.cost, cost, run)
 	}
 	if cls != classAllowed {
 		rs.refused++
@@ -295,7 +296,7 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 		if cls == classBlocked {
 			g.blocked++
 		} else {
-			g.cost += cost
+			r.addCost(&g.cost, cost, run)
 		}
 	}
 }

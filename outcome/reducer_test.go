@@ -207,7 +207,8 @@ func TestReadRecordErrors(t *testing.T) {
 	}{
 		{"json type", "{\"outcome\":\"a\",\"cost_microusd\":1}\n{\"run_id\":\"a\",\"cost_microusd\":\"12\"}\n", false, []string{"in.ndjson:2", "cost_microusd"}},
 		{"json syntax", "{\"outcome\":\n", false, []string{"in.ndjson:1"}},
-		{"not a record", "{\"foo\":1}\n", false, []string{"in.ndjson:1", "not an outcome record"}},
+		{"not a record", "{\"attributes\":{\"foo\":1}}\n", false, []string{"in.ndjson:1", "not an outcome record"}},
+		{"unknown field", "{\"foo\":1}\n", false, []string{"in.ndjson:1", `unknown field "foo"`}},
 		{"bad cost_usd", "{\"outcome\":\"a\",\"cost_usd\":1e300}\n", false, []string{"in.ndjson:1", "cost_usd"}},
 		{"csv int", "run_id,step,cost_microusd\na,1,x\n", true, []string{"in.csv:2", "field cost_microusd"}},
 		{"csv negative step", "run_id,step\na,-1\n", true, []string{"in.csv:2", "field step"}},

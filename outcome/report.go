@@ -53,6 +53,8 @@ type Report struct {
 	To     string        `json:"to,omitempty"`
 	Groups []GroupReport `json:"groups"`
 	Stats  Stats         `json:"stats"`
+
+	overflow error // a total that would overflow int64 (see CheckedReport)
 }
 
 // Report builds the cost-per-outcome report from everything added so far.
@@ -78,7 +80,7 @@ func (r *Reducer) Report() *Report {
 		row.Runs += runs
 		row.Calls += calls
 		row.BlockedCalls += blocked
-		row.TotalCostMicroUSD += cost
+		sumCost(&rep.overflow, &row.TotalCostMicroUSD, cost)
 	}
 	if r.grouped {
 		for k, acc := range r.groups {
@@ -117,7 +119,7 @@ func (r *Reducer) Report() *Report {
 		g.Overall.Runs += row.Runs
 		g.Overall.Calls += row.Calls
 		g.Overall.BlockedCalls += row.BlockedCalls
-		g.Overall.TotalCostMicroUSD += row.TotalCostMicroUSD
+		sumCost(&rep.overflow, &g.Overall.TotalCostMicroUSD, row.TotalCostMicroUSD)
 		if hasResolved && k.outcome == resolved {
 			g.ResolvedRuns += row.Runs
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/redact"
 )
 
 // ChatOptions configures an OpenAI-compatible /v1/chat/completions client.
@@ -59,7 +60,8 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 func (g *Chat) Name() string { return "openai-chat/" + g.opts.Model }
 
 // Generate sends req.Messages and returns the answer unchanged.
-func (g *Chat) Generate(ctx context.Context, req Request) (string, error) {
+func (g *Chat) Generate(ctx context.Context, req Request) (_ string, err error) {
+	defer func() { err = redact.New(g.opts.APIKey).Error(err) }()
 	body, err := json.Marshal(struct {
 		Model       string    `json:"model"`
 		Messages    []Message `json:"messages"`

@@ -122,6 +122,17 @@ func (s *Store) AddCalls(ctx context.Context, calls []TraceCall, segs ...Segment
 	return inserted, nil
 }
 
+// CallTotals returns the sum of every stored call's cost (micro-USD) and
+// tokens (input plus output).
+func (s *Store) CallTotals(ctx context.Context) (costMicroUSD, tokens int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(cost_microusd), 0), COALESCE(SUM(input_tokens), 0) + COALESCE(SUM(output_tokens), 0) FROM trace_calls`).
+		Scan(&costMicroUSD, &tokens)
+	if err != nil {
+		return 0, 0, fmt.Errorf("call totals: %w", err)
+	}
+	return costMicroUSD, tokens, nil
+}
+
 // CallCount returns how many calls are stored.
 func (s *Store) CallCount(ctx context.Context) (int64, error) {
 	var n int64

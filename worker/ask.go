@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/strictjson"
 )
 
 // Asker answers RAG questions (rag.Pipeline implements it).
@@ -98,7 +99,7 @@ func parseQuestion(data []byte) (string, error) {
 	s := strings.TrimSpace(string(data))
 	if strings.HasPrefix(s, "{") {
 		var req AskRequest
-		if err := json.Unmarshal(data, &req); err != nil {
+		if err := strictjson.Decode(data, &req); err != nil {
 			return "", errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)

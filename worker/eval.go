@@ -1,16 +1,15 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/store"
@@ -66,8 +65,14 @@ type EvalHandler struct {
 	Store *store.Store
 	Deps  grading.Deps
 	Roots Roots
-	NC    *nats.Conn
-	Log   *slog.Logger
+	// Files reads every file a request names (eval set, corpus, golden);
+	// nil confines reads to Roots with confine's default limits.
+	Files *confine.Reader
+	// Replies decides which reply_to subjects are answered; the zero
+	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
+	Replies ReplyPolicy
+	NC      *nats.Conn
+	Log     *slog.Logger
 	// OnResult, when set, is called with every result this handler
 	// finished (the CLI prints them as they are produced).
 	OnResult func(req EvalRequest, res grading.Result)
@@ -99,13 +104,21 @@ func (h *EvalHandler) now() time.Time {
 }
 
 func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
-	var req EvalRequest
-	dec := json.NewDecoder(io.LimitReader(bytes.NewReader(m.Data()), MaxInlineEvalSet+64<<10))
-	if err := dec.Decode(&req); err != nil {
-		return consumer.Permanent("malformed eval request", err)
+	if n := len(m.Data()); n > MaxInlineEvalSet+64<<10 {
+		return consumer.Permanent("malformed eval request", fmt.Errorf("%d bytes, at most %d", n, MaxInlineEvalSet+64<<10))
 	}
+	req, decErr := DecodeEvalRequest(m.Data())
 	if req.ReplyTo == "" {
 		req.ReplyTo = m.Headers().Get(HeaderReplyTo)
+	}
+	if req.ReplyTo != "" {
+		if err := h.Replies.Check(req.ReplyTo); err != nil {
+			return consumer.Permanent("reply_to refused", err)
+		}
+	}
+	if decErr != nil {
+		h.reply(req, EvalReply{RequestID: req.RequestID, Error: decErr.Error()})
+		return consumer.Permanent("malformed eval request", decErr)
 	}
 	greq, err := h.validate(req)
 	if err != nil {
@@ -119,7 +132,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if seen && rec.State == store.RequestDone {
 		return h.finish(ctx, req, rec, false)
 	}
-	plan, err := grading.Prepare(ctx, h.Deps, greq)
+	plan, err := grading.Prepare(ctx, h.confinedDeps(), greq)
 	if err != nil {
 		return h.refuseOrRetry(req, err)
 	}

@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -93,8 +92,8 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 		return f.publish(ctx, f.Subjects.Tail, line, id)
 	}
 	// A record, or another object that may be a segment reference.
-	var rec CallRecord
-	if err := json.Unmarshal(line, &rec); err != nil {
+	rec, err := DecodeCallRecord(line)
+	if err != nil {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}

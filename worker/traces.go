@@ -1,17 +1,16 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
@@ -45,6 +44,7 @@ func RecordOf(c outcome.Call) CallRecord { return CallRecord{CallRecord: outcome
 type CallStore interface {
 	AddCalls(ctx context.Context, calls []store.TraceCall, segs ...store.Segment) (int, error)
 	SegmentDone(ctx context.Context, digest string) (bool, error)
+	CallTotals(ctx context.Context) (costMicroUSD, tokens int64, err error)
 }
 
 // TraceHandler ingests trace messages into the store: each batch is one
@@ -56,7 +56,12 @@ type TraceHandler struct {
 	Store CallStore
 	// Roots are the directories a segment reference may name.
 	Roots Roots
+	// Files reads referenced segments; nil confines reads to Roots with
+	// confine's default limits.
+	Files *confine.Reader
 	Now   func() time.Time
+
+	totals totals // cost and token sums, checked before every insert
 }
 
 // HandleBatch implements consumer.BatchHandler.
@@ -64,19 +69,28 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 	errs := make([]error, len(msgs))
 	calls := make([]store.TraceCall, 0, len(msgs))
 	var segs []store.Segment
+	settle, err := h.beginTotals(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = consumer.Transient("trace totals", err)
+		}
+		return errs
+	}
 	for i, m := range msgs {
 		seq := uint64(0)
 		if md, err := m.Metadata(); err == nil {
 			seq = md.Sequence.Stream
 		}
-		var rec CallRecord
-		dec := json.NewDecoder(bytes.NewReader(m.Data()))
-		if err := dec.Decode(&rec); err != nil {
-			errs[i] = consumer.Permanent("malformed trace record", err)
+		rec, err := DecodeCallRecord(m.Data())
+		if err != nil {
+			errs[i] = consumer.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
 			continue
 		}
 		if rec.Segment != "" {
 			segCalls, seg, err := h.readSegment(ctx, rec.Segment, seq)
+			if err == nil {
+				err = h.addTotals(fmt.Sprintf("segment %s", rec.Segment), segCalls)
+			}
 			if err != nil {
 				errs[i] = err
 				continue
@@ -101,9 +115,15 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			errs[i] = consumer.Permanent("invalid trace record", err)
 			continue
 		}
+		if err := h.addTotals(fmt.Sprintf("trace record (stream seq %d, run_id %q)", seq, c.RunID), []store.TraceCall{{Call: c}}); err != nil {
+			errs[i] = err
+			continue
+		}
 		calls = append(calls, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
 	}
-	if _, err := h.Store.AddCalls(ctx, calls, segs...); err != nil {
+	inserted, err := h.Store.AddCalls(ctx, calls, segs...)
+	settle(inserted, len(calls), err)
+	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = consumer.Transient("store calls", err)
@@ -116,14 +136,12 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 // readSegment reads every row of a referenced segment. A segment already
 // ingested (same content digest) yields nothing.
 func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64) ([]store.TraceCall, *store.Segment, error) {
-	path, err := h.Roots.Resolve(name)
+	path, data, err := h.files().ReadResolved(ctx, name)
 	if err != nil {
 		return nil, nil, consumer.Permanent("segment refused", err)
 	}
-	digest, err := fileDigest(path)
-	if err != nil {
-		return nil, nil, consumer.Permanent("segment unreadable", err)
-	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
 	done, err := h.Store.SegmentDone(ctx, digest)
 	if err != nil {
 		return nil, nil, consumer.Transient("segment lookup", err)
@@ -133,7 +151,7 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	}
 	var calls []store.TraceCall
 	row := uint64(0)
-	err = consumer.ReadSegment(path, func(c outcome.Call) error {
+	err = consumer.ReadSegmentBytes(path, data, func(c outcome.Call) error {
 		calls = append(calls, store.TraceCall{Key: RowKey(digest, row), Seq: seq<<20 | row, Call: c})
 		row++
 		return nil

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"golang.org/x/term"
+
+	"github.com/verdryx/verdryx/redact"
 )
 
 // version is set at link time with -ldflags "-X main.version=...".
@@ -84,6 +86,14 @@ func commands() []command {
 // run dispatches args to a subcommand. It is the whole program minus the
 // process: tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Everything printed and every error returned passes the redactor:
+	// URL userinfo, Authorization/x-api-key values and secret env values.
+	rd := redact.FromEnv(nil)
+	stdout, stderr = rd.Writer(stdout), rd.Writer(stderr)
+	return rd.Error(dispatch(ctx, args, stdout, stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		printUsage(stderr)
 		return &exitError{code: exitUsage}
@@ -179,6 +189,9 @@ func envOr(name, def string) string {
 
 // stderrIsTerminal reports whether w is a terminal, for progress bars.
 func isTerminal(w io.Writer) bool {
+	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -41,14 +42,17 @@ func addNATSFlags(fs *flag.FlagSet, def string, help string) natsFlags {
 	return natsFlags{
 		url:     fs.String("nats", envOr("VERDRYX_NATS_URL", def), help),
 		creds:   fs.String("nats.creds", envOr("VERDRYX_NATS_CREDS", ""), "NATS credentials file"),
-		tlsCA:   fs.String("nats.tls-ca", "", "CA certificate file for TLS to NATS"),
-		tlsCert: fs.String("nats.tls-cert", "", "client certificate file for TLS to NATS"),
-		tlsKey:  fs.String("nats.tls-key", "", "client key file for TLS to NATS"),
+		tlsCA:   fs.String("nats.tls-ca", envOr("VERDRYX_NATS_TLS_CA", ""), "CA certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CA)"),
+		tlsCert: fs.String("nats.tls-cert", envOr("VERDRYX_NATS_TLS_CERT", ""), "client certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CERT)"),
+		tlsKey:  fs.String("nats.tls-key", envOr("VERDRYX_NATS_TLS_KEY", ""), "client key file for TLS to NATS ($VERDRYX_NATS_TLS_KEY)"),
 	}
 }
 
-func (n natsFlags) connect(url, name string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+func (n natsFlags) connect(url, name string, extra ...nats.Option) (*nats.Conn, error) {
+	if err := checkTLSPair(*n.tlsCert, *n.tlsKey); err != nil {
+		return nil, err
+	}
+	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...)
 	if *n.creds != "" {
 		opts = append(opts, nats.UserCredentials(*n.creds))
 	}
@@ -60,7 +64,7 @@ func (n natsFlags) connect(url, name string) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redact.URL(url), err)
 	}
 	return nc, nil
 }
@@ -130,6 +134,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	once := fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	verbose := fs.Bool("v", false, "debug logging")
 	subjects := addSubjectFlags(fs)
+	secf := addSecurityFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -141,7 +146,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(redact.FromEnv(nil, secf.sec.Password, secf.sec.Token).Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	if err := secf.check(*nf.url == "", *listen, *httpAddr, logger); err != nil {
+		return err
+	}
 
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		return inputError(fmt.Errorf("--data %s: %w", *dataDir, err))
@@ -183,7 +191,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var ns *server.Server
 	url := *nf.url
 	if url == "" {
-		ns, err = worker.StartEmbedded(filepath.Join(*dataDir, "nats"), *listen)
+		ns, err = worker.StartEmbeddedWith(filepath.Join(*dataDir, "nats"), *listen, secf.sec)
 		if err != nil {
 			return err
 		}
@@ -191,7 +199,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		url = ns.ClientURL()
 		logger.Info("embedded nats started", "url", url, "store", filepath.Join(*dataDir, "nats"))
 	}
-	nc, err := nf.connect(url, "verdryx-serve-"+*instance)
+	connOpts := secf.clientAuth()
+	if ns != nil {
+		connOpts = append(connOpts, nats.InProcessServer(ns))
+	}
+	nc, err := nf.connect(url, "verdryx-serve-"+*instance, connOpts...)
 	if err != nil {
 		return err
 	}
@@ -272,12 +284,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		deps.Spans = spans
 	}
 	evalH := &worker.EvalHandler{Store: st, Deps: deps, Roots: absRoots, NC: nc, Log: logger,
+		Files: secf.files(absRoots), Replies: secf.replyPolicy(*subjects),
 		OnResult: func(req worker.EvalRequest, res grading.Result) {
 			metrics.EvalRuns.WithLabelValues("ok").Inc()
 			metrics.ChainLength.Set(float64(chain.Len()))
 			printEvalResult(stdout, req, res)
 		}}
-	tracesPull, err := consumer.NewPuller(tracesCons, &worker.TraceHandler{Store: st, Roots: absRoots},
+	tracesPull, err := consumer.NewPuller(tracesCons, &worker.TraceHandler{Store: st, Roots: absRoots, Files: secf.files(absRoots)},
 		consumer.PullOptions{Name: "traces", Batch: 512, Logger: logger, Counters: metrics, DeadLetter: dead, Healthy: tracesOK.Store})
 	if err != nil {
 		return err
@@ -531,8 +544,12 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
 		return err
 	}
+	rep, err := r.CheckedReport()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(w, "cost per outcome of the traces consumed:")
-	return r.Report().WriteTable(w)
+	return rep.WriteTable(w)
 }
 
 // cmdReplay publishes a Parquet directory to the traces subject.

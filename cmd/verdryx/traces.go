@@ -142,7 +142,10 @@ func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Wri
 		}
 		dirStats = &st
 	}
-	rep := r.Report()
+	rep, err := r.CheckedReport()
+	if err != nil {
+		return inputError(err)
+	}
 	if tf.asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.Report

@@ -1,0 +1,90 @@
+package grading
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/redact"
+)
+
+// ReadFileFunc reads the whole file name. Deps.ReadFile takes one so that a
+// caller serving untrusted requests confines every file an eval set names
+// (confine.Reader.ReadFile); nil means os.ReadFile, the CLI's behaviour.
+type ReadFileFunc func(name string) ([]byte, error)
+
+func (f ReadFileFunc) read(name string) ([]byte, error) {
+	if f == nil {
+		return os.ReadFile(name)
+	}
+	return f(name)
+}
+
+// LoadEvalSetWith is LoadEvalSet reading the set and every file it
+// references through read (nil: os.ReadFile).
+func LoadEvalSetWith(path string, read ReadFileFunc) (*EvalSet, error) {
+	raw, err := read.read(path)
+	if err != nil {
+		return nil, fmt.Errorf("read eval set: %w", err)
+	}
+	return ParseEvalSetWith(raw, path, read)
+}
+
+// loadCorpusWith mirrors rag.LoadCorpus, reading through read.
+func loadCorpusWith(read ReadFileFunc, path string) (rag.Corpus, error) {
+	b, err := read.read(path)
+	if err != nil {
+		return rag.Corpus{}, fmt.Errorf("read corpus: %w", err)
+	}
+	c, err := rag.ParseCorpus(b)
+	if err != nil {
+		return rag.Corpus{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// loadGoldenWith mirrors rag.LoadGolden, reading through read.
+func loadGoldenWith(read ReadFileFunc, path string) ([]rag.GoldenCase, error) {
+	b, err := read.read(path)
+	if err != nil {
+		return nil, fmt.Errorf("read golden cases: %w", err)
+	}
+	cases, err := rag.ParseGolden(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cases, nil
+}
+
+// offlineBuilder is the default RAG builder: OfflineRAG, which reads the
+// corpus path again, unless read is set, in which case the corpus already
+// read (and confined) with the set is used and nothing is reopened.
+func (rs *ragSet) offlineBuilder(read ReadFileFunc) func(ctx context.Context, corpusPath string, model Model) (RAGAsker, error) {
+	if read == nil {
+		return OfflineRAG
+	}
+	return func(ctx context.Context, _ string, model Model) (RAGAsker, error) {
+		if model == nil || model.ID() == StubID {
+			return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
+		}
+		return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), modelGenerator{model}, rag.Options{})
+	}
+}
+
+// redactRun removes secrets (redact.FromEnv: URL userinfo, echoed
+// Authorization/x-api-key values, the provider keys in the environment)
+// from what a run stores and prints: unmeasured reasons, outputs and check
+// details.
+func redactRun(run *Run) {
+	rd := redact.FromEnv(nil)
+	for i := range run.Scores {
+		s := &run.Scores[i]
+		s.Unmeasured = rd.String(s.Unmeasured)
+		s.Output = rd.String(s.Output)
+		for j := range s.Checks {
+			s.Checks[j].Detail = rd.String(s.Checks[j].Detail)
+		}
+	}
+}

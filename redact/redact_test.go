@@ -1,0 +1,40 @@
+package redact
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestStringRedactsPatternsAndSecrets(t *testing.T) {
+	r := New("sk-MARKER-123456")
+	cases := map[string]string{
+		"connect to nats://admin:PW@host:4222 failed":               "connect to nats://[REDACTED]@host:4222 failed",
+		"https://user@api.example/v1":                               "https://[REDACTED]@api.example/v1",
+		`401 {"error":"bad key","authorization":"Bearer abcdefgh"}`: `401 {"error":"bad key","authorization":"Bearer [REDACTED]"}`,
+		"Authorization: Basic dXNlcjpwdw==":                         "Authorization: Basic [REDACTED]",
+		"x-api-key: anthropic-secret-value":                         "x-api-key: [REDACTED]",
+		"echo sk-MARKER-123456 back":                                "echo [REDACTED] back",
+		"token is Bearer zzzzzzzzzz":                                "token is Bearer [REDACTED]",
+		"nothing secret at https://api.example/v1 here":             "nothing secret at https://api.example/v1 here",
+	}
+	for in, want := range cases {
+		require.Equal(t, want, r.String(in), in)
+	}
+}
+
+func TestErrorKeepsChainAndHandlerRedacts(t *testing.T) {
+	base := errors.New("x-api-key: supersecret")
+	err := Error(base)
+	require.ErrorIs(t, err, base)
+	require.NotContains(t, err.Error(), "supersecret")
+
+	var buf bytes.Buffer
+	log := slog.New(New("MARKER-SECRET").Handler(slog.NewTextHandler(&buf, nil)))
+	log.With("url", "nats://u:MARKER-SECRET@h").Info("got MARKER-SECRET", "err", errors.New("Bearer MARKER-SECRET"), slog.Group("g", "k", "MARKER-SECRET"))
+	require.NotContains(t, buf.String(), "MARKER-SECRET")
+	require.Contains(t, buf.String(), Mark)
+}

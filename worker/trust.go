@@ -1,0 +1,245 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/verdryx/verdryx/confine"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/strictjson"
+)
+
+// DefaultReplyPrefixes are the subject patterns an eval reply may be
+// published to when none are configured: NATS inboxes and verdryx.reply.>.
+func DefaultReplyPrefixes() []string { return []string{"_INBOX.>", "verdryx.reply.>"} }
+
+// ReplyPolicy decides where eval replies may go: a literal subject that
+// matches one of Allowed and none of Forbidden. The zero value allows
+// DefaultReplyPrefixes and forbids every subject of DefaultSubjects'
+// streams.
+type ReplyPolicy struct {
+	// Allowed are NATS subject patterns ("*" one token, ">" the rest).
+	Allowed []string
+	// Forbidden are the subjects bound to verdryx streams; a reply
+	// matching one is refused even when Allowed matches it.
+	Forbidden []string
+}
+
+// StreamSubjects returns every subject bound to a verdryx stream.
+func (s Subjects) StreamSubjects() []string {
+	return []string{s.Traces, s.EvalRequests, s.Events + ".>", s.Tail, s.DeadLetter}
+}
+
+// Check returns nil when subject may receive a reply, else an error
+// naming the subject and the rule it broke.
+func (p ReplyPolicy) Check(subject string) error {
+	toks := strings.Split(subject, ".")
+	for _, t := range toks {
+		if t == "" || t == "*" || t == ">" || strings.ContainsAny(t, " \t\r\n") {
+			return fmt.Errorf("field reply_to: %q is not a literal NATS subject", subject)
+		}
+	}
+	forbidden := p.Forbidden
+	if forbidden == nil {
+		forbidden = DefaultSubjects().StreamSubjects()
+	}
+	for _, f := range forbidden {
+		if SubjectMatches(f, subject) {
+			return fmt.Errorf("field reply_to: %q is bound to a verdryx stream (%s)", subject, f)
+		}
+	}
+	allowed := p.Allowed
+	if allowed == nil {
+		allowed = DefaultReplyPrefixes()
+	}
+	for _, a := range allowed {
+		if SubjectMatches(a, subject) {
+			return nil
+		}
+	}
+	return fmt.Errorf("field reply_to: %q matches none of the reply subjects %s", subject, strings.Join(allowed, ", "))
+}
+
+// SubjectMatches reports whether the literal subject matches the NATS
+// pattern ("*" matches one token, a final ">" one or more).
+func SubjectMatches(pattern, subject string) bool {
+	pt, st := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, p := range pt {
+		if p == ">" && i == len(pt)-1 {
+			return len(st) > i
+		}
+		if i >= len(st) || (p != "*" && p != st[i]) {
+			return false
+		}
+	}
+	return len(pt) == len(st)
+}
+
+// CheckAgentID validates an agent_id where it enters: empty (unset) or the
+// contract's canonical agent:// form.
+func CheckAgentID(id string) error {
+	if id == "" || envelope.ValidAgentID(id) {
+		return nil
+	}
+	return fmt.Errorf("field agent_id: %q does not match ^agent://[a-z0-9.-]+/[a-z0-9._/-]+$ (max 255 bytes)", id)
+}
+
+// DecodeEvalRequest decodes an eval-request message strictly: unknown
+// fields and trailing data are errors, agent_id must be canonical.
+func DecodeEvalRequest(data []byte) (EvalRequest, error) {
+	var req EvalRequest
+	if err := strictjson.Decode(data, &req); err != nil {
+		return req, err
+	}
+	return req, CheckAgentID(req.AgentID)
+}
+
+// DecodeCallRecord decodes a trace message strictly (unknown fields and
+// trailing data are errors; free-form data goes in "attributes") and
+// validates its agent_id.
+func DecodeCallRecord(data []byte) (CallRecord, error) {
+	var rec CallRecord
+	if err := strictjson.Decode(data, &rec); err != nil {
+		return rec, err
+	}
+	if rec.AgentID != nil {
+		if err := CheckAgentID(*rec.AgentID); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// files returns the confined reader of an eval handler: Files, or one over
+// Roots with the default limits.
+func (h *EvalHandler) files() *confine.Reader {
+	if h.Files != nil {
+		return h.Files
+	}
+	return &confine.Reader{Roots: h.Roots}
+}
+
+// confinedDeps returns the grading deps with every file read confined.
+func (h *EvalHandler) confinedDeps() grading.Deps {
+	d := h.Deps
+	d.ReadFile = h.files().ReadFile
+	return d
+}
+
+// files returns the confined reader of a trace handler.
+func (h *TraceHandler) files() *confine.Reader {
+	if h.Files != nil {
+		return h.Files
+	}
+	return &confine.Reader{Roots: h.Roots}
+}
+
+// ErrOverflow marks a record whose cost or tokens would overflow the
+// stored totals.
+var ErrOverflow = errors.New("sum overflows int64")
+
+// totals are the running sums of cost and tokens over every stored call,
+// so a record that would make any sum wrap is refused where it enters.
+// Loaded from the store on first use; reloaded after a batch in which
+// duplicates were skipped.
+type totals struct {
+	mu     sync.Mutex
+	loaded bool
+	cost   int64
+	tokens int64
+}
+
+func (t *totals) load(ctx context.Context, st CallStore) error {
+	if t.loaded {
+		return nil
+	}
+	var err error
+	if t.cost, t.tokens, err = st.CallTotals(ctx); err != nil {
+		return fmt.Errorf("load stored totals: %w", err)
+	}
+	t.loaded = true
+	return nil
+}
+
+// add adds calls' cost and tokens to the totals, or changes nothing and
+// returns an error naming the record when a sum would overflow.
+func (t *totals) add(record string, calls ...outcome.Call) error {
+	cost, tokens := t.cost, t.tokens
+	for i, c := range calls {
+		where := record
+		if len(calls) > 1 {
+			where = fmt.Sprintf("%s row %d", record, i)
+		}
+		var ok bool
+		if cost, ok = addInt64(cost, c.CostMicroUSD); !ok {
+			return fmt.Errorf("%s: field cost_microusd %d: %w", where, c.CostMicroUSD, ErrOverflow)
+		}
+		for _, n := range []uint64{c.InputTokens, c.OutputTokens} {
+			if n > math.MaxInt64 {
+				return fmt.Errorf("%s: token count %d: %w", where, n, ErrOverflow)
+			}
+			if tokens, ok = addInt64(tokens, int64(n)); !ok {
+				return fmt.Errorf("%s: tokens %d: %w", where, n, ErrOverflow)
+			}
+		}
+	}
+	t.cost, t.tokens = cost, tokens
+	return nil
+}
+
+// addInt64 returns a+b and whether it did not overflow.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}
+
+// beginTotals loads the stored totals and snapshots them; settle keeps the
+// batch's additions when every call was inserted, restores the snapshot
+// when the insert failed, and reloads from the store when duplicates were
+// skipped (they were added here but not stored).
+func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, tried int, err error), err error) {
+	t := &h.totals
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.load(ctx, h.Store); err != nil {
+		return nil, err
+	}
+	cost, tokens := t.cost, t.tokens
+	return func(inserted, tried int, err error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		switch {
+		case err != nil:
+			t.cost, t.tokens = cost, tokens
+		case inserted != tried:
+			t.loaded = false
+		}
+	}, nil
+}
+
+// addTotals adds calls to the running totals or returns a permanent error
+// naming record when a sum would overflow.
+func (h *TraceHandler) addTotals(record string, calls []store.TraceCall) error {
+	t := &h.totals
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := make([]outcome.Call, len(calls))
+	for i := range calls {
+		cs[i] = calls[i].Call
+	}
+	if err := t.add(record, cs...); err != nil {
+		return consumer.Permanent("cost or token sum overflow", err)
+	}
+	return nil
+}
