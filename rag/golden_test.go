@@ -22,7 +22,7 @@ func runGolden(t *testing.T, evalset string) {
 		t.Run(gc.CaseID, func(t *testing.T) {
 			rec, err := p.Ask(context.Background(), gc.Question)
 			require.NoError(t, err)
-			for _, c := range rag.CheckGolden(gc, rec) {
+			for _, c := range rag.CheckGolden(gc, rec, es.Corpus) {
 				assert.True(t, c.OK, "%s: %s\nretrieved %v\nanswer %q", c.Name, c.Detail, rec.RetrievedIDs, rec.Answer)
 			}
 		})
