@@ -127,10 +127,16 @@ func TestDriftReproducibleFromSeed(t *testing.T) {
 }
 
 func TestWelchT(t *testing.T) {
-	v, ok := welchT([]float64{1, 0, 1, 1}, []float64{0, 0, 1, 0})
+	v, df, ok := welchT([]float64{1, 0, 1, 1}, []float64{0, 0, 1, 0})
 	require.True(t, ok)
 	assert.InDelta(t, 0.5/math.Sqrt(0.125), v, 1e-12)
-	_, ok = welchT([]float64{1, 1}, []float64{0, 0})
+	assert.InDelta(t, 6, df, 1e-12, "equal variances and sizes: n1+n2-2")
+	// Unequal variances: Welch-Satterthwaite, not the pooled n1+n2-2.
+	_, df, ok = welchT([]float64{1, 0, 1, 1, 0, 1}, []float64{1, 1, 1, 0})
+	require.True(t, ok)
+	qa, qb := 0.26666666666666666/6, 0.25/4
+	assert.InDelta(t, (qa+qb)*(qa+qb)/(qa*qa/5+qb*qb/3), df, 1e-12)
+	_, _, ok = welchT([]float64{1, 1}, []float64{0, 0})
 	assert.False(t, ok, "both variances 0")
 }
 

@@ -60,9 +60,9 @@ func LoadCorpus(path string) (Corpus, error) {
 // ParseCorpus decodes and validates corpus JSON.
 func ParseCorpus(b []byte) (Corpus, error) {
 	var raw struct {
-		ID           string            `json:"id"`
-		LabelFields  []string          `json:"label_fields"`
-		SourceField  string            `json:"source_field"`
+		ID           string              `json:"id"`
+		LabelFields  []string            `json:"label_fields"`
+		SourceField  string              `json:"source_field"`
 		SubjectField string              `json:"subject_field"`
 		Units        map[string][]string `json:"units"`
 		Entries      []json.RawMessage   `json:"entries"`

@@ -89,7 +89,7 @@ type units struct {
 	// words are unit words after which a number word ("four") is read as a
 	// quantity: every alias and canonical name plus the units the corpus
 	// writes after digits.
-	words map[string]bool
+	words    map[string]bool
 	maxWords int
 }
 
