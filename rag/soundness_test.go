@@ -81,6 +81,7 @@ func TestSoundnessGrimoire(t *testing.T) {
 		{"number hyphenated", strings.Replace(base, "3 drams", "a 9-dram measure", 1) + trailer, true, rag.CheckForbiddenAbsent},
 		{"number abbreviated", strings.Replace(base, "3 drams", "15dr", 1) + trailer, true, rag.CheckForbiddenAbsent},
 		{"number word added beside the right value", strings.Replace(base, "3 drams", "3 drams (fifteen drams in some texts)", 1) + trailer, true, rag.CheckForbiddenAbsent},
+		{"number bare sibling value", strings.Replace(base, "3 drams", "3 drams (other folios: 9)", 1) + trailer, true, rag.CheckForbiddenAbsent},
 		{"number near miss: own value as a word", strings.Replace(base, "3 drams", "three drams", 1) + trailer, false, ""},
 		{"number near miss: own value hyphenated", strings.Replace(base, "a dose of 3 drams", "a 3-dram dose", 1) + trailer, false, ""},
 		// 4. Wrong chunk attribution.
