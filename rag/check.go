@@ -270,6 +270,22 @@ func forbiddenLiterals(gc GoldenCase) []string {
 	return out
 }
 
+// textHolds reports whether chunk id's text contains literal v under the
+// match key.
+func (k *Checker) textHolds(rec Record, id, v string) bool {
+	text := ""
+	if e, ok := k.corpus.Entry(id); ok {
+		text = e.Text
+	} else {
+		for _, c := range rec.Chunks {
+			if c.ID == id {
+				text = c.Text
+			}
+		}
+	}
+	return text != "" && containsKey(keyText(text), text, v)
+}
+
 // holds reports whether chunk id states q, in its text or (for a bare
 // number) as one of its label values.
 func (k *Checker) holds(rec Record, id string, q Quantity) bool {
@@ -433,13 +449,14 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	add(CheckCitationKnown, len(unknown) == 0, detailList("not in the corpus", unknown))
 	add(CheckCitationRetrieved, len(unretrieved) == 0, detailList("not among the retrieved ids", unretrieved))
 
-	if fq := k.forbiddenQuantities(gc); len(fq) > 0 {
+	if fq := k.forbiddenQuantities(gc); len(fq) > 0 || len(gc.ForbiddenValues) > 0 {
 		var bad []string
 		for _, c := range a.cites {
 			if c.id == "" || c.id == gc.ExpectedRetrievedID || slices.Contains(bad, c.id) {
 				continue
 			}
-			if slices.ContainsFunc(fq, func(q Quantity) bool { return k.holds(rec, c.id, q) }) {
+			if slices.ContainsFunc(fq, func(q Quantity) bool { return k.holds(rec, c.id, q) }) ||
+				slices.ContainsFunc(gc.ForbiddenValues, func(v string) bool { return k.textHolds(rec, c.id, v) }) {
 				bad = append(bad, c.id)
 			}
 		}
@@ -483,13 +500,17 @@ var negations = map[string]bool{
 	"cannot": true, "un": true, "non": true, "nowhere": true,
 }
 
+// clauseWords start a new clause: a negation before them does not reach
+// the qualifier after them.
+var clauseWords = map[string]bool{"but": true, "and": true, "yet": true, "then": true, "while": true, "whereas": true}
+
 // qualifierOccurrences reports whether qualifier q occurs in the answer
 // (outside citations) and whether some occurrence is negated: preceded
 // within negationWindow words of the same clause by a negation (not, never,
 // no, without, a contraction in n't, ...), or glued to an un-/non- prefix.
 // An occurrence glued to other letters ("redistilled") does not count.
 func qualifierOccurrences(a *analysis, q string) (found, negated bool) {
-	for _, i := range keyMatches(a.proseKey, a.prose, q) {
+	for _, i := range keyMatchesIn(a.proseKey, a.prose, q, false) {
 		start := a.proseKey.src[i]
 		before := a.prose[:start]
 		glued := ""
@@ -528,7 +549,7 @@ func negatedBefore(text string) bool {
 	for n := 0; n < negationWindow && len(words) > 0; n++ {
 		w := strings.ReplaceAll(words[len(words)-1], "’", "'")
 		words = words[:len(words)-1]
-		if w == "but" {
+		if clauseWords[w] {
 			return false
 		}
 		if negations[w] || strings.HasSuffix(w, "n't") {

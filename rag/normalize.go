@@ -181,16 +181,26 @@ func loose(s string) string {
 }
 
 // keyMatches returns the byte offsets in hay.s where the key of lit occurs
-// and the occurrence is not part of a longer number: a literal that starts
-// (ends) with a digit does not match after (before) a digit of the source.
+// on whole source characters, not inside a word (a literal starting with a
+// letter does not match after a letter: "at dawn" is not in "that dawn")
+// and not inside a longer number (a literal starting or ending with a
+// digit does not match next to a digit).
 func keyMatches(hay mapped, source, lit string) []int {
+	return keyMatchesIn(hay, source, lit, true)
+}
+
+// keyMatchesIn is keyMatches; with wordStart false a literal may also
+// match glued to letters before it ("undistilled" for "distilled").
+func keyMatchesIn(hay mapped, source, lit string, wordStart bool) []int {
 	k := Key(lit)
 	if k == "" {
 		return nil
 	}
-	firstDigit, lastDigit := false, false
+	firstDigit, lastDigit, firstLetter := false, false, false
 	if r, _ := utf8.DecodeRuneInString(strings.TrimSpace(lit)); digitLookalike(r) != 0 {
 		firstDigit = true
+	} else if unicode.IsLetter(r) {
+		firstLetter = true
 	}
 	if r, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(lit)); digitLookalike(r) != 0 {
 		lastDigit = true
@@ -204,6 +214,14 @@ func keyMatches(hay mapped, source, lit string) []int {
 		i += off
 		off = i + 1
 		start, end := hay.src[i], hay.src[i+len(k)]
+		if (i > 0 && hay.src[i-1] == start) || hay.src[i+len(k)-1] == end {
+			continue // starts or ends inside one character's key (the n of m's "rn")
+		}
+		if firstLetter && wordStart {
+			if r, _ := utf8.DecodeLastRuneInString(source[:start]); unicode.IsLetter(r) {
+				continue
+			}
+		}
 		if firstDigit {
 			if r, _ := utf8.DecodeLastRuneInString(source[:start]); digitLookalike(r) != 0 {
 				continue

@@ -99,6 +99,8 @@ func TestSoundnessGrimoire(t *testing.T) {
 		{"qualifier near miss: without in another clause", strings.Replace(base, "and administered after dusk", "administered without waiting, after dusk", 1) + trailer, false, ""},
 		{"qualifier negated: un- prefix", strings.Replace(base, "distilled in copper", "undistilled in copper", 1) + trailer, true, rag.CheckQualifierNegated},
 		{"qualifier near miss: negation on another clause", strings.Replace(base, "distilled in copper", "not in brass, but distilled in copper", 1) + trailer, false, ""},
+		{"qualifier near miss: negation before another coordinated clause", strings.Replace(base, "and administered after dusk", "kept without light and administered after dusk", 1) + trailer, false, ""},
+		{"case near miss: a forbidden literal inside a longer word", base + " Nothing is given that dawn." + trailer, false, ""},
 		{"qualifier near miss: negation outside the window", strings.Replace(base, "distilled in copper", "no other vessel is used; it is distilled in copper", 1) + trailer, false, ""},
 	})
 
