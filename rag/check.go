@@ -494,15 +494,24 @@ func maskKey(key, sub string) string {
 	return strings.ReplaceAll(key, sub, strings.Repeat("\x00", len(sub)))
 }
 
-// negations are the words that negate a qualifier right after them.
-var negations = map[string]bool{
-	"not": true, "never": true, "no": true, "without": true, "nor": true, "neither": true, "none": true,
-	"cannot": true, "un": true, "non": true, "nowhere": true,
+// isNegation reports a word that negates a qualifier right after it.
+func isNegation(w string) bool {
+	switch w {
+	case "not", "never", "no", "without", "nor", "neither", "none", "cannot", "un", "non", "nowhere":
+		return true
+	}
+	return strings.HasSuffix(w, "n't")
 }
 
-// clauseWords start a new clause: a negation before them does not reach
-// the qualifier after them.
-var clauseWords = map[string]bool{"but": true, "and": true, "yet": true, "then": true, "while": true, "whereas": true}
+// isClauseWord reports a word that starts a new clause: a negation before
+// it does not reach the qualifier after it.
+func isClauseWord(w string) bool {
+	switch w {
+	case "but", "and", "yet", "then", "while", "whereas":
+		return true
+	}
+	return false
+}
 
 // qualifierOccurrences reports whether qualifier q occurs in the answer
 // (outside citations) and whether some occurrence is negated: preceded
@@ -549,10 +558,10 @@ func negatedBefore(text string) bool {
 	for n := 0; n < negationWindow && len(words) > 0; n++ {
 		w := strings.ReplaceAll(words[len(words)-1], "’", "'")
 		words = words[:len(words)-1]
-		if clauseWords[w] {
+		if isClauseWord(w) {
 			return false
 		}
-		if negations[w] || strings.HasSuffix(w, "n't") {
+		if isNegation(w) {
 			return true
 		}
 	}

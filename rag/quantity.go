@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -137,19 +138,25 @@ func (u *units) observe(texts []string) {
 	}
 }
 
-var numberWords = map[string]float64{
-	"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-	"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-	"seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-	"sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-}
+// cardinals maps English cardinal words to their values; built once,
+// never mutated.
+var cardinals = sync.OnceValue(func() map[string]float64 {
+	return map[string]float64{
+		"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+		"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+		"seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+		"sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+	}
+})
 
-// stopWords never serve as a unit.
-var stopWords = map[string]bool{
-	"a": true, "an": true, "the": true, "of": true, "and": true, "or": true, "to": true, "in": true, "on": true,
-	"at": true, "for": true, "is": true, "are": true, "was": true, "be": true, "by": true, "with": true, "it": true,
-	"as": true, "per": true, "each": true, "than": true, "from": true, "that": true, "this": true, "when": true,
-	"while": true, "after": true, "before": true, "during": true, "not": true, "no": true,
+// isStopWord reports a word that never serves as a unit.
+func isStopWord(w string) bool {
+	switch w {
+	case "a", "an", "the", "of", "and", "or", "to", "in", "on", "at", "for", "is", "are", "was", "be", "by", "with", "it",
+		"as", "per", "each", "than", "from", "that", "this", "when", "while", "after", "before", "during", "not", "no":
+		return true
+	}
+	return false
 }
 
 // word is a run of letters in folded text.
@@ -226,11 +233,11 @@ func (u *units) unitAt(ws []word) (string, int) {
 			return c, k
 		}
 	}
-	if len(ws) == 0 || stopWords[ws[0].text] {
+	if len(ws) == 0 || isStopWord(ws[0].text) {
 		return "", 0
 	}
 	for i, w := range ws {
-		if i > 0 && stopWords[w.text] {
+		if i > 0 && isStopWord(w.text) {
 			break
 		}
 		if c, ok := u.alias[w.text]; ok && len(w.text) > 1 {
@@ -431,7 +438,7 @@ func (u *units) numberWords(s string, i int) (Quantity, int, bool) {
 	seen := false
 	for n < len(ws) {
 		w := ws[n].text
-		if v, ok := numberWords[w]; ok {
+		if v, ok := cardinals()[w]; ok {
 			cur += v
 			seen = true
 			n++
@@ -458,7 +465,7 @@ func (u *units) numberWords(s string, i int) (Quantity, int, bool) {
 			}
 		}
 		if w == "and" && seen && n+1 < len(ws) {
-			if _, ok := numberWords[ws[n+1].text]; ok {
+			if _, ok := cardinals()[ws[n+1].text]; ok {
 				n++
 				continue
 			}
