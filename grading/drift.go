@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Drift verdicts.
@@ -24,6 +25,8 @@ const (
 const (
 	DefaultThreshold = 0.05
 	DefaultResamples = 2000
+	// DefaultAlpha is the paired test's significance level.
+	DefaultAlpha = 0.05
 )
 
 // Baseline is a stored run snapshotted as the reference for drift.
@@ -49,6 +52,9 @@ type DriftOptions struct {
 	// AllowChangedSet compares runs whose eval-set digest differs from the
 	// baseline run's; the report then says so.
 	AllowChangedSet bool
+	// Alpha is the level below which the paired test's p-value makes a
+	// drop significant; <= 0 or >= 1 means DefaultAlpha.
+	Alpha float64
 }
 
 // PairedTest compares the window with the baseline case by case.
@@ -88,16 +94,38 @@ type DriftReport struct {
 	Why []string `json:"why"`
 	// TStatistic, CILow and CIHigh are set when both sides have at least
 	// two graded scores. TStatistic is nil too when both variances are 0.
-	TStatistic *float64    `json:"t_statistic"`
-	CILow      *float64    `json:"ci_low"`
-	CIHigh     *float64    `json:"ci_high"`
-	Paired     *PairedTest `json:"paired,omitempty"`
-	Resamples  int         `json:"resamples"`
-	Seed       uint64      `json:"seed,string"`
+	TStatistic *float64 `json:"t_statistic"`
+	// WelchDF is the Welch-Satterthwaite degrees of freedom of TStatistic
+	// and WelchP its two-sided p-value (Student's t); nil with it.
+	WelchDF   *float64    `json:"welch_df"`
+	WelchP    *float64    `json:"welch_p"`
+	CILow     *float64    `json:"ci_low"`
+	CIHigh    *float64    `json:"ci_high"`
+	Paired    *PairedTest `json:"paired,omitempty"`
+	Resamples int         `json:"resamples"`
+	Seed      uint64      `json:"seed,string"`
 	// ChangedCases is set when the window's eval set differs from the
 	// baseline run's and AllowChangedSet let the check go ahead.
 	ChangedSet   bool     `json:"changed_set"`
 	ChangedCases []string `json:"changed_cases,omitempty"`
+	// Significant says the drop is statistically significant: the
+	// bootstrap CI of the delta lies below 0 (ci_high < 0), or the paired
+	// test's mean delta is negative with p < Alpha. It does not change
+	// Verdict (the contract's rule); it qualifies it.
+	Significant bool    `json:"significant"`
+	Alpha       float64 `json:"alpha"`
+	// Significance says why, e.g. "not significant: CI [-0.72, 0.03]
+	// includes 0, n=5, paired p 0.4798 >= 0.05".
+	Significance string `json:"significance"`
+}
+
+// VerdictText is the verdict qualified by its significance, e.g.
+// "regressed (not significant: CI [-0.72, 0.03] includes 0, n=5, ...)".
+func (r DriftReport) VerdictText() string {
+	if r.Verdict != VerdictRegressed {
+		return r.Verdict
+	}
+	return r.Verdict + " (" + r.Significance + ")"
 }
 
 // ErrChangedSet marks a refused comparison: the window measured a
@@ -139,7 +167,10 @@ func DefaultSeed(baselineID string, windowRunIDs []string) uint64 {
 // Welch's t (informational) and a bootstrap 95% CI of the delta (each group
 // resampled at its own size; sorted indices int(0.025*B) and
 // min(int(0.975*B), B-1)); ci_high < 0 is regressed too. When the sides
-// share case ids a paired per-case test is reported beside it.
+// share case ids a paired per-case test is reported beside it. Every report
+// states whether the drop is significant (ci_high < 0, or paired p < alpha
+// with a negative paired delta) without changing the verdict, and Welch's
+// t comes with its degrees of freedom and two-sided p-value.
 func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOptions) (DriftReport, error) {
 	if opts.Threshold <= 0 {
 		opts.Threshold = DefaultThreshold
@@ -196,8 +227,9 @@ func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOption
 		rep.Why = append(rep.Why, fmt.Sprintf("delta %.4f <= -%.4f", rep.Delta, opts.Threshold))
 	}
 	if len(pooled) >= 2 && len(base) >= 2 {
-		if t, ok := welchT(pooled, base); ok {
-			rep.TStatistic = &t
+		if t, df, ok := welchT(pooled, base); ok {
+			p := 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(t))
+			rep.TStatistic, rep.WelchDF, rep.WelchP = &t, &df, &p
 		}
 		lo, hi := bootstrapDeltaCI(pooled, base, opts.Resamples, rand.New(rand.NewPCG(opts.Seed, 1)))
 		rep.CILow, rep.CIHigh = &lo, &hi
@@ -215,18 +247,61 @@ func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOption
 		}
 	}
 	rep.Paired = pairedTest(baseRun, window, opts)
+	rep.Alpha = opts.Alpha
+	if rep.Alpha <= 0 || rep.Alpha >= 1 {
+		rep.Alpha = DefaultAlpha
+	}
+	rep.Significant, rep.Significance = significance(rep)
 	return rep, nil
 }
 
-// welchT is Welch's t of a against b; ok is false when both variances are 0.
-func welchT(a, b []float64) (float64, bool) {
+// significance decides whether the report's drop is significant and says
+// why in words.
+func significance(r DriftReport) (bool, string) {
+	n := r.WindowN
+	if r.Paired != nil {
+		n = r.Paired.Cases
+	}
+	var parts []string
+	sig := false
+	if r.CIHigh != nil {
+		if *r.CIHigh < 0 {
+			sig = true
+			parts = append(parts, fmt.Sprintf("CI [%.2f, %.2f] below 0", *r.CILow, *r.CIHigh))
+		} else {
+			parts = append(parts, fmt.Sprintf("CI [%.2f, %.2f] includes 0", *r.CILow, *r.CIHigh))
+		}
+	} else {
+		parts = append(parts, "no CI (fewer than 2 graded scores on a side)")
+	}
+	parts = append(parts, fmt.Sprintf("n=%d", n))
+	if p := r.Paired; p != nil {
+		if p.MeanDelta < 0 && p.PValue < r.Alpha {
+			sig = true
+			parts = append(parts, fmt.Sprintf("paired p %.4f < %.2f", p.PValue, r.Alpha))
+		} else {
+			parts = append(parts, fmt.Sprintf("paired p %.4f >= %.2f", p.PValue, r.Alpha))
+		}
+	}
+	if sig {
+		return true, "significant: " + strings.Join(parts, ", ")
+	}
+	return false, "not significant: " + strings.Join(parts, ", ")
+}
+
+// welchT is Welch's t of a against b with its Welch-Satterthwaite degrees
+// of freedom; ok is false when both variances are 0.
+func welchT(a, b []float64) (t, df float64, ok bool) {
 	ma, va := stat.MeanVariance(a, nil)
 	mb, vb := stat.MeanVariance(b, nil)
-	se := math.Sqrt(va/float64(len(a)) + vb/float64(len(b)))
+	na, nb := float64(len(a)), float64(len(b))
+	qa, qb := va/na, vb/nb
+	se := math.Sqrt(qa + qb)
 	if se == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	return (ma - mb) / se, true
+	df = (qa + qb) * (qa + qb) / (qa*qa/(na-1) + qb*qb/(nb-1))
+	return (ma - mb) / se, df, true
 }
 
 // percentileIdx returns the contract's 95% interval indices into B sorted

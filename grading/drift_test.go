@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // mkRun builds a run of one eval set whose case i scores vals[i].
@@ -127,10 +128,16 @@ func TestDriftReproducibleFromSeed(t *testing.T) {
 }
 
 func TestWelchT(t *testing.T) {
-	v, ok := welchT([]float64{1, 0, 1, 1}, []float64{0, 0, 1, 0})
+	v, df, ok := welchT([]float64{1, 0, 1, 1}, []float64{0, 0, 1, 0})
 	require.True(t, ok)
 	assert.InDelta(t, 0.5/math.Sqrt(0.125), v, 1e-12)
-	_, ok = welchT([]float64{1, 1}, []float64{0, 0})
+	assert.InDelta(t, 6, df, 1e-12, "equal variances and sizes: n1+n2-2")
+	// Unequal variances: Welch-Satterthwaite, not the pooled n1+n2-2.
+	_, df, ok = welchT([]float64{1, 0, 1, 1, 0, 1}, []float64{1, 1, 1, 0})
+	require.True(t, ok)
+	qa, qb := 0.26666666666666666/6, 0.25/4
+	assert.InDelta(t, (qa+qb)*(qa+qb)/(qa*qa/5+qb*qb/3), df, 1e-12)
+	_, _, ok = welchT([]float64{1, 1}, []float64{0, 0})
 	assert.False(t, ok, "both variances 0")
 }
 
@@ -192,3 +199,77 @@ func TestDriftEventsOnlyWhenRegressed(t *testing.T) {
 }
 
 func timeZero() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+
+// TestDriftSignificance keeps the contract's verdict and adds whether the
+// drop is significant: five cases losing two is regressed by the threshold
+// but not significant; forty cases losing twelve is significant.
+func TestDriftSignificance(t *testing.T) {
+	ones := func(n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = 1
+		}
+		return out
+	}
+	drop := func(n, k int) []float64 {
+		out := ones(n)
+		for i := range k {
+			out[i*n/k] = 0
+		}
+		return out
+	}
+	base := mkRun("base", "d1", ones(5))
+	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(5, 2))}, DriftOptions{Seed: 3})
+	require.NoError(t, err)
+	assert.Equal(t, VerdictRegressed, rep.Verdict, "the contract's rule: delta -0.4 <= -0.05")
+	assert.False(t, rep.Significant)
+	assert.Equal(t, DefaultAlpha, rep.Alpha)
+	require.NotNil(t, rep.CIHigh)
+	assert.GreaterOrEqual(t, *rep.CIHigh, 0.0)
+	assert.Regexp(t, `^regressed \(not significant: CI \[-?\d\.\d\d, -?\d\.\d\d\] includes 0, n=5, paired p 0\.\d{4} >= 0\.05\)$`, rep.VerdictText())
+
+	base = mkRun("base", "d1", ones(40))
+	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(40, 12))}, DriftOptions{Seed: 3})
+	require.NoError(t, err)
+	assert.Equal(t, VerdictRegressed, rep.Verdict)
+	assert.True(t, rep.Significant)
+	assert.Less(t, *rep.CIHigh, 0.0)
+	assert.Less(t, rep.Paired.PValue, 0.05)
+	assert.Regexp(t, `^regressed \(significant: CI \[-0\.\d\d, -0\.\d\d\] below 0, n=40, paired p 0\.\d{4} < 0\.05\)$`, rep.VerdictText())
+
+	// A tighter alpha alone does not make the 40-case drop insignificant:
+	// its CI already lies below 0.
+	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(40, 12))}, DriftOptions{Seed: 3, Alpha: 1e-9})
+	require.NoError(t, err)
+	assert.True(t, rep.Significant)
+	assert.Equal(t, 1e-9, rep.Alpha)
+
+	// An improvement is never a significant drop.
+	low := mkRun("base", "d1", drop(40, 12))
+	rep, err = ComputeDrift(baselineOf(low), low, []Run{mkRun("w", "d1", ones(40))}, DriftOptions{Seed: 3})
+	require.NoError(t, err)
+	assert.Equal(t, VerdictOnTrack, rep.Verdict)
+	assert.False(t, rep.Significant)
+}
+
+// TestDriftWelchPValue checks the reported degrees of freedom and p-value
+// against Welch's formulas on scores with unequal variances.
+func TestDriftWelchPValue(t *testing.T) {
+	base := mkRun("base", "d1", spread(30))
+	w := spread(20)
+	for i := range 8 {
+		w[i] = 0.2
+	}
+	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", w)}, DriftOptions{Seed: 1})
+	require.NoError(t, err)
+	require.NotNil(t, rep.WelchDF)
+	require.NotNil(t, rep.WelchP)
+	_, df, ok := welchT(w, spread(30))
+	require.True(t, ok)
+	assert.InDelta(t, df, *rep.WelchDF, 1e-12)
+	assert.Less(t, *rep.WelchDF, 48.0, "Welch's df is below the pooled n1+n2-2 when variances differ")
+	p := 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(*rep.TStatistic))
+	assert.InDelta(t, p, *rep.WelchP, 1e-12)
+	assert.Greater(t, *rep.WelchP, 0.0)
+	assert.Less(t, *rep.WelchP, 0.05)
+}

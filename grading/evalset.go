@@ -82,8 +82,9 @@ type EvalSet struct {
 	// set id, each case's digest and the set-level settings. Whitespace and
 	// key order in the file do not change it.
 	Digest string `json:"-"`
-	// CaseDigests maps a case id to the digest of that case (including its
-	// golden case for rag), so changed cases can be named.
+	// CaseDigests maps a case id to the digest of that case (for rag: its
+	// golden case and the corpus chunks it references), so changed cases
+	// can be named.
 	CaseDigests map[string]string `json:"-"`
 
 	rag *ragSet
@@ -296,7 +297,7 @@ func (s *EvalSet) digest() {
 		ch.Write(compactJSON(b))
 		if c.Kind() == GraderRAG && s.rag != nil {
 			ch.Write([]byte{0})
-			ch.Write(s.rag.goldenBytes[c.Golden])
+			ch.Write(s.rag.goldenBytes[c.ID])
 		}
 		d := "sha256:" + hex.EncodeToString(ch.Sum(nil))
 		s.CaseDigests[c.ID] = d

@@ -58,6 +58,8 @@ type Request struct {
 	// Seed fixes the drift check's random draws; nil derives one from the
 	// baseline and window run ids (recorded in the report either way).
 	Seed *uint64 `json:"seed,omitempty"`
+	// Alpha is the drift check's significance level (0: DefaultAlpha).
+	Alpha float64 `json:"alpha,omitempty"`
 }
 
 // Deps are the collaborators of Execute. Store, Events and Spans may be nil
@@ -226,7 +228,7 @@ func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 	}
 	rep, err := CheckDrift(ctx, withRun{p.deps.Store, run}, DriftRequest{
 		BaselineID: p.req.BaselineID, Window: window, Threshold: p.req.Threshold,
-		AllowChangedSet: p.req.AllowChangedSet, Seed: p.req.Seed,
+		AllowChangedSet: p.req.AllowChangedSet, Seed: p.req.Seed, Alpha: p.req.Alpha,
 	})
 	if err != nil {
 		return res, err
@@ -355,6 +357,8 @@ type DriftRequest struct {
 	Threshold       float64
 	AllowChangedSet bool
 	Seed            *uint64
+	// Alpha is the paired test's significance level; 0 means DefaultAlpha.
+	Alpha float64
 }
 
 // CheckDrift loads the baseline, its run and the Window most recent runs of
@@ -390,7 +394,7 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (DriftReport, er
 		seed = *dr.Seed
 	}
 	rep, err := ComputeDrift(bl, baseRun, window, DriftOptions{
-		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet,
+		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet, Alpha: dr.Alpha,
 	})
 	if err != nil {
 		if errors.Is(err, ErrChangedSet) || errors.Is(err, ErrNoWindow) {
@@ -461,6 +465,7 @@ func DriftData(r DriftReport) map[string]any {
 		"ci_low":      opt(r.CILow),
 		"ci_high":     opt(r.CIHigh),
 		"seed":        fmt.Sprint(r.Seed),
+		"significant": r.Significant,
 	}
 	if r.ChangedSet {
 		d["changed_set"] = true

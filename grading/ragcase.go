@@ -23,10 +23,37 @@ var _ RAGAsker = (*rag.Pipeline)(nil)
 
 // ragSet is the resolved rag part of an eval set.
 type ragSet struct {
-	corpus       rag.Corpus
 	corpusDigest string
+	corpusPath   string
+	corpus       rag.Corpus
+	checker      *rag.Checker
 	golden       map[string]rag.GoldenCase // by eval case id
-	goldenBytes  map[string][]byte         // canonical JSON of each, for digests
+	// goldenBytes holds, by eval case id, the canonical JSON of the golden
+	// case and of every corpus chunk it references (expected, ranked and
+	// sibling ids): what the case digest covers.
+	goldenBytes map[string][]byte
+}
+
+// caseProvenance returns the canonical bytes a rag case's digest covers:
+// its golden case and the corpus entries it names.
+func caseProvenance(gc rag.GoldenCase, c rag.Corpus) []byte {
+	var ids []string
+	for _, id := range append(append([]string{gc.ExpectedRetrievedID}, gc.ExpectedRankedIDs...), gc.CollisionSiblingIDs...) {
+		if id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	var chunks []rag.Entry
+	for _, id := range ids {
+		if e, ok := c.Entry(id); ok {
+			chunks = append(chunks, e)
+		}
+	}
+	b, _ := json.Marshal(struct { // a decoded case and entries always marshal
+		Golden rag.GoldenCase `json:"golden"`
+		Chunks []rag.Entry    `json:"chunks"`
+	}{gc, chunks})
+	return b
 }
 
 // loadRAGSet loads the corpus and every golden case the set's rag cases
@@ -38,9 +65,10 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 	if err != nil {
 		return nil, []error{&FieldError{File: file, Index: -1, Field: "corpus", Msg: err.Error()}}
 	}
-	rs := &ragSet{corpus: corpus, corpusDigest: corpus.Digest(), golden: map[string]rag.GoldenCase{}, goldenBytes: map[string][]byte{}}
+	rs := &ragSet{corpusDigest: corpus.Digest(), corpusPath: set.resolve(set.Corpus), corpus: corpus, checker: rag.NewChecker(corpus), golden: map[string]rag.GoldenCase{}, goldenBytes: map[string][]byte{}}
 	files := map[string][]rag.GoldenCase{}
 	var picked []rag.GoldenCase
+	var pickedIDs []string
 	for i := range set.Cases {
 		c := &set.Cases[i]
 		if c.Kind() != GraderRAG || c.Golden == "" {
@@ -73,15 +101,18 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 		if c.Prompt != "" && c.Prompt != gc.Question {
 			errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "prompt", Msg: "differs from the golden question; leave it out for rag cases"})
 		}
-		b, _ := json.Marshal(gc) // a decoded golden case always marshals
-		rs.golden[c.ID] = gc
-		rs.goldenBytes[c.ID] = b
 		picked = append(picked, gc)
+		pickedIDs = append(pickedIDs, c.ID)
 	}
 	if len(errs) == 0 {
+		// Validate derives each case's subjects from the corpus in place.
 		if err := rag.Validate(picked, corpus); err != nil {
 			errs = append(errs, &FieldError{File: file, Index: -1, Field: "cases", Msg: err.Error()})
 		}
+	}
+	for i, gc := range picked {
+		rs.golden[pickedIDs[i]] = gc
+		rs.goldenBytes[pickedIDs[i]] = caseProvenance(gc, corpus)
 	}
 	return rs, errs
 }
@@ -138,9 +169,10 @@ func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, 
 }
 
 // gradeRAG asks the pipeline the golden question and runs every golden
-// check of rag.CheckGolden (ranked ids, collision siblings in context,
-// expected value, must_contain, forbidden, source cited, abstention,
-// qualifiers, numeric grounding). The score is strict: 1 when every check
+// check of rag.Checker.Check (ranked-id prefix, collision siblings in
+// context, expected value, must_contain, forbidden, source cited,
+// abstention, qualifiers and their negation, subject, numeric attribution,
+// citations known and retrieved, sibling cited, mixed script). The score is strict: 1 when every check
 // passes, else 0 (an answer with the wrong source's number is wrong, not
 // nine-tenths right); the checks say which failed.
 func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) Score {
@@ -158,12 +190,45 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 		return s
 	}
 	s.Output = rec.Answer
-	for _, ch := range rag.CheckGolden(gc, rec) {
-		s.Checks = append(s.Checks, Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
-	}
-	s.Value = 0
-	if len(s.Checks) > 0 && !slices.ContainsFunc(s.Checks, func(ch Check) bool { return !ch.OK }) {
-		s.Value = 1
-	}
+	s.Value, s.Checks = set.GradeRAGRecord(c.ID, rec)
 	return s
+}
+
+// RAGGolden returns the golden case of the set's rag case id, with its
+// corpus-derived subjects; ok is false for an unknown id or a case of
+// another grader.
+func (s *EvalSet) RAGGolden(id string) (gc rag.GoldenCase, ok bool) {
+	if s.rag == nil {
+		return rag.GoldenCase{}, false
+	}
+	gc, ok = s.rag.golden[id]
+	return gc, ok
+}
+
+// RAGCorpus returns the set's corpus and its resolved path; ok is false
+// when the set has no rag case.
+func (s *EvalSet) RAGCorpus() (c rag.Corpus, path string, ok bool) {
+	if s.rag == nil {
+		return rag.Corpus{}, "", false
+	}
+	return s.rag.corpus, s.rag.corpusPath, true
+}
+
+// GradeRAGRecord grades rec against the golden case of rag case id exactly
+// as eval does: every check of rag.Checker.Check, value 1 when all pass,
+// else 0 (strict: an answer with the wrong source's number is wrong, not
+// nine-tenths right). An unknown id grades 0 with one failed check.
+func (s *EvalSet) GradeRAGRecord(id string, rec rag.Record) (float64, []Check) {
+	gc, ok := s.RAGGolden(id)
+	if !ok {
+		return 0, []Check{{Name: "golden", OK: false, Detail: fmt.Sprintf("no rag case %q in set %s", id, s.ID)}}
+	}
+	var checks []Check
+	for _, ch := range s.rag.checker.Check(gc, rec) {
+		checks = append(checks, Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
+	}
+	if len(checks) > 0 && !slices.ContainsFunc(checks, func(ch Check) bool { return !ch.OK }) {
+		return 1, checks
+	}
+	return 0, checks
 }

@@ -3,8 +3,10 @@ package rag
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Check is the outcome of one golden check on one record.
@@ -24,16 +26,308 @@ const (
 	CheckSourceCited        = "source_cited"
 	CheckAbstention         = "abstention"
 	CheckQualifiers         = "required_qualifiers"
+	CheckQualifierNegated   = "qualifier_negated"
+	CheckSubjectNamed       = "subject_named"
+	CheckSiblingSubject     = "sibling_subject_absent"
 	CheckNumericGrounding   = "numeric_grounding"
+	CheckCitationKnown      = "citation_known"
+	CheckCitationRetrieved  = "citation_retrieved"
+	CheckSiblingCited       = "sibling_cited"
+	CheckMixedScript        = "mixed_script"
 )
 
-// CheckGolden grades rec against gc. Every check is a case-sensitive
-// substring test except abstention, which is byte-for-byte equality. Checks
-// that do not apply to the case (for example source citation on an
-// abstention case, or qualifiers on a case without any) are omitted, so
-// every returned check constrains something. It is pure and safe for
-// concurrent use.
-func CheckGolden(gc GoldenCase, rec Record) []Check {
+// negationWindow is how many words before a required qualifier are looked
+// at for a negation.
+const negationWindow = 3
+
+// Checker grades records against golden cases of one corpus. Build it with
+// NewChecker; it is read-only afterwards and safe for concurrent use.
+type Checker struct {
+	corpus Corpus
+	units  *units
+	byKey  map[string]string     // Key(id) -> id
+	held   map[string][]Quantity // chunk id -> quantities of its text
+}
+
+// NewChecker prepares the checks for corpus c: its unit table (defaults
+// plus the corpus's "units"), the quantities each chunk holds and the
+// citation keys of its ids.
+func NewChecker(c Corpus) *Checker {
+	k := &Checker{corpus: c, units: newUnits(c.Units), byKey: map[string]string{}, held: map[string][]Quantity{}}
+	k.units.observe(c.Texts())
+	for _, e := range c.Entries {
+		if _, dup := k.byKey[Key(e.ID)]; !dup {
+			k.byKey[Key(e.ID)] = e.ID
+		}
+		k.held[e.ID] = k.units.parse(foldText(e.Text).s)
+	}
+	return k
+}
+
+// CheckGolden grades rec against gc with the checks of NewChecker(c).Check.
+func CheckGolden(gc GoldenCase, rec Record, c Corpus) []Check {
+	return NewChecker(c).Check(gc, rec)
+}
+
+// citation is one id cited in square brackets.
+type citation struct {
+	written string // as the answer wrote it
+	id      string // the corpus id it names, "" when none
+	start   int    // byte offset of the marker in the answer
+}
+
+// sentence is a span of the answer with the chunk ids that support it.
+type sentence struct {
+	start, end int
+	cited      []string
+}
+
+// analysis is an answer read once for every check.
+type analysis struct {
+	raw        string
+	key        mapped // match key of the whole answer
+	proseKey   mapped // match key with citation markers blanked
+	prose      string // the answer with citation markers blanked
+	cites      []citation
+	sentences  []sentence
+	quantities []Quantity // of the folded prose; Start/End index folded
+	folded     mapped     // folded prose
+}
+
+func (k *Checker) analyse(answer string) *analysis {
+	a := &analysis{raw: answer, key: keyText(answer)}
+	// Citation markers: [id] or [id, id]; blanked in the prose.
+	prose := []byte(answer)
+	type marker struct{ start, end int }
+	var markers []marker
+	for i := 0; i < len(answer); i++ {
+		if answer[i] != '[' {
+			continue
+		}
+		j := strings.IndexByte(answer[i:], ']')
+		if j < 0 {
+			break
+		}
+		body := answer[i+1 : i+j]
+		for _, tok := range strings.FieldsFunc(body, func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) }) {
+			a.cites = append(a.cites, citation{written: tok, id: k.resolve(tok), start: i})
+		}
+		markers = append(markers, marker{i, i + j + 1})
+		for p := i; p <= i+j; p++ {
+			prose[p] = ' '
+		}
+		i += j
+	}
+	a.prose = string(prose)
+	a.proseKey = keyText(a.prose)
+	a.folded = foldText(a.prose)
+	a.quantities = k.units.parse(a.folded.s)
+
+	// Sentences end at . ! ? followed by a space, a bracket or the end
+	// (not a decimal point). A citation supports the sentence it stands in;
+	// a sentence without one is supported by the next citation that closes
+	// it (the marker after its end, before any other cited sentence).
+	var spans [][2]int
+	last := 0
+	for i := 0; i < len(answer); i++ {
+		c := answer[i]
+		if c != '.' && c != '!' && c != '?' {
+			continue
+		}
+		if i+1 < len(answer) && !unicode.IsSpace(rune(answer[i+1])) && answer[i+1] != '[' {
+			continue
+		}
+		spans = append(spans, [2]int{last, i + 1})
+		last = i + 1
+	}
+	if strings.TrimSpace(answer[last:]) != "" || len(spans) == 0 {
+		spans = append(spans, [2]int{last, len(answer)})
+	}
+	var pending []int
+	for _, sp := range spans {
+		s := sentence{start: sp[0], end: sp[1]}
+		for _, c := range a.cites {
+			if c.start >= sp[0] && c.start < sp[1] && !slices.Contains(s.cited, c.written) {
+				s.cited = append(s.cited, c.written)
+			}
+		}
+		a.sentences = append(a.sentences, s)
+		if len(s.cited) == 0 {
+			pending = append(pending, len(a.sentences)-1)
+			continue
+		}
+		for _, p := range pending {
+			a.sentences[p].cited = s.cited
+		}
+		pending = nil
+	}
+	return a
+}
+
+// resolve returns the corpus id a cited token names under the match key.
+func (k *Checker) resolve(tok string) string {
+	if _, ok := k.corpus.Entry(tok); ok {
+		return tok
+	}
+	return k.byKey[Key(tok)]
+}
+
+// sentenceAt returns the sentence holding answer byte i.
+func (a *analysis) sentenceAt(i int) sentence {
+	for _, s := range a.sentences {
+		if i >= s.start && i < s.end {
+			return s
+		}
+	}
+	if len(a.sentences) > 0 {
+		return a.sentences[len(a.sentences)-1]
+	}
+	return sentence{}
+}
+
+// cited reports whether the answer cites id.
+func (a *analysis) cited(id string) bool {
+	return slices.ContainsFunc(a.cites, func(c citation) bool { return c.id == id })
+}
+
+// contains reports whether literal lit occurs in the answer: under the
+// match key; a citation literal "[id]" also when id is cited in a group;
+// a literal that is one quantity also when the answer states that value.
+func (k *Checker) contains(a *analysis, lit string) bool {
+	if containsKey(a.key, a.raw, lit) {
+		return true
+	}
+	if id, ok := citationLiteral(lit); ok {
+		if rid := k.resolve(id); rid != "" && a.cited(rid) {
+			return true
+		}
+	}
+	if q, ok := k.quantityLiteral(lit); ok {
+		for _, aq := range a.quantities {
+			if aq.Same(q) && (aq.Unit != "" || q.Unit == "") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsForbidden is contains for forbidden literals: a bare number in
+// the answer also matches a forbidden quantity.
+func (k *Checker) containsForbidden(a *analysis, lit string) bool {
+	if k.contains(a, lit) {
+		return true
+	}
+	if q, ok := k.quantityLiteral(lit); ok {
+		for _, aq := range a.quantities {
+			if aq.Same(q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func citationLiteral(lit string) (string, bool) {
+	lit = strings.TrimSpace(lit)
+	if len(lit) > 2 && lit[0] == '[' && lit[len(lit)-1] == ']' {
+		return lit[1 : len(lit)-1], true
+	}
+	return "", false
+}
+
+// quantityLiteral returns the quantity a literal states when the literal is
+// one number with its unit ("9 drams", "nine drams") and nothing else.
+func (k *Checker) quantityLiteral(lit string) (Quantity, bool) {
+	f := foldText(lit).s
+	qs := k.units.parse(f)
+	if len(qs) != 1 {
+		return Quantity{}, false
+	}
+	rest := strings.TrimSpace(f[:qs[0].Start] + f[qs[0].End:])
+	return qs[0], rest == ""
+}
+
+// forbiddenQuantities are the quantities of the case's forbidden values
+// and of its forbidden literals that are one quantity.
+func (k *Checker) forbiddenQuantities(gc GoldenCase) []Quantity {
+	var out []Quantity
+	for _, lit := range forbiddenLiterals(gc) {
+		if q, ok := k.quantityLiteral(lit); ok {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func forbiddenLiterals(gc GoldenCase) []string {
+	out := slices.Clone(gc.Forbidden)
+	for _, v := range gc.ForbiddenValues {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// textHolds reports whether chunk id's text contains literal v under the
+// match key.
+func (k *Checker) textHolds(rec Record, id, v string) bool {
+	text := ""
+	if e, ok := k.corpus.Entry(id); ok {
+		text = e.Text
+	} else {
+		for _, c := range rec.Chunks {
+			if c.ID == id {
+				text = c.Text
+			}
+		}
+	}
+	return text != "" && containsKey(keyText(text), text, v)
+}
+
+// holds reports whether chunk id states q, in its text or (for a bare
+// number) as one of its label values.
+func (k *Checker) holds(rec Record, id string, q Quantity) bool {
+	qs, ok := k.held[id]
+	if !ok {
+		for _, c := range rec.Chunks {
+			if c.ID == id {
+				qs = k.units.parse(foldText(c.Text).s)
+			}
+		}
+	}
+	for _, h := range qs {
+		if q.Same(h) {
+			return true
+		}
+	}
+	if q.Unit != "" {
+		return false
+	}
+	if e, ok := k.corpus.Entry(id); ok {
+		for _, f := range k.corpus.LabelFields {
+			if v, err := strconv.ParseFloat(labelText(e.Metadata[f]), 64); err == nil && v == q.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Check grades rec against gc. Literal checks (must_contain, forbidden,
+// source id, qualifiers, subjects, citations) compare match keys: NFKC,
+// case folding and the TR39 confusable skeleton, so a literal written in
+// another case or with lookalike letters still matches. Values compare as
+// quantities ("four pints" = "4 pints" = "4-pint"). Abstention alone is
+// byte-for-byte. Checks that do not apply to the case are omitted, so
+// every returned check constrains something. gc should have been through
+// Validate (which derives its subjects); Check derives them itself when
+// it was not.
+func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
+	if gc.Subject == "" && !gc.ExpectAbstention {
+		gc = deriveSubjects(gc, k.corpus)
+	}
 	var out []Check
 	add := func(name string, ok bool, detail string) {
 		if ok && detail == "" {
@@ -41,48 +335,44 @@ func CheckGolden(gc GoldenCase, rec Record) []Check {
 		}
 		out = append(out, Check{Name: name, OK: ok, Detail: detail})
 	}
+	a := k.analyse(rec.Answer)
 
-	if slices.Equal(rec.RetrievedIDs, gc.ExpectedRankedIDs) {
-		add(CheckRankedIDs, true, "")
-	} else {
-		add(CheckRankedIDs, false, fmt.Sprintf("retrieved %v, expected %v", rec.RetrievedIDs, gc.ExpectedRankedIDs))
+	if n := len(gc.ExpectedRankedIDs); n > 0 {
+		ok := len(rec.RetrievedIDs) >= n && slices.Equal(rec.RetrievedIDs[:n], gc.ExpectedRankedIDs)
+		add(CheckRankedIDs, ok, detailIf(!ok, "retrieved %v, expected to begin with %v", rec.RetrievedIDs, gc.ExpectedRankedIDs))
 	}
 
 	if len(gc.CollisionSiblingIDs) > 0 {
-		var missing []string
+		var present, missing []string
 		for _, id := range gc.CollisionSiblingIDs {
-			if !slices.Contains(rec.RetrievedIDs, id) || !strings.Contains(rec.ContextPayload, "[CONTEXT id="+id+" ") {
+			if slices.Contains(rec.RetrievedIDs, id) && strings.Contains(rec.ContextPayload, "[CONTEXT id="+id+" ") {
+				present = append(present, id)
+			} else {
 				missing = append(missing, id)
 			}
 		}
-		add(CheckCollisionInContext, len(missing) == 0, detailList("sibling not in the context", missing))
+		add(CheckCollisionInContext, len(present) > 0, detailIf(len(present) == 0, "no collision sibling in the context: %q", missing))
 	}
 
 	if gc.ExpectedValue != "" {
-		ok := strings.Contains(rec.Answer, gc.ExpectedValue)
+		ok := k.contains(a, gc.ExpectedValue)
 		add(CheckExpectedValue, ok, detailIf(!ok, "answer lacks %q", gc.ExpectedValue))
 	}
 
 	if len(gc.MustContain) > 0 {
 		var missing []string
 		for _, s := range gc.MustContain {
-			if !strings.Contains(rec.Answer, s) {
+			if !k.contains(a, s) {
 				missing = append(missing, s)
 			}
 		}
 		add(CheckMustContain, len(missing) == 0, detailList("missing", missing))
 	}
 
-	forbidden := slices.Clone(gc.Forbidden)
-	for _, v := range gc.ForbiddenValues {
-		if !slices.Contains(forbidden, v) {
-			forbidden = append(forbidden, v)
-		}
-	}
-	if len(forbidden) > 0 {
+	if forbidden := forbiddenLiterals(gc); len(forbidden) > 0 {
 		var present []string
 		for _, s := range forbidden {
-			if strings.Contains(rec.Answer, s) {
+			if k.containsForbidden(a, s) {
 				present = append(present, s)
 			}
 		}
@@ -97,28 +387,185 @@ func CheckGolden(gc GoldenCase, rec Record) []Check {
 		add(CheckAbstention, ok, detailIf(!ok, "abstained on an answerable question"))
 
 		var missing []string
-		if !strings.Contains(rec.Answer, Cite(gc.ExpectedRetrievedID)) {
+		if !a.cited(gc.ExpectedRetrievedID) {
 			missing = append(missing, Cite(gc.ExpectedRetrievedID))
 		}
-		if !strings.Contains(rec.Answer, gc.ExpectedSourceID) {
+		if !containsKey(a.proseKey, a.prose, gc.ExpectedSourceID) {
 			missing = append(missing, gc.ExpectedSourceID)
 		}
 		add(CheckSourceCited, len(missing) == 0, detailList("not cited", missing))
 	}
 
 	if len(gc.RequiredQualifiers) > 0 {
-		var missing []string
+		var missing, negated []string
 		for _, q := range gc.RequiredQualifiers {
-			if !strings.Contains(rec.Answer, q) {
+			found, neg := qualifierOccurrences(a, q)
+			if !found {
 				missing = append(missing, q)
+			}
+			if neg {
+				negated = append(negated, q)
 			}
 		}
 		add(CheckQualifiers, len(missing) == 0, detailList("dropped", missing))
+		add(CheckQualifierNegated, len(negated) == 0, detailList("negated", negated))
 	}
 
-	ungrounded := UngroundedNumbers(rec)
-	add(CheckNumericGrounding, len(ungrounded) == 0, detailList("not in any cited chunk", ungrounded))
+	if gc.Subject != "" {
+		ok := containsKey(a.proseKey, a.prose, gc.Subject)
+		add(CheckSubjectNamed, ok, detailIf(!ok, "answer does not name the subject %q", gc.Subject))
+		if len(gc.SiblingSubjects) > 0 {
+			// The case's own subject is masked first, so a sibling subject
+			// that is part of it ("lamp" in "lamp wick") is not counted.
+			masked := maskKey(a.proseKey.s, Key(gc.Subject))
+			var named []string
+			for _, s := range gc.SiblingSubjects {
+				if slices.ContainsFunc(gc.AllowedSubjects, func(x string) bool { return Key(x) == Key(s) }) {
+					continue
+				}
+				if strings.Contains(masked, Key(s)) {
+					named = append(named, s)
+				}
+			}
+			add(CheckSiblingSubject, len(named) == 0, detailList("names a collision sibling's subject", named))
+		}
+	}
+
+	ungrounded := k.ungrounded(a, rec)
+	add(CheckNumericGrounding, len(ungrounded) == 0, detailList("not held by a chunk cited in its sentence", ungrounded))
+
+	var unknown, unretrieved, mixed []string
+	for _, c := range a.cites {
+		if c.id == "" {
+			unknown = append(unknown, c.written)
+		}
+		if c.id == "" || !slices.Contains(rec.RetrievedIDs, c.id) {
+			unretrieved = append(unretrieved, c.written)
+		}
+		if mixedScript(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
+			mixed = append(mixed, Cite(c.written))
+		}
+	}
+	add(CheckCitationKnown, len(unknown) == 0, detailList("not in the corpus", unknown))
+	add(CheckCitationRetrieved, len(unretrieved) == 0, detailList("not among the retrieved ids", unretrieved))
+
+	if fq := k.forbiddenQuantities(gc); len(fq) > 0 || len(gc.ForbiddenValues) > 0 {
+		var bad []string
+		for _, c := range a.cites {
+			if c.id == "" || c.id == gc.ExpectedRetrievedID || slices.Contains(bad, c.id) {
+				continue
+			}
+			if slices.ContainsFunc(fq, func(q Quantity) bool { return k.holds(rec, c.id, q) }) ||
+				slices.ContainsFunc(gc.ForbiddenValues, func(v string) bool { return k.textHolds(rec, c.id, v) }) {
+				bad = append(bad, c.id)
+			}
+		}
+		add(CheckSiblingCited, len(bad) == 0, detailList("cites a chunk holding a forbidden value", bad))
+	}
+
+	for _, src := range k.sources() {
+		for _, i := range keyMatches(a.key, a.raw, src) {
+			written := a.key.span(a.raw, i, i+len(Key(src)))
+			if lookalike(written, src) && !slices.Contains(mixed, written) {
+				mixed = append(mixed, written)
+			}
+		}
+	}
+	add(CheckMixedScript, len(mixed) == 0, detailList("lookalike letters in a cited or source id", mixed))
 	return out
+}
+
+// sources returns the distinct source ids of the corpus.
+func (k *Checker) sources() []string {
+	var out []string
+	for _, e := range k.corpus.Entries {
+		if s := k.corpus.Source(e); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// maskKey blanks every occurrence of sub in key.
+func maskKey(key, sub string) string {
+	if sub == "" {
+		return key
+	}
+	return strings.ReplaceAll(key, sub, strings.Repeat("\x00", len(sub)))
+}
+
+// isNegation reports a word that negates a qualifier right after it.
+func isNegation(w string) bool {
+	switch w {
+	case "not", "never", "no", "without", "nor", "neither", "none", "cannot", "un", "non", "nowhere":
+		return true
+	}
+	return strings.HasSuffix(w, "n't")
+}
+
+// isClauseWord reports a word that starts a new clause: a negation before
+// it does not reach the qualifier after it.
+func isClauseWord(w string) bool {
+	switch w {
+	case "but", "and", "yet", "then", "while", "whereas":
+		return true
+	}
+	return false
+}
+
+// qualifierOccurrences reports whether qualifier q occurs in the answer
+// (outside citations) and whether some occurrence is negated: preceded
+// within negationWindow words of the same clause by a negation (not, never,
+// no, without, a contraction in n't, ...), or glued to an un-/non- prefix.
+// An occurrence glued to other letters ("redistilled") does not count.
+func qualifierOccurrences(a *analysis, q string) (found, negated bool) {
+	for _, i := range keyMatchesIn(a.proseKey, a.prose, q, false) {
+		start := a.proseKey.src[i]
+		before := a.prose[:start]
+		glued := ""
+		for j := len(before); j > 0; {
+			r, sz := utf8.DecodeLastRuneInString(before[:j])
+			if !unicode.IsLetter(r) {
+				break
+			}
+			j -= sz
+			glued = before[j:]
+		}
+		if glued != "" {
+			if g := loose(glued); g == "un" || g == "non" {
+				found, negated = true, true
+			}
+			continue
+		}
+		found = true
+		if negatedBefore(before) {
+			negated = true
+		}
+	}
+	return found, negated
+}
+
+// negatedBefore reports a negation among the last negationWindow words of
+// text, stopping at a clause boundary.
+func negatedBefore(text string) bool {
+	f := foldText(text).s
+	if i := strings.LastIndexAny(f, ",;:.!?()[]"); i >= 0 {
+		f = f[i+1:]
+	}
+	words := strings.FieldsFunc(f, func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\'' && r != '’'
+	})
+	for n := 0; n < negationWindow && len(words) > 0; n++ {
+		w := strings.ReplaceAll(words[len(words)-1], "’", "'")
+		words = words[:len(words)-1]
+		if isClauseWord(w) {
+			return false
+		}
+		if isNegation(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Passed reports whether every check is OK.
@@ -152,90 +599,33 @@ func clip(s string) string {
 	return s
 }
 
-// UngroundedNumbers returns each number-with-unit of rec.Answer that occurs
-// in no chunk the answer cites. A number-with-unit is a number with the word
-// after it ("11 grains", "7 moon-phases") or, when none follows, the word
-// before it ("hardness 8"). Citation markers are ignored. An answer with
-// numbers and no citation has every number ungrounded.
+// UngroundedNumbers returns each quantity of rec.Answer (as written,
+// folded) that no chunk cited in its sentence, or in the citation that
+// closes it, holds. Quantities are compared as values with the default
+// unit table; the chunks are the record's. An answer with numbers and no
+// citation has every number ungrounded.
 func UngroundedNumbers(rec Record) []string {
-	var cited []string
-	for _, c := range rec.Chunks {
-		if strings.Contains(rec.Answer, Cite(c.ID)) {
-			cited = append(cited, c.Text)
-		}
+	c := Corpus{}
+	for _, ch := range rec.Chunks {
+		c.Entries = append(c.Entries, Entry{ID: ch.ID, Text: ch.Text, Metadata: ch.Metadata})
 	}
-	var out []string
-	for _, q := range numbersWithUnits(stripCitations(rec.Answer)) {
-		found := slices.ContainsFunc(cited, func(t string) bool { return strings.Contains(t, q) })
-		if !found && !slices.Contains(out, q) {
-			out = append(out, q)
-		}
-	}
-	return out
+	k := NewChecker(c)
+	return k.ungrounded(k.analyse(rec.Answer), rec)
 }
 
-func stripCitations(s string) string {
-	var sb strings.Builder
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '[':
-			depth++
-		case r == ']' && depth > 0:
-			depth--
-			sb.WriteRune(' ')
-		case depth == 0:
-			sb.WriteRune(r)
-		}
-	}
-	return sb.String()
-}
-
-// numbersWithUnits scans s for numbers (digits with optional . or ,
-// separators) standing alone as tokens and pairs each with its unit word.
-func numbersWithUnits(s string) []string {
-	rs := []rune(s)
-	isWord := func(r rune) bool { return unicode.IsLetter(r) || r == '-' }
+// ungrounded returns the quantities of a that no chunk supporting their
+// sentence holds.
+func (k *Checker) ungrounded(a *analysis, rec Record) []string {
 	var out []string
-	for i := 0; i < len(rs); i++ {
-		if !unicode.IsDigit(rs[i]) || (i > 0 && (unicode.IsLetter(rs[i-1]) || unicode.IsDigit(rs[i-1]) || rs[i-1] == '-')) {
-			continue
+	for _, q := range a.quantities {
+		s := a.sentenceAt(a.folded.src[q.Start])
+		held := slices.ContainsFunc(s.cited, func(w string) bool {
+			id := k.resolve(w)
+			return id != "" && k.holds(rec, id, q)
+		})
+		if !held && !slices.Contains(out, q.Text) {
+			out = append(out, q.Text)
 		}
-		j := i
-		for j < len(rs) && (unicode.IsDigit(rs[j]) || ((rs[j] == '.' || rs[j] == ',') && j+1 < len(rs) && unicode.IsDigit(rs[j+1]))) {
-			j++
-		}
-		if j < len(rs) && (unicode.IsLetter(rs[j]) || rs[j] == '-') {
-			i = j
-			continue // part of an identifier such as 3rd or 2-b
-		}
-		num := string(rs[i:j])
-		k := j
-		for k < len(rs) && rs[k] == ' ' {
-			k++
-		}
-		if k > j && k < len(rs) && unicode.IsLetter(rs[k]) {
-			e := k
-			for e < len(rs) && isWord(rs[e]) {
-				e++
-			}
-			out = append(out, num+" "+strings.TrimRight(string(rs[k:e]), "-"))
-		} else {
-			b := i
-			for b > 0 && rs[b-1] == ' ' {
-				b--
-			}
-			w := b
-			for w > 0 && isWord(rs[w-1]) {
-				w--
-			}
-			if w < b {
-				out = append(out, string(rs[w:b])+" "+num)
-			} else {
-				out = append(out, num)
-			}
-		}
-		i = j
 	}
 	return out
 }

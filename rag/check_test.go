@@ -35,12 +35,12 @@ func TestEveryMutationIsCaught(t *testing.T) {
 		es, recs := askAll(t, evalset)
 		seen := map[string]bool{}
 		for i, gc := range es.Cases {
-			require.True(t, rag.Passed(rag.CheckGolden(gc, recs[i])), "unmutated %s must pass", gc.CaseID)
+			require.True(t, rag.Passed(rag.CheckGolden(gc, recs[i], es.Corpus)), "unmutated %s must pass", gc.CaseID)
 			for _, m := range rag.Mutations(gc, recs[i], es.Corpus) {
 				seen[m.Name] = true
 				mutated := recs[i]
 				mutated.Answer = m.Answer
-				assert.False(t, rag.Passed(rag.CheckGolden(gc, mutated)), "%s: %s (%s) survived: %q", gc.CaseID, m.Name, m.Target, m.Answer)
+				assert.False(t, rag.Passed(rag.CheckGolden(gc, mutated, es.Corpus)), "%s: %s (%s) survived: %q", gc.CaseID, m.Name, m.Target, m.Answer)
 			}
 		}
 		for _, name := range []string{rag.MutWrongSourceNumber, rag.MutSwappedSynonym, rag.MutDroppedQualifier, rag.MutDroppedCitation, rag.MutInventedAnswer} {
@@ -85,7 +85,7 @@ func TestCheckGoldenDetails(t *testing.T) {
 	es, recs := askAll(t, "../testdata/grimoire/evalset.json")
 	failed := func(gc rag.GoldenCase, rec rag.Record) []string {
 		var names []string
-		for _, c := range rag.CheckGolden(gc, rec) {
+		for _, c := range rag.CheckGolden(gc, rec, es.Corpus) {
 			if !c.OK {
 				names = append(names, c.Name)
 			}

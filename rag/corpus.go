@@ -35,6 +35,10 @@ type Corpus struct {
 	SourceField string `json:"source_field"`
 	// SubjectField optionally names what each entry is about.
 	SubjectField string `json:"subject_field,omitempty"`
+	// Units optionally declares the corpus's units: canonical name -> the
+	// spellings that name it ("pint": ["pt", "pints"]). They add to and
+	// override DefaultUnits when answers are read as quantities.
+	Units map[string][]string `json:"units,omitempty"`
 	// Entries in file order.
 	Entries []Entry `json:"entries"`
 }
@@ -56,18 +60,29 @@ func LoadCorpus(path string) (Corpus, error) {
 // ParseCorpus decodes and validates corpus JSON.
 func ParseCorpus(b []byte) (Corpus, error) {
 	var raw struct {
-		ID           string            `json:"id"`
-		LabelFields  []string          `json:"label_fields"`
-		SourceField  string            `json:"source_field"`
-		SubjectField string            `json:"subject_field"`
-		Entries      []json.RawMessage `json:"entries"`
+		ID           string              `json:"id"`
+		LabelFields  []string            `json:"label_fields"`
+		SourceField  string              `json:"source_field"`
+		SubjectField string              `json:"subject_field"`
+		Units        map[string][]string `json:"units"`
+		Entries      []json.RawMessage   `json:"entries"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return Corpus{}, fmt.Errorf("decode corpus: %w", err)
 	}
-	c := Corpus{ID: raw.ID, LabelFields: raw.LabelFields, SourceField: raw.SourceField, SubjectField: raw.SubjectField}
+	c := Corpus{ID: raw.ID, LabelFields: raw.LabelFields, SourceField: raw.SourceField, SubjectField: raw.SubjectField, Units: raw.Units}
+	for canon, aliases := range c.Units {
+		if strings.TrimSpace(canon) == "" {
+			return Corpus{}, errors.New(`field "units": a unit name must be non-blank`)
+		}
+		for j, a := range aliases {
+			if strings.TrimSpace(a) == "" {
+				return Corpus{}, fmt.Errorf(`field "units"[%q][%d]: a unit spelling must be non-blank`, canon, j)
+			}
+		}
+	}
 	if len(c.LabelFields) == 0 {
 		return Corpus{}, errors.New(`field "label_fields": at least one label field is required`)
 	}
@@ -172,11 +187,12 @@ func parseEntry(b []byte, c Corpus) (Entry, error) {
 // change it; any content change does.
 func (c Corpus) Digest() string {
 	b, _ := json.Marshal(struct {
-		LabelFields  []string `json:"label_fields"`
-		SourceField  string   `json:"source_field"`
-		SubjectField string   `json:"subject_field"`
-		Entries      []Entry  `json:"entries"`
-	}{c.LabelFields, c.SourceField, c.SubjectField, c.Entries})
+		LabelFields  []string            `json:"label_fields"`
+		SourceField  string              `json:"source_field"`
+		SubjectField string              `json:"subject_field"`
+		Units        map[string][]string `json:"units,omitempty"`
+		Entries      []Entry             `json:"entries"`
+	}{c.LabelFields, c.SourceField, c.SubjectField, c.Units, c.Entries})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

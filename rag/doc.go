@@ -26,9 +26,25 @@
 // generator matches against the question. Nothing else is domain-specific,
 // so a corpus of another domain needs no code change.
 //
+// A corpus may declare "units": {"<canonical>": ["<spelling>", ...]},
+// added to DefaultUnits when answers are read as quantities.
+//
 // A golden file is {"id": "...", "cases": [...]} where each case has the
 // fields of GoldenCase (JSON names as tagged; "expected_grimoire_id" is
 // accepted as the grimoire spelling of "expected_source_id").
+// expected_ranked_ids is a prefix of the ranking (required unless
+// expect_abstention); the case's subject and its siblings' subjects are
+// derived from the corpus by Validate.
+//
+// # Checks
+//
+// Checker.Check compares literals by match key (Key: NFKC, case folding,
+// TR39 confusable skeleton), values as quantities (digits, number words,
+// hyphenated and abbreviated units), attributes every number to a chunk
+// cited in its sentence, and checks citations (known, retrieved, not a
+// sibling holding a forbidden value, no lookalike letters), the subject,
+// and negated qualifiers. Mutations derives the wrong answers the checks
+// must catch.
 //
 // An eval set for the RAG grader uses the verdryx eval-set shape:
 //

@@ -61,3 +61,22 @@ func FuzzParseGolden(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckGolden grades arbitrary answers: the checker (match keys,
+// quantity parsing, sentence and citation spans) must never panic.
+func FuzzCheckGolden(f *testing.F) {
+	es, err := rag.LoadEvalSet("../testdata/grimoire/evalset.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	k := rag.NewChecker(es.Corpus)
+	gc := es.Cases[0]
+	rec := rag.Record{RetrievedIDs: gc.ExpectedRankedIDs, Answer: gc.ExpectedAnswer}
+	for _, s := range []string{gc.ExpectedAnswer, "3-dram [x] 1,000 a dozen half a pint [", "З drams ３ ½ 1⁄2 M2 A-7 ]][[", "un-", "never"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, answer string) {
+		rec.Answer = answer
+		_ = k.Check(gc, rec)
+	})
+}

@@ -15,16 +15,21 @@ import (
 // support.
 const Abstention = "INSUFFICIENT_CONTEXT"
 
-// GoldenCase is one golden question with its exact expectations. Checks
-// against it are case-sensitive substring checks; abstention is byte-for-byte.
+// GoldenCase is one golden question with its expectations. Literal checks
+// against it compare match keys (see Key: NFKC, case folding, confusable
+// skeleton), values compare as quantities, and abstention is byte-for-byte.
 type GoldenCase struct {
 	CaseID   string `json:"case_id"`
 	Question string `json:"question"`
 	// ExpectedRetrievedID is the chunk that must rank first (and be cited).
 	ExpectedRetrievedID string `json:"expected_retrieved_id,omitempty"`
-	// ExpectedRankedIDs is the exact top-k id order.
-	ExpectedRankedIDs []string `json:"expected_ranked_ids"`
-	// CollisionSiblingIDs are the trap chunks that must be in the context.
+	// ExpectedRankedIDs is a prefix of the retrieved ids: the ranks listed
+	// must match in order, more results may follow. Required unless
+	// ExpectAbstention; list only ranks the corpus facts decide.
+	ExpectedRankedIDs []string `json:"expected_ranked_ids,omitempty"`
+	// CollisionSiblingIDs are the trap chunks that collide with the
+	// expected one (same fact of another source, or a near-synonym
+	// subject); at least one must be in the context.
 	CollisionSiblingIDs []string `json:"collision_sibling_ids,omitempty"`
 	// ExpectedValue is the number-with-unit (or phrase) the answer states.
 	ExpectedValue string `json:"expected_value,omitempty"`
@@ -39,6 +44,42 @@ type GoldenCase struct {
 	Forbidden          []string `json:"forbidden,omitempty"`
 	ExpectedAnswer     string   `json:"expected_answer,omitempty"`
 	ExpectAbstention   bool     `json:"expect_abstention"`
+	// AllowedSubjects are collision-sibling subjects the answer may name
+	// (for a question that compares the two); any other sibling subject in
+	// the answer fails sibling_subject_absent.
+	AllowedSubjects []string `json:"allowed_subjects,omitempty"`
+
+	// Subject is the expected chunk's subject and SiblingSubjects the
+	// distinct subjects of the collision siblings that differ from it,
+	// both derived from the corpus by Validate (never read from the file,
+	// so a set cannot forget them).
+	Subject         string   `json:"-"`
+	SiblingSubjects []string `json:"-"`
+}
+
+// deriveSubjects fills gc's corpus-derived subjects.
+func deriveSubjects(gc GoldenCase, c Corpus) GoldenCase {
+	gc.Subject, gc.SiblingSubjects = "", nil
+	if gc.ExpectAbstention || c.SubjectField == "" {
+		return gc
+	}
+	e, ok := c.Entry(gc.ExpectedRetrievedID)
+	if !ok {
+		return gc
+	}
+	gc.Subject = c.Subject(e)
+	for _, id := range gc.CollisionSiblingIDs {
+		sib, ok := c.Entry(id)
+		if !ok {
+			continue
+		}
+		s := c.Subject(sib)
+		if s == "" || Key(s) == Key(gc.Subject) || slices.Contains(gc.SiblingSubjects, s) {
+			continue
+		}
+		gc.SiblingSubjects = append(gc.SiblingSubjects, s)
+	}
+	return gc
 }
 
 // Cite returns the citation marker of chunk id: "[id]".
@@ -123,9 +164,9 @@ func parseCase(b []byte) (GoldenCase, error) {
 		return gc, field("case_id", "must be a non-blank string")
 	case strings.TrimSpace(gc.Question) == "":
 		return gc, field("question", "must be a non-blank string")
-	case len(gc.ExpectedRankedIDs) == 0:
-		return gc, field("expected_ranked_ids", "must list the expected ranked ids")
-	case gc.ExpectedRetrievedID != "" && gc.ExpectedRetrievedID != gc.ExpectedRankedIDs[0]:
+	case len(gc.ExpectedRankedIDs) == 0 && !gc.ExpectAbstention:
+		return gc, field("expected_ranked_ids", "must list at least the expected rank-1 id (a prefix of the ranking)")
+	case gc.ExpectedRetrievedID != "" && len(gc.ExpectedRankedIDs) > 0 && gc.ExpectedRetrievedID != gc.ExpectedRankedIDs[0]:
 		return gc, field("expected_retrieved_id", fmt.Sprintf("%q is not expected_ranked_ids[0] %q", gc.ExpectedRetrievedID, gc.ExpectedRankedIDs[0]))
 	}
 	for _, list := range []struct {
@@ -134,12 +175,17 @@ func parseCase(b []byte) (GoldenCase, error) {
 	}{
 		{"expected_ranked_ids", gc.ExpectedRankedIDs}, {"collision_sibling_ids", gc.CollisionSiblingIDs},
 		{"forbidden_values", gc.ForbiddenValues}, {"required_qualifiers", gc.RequiredQualifiers},
-		{"must_contain", gc.MustContain}, {"forbidden", gc.Forbidden},
+		{"must_contain", gc.MustContain}, {"forbidden", gc.Forbidden}, {"allowed_subjects", gc.AllowedSubjects},
 	} {
 		for j, s := range list.v {
 			if s == "" {
 				return gc, fmt.Errorf("field %q[%d]: empty string", list.name, j)
 			}
+		}
+	}
+	for j, id := range gc.ExpectedRankedIDs {
+		if slices.Index(gc.ExpectedRankedIDs, id) != j {
+			return gc, fmt.Errorf("field %q[%d]: %q repeats an earlier rank", "expected_ranked_ids", j, id)
 		}
 	}
 	if gc.ExpectAbstention {
@@ -176,13 +222,18 @@ func parseCase(b []byte) (GoldenCase, error) {
 	return gc, nil
 }
 
-// Validate checks cases against corpus: every referenced id exists, the
-// expected value and each required qualifier occur in the expected chunk's
-// text (so they are evidence, not the fixture agreeing with itself), each
-// forbidden value occurs in some other chunk's text (so it is a real trap),
-// and the expected source id is the expected chunk's source.
+// Validate checks cases against corpus: every referenced id exists, no
+// collision sibling is the expected chunk, the expected value and each
+// required qualifier occur in the expected chunk's text (so they are
+// evidence, not the fixture agreeing with itself), each forbidden value
+// occurs in some other chunk's text (so it is a real trap), the expected
+// source id is the expected chunk's source, and each allowed subject is a
+// collision sibling's subject. It fills each case's derived Subject and
+// SiblingSubjects in place.
 func Validate(cases []GoldenCase, c Corpus) error {
-	for i, gc := range cases {
+	for i := range cases {
+		cases[i] = deriveSubjects(cases[i], c)
+		gc := cases[i]
 		where := fmt.Sprintf("cases[%d] (case_id %q)", i, gc.CaseID)
 		for _, list := range []struct {
 			name string
@@ -195,8 +246,13 @@ func Validate(cases []GoldenCase, c Corpus) error {
 			}
 		}
 		for j, id := range gc.CollisionSiblingIDs {
-			if !slices.Contains(gc.ExpectedRankedIDs, id) {
-				return fmt.Errorf("%s: field %q[%d]: sibling %q is not among expected_ranked_ids", where, "collision_sibling_ids", j, id)
+			if id == gc.ExpectedRetrievedID {
+				return fmt.Errorf("%s: field %q[%d]: %q is the expected chunk, not a sibling", where, "collision_sibling_ids", j, id)
+			}
+		}
+		for j, s := range gc.AllowedSubjects {
+			if !slices.ContainsFunc(gc.SiblingSubjects, func(x string) bool { return Key(x) == Key(s) }) {
+				return fmt.Errorf("%s: field %q[%d]: %q is no collision sibling's subject (siblings: %q)", where, "allowed_subjects", j, s, gc.SiblingSubjects)
 			}
 		}
 		if gc.ExpectAbstention {

@@ -22,7 +22,7 @@ func runGolden(t *testing.T, evalset string) {
 		t.Run(gc.CaseID, func(t *testing.T) {
 			rec, err := p.Ask(context.Background(), gc.Question)
 			require.NoError(t, err)
-			for _, c := range rag.CheckGolden(gc, rec) {
+			for _, c := range rag.CheckGolden(gc, rec, es.Corpus) {
 				assert.True(t, c.OK, "%s: %s\nretrieved %v\nanswer %q", c.Name, c.Detail, rec.RetrievedIDs, rec.Answer)
 			}
 		})
@@ -35,3 +35,49 @@ func TestGrimoireGoldenOffline(t *testing.T) { runGolden(t, "../testdata/grimoir
 // corpus of another domain with its own numeric, near-synonym, qualifier and
 // absence traps and other citation fields (manual_id, page).
 func TestSecondDomainGoldenOffline(t *testing.T) { runGolden(t, "../testdata/lighthouse/evalset.json") }
+
+func TestGoldenFormat(t *testing.T) {
+	corpus := loadGrimoire(t)
+	parse := func(cases string) ([]rag.GoldenCase, error) {
+		gs, err := rag.ParseGolden([]byte(`{"id":"g","cases":[` + cases + `]}`))
+		if err != nil {
+			return nil, err
+		}
+		return gs, rag.Validate(gs, corpus)
+	}
+	answerable := func(extra string) string {
+		return `{"case_id":"c","question":"q?","expected_retrieved_id":"moonpetal-silver-vapor","expected_grimoire_id":"GRIM-NOCTURNE",` +
+			`"must_contain":["GRIM-NOCTURNE","[moonpetal-silver-vapor]"]` + extra + `}`
+	}
+	_, err := parse(`{"case_id":"a","question":"q?","expected_answer":"INSUFFICIENT_CONTEXT","expect_abstention":true}`)
+	assert.NoError(t, err, "an abstention case may omit ranked ids")
+	_, err = parse(answerable(``))
+	assert.ErrorContains(t, err, `field "expected_ranked_ids": must list at least the expected rank-1 id`)
+	_, err = parse(answerable(`,"expected_ranked_ids":["moonpetal-silver-vapor","moonpetal-silver-vapor"]`))
+	assert.ErrorContains(t, err, "repeats an earlier rank")
+	_, err = parse(answerable(`,"expected_ranked_ids":["moonpetal-silver-vapor"],"collision_sibling_ids":["moonpetal-silver-vapor"]`))
+	assert.ErrorContains(t, err, "is the expected chunk, not a sibling")
+	_, err = parse(answerable(`,"expected_ranked_ids":["moonpetal-silver-vapor"],"collision_sibling_ids":["moonflower-golden-vapor"],"allowed_subjects":["asterquartz"]`))
+	assert.ErrorContains(t, err, `field "allowed_subjects"[0]: "asterquartz" is no collision sibling's subject`)
+
+	gs, err := parse(answerable(`,"expected_ranked_ids":["moonpetal-silver-vapor"],"collision_sibling_ids":["moonflower-golden-vapor"],"allowed_subjects":["Moonflower"]`))
+	require.NoError(t, err)
+	assert.Equal(t, "moonpetal", gs[0].Subject, "derived from the corpus")
+	assert.Equal(t, []string{"moonflower"}, gs[0].SiblingSubjects, "derived from the corpus")
+
+	// expected_ranked_ids is a prefix: more results may follow.
+	rec := rag.Record{RetrievedIDs: []string{"moonpetal-silver-vapor", "moonflower-golden-vapor", "asterquartz-powdering"},
+		Answer: "moonpetal [moonpetal-silver-vapor] GRIM-NOCTURNE"}
+	ranked := func(gc rag.GoldenCase) rag.Check {
+		for _, c := range rag.CheckGolden(gc, rec, corpus) {
+			if c.Name == rag.CheckRankedIDs {
+				return c
+			}
+		}
+		t.Fatal("no ranked_ids check")
+		return rag.Check{}
+	}
+	assert.True(t, ranked(gs[0]).OK)
+	gs[0].ExpectedRankedIDs = []string{"moonpetal-silver-vapor", "asterquartz-powdering"}
+	assert.False(t, ranked(gs[0]).OK, "listed ranks must match in order")
+}

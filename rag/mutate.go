@@ -1,6 +1,8 @@
 package rag
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,7 +17,37 @@ const (
 	MutDroppedCitation   = "dropped-citation"
 	MutFalseAbstention   = "false-abstention"
 	MutInventedAnswer    = "invented-answer"
+
+	// Spelling dodges: a forbidden literal, sibling source id or citation
+	// written in another letter case, or with Unicode lookalike letters
+	// (which also covers the expected ids written with lookalikes).
+	MutCaseChange = "case-change"
+	MutLookalike  = "lookalike"
+	// A sibling's number written another way.
+	MutNumberWord        = "number-as-word"
+	MutNumberHyphenated  = "number-hyphenated"
+	MutNumberAbbreviated = "number-abbreviated"
+	// A number attributed to the wrong chunk: the sibling cited beside the
+	// expected chunk and its number taken, or the expected value cited to a
+	// sibling that does not hold it.
+	MutWrongChunk = "wrong-chunk-attribution"
+	// A citation of a corpus chunk that was not retrieved, or of an id that
+	// is not in the corpus.
+	MutUnretrievedCitation = "unretrieved-citation"
+	MutUnknownCitation     = "unknown-citation"
+	// The first mention of the subject swapped for a collision sibling's.
+	MutSiblingSubject = "sibling-subject-swap"
+	// A required qualifier kept but negated.
+	MutNegatedQualifier = "negated-qualifier"
 )
+
+// MutationNames lists every mutation name in the order Mutations derives
+// them.
+func MutationNames() []string {
+	return []string{MutWrongSourceNumber, MutSwappedSynonym, MutWrongSourceID, MutDroppedQualifier, MutDroppedCitation,
+		MutFalseAbstention, MutInventedAnswer, MutCaseChange, MutLookalike, MutNumberWord, MutNumberHyphenated,
+		MutNumberAbbreviated, MutWrongChunk, MutUnretrievedCitation, MutUnknownCitation, MutSiblingSubject, MutNegatedQualifier}
+}
 
 // Mutation is a deliberately wrong answer derived from a correct one.
 type Mutation struct {
@@ -39,7 +71,24 @@ type Mutation struct {
 //   - dropped-citation: the [chunk-id] marker deleted;
 //   - false-abstention: the answer replaced by the abstention string;
 //   - invented-answer (abstention cases): a confident answer assembled from
-//     the top retrieved chunk's text, citation and source.
+//     the top retrieved chunk's text, citation and source;
+//   - case-change, lookalike: each forbidden literal injected before the
+//     citation, the sibling's source id and citation swapped in, written
+//     in inverted case or with a Cyrillic twin letter; lookalike also
+//     writes the expected citation and source id with a twin letter;
+//   - number-as-word, number-hyphenated, number-abbreviated: each
+//     forbidden value written "nine drams", "9-dram", "9dr" in place of the
+//     expected value;
+//   - wrong-chunk-attribution: a retrieved sibling's own number taken with
+//     the sibling cited beside the expected chunk, and the expected value
+//     cited to the sibling;
+//   - unretrieved-citation, unknown-citation: a sentence citing a corpus
+//     chunk that was not retrieved, or an id not in the corpus;
+//   - sibling-subject-swap: the subject replaced by a collision sibling's
+//     (different) subject at its first mention, and everywhere in inverted
+//     case;
+//   - negated-qualifier: each required qualifier preceded by "never" or
+//     "not".
 //
 // Everything is derived from the case fields and the corpus; nothing names
 // a fixture literal. A mutation whose edit would not change the answer is
@@ -47,9 +96,15 @@ type Mutation struct {
 func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	var out []Mutation
 	add := func(name, target, answer string) {
-		if answer != rec.Answer {
-			out = append(out, Mutation{Name: name, Target: target, Answer: answer})
+		if answer == rec.Answer {
+			return
 		}
+		for _, m := range out {
+			if m.Answer == answer {
+				return
+			}
+		}
+		out = append(out, Mutation{Name: name, Target: target, Answer: answer})
 	}
 	a := rec.Answer
 	if gc.ExpectAbstention {
@@ -84,7 +139,270 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	}
 	add(MutDroppedCitation, Cite(gc.ExpectedRetrievedID), squeeze(strings.ReplaceAll(a, Cite(gc.ExpectedRetrievedID), "")))
 	add(MutFalseAbstention, Abstention, Abstention)
+	for _, m := range dodges(gc, rec, c) {
+		add(m.Name, m.Target, m.Answer)
+	}
 	return out
+}
+
+// dodges derives the mutations that dodge literal checks by spelling,
+// restate values in other forms, misattribute, miscite, swap the subject
+// or negate a qualifier. All are derived from the case, the record and the
+// corpus.
+func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
+	var out []Mutation
+	add := func(name, target, answer string) {
+		out = append(out, Mutation{Name: name, Target: target, Answer: answer})
+	}
+	a := rec.Answer
+	cite := Cite(gc.ExpectedRetrievedID)
+	hasCite := strings.Contains(a, cite)
+	// inject puts text right before the expected citation, so it is part of
+	// what that citation supports; else at the end.
+	inject := func(text string) string {
+		if hasCite {
+			return strings.Replace(a, cite, text+" "+cite, 1)
+		}
+		return a + " " + text
+	}
+	spellings := []struct {
+		name string
+		f    func(string) string
+	}{{MutCaseChange, swapCase}, {MutLookalike, lookalikeLetters}}
+	for _, sp := range spellings {
+		for _, lit := range forbiddenLiterals(gc) {
+			if w := sp.f(lit); w != lit {
+				add(sp.name, "forbidden "+lit, inject(w))
+			}
+		}
+		for _, id := range gc.CollisionSiblingIDs {
+			sib, _ := c.Entry(id)
+			if src := c.Source(sib); src != "" && gc.ExpectedSourceID != "" && src != gc.ExpectedSourceID && strings.Contains(a, gc.ExpectedSourceID) {
+				add(sp.name, "source "+src, strings.ReplaceAll(a, gc.ExpectedSourceID, sp.f(src)))
+			}
+			if hasCite {
+				add(sp.name, "citation "+Cite(id), strings.ReplaceAll(a, cite, sp.f(Cite(id))))
+			}
+		}
+	}
+	// The expected ids themselves written with lookalike letters.
+	if hasCite {
+		if w := lookalikeLetters(gc.ExpectedRetrievedID); w != gc.ExpectedRetrievedID {
+			add(MutLookalike, "expected citation", strings.ReplaceAll(a, cite, Cite(w)))
+		}
+	}
+	if gc.ExpectedSourceID != "" && strings.Contains(a, gc.ExpectedSourceID) {
+		if w := lookalikeLetters(gc.ExpectedSourceID); w != gc.ExpectedSourceID {
+			add(MutLookalike, "expected source id", strings.ReplaceAll(a, gc.ExpectedSourceID, w))
+		}
+	}
+
+	u := newUnits(c.Units)
+	u.observe(c.Texts())
+	// Sibling values in other forms, in place of the expected value (or
+	// injected when the case has none).
+	place := func(text string) string {
+		if gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue) {
+			return strings.ReplaceAll(a, gc.ExpectedValue, text)
+		}
+		return inject(text)
+	}
+	for _, v := range gc.ForbiddenValues {
+		qs := u.parse(foldText(v).s)
+		if len(qs) != 1 {
+			continue
+		}
+		q, f := qs[0], foldText(v).s
+		unitText := strings.TrimSpace(f[q.Start+len(numberPart(q.Text)):])
+		if w, ok := numberInWords(q.Value); ok && unitText != "" {
+			add(MutNumberWord, v+" as "+w+" "+unitText, place(w+" "+unitText))
+		}
+		if unitText != "" {
+			h := numberPart(q.Text) + "-" + hyphenUnit(unitText)
+			add(MutNumberHyphenated, v+" as "+h, place(h))
+		}
+		if ab := u.abbreviation(q.Unit); ab != "" {
+			h := numberPart(q.Text) + ab
+			add(MutNumberAbbreviated, v+" as "+h, place(h))
+		}
+	}
+
+	// Attribution: the sibling's number with the sibling cited too; the
+	// expected value cited to a sibling.
+	expected, _ := c.Entry(gc.ExpectedRetrievedID)
+	ownQs := u.parse(foldText(expected.Text).s)
+	for _, id := range gc.CollisionSiblingIDs {
+		if !slices.Contains(rec.RetrievedIDs, id) {
+			continue
+		}
+		sib, _ := c.Entry(id)
+		for _, sq := range u.parse(foldText(sib.Text).s) {
+			if slices.ContainsFunc(ownQs, func(o Quantity) bool { return o.Same(sq) }) {
+				continue
+			}
+			if hasCite && gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue) {
+				m := strings.ReplaceAll(a, gc.ExpectedValue, sq.Text)
+				add(MutWrongChunk, sq.Text+" from "+Cite(id)+" cited beside "+cite, strings.Replace(m, cite, cite+" "+Cite(id), 1))
+			} else {
+				add(MutWrongChunk, sq.Text+" from "+Cite(id), a+" It is "+sq.Text+" "+Cite(id)+".")
+			}
+		}
+		if gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue) {
+			add(MutWrongChunk, gc.ExpectedValue+" cited to "+Cite(id), strings.Replace(a, gc.ExpectedValue, gc.ExpectedValue+" "+Cite(id), 1))
+		}
+	}
+
+	// Citations of a chunk that was not retrieved and of an unknown id, in
+	// a sentence of their own that holds no number.
+	for _, e := range c.Entries {
+		if !slices.Contains(rec.RetrievedIDs, e.ID) {
+			add(MutUnretrievedCitation, Cite(e.ID), a+" See also "+Cite(e.ID)+".")
+			break
+		}
+	}
+	unknown := gc.ExpectedRetrievedID + "-appendix"
+	for _, ok := c.Entry(unknown); ok; _, ok = c.Entry(unknown) {
+		unknown += "-x"
+	}
+	add(MutUnknownCitation, Cite(unknown), a+" See also "+Cite(unknown)+".")
+
+	// The subject swapped for a sibling's: at its first mention only, and
+	// everywhere in inverted case.
+	if subject := c.Subject(expected); subject != "" {
+		for _, s := range deriveSubjects(gc, c).SiblingSubjects {
+			add(MutSiblingSubject, s+" for "+subject+" (first mention)", outsideCitationsOnce(a, subject, s))
+			add(MutSiblingSubject, swapCase(s)+" for "+subject, outsideCitations(a, func(t string) string { return replaceFold(t, subject, swapCase(s)) }))
+		}
+	}
+
+	for _, q := range gc.RequiredQualifiers {
+		if !strings.Contains(a, q) {
+			continue
+		}
+		for _, neg := range []string{"never", "not"} {
+			add(MutNegatedQualifier, neg+" "+q, strings.Replace(a, q, neg+" "+q, 1))
+		}
+	}
+	return out
+}
+
+// numberPart returns the leading number of a quantity as written.
+func numberPart(text string) string {
+	i := 0
+	for i < len(text) && (isDigit(text[i]) || ((text[i] == '.' || text[i] == ',') && i+1 < len(text) && isDigit(text[i+1]))) {
+		i++
+	}
+	return text[:i]
+}
+
+// hyphenUnit writes a unit as the second half of a hyphenated compound
+// ("drams" -> "dram", "moon-phases" -> "moon-phase").
+func hyphenUnit(u string) string {
+	parts := strings.Fields(u)
+	last := parts[len(parts)-1]
+	if s := unitStem(last); s != "" {
+		parts[len(parts)-1] = s
+	}
+	return strings.Join(parts, "-")
+}
+
+// abbreviation returns the shortest declared spelling of canonical unit
+// canon that is shorter than the canonical name, or "".
+func (u *units) abbreviation(canon string) string {
+	best := ""
+	for a, c := range u.alias {
+		if c != canon || len(a) >= len(canon) || strings.ContainsAny(a, " %°") {
+			continue
+		}
+		if best == "" || len(a) < len(best) || (len(a) == len(best) && a < best) {
+			best = a
+		}
+	}
+	return best
+}
+
+// numberInWords writes a whole number below 10000 in English words.
+func numberInWords(v float64) (string, bool) {
+	if v != math.Trunc(v) || v < 0 || v >= 10000 {
+		return "", false
+	}
+	n := int(v)
+	ones := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+		"twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"}
+	tens := []string{"", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
+	below100 := func(n int) string {
+		if n < 20 {
+			return ones[n]
+		}
+		if n%10 == 0 {
+			return tens[n/10]
+		}
+		return tens[n/10] + "-" + ones[n%10]
+	}
+	if n < 100 {
+		return below100(n), true
+	}
+	var parts []string
+	if n >= 1000 {
+		parts = append(parts, ones[n/1000]+" thousand")
+		n %= 1000
+	}
+	if n >= 100 {
+		parts = append(parts, ones[n/100]+" hundred")
+		n %= 100
+	}
+	if n > 0 {
+		parts = append(parts, "and "+below100(n))
+	}
+	return strings.Join(parts, " "), true
+}
+
+// swapCase inverts the letter case of s.
+func swapCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsUpper(r) {
+			return unicode.ToLower(r)
+		}
+		return unicode.ToUpper(r)
+	}, s)
+}
+
+// lookalikeLetters replaces the first Latin letter of s that has a Cyrillic
+// twin with that twin (Cyrillic а for Latin a), or returns s unchanged.
+func lookalikeLetters(s string) string {
+	twins := map[rune]rune{
+		'a': 'а', 'c': 'с', 'e': 'е', 'o': 'о', 'p': 'р', 'x': 'х', 'y': 'у', 'i': 'і', 'j': 'ј', 's': 'ѕ',
+		'A': 'А', 'B': 'В', 'C': 'С', 'E': 'Е', 'H': 'Н', 'I': 'І', 'J': 'Ј', 'K': 'К', 'M': 'М', 'O': 'О',
+		'P': 'Р', 'S': 'Ѕ', 'T': 'Т', 'X': 'Х', 'Y': 'У',
+	}
+	for i, r := range s {
+		if t, ok := twins[r]; ok {
+			return s[:i] + string(t) + s[i+utf8.RuneLen(r):]
+		}
+	}
+	return s
+}
+
+// outsideCitationsOnce replaces the first case-insensitive occurrence of
+// old outside citation markers with repl.
+func outsideCitationsOnce(s, old, repl string) string {
+	done := false
+	return outsideCitations(s, func(t string) string {
+		if done {
+			return t
+		}
+		i := strings.Index(strings.ToLower(t), strings.ToLower(old))
+		if i < 0 || len(strings.ToLower(t)) != len(t) {
+			return t
+		}
+		done = true
+		r := repl
+		if first, _ := utf8.DecodeRuneInString(t[i:]); unicode.IsUpper(first) {
+			fr, n := utf8.DecodeRuneInString(repl)
+			r = string(unicode.ToUpper(fr)) + repl[n:]
+		}
+		return t[:i] + r + t[i+len(old):]
+	})
 }
 
 // replaceFold replaces every case-insensitive occurrence of old in s with

@@ -193,6 +193,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	conc := fs.Int("concurrency", 4, "cases graded at once")
 	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
+	alpha := fs.Float64("alpha", grading.DefaultAlpha, "with --baseline: significance level of the paired test")
+	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -206,6 +208,9 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *conc < 1 {
 		return usageErrorf("eval: --concurrency must be at least 1")
+	}
+	if *alpha <= 0 || *alpha >= 1 {
+		return usageErrorf("eval: --alpha must be in (0, 1)")
 	}
 	// Load the set before opening anything, so a bad set touches nothing.
 	set, err := grading.LoadEvalSet(pos[0])
@@ -230,7 +235,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	deps.Concurrency = *conc
 	res, runErr := grading.Execute(ctx, deps, grading.Request{
 		Set: set, Model: *model, AgentID: *c.agentID,
-		BaselineID: *baseline, Window: *window,
+		BaselineID: *baseline, Window: *window, Alpha: *alpha,
 	})
 	closeErr := s.close(ctx)
 	if runErr != nil {
@@ -278,7 +283,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fail = true
 		}
 	}
-	if res.Drift != nil && res.Drift.Verdict == grading.VerdictRegressed {
+	if res.Drift != nil && driftFails(*res.Drift, *requireSig) {
 		fail = true
 	}
 	if unwritten > 0 || len(res.Problems) > 0 {
@@ -502,13 +507,17 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("drift", "", "Compare the most recent runs of the baseline's eval set and model with the baseline.\n"+
 		"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n"+
 		"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n"+
-		"Exit 0: on-track; 1: regressed; 2: usage or input error (a changed eval set is refused unless --allow-changed-set).", stderr)
+		"Every report says whether the drop is significant (ci_high < 0, or paired p < --alpha); the verdict rule is unchanged.\n"+
+		"Exit 0: on-track (or, with --require-significance, a regression that is not significant); 1: regressed;\n"+
+		"2: usage or input error (a changed eval set is refused unless --allow-changed-set).", stderr)
 	c := addEvalFlags(fs)
 	baseline := fs.String("baseline", "", "baseline id (required)")
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
 	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
 	allow := fs.Bool("allow-changed-set", false, "compare runs whose eval set changed since the baseline (the report says so)")
 	seedFlag := fs.String("seed", "", "seed for the bootstrap and permutation draws (default: derived from the baseline and window run ids)")
+	alpha := fs.Float64("alpha", grading.DefaultAlpha, "a drop is significant when the bootstrap CI lies below 0 or the paired test's p < alpha")
+	requireSig := fs.Bool("require-significance", false, "exit 1 only for a significant regression (for CI gates on small sets)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -526,6 +535,9 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *threshold <= 0 || *threshold > 1 {
 		return usageErrorf("drift: --threshold must be in (0, 1]")
 	}
+	if *alpha <= 0 || *alpha >= 1 {
+		return usageErrorf("drift: --alpha must be in (0, 1)")
+	}
 	var seed *uint64
 	if *seedFlag != "" {
 		var v uint64
@@ -540,7 +552,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	started := time.Now()
 	rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
-		BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed,
+		BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed, Alpha: *alpha,
 	})
 	if err != nil {
 		s.close(ctx)
@@ -573,10 +585,16 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		printDrift(stdout, rep)
 	}
-	if rep.Verdict == grading.VerdictRegressed || unwritten > 0 {
+	if driftFails(rep, *requireSig) || unwritten > 0 {
 		return failed()
 	}
 	return nil
+}
+
+// driftFails is the exit rule: a regressed verdict fails; with
+// requireSignificance only a significant regression does.
+func driftFails(r grading.DriftReport, requireSignificance bool) bool {
+	return r.Verdict == grading.VerdictRegressed && (!requireSignificance || r.Significant)
 }
 
 func printDrift(w io.Writer, r grading.DriftReport) {
@@ -592,6 +610,9 @@ func printDrift(w io.Writer, r grading.DriftReport) {
 		if r.TStatistic != nil {
 			t = fmt.Sprintf("%.4f", *r.TStatistic)
 		}
+		if r.TStatistic != nil && r.WelchDF != nil && r.WelchP != nil {
+			t += fmt.Sprintf(", df %.2f, two-sided p %.4f", *r.WelchDF, *r.WelchP)
+		}
 		fmt.Fprintf(w, "  welch t       %s\n", t)
 		fmt.Fprintf(w, "  bootstrap CI  [%.4f, %.4f] (95%%, %d resamples, seed %d)\n", *r.CILow, *r.CIHigh, r.Resamples, r.Seed)
 	} else {
@@ -600,7 +621,8 @@ func printDrift(w io.Writer, r grading.DriftReport) {
 	if p := r.Paired; p != nil {
 		fmt.Fprintf(w, "  paired        %d cases, mean delta %+.4f, CI [%.4f, %.4f], sign-flip p %.4f\n", p.Cases, p.MeanDelta, p.CILow, p.CIHigh, p.PValue)
 	}
-	fmt.Fprintf(w, "verdict %s (%s)\n", r.Verdict, strings.Join(r.Why, "; "))
+	fmt.Fprintf(w, "  significance  %s\n", r.Significance)
+	fmt.Fprintf(w, "verdict %s (%s)\n", r.VerdictText(), strings.Join(r.Why, "; "))
 }
 
 // cmdRuns lists stored runs.

@@ -366,3 +366,97 @@ func bumpUserVersion(t *testing.T, path string, v int) {
 	_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v))
 	require.NoError(t, err)
 }
+
+// plantDrop evaluates an n-case set, baselines it, makes k cases answer
+// wrong, evaluates again and returns the drift arguments.
+func plantDrop(t *testing.T, n, k int) []string {
+	t.Helper()
+	chat := &fakeChat{}
+	srv := httptest.NewServer(chat)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	set := numberedSet(t, dir, "set.json", n, nil)
+	evalArgs := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL, "--json", set}
+	stdout, stderr, code := runCLI(t, evalArgs...)
+	require.Equal(t, exitOK, code, stderr)
+	var first grading.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
+	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
+	require.Equal(t, exitOK, code)
+	var bl grading.Baseline
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
+	var wrong []string
+	for i := range k {
+		wrong = append(wrong, fmt.Sprintf("q-%d", i*n/k))
+	}
+	chat.lower(wrong...)
+	_, stderr, code = runCLI(t, evalArgs...)
+	require.Equal(t, exitOK, code, stderr)
+	return []string{"drift", "--db", db, "--baseline", bl.ID, "--window", "1", "--seed", "5"}
+}
+
+// TestDriftSignificanceGate: a small-n planted drop is regressed but not
+// significant (exit 0 with --require-significance); a 40-case planted
+// regression is significant and fails the gate.
+func TestDriftSignificanceGate(t *testing.T) {
+	cleanEvalEnv(t)
+	small := plantDrop(t, 5, 2)
+	stdout, _, code := runCLI(t, small...)
+	assert.Equal(t, exitFailure, code, "without the flag the contract's verdict decides")
+	assert.Regexp(t, `verdict regressed \(not significant: CI \[-?\d\.\d\d, -?\d\.\d\d\] includes 0, n=5, paired p 0\.\d{4} >= 0\.05\)`, stdout)
+	assert.Regexp(t, `welch t\s+-?\d+\.\d{4}, df \d+\.\d\d, two-sided p 0\.\d{4}`, stdout)
+	stdout, _, code = runCLI(t, append(small, "--require-significance")...)
+	assert.Equal(t, exitOK, code, stdout)
+	stdout, _, code = runCLI(t, append(small, "--require-significance", "--json")...)
+	assert.Equal(t, exitOK, code)
+	var rep grading.DriftReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, grading.VerdictRegressed, rep.Verdict)
+	assert.False(t, rep.Significant)
+	assert.Equal(t, 0.05, rep.Alpha)
+
+	large := plantDrop(t, 40, 12)
+	stdout, _, code = runCLI(t, append(large, "--require-significance")...)
+	assert.Equal(t, exitFailure, code, stdout)
+	assert.Regexp(t, `verdict regressed \(significant: CI \[-0\.\d\d, -0\.\d\d\] below 0, n=40`, stdout)
+
+	_, stderr, code := runCLI(t, append(small, "--alpha", "1.5")...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--alpha must be in (0, 1)")
+}
+
+// TestDriftRefusesGoldenEdit: removing one forbidden literal from a golden
+// case is a changed eval set, named by case, not a model regression.
+func TestDriftRefusesGoldenEdit(t *testing.T) {
+	cleanEvalEnv(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v.db")
+	for _, f := range []string{"corpus.json", "evalset.json", "golden.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "grimoire", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	set := filepath.Join(dir, "evalset.json")
+	stdout, stderr, code := runCLI(t, "eval", "--db", db, "--json", set)
+	require.Equal(t, exitOK, code, stderr)
+	var first grading.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
+	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
+	require.Equal(t, exitOK, code)
+	var bl grading.Baseline
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
+
+	golden := filepath.Join(dir, "golden.json")
+	b, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	soft := strings.Replace(string(b), `"GRIM-OBSIDIAN-PETAL", "amber glass", "at dawn"`, `"GRIM-OBSIDIAN-PETAL", "at dawn"`, 1)
+	require.NotEqual(t, string(b), soft)
+	require.NoError(t, os.WriteFile(golden, []byte(soft), 0o644))
+	_, stderr, code = runCLI(t, "eval", "--db", db, set)
+	require.Equal(t, exitOK, code, stderr)
+
+	_, stderr, code = runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "measured a different eval set than the baseline (changed cases: numeric-source-verdigris-dose)")
+}

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
 )
@@ -288,73 +290,183 @@ func printRecord(w io.Writer, rec rag.Record) {
 	fmt.Fprintf(w, "\nanswer:\n%s\n", rec.Answer)
 }
 
-// cmdMutate asks every golden case through the offline pipeline, derives
-// each named mutation of the correct answer and checks that the golden
-// checks catch it. It exits 1 if a mutation survives or a case fails
-// unmutated.
+// mutateResult is one graded mutant.
+type mutateResult struct {
+	CaseID       string   `json:"case_id"`
+	Mutation     string   `json:"mutation"`
+	Target       string   `json:"target"`
+	Killed       bool     `json:"killed"`
+	FailedChecks []string `json:"failed_checks"`
+	Answer       string   `json:"answer"`
+}
+
+// mutateReport is what mutate prints with --json.
+type mutateReport struct {
+	EvalSet      string                    `json:"eval_set"`
+	Cases        int                       `json:"cases"`
+	Mutants      int                       `json:"mutants"`
+	Killed       int                       `json:"killed"`
+	Survived     int                       `json:"survived"`
+	BaseFailures []mutateResult            `json:"base_failures"`
+	Classes      map[string]map[string]int `json:"classes"`
+	Survivors    []mutateResult            `json:"survivors"`
+	Results      []mutateResult            `json:"results"`
+}
+
+// cmdMutate asks every rag case of an eval set through the offline
+// pipeline, derives each named mutation of the correct answer and grades it
+// with the graders eval uses. It exits 1 if a mutant survives, a case fails
+// unmutated, or nothing was mutated.
 func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mutate", "", "check that the golden checks catch every named mutation of the golden set", stderr)
-	corpusPath := fs.String("corpus", defaultCorpus, "corpus JSON file")
-	goldenPath := fs.String("golden", defaultGolden, "golden cases JSON file")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	corpus, err := rag.LoadCorpus(*corpusPath)
-	if err != nil {
-		return inputError(err)
-	}
-	cases, err := rag.LoadGolden(*goldenPath)
-	if err != nil {
-		return inputError(err)
-	}
-	if err := rag.Validate(cases, corpus); err != nil {
-		return inputError(fmt.Errorf("%s: %w", *goldenPath, err))
-	}
-	p, err := rag.Build(ctx, corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
+	fs := newFlagSet("mutate", "[EVALSET]", "Check that the graders kill every named mutation of every golden case.\n"+
+		"EVALSET is the eval-set file eval takes; without it, --corpus and --golden name the files (every golden case is used).\n"+
+		"Exit 0: every mutant killed; 1: a survivor (each is named) or a case failing unmutated; 2: usage or input error.", stderr)
+	corpusPath := fs.String("corpus", defaultCorpus, "corpus JSON file (without EVALSET)")
+	goldenPath := fs.String("golden", defaultGolden, "golden cases JSON file (without EVALSET)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
-	total, missed, baseFailed := 0, 0, 0
-	for _, gc := range cases {
+	if len(pos) > 1 {
+		return usageErrorf("mutate: want at most one EVALSET, have %d arguments", len(pos))
+	}
+	var set *grading.EvalSet
+	if len(pos) == 1 {
+		set, err = grading.LoadEvalSet(pos[0])
+	} else {
+		set, err = inlineRAGSet(*corpusPath, *goldenPath)
+	}
+	if err != nil {
+		return inputError(err)
+	}
+	corpus, cpath, ok := set.RAGCorpus()
+	if !ok {
+		return inputError(fmt.Errorf("mutate: eval set %s has no rag case", set.ID))
+	}
+	p, err := grading.OfflineRAG(ctx, cpath, nil)
+	if err != nil {
+		return err
+	}
+	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}}
+	for _, c := range set.Cases {
+		gc, ok := set.RAGGolden(c.ID)
+		if !ok {
+			continue
+		}
+		rep.Cases++
 		rec, err := p.Ask(ctx, gc.Question)
 		if err != nil {
-			return fmt.Errorf("case %s: %w", gc.CaseID, err)
+			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		if checks := rag.CheckGolden(gc, rec); !rag.Passed(checks) {
-			baseFailed++
-			fmt.Fprintf(tw, "%s\t(unmutated)\t\tBASE FAILS\t%s\n", gc.CaseID, failedNames(checks))
+		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
+			rep.BaseFailures = append(rep.BaseFailures, mutateResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
 			continue
 		}
 		for _, m := range rag.Mutations(gc, rec, corpus) {
-			total++
 			mutated := rec
 			mutated.Answer = m.Answer
-			checks := rag.CheckGolden(gc, mutated)
-			result := "caught"
-			if rag.Passed(checks) {
-				result = "MISSED"
-				missed++
+			v, checks := set.GradeRAGRecord(c.ID, mutated)
+			r := mutateResult{CaseID: c.ID, Mutation: m.Name, Target: m.Target, Killed: v < 1, FailedChecks: failedNames(checks), Answer: m.Answer}
+			rep.Results = append(rep.Results, r)
+			rep.Mutants++
+			cls := rep.Classes[m.Name]
+			if cls == nil {
+				cls = map[string]int{"mutants": 0, "killed": 0}
+				rep.Classes[m.Name] = cls
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", gc.CaseID, m.Name, m.Target, result, failedNames(checks))
+			cls["mutants"]++
+			if r.Killed {
+				rep.Killed++
+				cls["killed"]++
+			} else {
+				rep.Survived++
+				rep.Survivors = append(rep.Survivors, r)
+			}
 		}
 	}
-	tw.Flush()
-	fmt.Fprintf(stdout, "\n%d cases, %d mutations: %d caught, %d missed; %d cases failing unmutated\n",
-		len(cases), total, total-missed, missed, baseFailed)
-	if missed > 0 || baseFailed > 0 || total == 0 {
+	if *asJSON {
+		if err := writeEvalJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printMutate(stdout, rep)
+	}
+	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
 		return failed()
 	}
 	return nil
 }
 
-func failedNames(checks []rag.Check) string {
-	var names []string
+// inlineRAGSet builds an eval set of every case of a golden file.
+func inlineRAGSet(corpusPath, goldenPath string) (*grading.EvalSet, error) {
+	cases, err := rag.LoadGolden(goldenPath)
+	if err != nil {
+		return nil, err
+	}
+	cabs, err := filepath.Abs(corpusPath)
+	if err != nil {
+		return nil, fmt.Errorf("--corpus: %w", err)
+	}
+	gabs, err := filepath.Abs(goldenPath)
+	if err != nil {
+		return nil, fmt.Errorf("--golden: %w", err)
+	}
+	type rc struct {
+		ID     string `json:"id"`
+		Grader string `json:"grader"`
+		Golden string `json:"golden"`
+	}
+	raw := struct {
+		ID     string `json:"id"`
+		Corpus string `json:"corpus"`
+		Cases  []rc   `json:"cases"`
+	}{ID: "mutate:" + filepath.Base(goldenPath), Corpus: cabs}
+	for _, gc := range cases {
+		raw.Cases = append(raw.Cases, rc{ID: gc.CaseID, Grader: grading.GraderRAG, Golden: gabs + "#" + gc.CaseID})
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("build eval set: %w", err)
+	}
+	return grading.ParseEvalSet(b, "")
+}
+
+func printMutate(w io.Writer, rep mutateReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
+	for _, r := range rep.BaseFailures {
+		fmt.Fprintf(tw, "%s\t(unmutated)\t\tBASE FAILS\t%s\n", r.CaseID, strings.Join(r.FailedChecks, ","))
+	}
+	for _, r := range rep.Results {
+		result := "killed"
+		if !r.Killed {
+			result = "SURVIVED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.CaseID, r.Mutation, r.Target, result, strings.Join(r.FailedChecks, ","))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	var parts []string
+	for _, name := range rag.MutationNames() {
+		if c := rep.Classes[name]; c != nil {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["killed"], c["mutants"]))
+		}
+	}
+	fmt.Fprintf(w, "killed by class: %s\n", strings.Join(parts, ", "))
+	for _, r := range rep.Survivors {
+		fmt.Fprintf(w, "survivor: %s %s (%s): %q\n", r.CaseID, r.Mutation, r.Target, r.Answer)
+	}
+	fmt.Fprintf(w, "%s: %d cases, %d mutants: %d killed, %d survived; %d cases failing unmutated\n",
+		rep.EvalSet, rep.Cases, rep.Mutants, rep.Killed, rep.Survived, len(rep.BaseFailures))
+}
+
+func failedNames(checks []grading.Check) []string {
+	names := []string{}
 	for _, c := range checks {
 		if !c.OK {
 			names = append(names, c.Name)
 		}
 	}
-	return strings.Join(names, ",")
+	return names
 }
