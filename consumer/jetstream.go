@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/redact"
 )
 
 // Msg is the subset of jetstream.Msg the pull loop uses.
@@ -263,7 +264,8 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 			naked++
 			continue
 		}
-		reason := err.Error()
+		// The reason goes into a stream and a log: no credential in it.
+		reason := redact.String(err.Error())
 		if len(reason) > 512 {
 			reason = reason[:512]
 		}

@@ -330,6 +330,8 @@ func TestDeadLettersListAndRedriveOnce(t *testing.T) {
 	})
 	require.Equal(t, e.subjects.Traces, dls[0].Subject)
 	require.Contains(t, dls[0].Reason, "rejected by this build")
+	require.NotContains(t, dls[0].Reason, "s3cr3tpass", "credentials in an error never reach the dead-letter stream")
+	require.Contains(t, dls[0].Reason, "[REDACTED]")
 	none, err := ListDeadLetters(ctx, e.js, e.subjects, "no such text")
 	require.NoError(t, err)
 	require.Empty(t, none)
@@ -360,7 +362,7 @@ func (s *switchable) HandleBatch(ctx context.Context, msgs []consumer.Msg) []err
 	if s.refuse.Load() {
 		errs := make([]error, len(msgs))
 		for i := range errs {
-			errs[i] = consumer.Permanent("rejected by this build", nil)
+			errs[i] = consumer.Permanent("rejected by this build", errors.New("fetch https://admin:s3cr3tpass@example.invalid/x failed"))
 		}
 		return errs
 	}
