@@ -17,7 +17,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"chaos":  benchChaos,
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain [flags]")
+		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain|chaos [flags]")
 		if len(args) == 0 {
 			return &exitError{code: exitUsage}
 		}
@@ -25,7 +25,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	f, ok := subs[args[0]]
 	if !ok {
-		return usageErrorf("bench: unknown benchmark %q (want traces, index, worker or chain)", args[0])
+		return usageErrorf("bench: unknown benchmark %q (want traces, index, worker, chain or chaos)", args[0])
 	}
 	return f(ctx, args[1:], stdout, stderr)
 }

@@ -79,7 +79,7 @@ func commands() []command {
 		{"replay", "publish a Parquet trace directory to the traces subject", cmdReplay},
 		{"tail", "follow an NDJSON events file", cmdTail},
 		{"dlq", "list (ls) and re-drive (replay) dead letters", cmdDLQ},
-		{"bench", "benchmarks: traces, index, worker, chain", cmdBench},
+		{"bench", "benchmarks: traces, index, worker, chain, chaos", cmdBench},
 	}
 }
 
