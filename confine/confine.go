@@ -195,7 +195,7 @@ func (c *Reader) readOpen(ctx context.Context, name, p string) ([]byte, error) {
 	// O_NONBLOCK: should the file have been swapped for a FIFO since the
 	// Lstat, the open returns at once and the mode check below refuses it.
 	// O_NOFOLLOW: nor may it have become a symlink.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrRefused, name, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 )
 
 // SyncMode says when the writer calls fsync.
@@ -138,9 +137,9 @@ func OpenWriter(path string, opts WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open events file: %w", err)
 	}
-	if err := syscall.Flock(int(osf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(osf); err != nil {
 		osf.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errWouldBlock) {
 			return nil, fmt.Errorf("open events file %s: %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("lock events file %s: %w", path, err)

@@ -98,8 +98,6 @@ func (k *Checker) analyse(answer string) *analysis {
 	a := &analysis{raw: answer, key: keyText(answer)}
 	// Citation markers: [id] or [id, id]; blanked in the prose.
 	prose := []byte(answer)
-	type marker struct{ start, end int }
-	var markers []marker
 	for i := 0; i < len(answer); i++ {
 		if answer[i] != '[' {
 			continue
@@ -112,7 +110,6 @@ func (k *Checker) analyse(answer string) *analysis {
 		for _, tok := range strings.FieldsFunc(body, func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) }) {
 			a.cites = append(a.cites, citation{written: tok, id: k.resolve(tok), start: i})
 		}
-		markers = append(markers, marker{i, i + j + 1})
 		for p := i; p <= i+j; p++ {
 			prose[p] = ' '
 		}

@@ -331,10 +331,6 @@ func waitDrained(t *testing.T, cons jetstream.Consumer) {
 	})
 }
 
-type sliceDead struct {
-	got chan string
-}
-
 func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
