@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,4 +74,31 @@ func TestServeOnceCorruptSegmentContributesNothingAndFails(t *testing.T) {
 	require.Equal(t, exitFailure, code, "a failed segment fails the command")
 	require.Contains(t, errOut, "calls-9-20-00000002.parquet", "the failed segment is named")
 	require.Equal(t, tableOf(t, want), tableOf(t, out), "the corrupt segment is rolled back whole, as cost-per-correct does")
+}
+
+// TestServeOnceMatchesCostPerCorrectOnEveryFixture: the worker counts
+// exactly what the direct reduction counts, on every shipped trace shape
+// (old and nullable schemas, no run_id, blocked calls, row groups, split
+// runs, agent ids that are not canonical).
+func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
+	root, err := filepath.Abs("../../testdata/traces")
+	require.NoError(t, err)
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "corrupt" {
+			continue
+		}
+		n++
+		dir := filepath.Join(root, e.Name())
+		t.Run(e.Name(), func(t *testing.T) {
+			want, _, code := runCLI(t, "cost-per-correct", "--traces", dir)
+			require.Equal(t, 0, code)
+			out, errOut, code := serveOnce(t, t.TempDir(), "--replay", dir)
+			require.Equal(t, 0, code, errOut)
+			require.Equal(t, tableOf(t, want), tableOf(t, out))
+		})
+	}
+	require.GreaterOrEqual(t, n, 8, "every fixture directory is checked")
 }
