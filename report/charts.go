@@ -385,6 +385,11 @@ func sloChart(rep *outcome.SLOReport) (chart, error) {
 	}
 	p.NominalY(names...)
 	p.X.Min, p.X.Max = lo*1.04, 1.04
+	var xt plot.ConstantTicks
+	for v := math.Ceil(lo); v <= 1; v++ {
+		xt = append(xt, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+	}
+	p.X.Tick.Marker = xt
 	var m marks
 	label := textStyle(9, "#222222", draw.XLeft)
 	grey := textStyle(9, "#666666", draw.XLeft)

@@ -374,7 +374,7 @@ svg.grid{max-width:none}
 .notmeasured{color:#666;font-style:italic}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0}
 th,td{border-bottom:1px solid #ddd;padding:2px 10px;text-align:right}
-th:first-child,td:first-child,td.l{text-align:left}
+th:first-child,td:first-child,td.l,th.l{text-align:left}
 details{font-size:.9em;margin:.4em 0}
 details li{margin:.15em 0}
 code{font-family:"Liberation Mono",monospace;font-size:.95em}
@@ -451,7 +451,7 @@ footer dd{margin-left:1.2em;word-break:break-all}
 <p class="guide">bars right of the zero line have budget left, bars left of it have overspent (exhausted); an indicator with too few events says "not measured" and has no bar.</p>
 {{with .SLO}}
 {{if .Chart}}<figure class="chart-figure" data-chart="slo">{{.Chart}}</figure>{{end}}
-<table><thead><tr><th>subject</th><th>indicator</th><th>events</th><th>observed</th><th>95% CI</th><th>budget left</th><th>burn rate</th><th>trigger</th></tr></thead><tbody>
+<table><thead><tr><th>subject</th><th class="l">indicator</th><th>events</th><th>observed</th><th>95% CI</th><th>budget left</th><th>burn rate</th><th>trigger</th></tr></thead><tbody>
 {{range .Rows}}<tr{{if not .Measured}} class="notmeasured"{{end}}><td>{{.Subject}}</td><td class="l">{{.SLI}}</td><td>{{.Events}}</td>{{if .Measured}}<td>{{.Observed}}</td><td>{{.CI}}</td><td>{{.Budget}}</td><td>{{.Burn}}</td><td class="l">{{.Trigger}}</td>{{else}}<td colspan="5" class="l">{{.Trigger}}</td>{{end}}</tr>
 {{end}}</tbody></table>
 <p class="meta">window {{.Window}}; {{.Unmeasured}} indicators not measured.</p>
