@@ -346,7 +346,9 @@ func (m *model) provenance() []provItem {
 		}
 		out = append(out, provItem{Name: k, Values: vals})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return strings.HasPrefix(out[i].Name, "eval set") && !strings.HasPrefix(out[j].Name, "eval set") })
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.HasPrefix(out[i].Name, "eval set") && !strings.HasPrefix(out[j].Name, "eval set")
+	})
 	return out
 }
 
