@@ -127,7 +127,7 @@ func TestBrowserReport(t *testing.T) {
 		AgentID: "agent://acme.example/support/good"}
 	facts, err := fixture.Populate(ctx, st, spec)
 	require.NoError(t, err)
-	in, err := report.Load(ctx, st, time.Time{})
+	in, err := report.Load(ctx, st, time.Time{}, 0)
 	require.NoError(t, err)
 	traces := reduceFixture(t, "slo")
 	in.Traces, in.TraceSource = traces, "testdata/traces/slo"

@@ -20,8 +20,9 @@ import (
 // satisfies it. Every method only reads.
 type Store interface {
 	// RunsSince returns the runs started at or after since (zero: all),
-	// oldest first, with their scores.
-	RunsSince(ctx context.Context, since time.Time) ([]grading.Run, error)
+	// oldest first, with their scores; checks only for the checksFor most
+	// recent runs of each eval set and model (< 0: all).
+	RunsSince(ctx context.Context, since time.Time, checksFor int) ([]grading.Run, error)
 	// Baselines returns every baseline.
 	Baselines(ctx context.Context) ([]grading.Baseline, error)
 	// Run loads one run (a baseline's run started before since).
@@ -102,11 +103,17 @@ func (o Options) withDefaults() Options {
 }
 
 // Load reads the runs started at or after since, every baseline and the
-// runs baselines snapshot, and the agent scores, from st.
-func Load(ctx context.Context, st Store, since time.Time) (Input, error) {
+// runs baselines snapshot, and the agent scores, from st. Checks (shown
+// only in the grid) are read for the gridRuns most recent runs of each eval
+// set and model; gridRuns <= 0 means the default of Options.GridRuns. Pass
+// the same value as Options.GridRuns.
+func Load(ctx context.Context, st Store, since time.Time, gridRuns int) (Input, error) {
 	in := Input{Since: since, BaselineRuns: map[string]grading.Run{}}
+	if gridRuns <= 0 {
+		gridRuns = Options{}.withDefaults().GridRuns
+	}
 	var err error
-	if in.Runs, err = st.RunsSince(ctx, since); err != nil {
+	if in.Runs, err = st.RunsSince(ctx, since, gridRuns); err != nil {
 		return Input{}, fmt.Errorf("report: load runs: %w", err)
 	}
 	if in.Baselines, err = st.Baselines(ctx); err != nil {

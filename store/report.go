@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/verdryx/verdryx/grading"
@@ -38,10 +39,12 @@ func (s *Store) Baselines(ctx context.Context) ([]grading.Baseline, error) {
 
 // RunsSince loads every run started at or after since (the zero time means
 // all runs) with all its scores, graded and unmeasured, in case order. Runs
-// come oldest first (started_at, then insertion order). It reads the whole
-// selection in two queries, so it suits reports over many runs; it only
-// reads.
-func (s *Store) RunsSince(ctx context.Context, since time.Time) ([]grading.Run, error) {
+// come oldest first (started_at, then insertion order). Decoding checks is
+// most of the cost, so they are decoded only for the checksFor most recent
+// runs of each eval set and model (checksFor < 0: every run); the scores of
+// older runs have nil Checks. It reads the whole selection in two queries,
+// so it suits reports over many runs; it only reads.
+func (s *Store) RunsSince(ctx context.Context, since time.Time, checksFor int) ([]grading.Run, error) {
 	from := ""
 	if !since.IsZero() {
 		from = formatTime(since)
@@ -84,13 +87,23 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time) ([]grading.Run, 
 	if len(out) == 0 {
 		return out, nil
 	}
-	srows, err := s.db.QueryContext(ctx, `
-		SELECT sc.run_id, sc.seq, sc.case_id, sc.grader, sc.value, '', sc.tokens, sc.cost_usd, sc.duration_ns, sc.checks, sc.output
-		FROM scores sc JOIN eval_runs r ON r.id = sc.run_id WHERE r.started_at >= ?
-		UNION ALL
-		SELECT u.run_id, u.seq, u.case_id, u.grader, 0, u.reason, u.tokens, u.cost_usd, u.duration_ns, u.checks, u.output
-		FROM unmeasured u JOIN eval_runs r ON r.id = u.run_id WHERE r.started_at >= ?
-		ORDER BY 1, 2`, from, from)
+	wantChecks := make([]bool, len(out))
+	seen := map[[2]string]int{}
+	for i := len(out) - 1; i >= 0; i-- {
+		k := [2]string{out[i].EvalSetID, out[i].Model}
+		wantChecks[i] = checksFor < 0 || seen[k] < checksFor
+		seen[k]++
+	}
+	seqs := make([][]int, len(out))
+	const cols = `run_id, seq, case_id, grader, %s, tokens, cost_usd, duration_ns, checks, output`
+	q := `SELECT ` + fmt.Sprintf(cols, "value, ''") + ` FROM scores UNION ALL SELECT ` + fmt.Sprintf(cols, "0, reason") + ` FROM unmeasured`
+	args := []any{}
+	if from != "" {
+		q = `SELECT ` + fmt.Sprintf(cols, "value, ''") + ` FROM scores WHERE run_id IN (SELECT id FROM eval_runs WHERE started_at >= ?)
+			UNION ALL SELECT ` + fmt.Sprintf(cols, "0, reason") + ` FROM unmeasured WHERE run_id IN (SELECT id FROM eval_runs WHERE started_at >= ?)`
+		args = []any{from, from}
+	}
+	srows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("runs since %q: scores: %w", from, err)
 	}
@@ -109,15 +122,33 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time) ([]grading.Run, 
 			continue
 		}
 		sc.Duration = time.Duration(dur)
-		if checks != "null" && checks != "[]" {
+		if wantChecks[i] && checks != "null" && checks != "[]" {
 			if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
 				return nil, fmt.Errorf("runs since %q: run %s case %s checks: %w", from, runID, sc.CaseID, err)
 			}
 		}
 		out[i].Scores = append(out[i].Scores, sc)
+		seqs[i] = append(seqs[i], seq)
 	}
 	if err := srows.Err(); err != nil {
 		return nil, fmt.Errorf("runs since %q: scores: %w", from, err)
 	}
+	for i := range out {
+		sortBySeq(out[i].Scores, seqs[i])
+	}
 	return out, nil
+}
+
+// sortBySeq orders scores by their seq (the case order of the run).
+func sortBySeq(scores []grading.Score, seqs []int) {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return seqs[idx[a]] < seqs[idx[b]] })
+	sorted := make([]grading.Score, len(scores))
+	for i, j := range idx {
+		sorted[i] = scores[j]
+	}
+	copy(scores, sorted)
 }

@@ -56,7 +56,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return inputError(fmt.Errorf("report: --db %s: %w", path, err))
 	}
 	defer st.Close()
-	in, err := htmlreport.Load(ctx, st, from)
+	in, err := htmlreport.Load(ctx, st, from, *gridRuns)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func writeFileAtomic(path string, data []byte) error {
 // has stored; rendered on request and cached for ttl.
 func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http.Handler {
 	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer) error {
-		in, err := htmlreport.Load(ctx, st, time.Time{})
+		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
 		if err != nil {
 			return err
 		}
