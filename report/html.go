@@ -427,7 +427,7 @@ footer dd{margin-left:1.2em;word-break:break-all}
 <figure class="chart-figure" data-chart="grid">{{.Chart}}
 <figcaption class="meta">{{.Cases}} cases x {{.Runs}} runs (of {{.TotalRuns}}); {{.Flipped}} flipped between the last two runs.</figcaption>
 </figure>
-{{if .Details}}<details open><summary>Failed checks and unmeasured cases ({{len .Details}} cases)</summary><ul class="failures">
+{{if .Details}}<details{{if le (len .Details) 6}} open{{end}}><summary>Failed checks and unmeasured cases ({{len .Details}} cases)</summary><ul class="failures">
 {{range .Details}}<li><code>{{.CaseID}}</code>{{if .Flipped}} (flipped){{end}}<ul>{{range .Lines}}<li>{{.}}</li>{{end}}</ul></li>
 {{end}}</ul></details>{{end}}
 {{else}}<p class="notmeasured">no eval runs in the store.</p>{{end}}
