@@ -68,7 +68,8 @@ func (m *Metrics) Terminated(s string, n int) { m.terminated.WithLabelValues(s).
 // DeadLettered implements consumer.Counters.
 func (m *Metrics) DeadLettered(s string, n int) { m.deadLettered.WithLabelValues(s).Add(float64(n)) }
 
-// HTTPServer serves /healthz, /readyz and /metrics.
+// HTTPServer serves /healthz, /readyz and /metrics, and /report when
+// Report is set.
 type HTTPServer struct {
 	Addr    string
 	Metrics *Metrics
@@ -76,6 +77,8 @@ type HTTPServer struct {
 	// a consumer's last batch failed transiently (the store is failing).
 	// nil is never ready.
 	Ready func() bool
+	// Report, when set, serves GET /report (the HTML report).
+	Report http.Handler
 
 	ln  net.Listener
 	srv *http.Server
@@ -99,6 +102,9 @@ func (h *HTTPServer) Listen() (string, error) {
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(h.Metrics.Registry, promhttp.HandlerOpts{}))
+	if h.Report != nil {
+		mux.Handle("/report", h.Report)
+	}
 	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return ln.Addr().String(), nil
 }

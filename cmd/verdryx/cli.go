@@ -74,6 +74,7 @@ func commands() []command {
 		{"baseline", "snapshot a stored run as a baseline", cmdBaseline},
 		{"drift", "compare recent runs against a baseline", cmdDrift},
 		{"runs", "list stored eval runs", cmdRuns},
+		{"report", "write one self-contained HTML page of quality, drift, cost and SLOs", cmdReport},
 		{"mutate", "check that the graders catch every named mutation of the golden set", cmdMutate},
 		{"serve", "run the worker: NATS consumers, replay, tail and producers", cmdServe},
 		{"replay", "publish a Parquet trace directory to the traces subject", cmdReplay},

@@ -423,6 +423,8 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	// SystemOut is the case's model output, as promptfoo's JUnit carries it.
+	SystemOut string `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -431,7 +433,9 @@ type junitMessage struct {
 }
 
 // writeJUnit writes the run as JUnit XML: a case under passMark is a
-// failure, an unmeasured case is skipped with its reason.
+// failure whose body lists each failed check with its detail, an unmeasured
+// case is skipped with its reason; every case carries its model output in
+// system-out.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 	suite := junitSuite{
 		Name:  r.EvalSetID,
@@ -440,7 +444,8 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 		Props: []junitProp{{"run_id", r.ID}, {"model", r.Model}, {"eval_set_digest", r.EvalSetDigest}},
 	}
 	for _, s := range r.Scores {
-		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds())}
+		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
+			SystemOut: s.Output}
 		switch {
 		case !s.Graded():
 			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
@@ -452,7 +457,11 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 					fmt.Fprintf(&body, "%s: %s\n", ch.Name, ch.Detail)
 				}
 			}
-			jc.Failure = &junitMessage{Message: fmt.Sprintf("score %.3f under %.3f", s.Value, passMark), Body: body.String()}
+			msg := fmt.Sprintf("score %.3f under %.3f", s.Value, passMark)
+			if f := s.Failing(); len(f) > 0 {
+				msg += "; failed: " + strings.Join(f, ", ")
+			}
+			jc.Failure = &junitMessage{Message: msg, Body: body.String()}
 			suite.Failures++
 		}
 		suite.Cases = append(suite.Cases, jc)

@@ -304,7 +304,12 @@ func TestEvalJUnit(t *testing.T) {
 	assert.Nil(t, suite.Cases[0].Failure)
 	require.NotNil(t, suite.Cases[1].Failure)
 	assert.Contains(t, suite.Cases[1].Failure.Body, `want "bye", have "hi"`)
+	assert.Contains(t, suite.Cases[1].Failure.Message, "failed: exact", "the message names the failed checks")
 	assert.Equal(t, "mixed.exact", suite.Cases[1].Classname)
+	// Every case carries its model output, passing or not (the stub echoes).
+	assert.Equal(t, "hi", suite.Cases[0].SystemOut)
+	assert.Equal(t, "hi", suite.Cases[1].SystemOut)
+	assert.Contains(t, string(raw), "<system-out>hi</system-out>")
 }
 
 func TestEvalGrimoireOffline(t *testing.T) {

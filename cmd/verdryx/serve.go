@@ -122,7 +122,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dbPath := fs.String("db", envOr("VERDRYX_DB", ""), "SQLite store (default <data>/verdryx.db; $VERDRYX_DB)")
 	eventsPath := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "also append envelopes to this chained NDJSON file ($VERDRYX_EVENTS_PATH)")
 	instance := fs.String("instance", "", "instance name for this worker's event chain subject (default <host>-<hash of data dir>)")
-	httpAddr := fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz and /metrics; empty disables")
+	httpAddr := fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
 	otlp := fs.String("otlp", envOr("VERDRYX_OTLP_ENDPOINT", ""), "OTLP/HTTP collector base URL ($VERDRYX_OTLP_ENDPOINT)")
 	tailPath := fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	replayDir := fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
@@ -370,7 +370,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// Health, readiness and metrics.
 	if *httpAddr != "" {
-		hs := &worker.HTTPServer{Addr: *httpAddr, Metrics: metrics, Ready: isReady}
+		hs := &worker.HTTPServer{Addr: *httpAddr, Metrics: metrics, Ready: isReady,
+			Report: reportHandler(st, 5*time.Second, logger)}
 		addr, err := hs.Listen()
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", *httpAddr, err)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/verdryx/verdryx/outcome"
+	htmlreport "github.com/verdryx/verdryx/report"
+	"github.com/verdryx/verdryx/store"
+)
+
+// cmdReport writes the HTML report of the store (and traces) to a file.
+// Exit 0: written; 2: usage or input error (no store, bad --since,
+// unreadable traces).
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", "", "Write one self-contained HTML page (no script, nothing fetched) with quality over time,\n"+
+		"a cases x runs grid, cost per outcome and SLO error budgets, and a provenance footer.\n"+
+		"Exit 0: written; 2: usage or input error.", stderr)
+	db := fs.String("db", "", "store file, must exist (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db if that directory exists, else ./verdryx.db)")
+	traces := fs.String("traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when empty: those sections say not measured)")
+	out := fs.String("out", "report.html", "file to write")
+	since := fs.String("since", "", "only runs started at or after this time (RFC 3339, or a date meaning its midnight UTC)")
+	gridRuns := fs.Int("grid-runs", 30, "most recent runs per eval set and model in the cases x runs grid")
+	driftChecks := fs.Int("drift-checks", 60, "most recent runs per eval set and model checked for drift against their baseline")
+	strict := fs.Bool("strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("report: unexpected argument %q", pos[0])
+	}
+	from, err := parseWhen("since", *since, false)
+	if err != nil {
+		return usageErrorf("report: %v", err)
+	}
+	if *gridRuns < 1 || *driftChecks < 1 {
+		return usageErrorf("report: --grid-runs and --drift-checks must be at least 1")
+	}
+	if *out == "" {
+		return usageErrorf("report: --out is empty")
+	}
+	path := store.ResolvePath(*db, store.Env{})
+	if _, err := os.Stat(path); err != nil {
+		return inputError(fmt.Errorf("report: --db: no store at %s (run verdryx eval first, or pass --db): %w", path, err))
+	}
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		return inputError(fmt.Errorf("report: --db %s: %w", path, err))
+	}
+	defer st.Close()
+	in, err := htmlreport.Load(ctx, st, from, *gridRuns)
+	if err != nil {
+		return err
+	}
+	in.Sources = append(in.Sources, "store "+path)
+	if *traces != "" {
+		r, err := outcome.NewReducer(outcome.Options{})
+		if err != nil {
+			return err
+		}
+		if _, err := reduceTraces(ctx, *traces, r, *strict, stderr); err != nil {
+			return err
+		}
+		in.Traces, in.TraceSource = r, "traces "+*traces
+		in.Sources = append(in.Sources, in.TraceSource)
+	}
+	var buf bytes.Buffer
+	if err := htmlreport.Render(ctx, &buf, in, htmlreport.Options{Version: version, GridRuns: *gridRuns, DriftChecks: *driftChecks}); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
+		return inputError(fmt.Errorf("report: --out %s: %w", *out, err))
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d runs)\n", *out, buf.Len(), len(in.Runs))
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it over path, so a reader never sees half a page.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// reportHandler serves the report of the worker's store at /report: eval
+// runs and baselines, and cost and SLOs from the trace calls the worker
+// has stored; rendered on request and cached for ttl.
+func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http.Handler {
+	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer) error {
+		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
+		if err != nil {
+			return err
+		}
+		r, err := outcome.NewReducer(outcome.Options{})
+		if err != nil {
+			return err
+		}
+		if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
+			return fmt.Errorf("report: read trace calls of %s: %w", st.Path(), err)
+		}
+		in.Traces, in.TraceSource = r, "the worker's stored trace calls"
+		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
+		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version})
+	}, ttl, logger)
+}
