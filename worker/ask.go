@@ -41,6 +41,10 @@ type AskServer struct {
 	Asker   Asker
 	Timeout time.Duration // per ask; default 2 minutes
 	Log     *slog.Logger
+	// Replies decides which reply subjects are answered, as for eval
+	// requests: the zero value allows _INBOX.> and verdryx.reply.> and
+	// never a subject bound to a verdryx stream.
+	Replies ReplyPolicy
 	// Asked counts answered asks; may be nil.
 	Asked func(ok bool)
 }
@@ -57,6 +61,18 @@ func (a *AskServer) Run(ctx context.Context) error {
 		timeout = 2 * time.Minute
 	}
 	sub, err := a.NC.QueueSubscribe(a.Subject, "verdryx", func(m *nats.Msg) {
+		if m.Reply == "" {
+			return // nobody to answer: do no work
+		}
+		if err := a.Replies.Check(m.Reply); err != nil {
+			// A client may not make verdryx publish into its own streams
+			// (or anywhere but a reply subject).
+			log.Warn("ask refused", "err", err)
+			if a.Asked != nil {
+				a.Asked(false)
+			}
+			return
+		}
 		reply := a.answer(ctx, m.Data, timeout)
 		if a.Asked != nil {
 			a.Asked(reply.Error == "")
@@ -65,10 +81,8 @@ func (a *AskServer) Run(ctx context.Context) error {
 		if err != nil {
 			b, _ = json.Marshal(AskReply{Error: "encode record: " + err.Error()})
 		}
-		if m.Reply != "" {
-			if err := m.Respond(b); err != nil {
-				log.Warn("ask reply", "err", err)
-			}
+		if err := m.Respond(b); err != nil {
+			log.Warn("ask reply", "err", err)
 		}
 	})
 	if err != nil {

@@ -201,6 +201,22 @@ func TestAskRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(m.Data, &rep))
 	require.Contains(t, rep.Error, "question")
+
+	// A reply subject bound to a verdryx stream is never published to: a
+	// client cannot make the worker write into its own streams.
+	for _, target := range []string{e.subjects.Events + ".inst1", e.subjects.Traces, e.subjects.EvalRequests} {
+		require.NoError(t, e.nc.PublishRequest(e.subjects.RAGAsk, target, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`)))
+	}
+	// A proper ask after them is answered, so the refused ones were handled.
+	_, err = e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`), 5*time.Second)
+	require.NoError(t, err)
+	for _, st := range []string{e.subjects.EventsStream, e.subjects.TracesStream, e.subjects.EvalStream} {
+		s, err := e.js.Stream(context.Background(), st)
+		require.NoError(t, err)
+		info, err := s.Info(context.Background())
+		require.NoError(t, err)
+		require.Zero(t, info.State.Msgs, "stream %s", st)
+	}
 }
 
 func testLogger(t *testing.T) *slog.Logger {

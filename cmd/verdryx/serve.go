@@ -327,7 +327,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return inputError(fmt.Errorf("--rag.corpus: %w", err))
 			}
-			asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger,
+			asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger, Replies: secf.replyPolicy(*subjects),
 				Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }}
 			actx, cancel := context.WithCancel(context.Background())
 			g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
