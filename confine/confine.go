@@ -34,8 +34,11 @@ const DefaultTimeout = 30 * time.Second
 var ErrRefused = errors.New("confine: file refused")
 
 // ErrOutsideRoots is returned (wrapped with ErrRefused) for a path that
-// escapes every root.
-var ErrOutsideRoots = fmt.Errorf("%w: path is outside the allowed roots", ErrRefused)
+// escapes every root or does not exist under one. The two are not told
+// apart, and the error quotes only the name the message gave (never the
+// path it resolved to or a root), so a refusal is no oracle for which
+// files exist or where the roots are.
+var ErrOutsideRoots = fmt.Errorf("%w: path is outside the allowed roots or missing", ErrRefused)
 
 // Roots are the directories paths named in messages may resolve under. A
 // path outside every root, or a symlink leading out of one, is refused
@@ -60,29 +63,17 @@ func (r Roots) Resolve(name string) (string, error) {
 			candidates = append(candidates, filepath.Join(root, name))
 		}
 	}
-	var firstErr error
 	for _, c := range candidates {
 		real, err := filepath.EvalSymlinks(c)
 		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
 			continue
 		}
 		if r.contains(real) {
 			return real, nil
 		}
-		return "", fmt.Errorf("%w: %s resolves to %s", ErrOutsideRoots, name, real)
+		return "", fmt.Errorf("%w: %q", ErrOutsideRoots, name)
 	}
-	if firstErr != nil {
-		// A missing file under a root is "not found"; a missing file
-		// outside every root is refused without saying whether it exists.
-		if filepath.IsAbs(name) && !r.contains(filepath.Clean(name)) {
-			return "", fmt.Errorf("%w: %s", ErrOutsideRoots, name)
-		}
-		return "", fmt.Errorf("%s: %w", name, firstErr)
-	}
-	return "", fmt.Errorf("%w: %s", ErrOutsideRoots, name)
+	return "", fmt.Errorf("%w: %q", ErrOutsideRoots, name)
 }
 
 // contains reports whether the real path p lies under a root.
@@ -131,7 +122,7 @@ func (c *Reader) Resolve(name string) (string, error) {
 	}
 	st, err := os.Lstat(p) // p has no symlinks left
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
+		return "", fmt.Errorf("%w: %q", ErrOutsideRoots, name)
 	}
 	if err := c.check(name, st); err != nil {
 		return "", err
@@ -197,12 +188,12 @@ func (c *Reader) readOpen(ctx context.Context, name, p string) ([]byte, error) {
 	// O_NOFOLLOW: nor may it have become a symlink.
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open %s: %v", ErrRefused, name, err)
+		return nil, fmt.Errorf("%w: open %s: %v", ErrRefused, name, bare(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", name, err)
+		return nil, fmt.Errorf("stat %s: %w", name, bare(err))
 	}
 	if err := c.check(name, st); err != nil {
 		return nil, err
@@ -221,7 +212,7 @@ func (c *Reader) readOpen(ctx context.Context, name, p string) ([]byte, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, r.err)
+			return nil, fmt.Errorf("read %s: %w", name, bare(r.err))
 		}
 		if int64(len(r.b)) > c.maxBytes() {
 			return nil, fmt.Errorf("%w: %s grew past the limit of %d bytes", ErrRefused, name, c.maxBytes())
@@ -231,4 +222,15 @@ func (c *Reader) readOpen(ctx context.Context, name, p string) ([]byte, error) {
 		_ = f.SetReadDeadline(time.Now()) // unblocks pollable files; Close below does the rest
 		return nil, fmt.Errorf("%w: reading %s took longer than %s", ErrRefused, name, c.timeout())
 	}
+}
+
+// bare strips the resolved path from an *fs.PathError, leaving the
+// operation's reason: errors quote the name the message gave, never the
+// path it resolved to.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
