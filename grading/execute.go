@@ -190,11 +190,17 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 		Version: deps.Version, Now: now, Logger: logger}
 	if set.rag != nil {
 		build := deps.RAG
-		if build == nil {
+		offline := build == nil
+		if offline {
 			build = set.rag.offlineBuilder(deps.ReadFile)
 		}
 		asker, err := build(ctx, set.resolve(set.Corpus), model)
 		if err != nil {
+			if offline && ctx.Err() == nil {
+				// The offline pipeline depends on nothing but the corpus the
+				// request names: it will fail the same way every time.
+				return nil, fmt.Errorf("%w: rag pipeline for %s: %w", ErrBadRequest, set.Corpus, err)
+			}
 			return nil, fmt.Errorf("rag pipeline for %s: %w", set.Corpus, err)
 		}
 		runner.RAG = asker
