@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -207,4 +209,67 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{r: h.r, h: h.h.WithGroup(name)}
+}
+
+// ArgSecrets returns the credentials written into command-line arguments:
+// the userinfo of anything URL-like ("scheme://user:pass@host", or
+// "user:pass@host" without a scheme), also in "--flag=value" form and
+// whether or not the URL parses. Redacting these values by content catches
+// them where a malformed URL defeats the pattern match.
+func ArgSecrets(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if i := strings.IndexByte(a, '='); strings.HasPrefix(a, "-") && i > 0 {
+			a = a[i+1:]
+		}
+		at := strings.LastIndexByte(a, '@')
+		if at < 0 {
+			continue
+		}
+		start, scheme := 0, false
+		if j := strings.Index(a[:at], "://"); j >= 0 {
+			start, scheme = j+3, true
+		}
+		ui := a[start:at]
+		var found []string
+		c := strings.IndexByte(ui, ':')
+		switch {
+		case c >= 0:
+			found = append(found, ui[c+1:], ui)
+		case scheme && ui != "":
+			found = append(found, ui) // a token as the user part
+		}
+		for _, f := range found {
+			out = append(out, f)
+			// As a parser error quotes it, and the pieces a URL parser
+			// splits it into at its delimiters.
+			if q := strconv.Quote(f); q[1:len(q)-1] != f {
+				out = append(out, q[1:len(q)-1])
+			}
+			for _, piece := range strings.FieldsFunc(f, func(r rune) bool { return strings.ContainsRune("/?#", r) }) {
+				if piece != f {
+					out = append(out, piece)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WithArgs returns a redactor that also redacts ArgSecrets(args), down to
+// pieces of 3 bytes (a credential's pieces are worth hiding even when
+// short; the user gave them as secrets).
+func (r *Redactor) WithArgs(args []string) *Redactor {
+	out := &Redactor{}
+	if r != nil {
+		out.secrets = append(out.secrets, r.secrets...)
+	}
+	for _, s := range ArgSecrets(args) {
+		if len(s) >= 3 {
+			out.secrets = append(out.secrets, s)
+		}
+	}
+	// Longest first, so a secret is never half-replaced by its piece.
+	slices.SortStableFunc(out.secrets, func(a, b string) int { return len(b) - len(a) })
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +38,23 @@ func TestErrorKeepsChainAndHandlerRedacts(t *testing.T) {
 	log.With("url", "nats://u:MARKER-SECRET@h").Info("got MARKER-SECRET", "err", errors.New("Bearer MARKER-SECRET"), slog.Group("g", "k", "MARKER-SECRET"))
 	require.NotContains(t, buf.String(), "MARKER-SECRET")
 	require.Contains(t, buf.String(), Mark)
+}
+
+func TestArgSecretsCatchMalformedURLs(t *testing.T) {
+	args := []string{"replay", "--nats", "nats://u:SECRET PW6@127.0.0.1:1", "--nats=nats://u:SEC/RET9@h:1",
+		"u:SECRETPW2@127.0.0.1:1", "--openai-base-url", "https://u:SEC RETB4@127.0.0.1:1", "nats://TOKENVALUE1@h",
+		"agent://acme.example/bot", "someone@example.com"}
+	r := New().WithArgs(append(args, `nats://u:SEC"RET12@h`))
+	msg := `connect to NATS at nats://u:SECRET PW6@127.0.0.1:1: parse "nats://u:SEC/RET9@h:1": invalid port ":SEC" after host; u:SECRETPW2@127.0.0.1:1; https://u:SEC RETB4@127.0.0.1:1; nats://TOKENVALUE1@h; parse "nats://u:SEC\"RET12@h"; agent://acme.example/bot someone@example.com`
+	got := r.String(msg)
+	for _, leak := range []string{"SECRET PW6", "SEC/RET9", ":SEC", "SECRETPW2", "SEC RETB4", "TOKENVALUE1", "RET12"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q leaks %q", got, leak)
+		}
+	}
+	for _, keep := range []string{"agent://acme.example/bot", "someone@example.com"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%q lost %q", got, keep)
+		}
+	}
 }

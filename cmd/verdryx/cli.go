@@ -88,8 +88,10 @@ func commands() []command {
 // process: tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Everything printed and every error returned passes the redactor:
-	// URL userinfo, Authorization/x-api-key values and secret env values.
-	rd := redact.FromEnv(nil)
+	// URL userinfo, Authorization/x-api-key values, secret env values and
+	// credentials written into the arguments (even in a URL that does not
+	// parse).
+	rd := redact.FromEnv(nil).WithArgs(args)
 	stdout, stderr = rd.Writer(stdout), rd.Writer(stderr)
 	return rd.Error(dispatch(ctx, args, stdout, stderr))
 }
