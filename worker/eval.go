@@ -68,6 +68,9 @@ type EvalHandler struct {
 	// Files reads every file a request names (eval set, corpus, golden);
 	// nil confines reads to Roots with confine's default limits.
 	Files *confine.Reader
+	// Claims, when set, makes one run per request_id hold across workers
+	// with stores of their own (see RequestClaims); nil: per store only.
+	Claims *RequestClaims
 	// Replies decides which reply_to subjects are answered; the zero
 	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
 	Replies ReplyPolicy
@@ -136,14 +139,31 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if err != nil {
 		return h.refuseOrRetry(req, err)
 	}
+	runID := rec.RunID
 	if !seen {
-		if rec, err = h.Store.ClaimRequest(ctx, req.RequestID, grading.NewID("run", h.now()), h.now()); err != nil {
+		runID = grading.NewID("run", h.now())
+	}
+	if h.Claims != nil {
+		cl, err := h.Claims.Claim(ctx, req.RequestID, runID)
+		if err != nil {
+			return consumer.Transient("claim eval request", err)
+		}
+		if cl.State == ClaimDone {
+			// Graded and emitted by another worker: answer from its claim.
+			h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true})
+			return nil
+		}
+		runID = cl.RunID
+	}
+	if !seen {
+		if rec, err = h.Store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
 			return consumer.Transient("record eval request", err)
 		}
-		if rec.State == store.RequestDone { // another worker finished it meanwhile
+		if rec.State == store.RequestDone { // finished meanwhile
 			return h.finish(ctx, req, rec, false)
 		}
 	}
+	rec.RunID = runID
 	gradeStart := h.now()
 	res, err := plan.Grade(ctx, rec.RunID)
 	if err != nil {
@@ -206,6 +226,13 @@ func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.Eva
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return consumer.Permanent("encode eval result", err)
+	}
+	// Only now, with the run committed and every event emitted, may another
+	// worker answer this request from the claim.
+	if h.Claims != nil {
+		if err := h.Claims.Done(ctx, req.RequestID, rec.RunID, raw); err != nil {
+			return consumer.Transient("mark eval request done", err)
+		}
 	}
 	replayed := !fresh && rec.Emitted >= len(evs)
 	if !replayed && h.OnResult != nil {

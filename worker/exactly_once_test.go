@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -88,6 +89,7 @@ func TestStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	require.False(t, health[len(health)-1], "not ready while the store fails")
 	mu.Unlock()
 	st.down.Store(false)
+	waitStored(t, st.Store, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, want, storeReport(t, st.Store))
 	require.Zero(t, dead.n.Load(), "a transient failure is never dead-lettered")
@@ -393,7 +395,70 @@ func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
 	require.NoError(t, err)
 	e.publishCalls(calls[10:], "b")
 	runPuller(t, e.traces, panicsOn{&TraceHandler{Store: st}}, consumer.PullOptions{Name: "traces", Batch: 64, DeadLetter: dead})
+	waitStored(t, st, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, reportOf(t, calls), storeReport(t, st), "the good messages of the batch are stored")
 	require.EqualValues(t, 1, dead.n.Load(), "only the panicking message is dead-lettered")
+}
+
+// startClaimingWorker runs one eval consumer like a serve instance: its
+// own store and chain subject, its instance lease, and the shared claims.
+func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
+	t.Helper()
+	ctx := testCtx(t, 10*time.Second)
+	lease, err := AcquireLease(ctx, e.js, instance, "host:"+instance, 0, nil)
+	require.NoError(t, err)
+	t.Cleanup(lease.Release)
+	w := newEvalWorker(t, e, instance, nil)
+	w.h.Claims, err = NewRequestClaims(ctx, e.js, instance)
+	require.NoError(t, err)
+	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	return w
+}
+
+func TestSameRequestIDOnTwoWorkersRunsOnce(t *testing.T) {
+	e := newEnv(t)
+	a := startClaimingWorker(t, e, "a")
+	b := startClaimingWorker(t, e, "b")
+	// The same request id published several times, without a message id
+	// (JetStream keeps every copy): the workers share them.
+	var runIDs []string
+	for i := 0; i < 4; i++ {
+		rep := e.request(evalReq("dup-1"))
+		require.True(t, rep.OK, rep.Error)
+		var res grading.Result
+		require.NoError(t, json.Unmarshal(rep.Result, &res))
+		runIDs = append(runIDs, res.Run.ID)
+	}
+	waitDrained(t, e.eval)
+	for _, id := range runIDs {
+		require.Equal(t, runIDs[0], id, "every reply names the one run")
+	}
+	total := 0
+	events := int64(0)
+	for _, w := range []*evalWorker{a, b} {
+		runs, err := w.st.Runs(context.Background())
+		require.NoError(t, err)
+		total += len(runs)
+		events += w.chain.Len()
+	}
+	require.Equal(t, 1, total, "one run across both stores")
+	require.EqualValues(t, 8, events, "one event set across both chains")
+}
+
+func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 10*time.Second)
+	// Instance "gone" claimed the request and died (no lease).
+	gone, err := NewRequestClaims(ctx, e.js, "gone")
+	require.NoError(t, err)
+	_, err = gone.Claim(ctx, "req-orphan", "run-orphan")
+	require.NoError(t, err)
+	w := startClaimingWorker(t, e, "alive")
+	rep := e.request(evalReq("req-orphan"))
+	require.True(t, rep.OK, rep.Error)
+	runs, err := w.st.Runs(ctx)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "run-orphan", runs[0].ID, "the orphaned claim's run id is kept")
 }

@@ -274,6 +274,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
 	e.publishWithCallIDs(calls[100:], "call", "b", 100)
 	e.publishWithCallIDs(calls, "call", "dup", 0)
+	waitStored(t, st, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, want, storeReport(t, st), "exactly the direct reduction: nothing lost or doubled")
 }
@@ -292,6 +293,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
 	e.publishCalls(calls, "eq")
+	waitStored(t, st, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, want, storeReport(t, st))
 }
@@ -311,12 +313,17 @@ func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
 		require.NoError(t, err)
 	}
+	waitStored(t, st, 2)
 	waitDrained(t, e.traces)
 	n, err := st.CallCount(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 }
 
+// waitDrained waits until the consumer has nothing pending or unacked.
+// Callers first wait for what they know must be stored (a nak'ed message
+// waiting out its delay may count as neither), so this only rules out
+// extra work still in flight.
 func waitDrained(t *testing.T, cons jetstream.Consumer) {
 	t.Helper()
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {

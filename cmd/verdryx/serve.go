@@ -283,7 +283,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if spans != nil {
 		deps.Spans = spans
 	}
-	evalH := &worker.EvalHandler{Store: st, Deps: deps, Roots: absRoots, NC: nc, Log: logger,
+	// One run per request id across every worker sharing the eval consumer.
+	claims, err := worker.NewRequestClaims(ctx, js, *instance)
+	if err != nil {
+		return err
+	}
+	evalH := &worker.EvalHandler{Store: st, Deps: deps, Roots: absRoots, NC: nc, Log: logger, Claims: claims,
 		Files: secf.files(absRoots), Replies: secf.replyPolicy(*subjects),
 		OnResult: func(req worker.EvalRequest, res grading.Result) {
 			metrics.EvalRuns.WithLabelValues("ok").Inc()
