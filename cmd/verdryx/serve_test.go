@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/outcome"
@@ -101,4 +104,28 @@ func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
 		})
 	}
 	require.GreaterOrEqual(t, n, 8, "every fixture directory is checked")
+}
+
+// TestServeAskCorpus: with no --rag.corpus, serve answers RAG asks from the
+// corpus the active index generation recorded, and disables them (logged
+// at info) when the data directory holds no generation.
+func TestServeAskCorpus(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	data := t.TempDir()
+	assert.Empty(t, serveAskCorpus("", data, logger))
+	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag.corpus and no index generation with a recorded corpus"`)
+
+	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	path := serveAskCorpus("", data, logger)
+	assert.Equal(t, filepath.Join(data, "index", "generations"), filepath.Dir(filepath.Dir(path)))
+	want, err := os.ReadFile(ragCorpusPath)
+	require.NoError(t, err)
+	have, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, want, have)
+
+	assert.Equal(t, ragCorpusPath, serveAskCorpus(ragCorpusPath, data, logger), "the flag wins")
+	assert.Empty(t, serveAskCorpus(filepath.Join(data, "nope.json"), data, logger))
 }
