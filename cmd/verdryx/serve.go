@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"os"
@@ -564,7 +565,7 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
+	if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
 		return err
 	}
 	rep, err := r.CheckedReport()

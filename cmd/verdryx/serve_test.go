@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/verdryx/verdryx/calls"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -37,14 +37,14 @@ func tableOf(t *testing.T, out string) string {
 
 func TestServeOnceEqualStepsMatchCostPerCorrect(t *testing.T) {
 	dir := t.TempDir()
-	call := func(run string, step uint32, decision string, cost int64, tag string) outcome.Call {
-		return outcome.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Model: "m", Outcome: tag}
+	call := func(run string, step uint32, decision string, cost int64, tag string) calls.Call {
+		return calls.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Model: "m", Outcome: tag}
 	}
 	// r1's step 2 is a blocked call and its allowed retry: both count, and
 	// the retry (read later) carries the outcome.
 	fx := tracegen.Fixture{Name: "equal-steps", Segments: []tracegen.FixtureSegment{{
 		Name: tracegen.SegmentName(1, 1, 0), Layout: tracegen.Current, CorruptRowGroup: -1,
-		Calls: []outcome.Call{
+		Calls: []calls.Call{
 			call("r1", 1, "allow", 100, ""),
 			call("r1", 2, "budget_exceeded", 400, "abandoned"),
 			call("r1", 2, "allow", 200, "case_resolved"),
