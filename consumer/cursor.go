@@ -3,21 +3,20 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // cursor walks the pages of one column chunk, handing out values in runs of
 // rows that may span pages.
 type cursor struct {
-	field  outcome.Field
+	field  calls.Field
 	kind   parquet.Kind
 	index  int  // leaf column index in the file, -1 when absent
 	maxDef byte // definition level of a present value
-	table  *outcome.Symbols
+	table  *calls.Symbols
 	nulls  []bool // batch null flags (step, tool_calls)
 
 	pages parquet.Pages
@@ -197,21 +196,21 @@ func (c *cursor) take(want int) (int, error) {
 
 // fill writes the next n rows of the column into its batch column and
 // reports whether any was null.
-func (c *cursor) fill(b *outcome.Batch, n int) (anyNull bool, err error) {
+func (c *cursor) fill(b *calls.Batch, n int) (anyNull bool, err error) {
 	switch c.field {
-	case outcome.FieldTSMillis:
+	case calls.FieldTSMillis:
 		return fillNum(c, b.TSMillis[:n], c.i64p, nil)
-	case outcome.FieldCostMicroUSD:
+	case calls.FieldCostMicroUSD:
 		return fillNum(c, b.CostMicroUSD[:n], c.i64p, nil)
-	case outcome.FieldSavedMicroUSD:
+	case calls.FieldSavedMicroUSD:
 		return fillNum(c, b.SavedMicroUSD[:n], c.i64p, nil)
-	case outcome.FieldInputTokens:
+	case calls.FieldInputTokens:
 		return fillNum(c, b.InputTokens[:n], c.u64p, nil)
-	case outcome.FieldOutputTokens:
+	case calls.FieldOutputTokens:
 		return fillNum(c, b.OutputTokens[:n], c.u64p, nil)
-	case outcome.FieldStep:
+	case calls.FieldStep:
 		return fillNum(c, b.Step[:n], c.u32p, c.nulls[:n])
-	case outcome.FieldToolCalls:
+	case calls.FieldToolCalls:
 		return fillNum(c, b.ToolCalls[:n], c.u32p, c.nulls[:n])
 	}
 	return c.fillStrings(b.Strings(c.field)[:n])

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,7 +136,7 @@ func ReduceSegments(ctx context.Context, segs []Segment, ignored int, r *outcome
 		}
 		var rows int64
 		r.Begin()
-		err := sc.ScanFile(seg.Path, func(b *outcome.Batch) error {
+		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
 			rows += int64(b.Len)
 			r.AddBatch(b)
 			return nil
@@ -163,10 +164,10 @@ func ReduceSegments(ctx context.Context, segs []Segment, ignored int, r *outcome
 // order, every column read. It stops at the first error, from the segment
 // (a *SegmentError) or from fn (returned as is). Memory is one batch plus
 // the segment's distinct strings.
-func ReadSegment(path string, fn func(outcome.Call) error) error {
-	runs, syms := outcome.NewSymbols(), outcome.NewSymbols()
-	sc := NewScanner(outcome.AllFields, runs, syms)
-	return sc.ScanFile(path, func(b *outcome.Batch) error {
+func ReadSegment(path string, fn func(calls.Call) error) error {
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	sc := NewScanner(calls.AllFields, runs, syms)
+	return sc.ScanFile(path, func(b *calls.Batch) error {
 		for i := range b.Len {
 			if err := fn(b.Call(i, runs, syms)); err != nil {
 				return err

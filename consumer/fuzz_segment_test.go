@@ -1,11 +1,10 @@
 package consumer
 
 import (
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // FuzzReadSegmentBytes feeds arbitrary bytes to the segment reader (footer,
@@ -25,6 +24,6 @@ func FuzzReadSegmentBytes(f *testing.F) {
 	}
 	f.Add([]byte("PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = ReadSegmentBytes("fuzz.parquet", data, func(outcome.Call) error { return nil })
+		_ = ReadSegmentBytes("fuzz.parquet", data, func(calls.Call) error { return nil })
 	})
 }

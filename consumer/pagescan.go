@@ -3,20 +3,19 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // PageScan is the floor a reduction is measured against: it reads every
 // page of the given columns of a segment and folds each value (or
 // dictionary index) into a checksum, doing nothing else. It returns the
 // rows scanned and the checksum (so the work cannot be optimised away).
-func PageScan(path string, fields outcome.FieldSet) (rows int64, sum uint64, err error) {
+func PageScan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("open segment: %w", err)
@@ -31,7 +30,7 @@ func PageScan(path string, fields outcome.FieldSet) (rows int64, sum uint64, err
 		return 0, 0, fmt.Errorf("segment %s: %w", path, err)
 	}
 	var cols []int
-	for fl := range outcome.NumFields {
+	for fl := range calls.NumFields {
 		if fields.Has(fl) {
 			if leaf, ok := pf.Schema().Lookup(fl.Name()); ok {
 				cols = append(cols, leaf.ColumnIndex)

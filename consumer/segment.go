@@ -10,13 +10,12 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // Errors a segment read can be marked with; test with errors.Is.
@@ -57,22 +56,22 @@ const DefaultBatchRows = 4096
 // buffers and per-column state across files. A Scanner is not safe for
 // concurrent use.
 type Scanner struct {
-	fields outcome.FieldSet
-	runs   *outcome.Symbols
-	syms   *outcome.Symbols
+	fields calls.FieldSet
+	runs   *calls.Symbols
+	syms   *calls.Symbols
 	rows   int
-	batch  outcome.Batch
-	cols   [outcome.NumFields]cursor
+	batch  calls.Batch
+	cols   [calls.NumFields]cursor
 	allNul []bool
 }
 
 // NewScanner returns a scanner filling the fields of fields, interning
 // run_id values into runs and every other string into syms.
-func NewScanner(fields outcome.FieldSet, runs, syms *outcome.Symbols) *Scanner {
+func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 	s := &Scanner{fields: fields, runs: runs, syms: syms, rows: DefaultBatchRows}
 	n := s.rows
 	b := &s.batch
-	for f := range outcome.NumFields {
+	for f := range calls.NumFields {
 		if !fields.Has(f) {
 			continue
 		}
@@ -80,40 +79,40 @@ func NewScanner(fields outcome.FieldSet, runs, syms *outcome.Symbols) *Scanner {
 		c.field = f
 		c.table = syms
 		switch f {
-		case outcome.FieldRunID:
+		case calls.FieldRunID:
 			c.table = runs
 			b.RunID = make([]int32, n)
-		case outcome.FieldTSMillis:
+		case calls.FieldTSMillis:
 			b.TSMillis = make([]int64, n)
-		case outcome.FieldCostMicroUSD:
+		case calls.FieldCostMicroUSD:
 			b.CostMicroUSD = make([]int64, n)
-		case outcome.FieldSavedMicroUSD:
+		case calls.FieldSavedMicroUSD:
 			b.SavedMicroUSD = make([]int64, n)
-		case outcome.FieldInputTokens:
+		case calls.FieldInputTokens:
 			b.InputTokens = make([]uint64, n)
-		case outcome.FieldOutputTokens:
+		case calls.FieldOutputTokens:
 			b.OutputTokens = make([]uint64, n)
-		case outcome.FieldStep:
+		case calls.FieldStep:
 			b.Step = make([]uint32, n)
 			c.nulls = make([]bool, n)
-		case outcome.FieldToolCalls:
+		case calls.FieldToolCalls:
 			b.ToolCalls = make([]uint32, n)
 			c.nulls = make([]bool, n)
-		case outcome.FieldModel:
+		case calls.FieldModel:
 			b.Model = make([]int32, n)
-		case outcome.FieldDecision:
+		case calls.FieldDecision:
 			b.Decision = make([]int32, n)
-		case outcome.FieldAgentID:
+		case calls.FieldAgentID:
 			b.AgentID = make([]int32, n)
-		case outcome.FieldParentRunID:
+		case calls.FieldParentRunID:
 			b.ParentRunID = make([]int32, n)
-		case outcome.FieldOnBehalfOf:
+		case calls.FieldOnBehalfOf:
 			b.OnBehalfOf = make([]int32, n)
-		case outcome.FieldOutcome:
+		case calls.FieldOutcome:
 			b.Outcome = make([]int32, n)
-		case outcome.FieldKeyID:
+		case calls.FieldKeyID:
 			b.KeyID = make([]int32, n)
-		case outcome.FieldUnit:
+		case calls.FieldUnit:
 			b.Unit = make([]int32, n)
 		}
 	}
@@ -125,24 +124,24 @@ func NewScanner(fields outcome.FieldSet, runs, syms *outcome.Symbols) *Scanner {
 }
 
 // physical returns the Parquet physical type a field must have.
-func physical(f outcome.Field) parquet.Kind {
+func physical(f calls.Field) parquet.Kind {
 	switch f {
-	case outcome.FieldTSMillis, outcome.FieldInputTokens, outcome.FieldOutputTokens,
-		outcome.FieldCostMicroUSD, outcome.FieldSavedMicroUSD:
+	case calls.FieldTSMillis, calls.FieldInputTokens, calls.FieldOutputTokens,
+		calls.FieldCostMicroUSD, calls.FieldSavedMicroUSD:
 		return parquet.Int64
-	case outcome.FieldStep, outcome.FieldToolCalls:
+	case calls.FieldStep, calls.FieldToolCalls:
 		return parquet.Int32
 	}
 	return parquet.ByteArray
 }
 
-func typeName(f outcome.Field) string {
+func typeName(f calls.Field) string {
 	switch f {
-	case outcome.FieldInputTokens, outcome.FieldOutputTokens:
+	case calls.FieldInputTokens, calls.FieldOutputTokens:
 		return "INT64 (UINT64)"
-	case outcome.FieldStep, outcome.FieldToolCalls:
+	case calls.FieldStep, calls.FieldToolCalls:
 		return "INT32 (UINT32)"
-	case outcome.FieldTSMillis, outcome.FieldCostMicroUSD, outcome.FieldSavedMicroUSD:
+	case calls.FieldTSMillis, calls.FieldCostMicroUSD, calls.FieldSavedMicroUSD:
 		return "INT64"
 	}
 	return "BYTE_ARRAY (UTF8)"
@@ -155,7 +154,7 @@ func typeName(f outcome.Field) string {
 // *SegmentError naming the file, row group and column; batches already
 // passed to fn stay passed (see outcome.Reducer.Begin for making a segment
 // all or nothing). An error from fn is returned as is.
-func (s *Scanner) ScanFile(path string, fn func(*outcome.Batch) error) error {
+func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	name := filepath.Base(path)
 	f, err := os.Open(path)
 	if err != nil {
@@ -198,7 +197,7 @@ func openParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
 func (s *Scanner) bind(pf *parquet.File, name string) error {
 	schema := pf.Schema()
 	s.batch.HasRunID = true
-	for f := range outcome.NumFields {
+	for f := range calls.NumFields {
 		if !s.fields.Has(f) {
 			continue
 		}
@@ -206,7 +205,7 @@ func (s *Scanner) bind(pf *parquet.File, name string) error {
 		c.index = -1
 		leaf, ok := schema.Lookup(f.Name())
 		if !ok {
-			if f == outcome.FieldRunID {
+			if f == calls.FieldRunID {
 				s.batch.HasRunID = false
 				continue
 			}
@@ -230,7 +229,7 @@ func (s *Scanner) bind(pf *parquet.File, name string) error {
 	return nil
 }
 
-func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func(*outcome.Batch) error) (err error) {
+func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func(*calls.Batch) error) (err error) {
 	chunks := rg.ColumnChunks()
 	total := rg.NumRows()
 	var open []*cursor
@@ -242,7 +241,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			err = &SegmentError{File: name, RowGroup: gi, Err: fmt.Errorf("%w: %v", ErrCorrupt, p)}
 		}
 	}()
-	for f := range outcome.NumFields {
+	for f := range calls.NumFields {
 		c := &s.cols[f]
 		if !s.fields.Has(f) || c.index < 0 {
 			continue
@@ -259,7 +258,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 		n := int(min(int64(s.rows), total-done))
 		b.Len = n
 		b.StepNull, b.ToolNull = nil, nil
-		for f := range outcome.NumFields {
+		for f := range calls.NumFields {
 			if !s.fields.Has(f) {
 				continue
 			}
@@ -274,9 +273,9 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			}
 			if anyNull {
 				switch f {
-				case outcome.FieldStep:
+				case calls.FieldStep:
 					b.StepNull = c.nulls[:n]
-				case outcome.FieldToolCalls:
+				case calls.FieldToolCalls:
 					b.ToolNull = c.nulls[:n]
 				}
 			}
@@ -296,23 +295,23 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 }
 
 // fillAbsent zeroes the batch column of a field the segment lacks.
-func (s *Scanner) fillAbsent(f outcome.Field, n int) {
+func (s *Scanner) fillAbsent(f calls.Field, n int) {
 	b := &s.batch
 	switch f {
-	case outcome.FieldTSMillis:
+	case calls.FieldTSMillis:
 		clear(b.TSMillis[:n])
-	case outcome.FieldCostMicroUSD:
+	case calls.FieldCostMicroUSD:
 		clear(b.CostMicroUSD[:n])
-	case outcome.FieldSavedMicroUSD:
+	case calls.FieldSavedMicroUSD:
 		clear(b.SavedMicroUSD[:n])
-	case outcome.FieldInputTokens:
+	case calls.FieldInputTokens:
 		clear(b.InputTokens[:n])
-	case outcome.FieldOutputTokens:
+	case calls.FieldOutputTokens:
 		clear(b.OutputTokens[:n])
-	case outcome.FieldStep:
+	case calls.FieldStep:
 		clear(b.Step[:n])
 		b.StepNull = s.allNul[:n]
-	case outcome.FieldToolCalls:
+	case calls.FieldToolCalls:
 		clear(b.ToolCalls[:n])
 		b.ToolNull = s.allNul[:n]
 	default:

@@ -3,15 +3,14 @@ package consumer
 import (
 	"bytes"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // ScanBytes is ScanFile over a segment already read into memory (named
 // name in errors): a caller that read the file through a confinement rule
 // scans exactly the bytes it checked and never reopens the path.
-func (s *Scanner) ScanBytes(name string, b []byte, fn func(*outcome.Batch) error) error {
+func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) error {
 	base := filepath.Base(name)
 	pf, err := openParquet(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -29,10 +28,10 @@ func (s *Scanner) ScanBytes(name string, b []byte, fn func(*outcome.Batch) error
 }
 
 // ReadSegmentBytes is ReadSegment over a segment's bytes.
-func ReadSegmentBytes(name string, b []byte, fn func(outcome.Call) error) error {
-	runs, syms := outcome.NewSymbols(), outcome.NewSymbols()
-	sc := NewScanner(outcome.AllFields, runs, syms)
-	return sc.ScanBytes(name, b, func(batch *outcome.Batch) error {
+func ReadSegmentBytes(name string, b []byte, fn func(calls.Call) error) error {
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	sc := NewScanner(calls.AllFields, runs, syms)
+	return sc.ScanBytes(name, b, func(batch *calls.Batch) error {
 		for i := range batch.Len {
 			if err := fn(batch.Call(i, runs, syms)); err != nil {
 				return err

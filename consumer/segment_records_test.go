@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 
 // segRecordOf renders a call as an NDJSON/CSV record: run_id and step only
 // when present, tool_calls null when null.
-func segRecordOf(c outcome.Call) map[string]any {
+func segRecordOf(c calls.Call) map[string]any {
 	m := map[string]any{
 		"ts_millis": c.TSMillis, "model": c.Model, "decision": c.Decision,
 		"input_tokens": c.InputTokens, "output_tokens": c.OutputTokens, "cost_microusd": c.CostMicroUSD,
@@ -57,7 +58,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 				var rows [][]string
 				var segND bytes.Buffer
 				hasRun := true
-				err := ReadSegment(s.Path, func(c outcome.Call) error {
+				err := ReadSegment(s.Path, func(c calls.Call) error {
 					b, err := json.Marshal(segRecordOf(c))
 					if err != nil {
 						return err

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ func segReduceFile(t *testing.T, path string) error {
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
 	sc := NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
-	return sc.ScanFile(path, func(b *outcome.Batch) error { r.AddBatch(b); return nil })
+	return sc.ScanFile(path, func(b *calls.Batch) error { r.AddBatch(b); return nil })
 }
 
 func TestSegmentBadFiles(t *testing.T) {
@@ -147,17 +148,17 @@ func TestReadSegmentRoundTrip(t *testing.T) {
 				continue
 			}
 			t.Run(fx.Name+"/"+s.Name, func(t *testing.T) {
-				var have []outcome.Call
-				err := ReadSegment(filepath.Join(segFixtureDir(fx.Name), s.Name), func(c outcome.Call) error {
+				var have []calls.Call
+				err := ReadSegment(filepath.Join(segFixtureDir(fx.Name), s.Name), func(c calls.Call) error {
 					have = append(have, c)
 					return nil
 				})
 				require.NoError(t, err)
-				want := make([]outcome.Call, len(s.Calls))
+				want := make([]calls.Call, len(s.Calls))
 				for i, c := range s.Calls {
 					switch s.Layout {
 					case tracegen.Old8:
-						c = outcome.Call{TSMillis: c.TSMillis, RunID: c.RunID, HasRunID: true, Model: c.Model, Decision: c.Decision,
+						c = calls.Call{TSMillis: c.TSMillis, RunID: c.RunID, HasRunID: true, Model: c.Model, Decision: c.Decision,
 							InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostMicroUSD: c.CostMicroUSD, Step: c.Step, HasStep: true}
 					case tracegen.NoRunID:
 						c.HasRunID, c.RunID = false, ""
@@ -173,7 +174,7 @@ func TestReadSegmentRoundTrip(t *testing.T) {
 func TestReadSegmentStopsOnCallbackError(t *testing.T) {
 	stop := errors.New("stop")
 	n := 0
-	err := ReadSegment(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"), func(outcome.Call) error {
+	err := ReadSegment(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"), func(calls.Call) error {
 		n++
 		return stop
 	})
@@ -340,7 +341,7 @@ type segAllDict struct {
 func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
 	dir := t.TempDir()
 	var rows []segAllDict
-	var want []outcome.Call
+	var want []calls.Call
 	for i := range 500 {
 		run := []string{"d1", "d2"}[i%2]
 		row := segAllDict{TSMillis: int64(1000 + i%7), RunID: run, Model: "m", Decision: "allow",
@@ -353,13 +354,13 @@ func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
 			row.Outcome = map[string]string{"d1": "case_resolved", "d2": "abandoned"}[run]
 		}
 		rows = append(rows, row)
-		want = append(want, outcome.Call{TSMillis: row.TSMillis, RunID: run, HasRunID: true, Model: "m", Decision: "allow",
+		want = append(want, calls.Call{TSMillis: row.TSMillis, RunID: run, HasRunID: true, Model: "m", Decision: "allow",
 			InputTokens: row.InputTokens, OutputTokens: 3, CostMicroUSD: row.CostMicroUSD, Step: row.Step, HasStep: true,
 			Outcome: row.Outcome, ToolCalls: row.ToolCalls})
 	}
 	path := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
 	segWriteRows(t, path, rows, parquet.PageBufferSize(256), parquet.MaxRowsPerRowGroup(150))
-	var have []outcome.Call
-	require.NoError(t, ReadSegment(path, func(c outcome.Call) error { have = append(have, c); return nil }))
+	var have []calls.Call
+	require.NoError(t, ReadSegment(path, func(c calls.Call) error { have = append(have, c); return nil }))
 	require.Equal(t, want, have)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,14 +457,46 @@ func TestTailErrors(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// tailLogSeen is a slog handler that counts the records with a given
+// message, so a test can wait until the tailer has taken a code path.
+type tailLogSeen struct {
+	msg string
+	n   *atomic.Int64
+}
+
+func (h tailLogSeen) Enabled(context.Context, slog.Level) bool { return true }
+func (h tailLogSeen) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h tailLogSeen) WithGroup(string) slog.Handler            { return h }
+func (h tailLogSeen) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+// TestTailWaitsForMissingFile: a tailer started on a path with no file yet
+// waits (it does not fail) and reads the file from its start once it
+// appears. The file is created only after the tailer has found it missing
+// twice, so the waiting path has run, and looped, before the file exists.
 func TestTailWaitsForMissingFile(t *testing.T) {
 	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "later.ndjson")
+	waits := &atomic.Int64{}
+	tl, err := NewTailer(path, TailOptions{FromStart: true, PollInterval: 2 * time.Millisecond},
+		slog.New(tailLogSeen{msg: "waiting for the file to appear", n: waits}))
+	require.NoError(t, err)
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true}, c)
-	tailAppend(t, path, "hello\n")
-	tailWaitFor(t, "the line of the late file", func() bool { return len(c.texts()) == 1 })
-	require.NoError(t, r.stop(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx, c.handle) }()
+	tailWaitFor(t, "the tailer to wait for the missing file", func() bool { return waits.Load() >= 2 })
+	require.Empty(t, c.texts())
+	tailAppend(t, path, "hello\nworld\n")
+	tailWaitFor(t, "the lines of the late file", func() bool { return len(c.texts()) == 2 })
+	assert.Equal(t, []string{"hello", "world"}, c.texts())
+	cancel()
+	require.NoError(t, <-done)
 }
 
 // BenchmarkTail reads a 100,000-line file of 100-byte NDJSON lines from the

@@ -156,7 +156,7 @@ func grimoirePath(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join("..", "testdata", "grimoire", "evalset.json")
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("grimoire fixture not present: %v", err)
+		t.Fatalf("committed grimoire fixture missing (renamed or deleted?): %v", err)
 	}
 	return p
 }

@@ -9,8 +9,8 @@
 // similarity, then ascending id, and selected with a bounded heap, never by
 // sorting all rows.
 //
-// A generation lives in <data>/index/generations/<32-hex id>/ (manifest.json
-// and vectors.f32) and is published by an atomic rename; <data>/index/active.json
+// A generation lives in <data>/index/generations/<32-hex id>/ (manifest.json,
+// vectors.f32 and corpus.json, the copy of the corpus it was built from) and is published by an atomic rename; <data>/index/active.json
 // names the active one and is replaced atomically. Files and directories are
 // fsynced, so a reader sees either the complete old or the complete new
 // generation while a save runs.

@@ -28,6 +28,9 @@ const (
 	activeFile     = "active.json"
 	manifestFile   = "manifest.json"
 	vectorsFile    = "vectors.f32"
+	// CorpusFile is the copy of the corpus file a generation records, in its
+	// generation directory.
+	CorpusFile = "corpus.json"
 	// ManifestFormat is the format tag of manifest.json.
 	ManifestFormat = "verdryx-index/v1"
 	// DTypeFloat32LE is the only vector encoding: little-endian IEEE 754
@@ -49,6 +52,9 @@ var (
 	// ErrUnsafePath reports a store path that is a symbolic link or not a
 	// directory (or, for files, not a regular file).
 	ErrUnsafePath = errors.New("index: unsafe path")
+	// ErrNoCorpus reports a generation that records no corpus (one saved
+	// before generations recorded theirs).
+	ErrNoCorpus = errors.New("index: generation records no corpus")
 )
 
 // EmbedderInfo identifies the embedder a generation was built with.
@@ -60,20 +66,32 @@ type EmbedderInfo struct {
 // InfoOf returns the EmbedderInfo of e.
 func InfoOf(e Embedder) EmbedderInfo { return EmbedderInfo{Name: e.Name(), Model: e.Model()} }
 
+// Corpus is what a generation records of the corpus it was built from: the
+// digest its loader computed (compared by Check) and the bytes of the corpus
+// file, copied into the generation as CorpusFile so that the generation can
+// be asked from any working directory.
+type Corpus struct {
+	Digest string
+	File   []byte
+}
+
 // Manifest describes one generation. Fingerprint covers every field except
 // ID and CreatedAt, so two builds of the same content share a fingerprint.
 type Manifest struct {
-	Format        string       `json:"format"`
-	ID            string       `json:"id"`
-	CreatedAt     time.Time    `json:"created_at"`
-	DType         string       `json:"dtype"`
-	Count         int          `json:"count"`
-	Dims          int          `json:"dims"`
-	Embedder      EmbedderInfo `json:"embedder"`
-	CorpusDigest  string       `json:"corpus_digest"`
-	VectorsSHA256 string       `json:"vectors_sha256"`
-	IDs           []string     `json:"ids"`
-	Fingerprint   string       `json:"fingerprint"`
+	Format       string       `json:"format"`
+	ID           string       `json:"id"`
+	CreatedAt    time.Time    `json:"created_at"`
+	DType        string       `json:"dtype"`
+	Count        int          `json:"count"`
+	Dims         int          `json:"dims"`
+	Embedder     EmbedderInfo `json:"embedder"`
+	CorpusDigest string       `json:"corpus_digest"`
+	// CorpusSHA256 is the SHA-256 of the recorded corpus file (CorpusFile);
+	// empty for a generation that records none.
+	CorpusSHA256  string   `json:"corpus_sha256,omitempty"`
+	VectorsSHA256 string   `json:"vectors_sha256"`
+	IDs           []string `json:"ids"`
+	Fingerprint   string   `json:"fingerprint"`
 }
 
 func (m *Manifest) computeFingerprint() string {
@@ -84,9 +102,10 @@ func (m *Manifest) computeFingerprint() string {
 		Dims          int          `json:"dims"`
 		Embedder      EmbedderInfo `json:"embedder"`
 		CorpusDigest  string       `json:"corpus_digest"`
+		CorpusSHA256  string       `json:"corpus_sha256,omitempty"`
 		VectorsSHA256 string       `json:"vectors_sha256"`
 		IDs           []string     `json:"ids"`
-	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.VectorsSHA256, m.IDs})
+	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.IDs})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -179,12 +198,13 @@ func validGenerationID(id string) bool {
 	return true
 }
 
-// Save writes idx as a new generation and activates it: both files are
-// written and fsynced in a writer-unique staging directory, which is fsynced,
+// Save writes idx as a new generation and activates it, recording corpus
+// (its file as CorpusFile, covered by the fingerprint; nothing when
+// corpus.File is nil). The files are written and fsynced in a writer-unique staging directory, which is fsynced,
 // renamed to generations/<id> and the parent fsynced; then active.json is
 // replaced by an fsynced temporary file and the index directory fsynced.
 // A crash before the final rename leaves the previous generation active.
-func (s *Store) Save(idx *Index, corpusDigest string, emb EmbedderInfo, now time.Time) (Manifest, error) {
+func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time) (Manifest, error) {
 	if err := s.Preflight(); err != nil {
 		return Manifest{}, err
 	}
@@ -207,9 +227,13 @@ func (s *Store) Save(idx *Index, corpusDigest string, emb EmbedderInfo, now time
 		Count:         idx.Len(),
 		Dims:          idx.Dims(),
 		Embedder:      emb,
-		CorpusDigest:  corpusDigest,
+		CorpusDigest:  corpus.Digest,
 		VectorsSHA256: vectorsDigest(idx.data),
 		IDs:           idx.IDs(),
+	}
+	if corpus.File != nil {
+		sum := sha256.Sum256(corpus.File)
+		m.CorpusSHA256 = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	m.Fingerprint = m.computeFingerprint()
 
@@ -227,6 +251,14 @@ func (s *Store) Save(idx *Index, corpusDigest string, emb EmbedderInfo, now time
 		return writeVectors(w, idx.data)
 	}); err != nil {
 		return Manifest{}, err
+	}
+	if corpus.File != nil {
+		if err := writeSynced(filepath.Join(staging, CorpusFile), func(w io.Writer) error {
+			_, err := w.Write(corpus.File)
+			return err
+		}); err != nil {
+			return Manifest{}, err
+		}
 	}
 	mb, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -434,6 +466,37 @@ func (s *Store) Check(want Expect) (Manifest, error) {
 			ErrStale, id, m.Embedder.Name, m.Embedder.Model, want.Embedder.Name, want.Embedder.Model)
 	}
 	return m, nil
+}
+
+// ActiveCorpus returns the path of the corpus file the active generation
+// records, with the generation's manifest, after checking that the file is a
+// regular file whose SHA-256 is the one the manifest (and so its
+// fingerprint) names. It returns ErrNoCorpus for a generation that records
+// none, ErrNoActive without an active generation.
+func (s *Store) ActiveCorpus() (string, Manifest, error) {
+	id, err := s.ActiveID()
+	if err != nil {
+		return "", Manifest{}, err
+	}
+	m, err := s.readManifest(id)
+	if err != nil {
+		return "", Manifest{}, err
+	}
+	if m.CorpusSHA256 == "" {
+		return "", m, fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
+	}
+	path := filepath.Join(s.root, generationsDir, id, CorpusFile)
+	if _, err := checkFile(path); err != nil {
+		return "", m, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", m, fmt.Errorf("read %s: %w", path, err)
+	}
+	if sum := sha256.Sum256(b); "sha256:"+hex.EncodeToString(sum[:]) != m.CorpusSHA256 {
+		return "", m, fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
+	}
+	return path, m, nil
 }
 
 // Load validates the active generation against want (see Check), then reads

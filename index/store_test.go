@@ -26,7 +26,7 @@ func smallIndex(t *testing.T) *Index {
 
 func saveSmall(t *testing.T, s *Store, at time.Time) Manifest {
 	t.Helper()
-	m, err := s.Save(smallIndex(t), testDigest, testEmb, at)
+	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, at)
 	require.NoError(t, err)
 	return m
 }
@@ -192,7 +192,7 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 		data := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(data, "index"), 0o755))
 		require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(data, "index", "generations")))
-		_, err := NewStore(data, nil).Save(smallIndex(t), testDigest, testEmb, time.Now())
+		_, err := NewStore(data, nil).Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, time.Now())
 		require.ErrorIs(t, err, ErrUnsafePath)
 		assert.Contains(t, err.Error(), "symbolic link")
 	})
@@ -278,7 +278,7 @@ func TestReadersSeeCompleteGenerations(t *testing.T) {
 				saveErr = err
 				return
 			}
-			m, err := s.Save(idx, testDigest, testEmb, time.Unix(int64(10+i), 0))
+			m, err := s.Save(idx, Corpus{Digest: testDigest}, testEmb, time.Unix(int64(10+i), 0))
 			if err != nil {
 				saveErr = err
 				return
@@ -322,4 +322,51 @@ func TestInterruptedSaveKeepsPreviousGeneration(t *testing.T) {
 	list, err := s.List()
 	require.NoError(t, err)
 	assert.Len(t, list, 1)
+}
+
+// TestStoreRecordsCorpus: a generation keeps a copy of its corpus file,
+// covered by the fingerprint, and ActiveCorpus refuses a copy that no
+// longer matches the manifest.
+func TestStoreRecordsCorpus(t *testing.T) {
+	data := t.TempDir()
+	s := NewStore(data, nil)
+	_, _, err := s.ActiveCorpus()
+	require.ErrorIs(t, err, ErrNoActive)
+
+	bare := saveSmall(t, s, time.Unix(100, 0))
+	assert.Empty(t, bare.CorpusSHA256)
+	_, _, err = s.ActiveCorpus()
+	require.ErrorIs(t, err, ErrNoCorpus)
+
+	file := []byte(`{"id":"c","chunks":[]}` + "\n")
+	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: file}, testEmb, time.Unix(200, 0))
+	require.NoError(t, err)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, m.CorpusSHA256)
+	assert.NotEqual(t, bare.Fingerprint, m.Fingerprint, "the recorded corpus is covered by the fingerprint")
+	path, am, err := s.ActiveCorpus()
+	require.NoError(t, err)
+	assert.Equal(t, m.ID, am.ID)
+	assert.Equal(t, filepath.Join(data, "index", "generations", m.ID, CorpusFile), path)
+	have, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, file, have)
+
+	// A tampered copy is refused; so is a manifest whose corpus digest was
+	// edited to match it (the fingerprint no longer does).
+	require.NoError(t, os.Chmod(path, 0o644))
+	require.NoError(t, os.WriteFile(path, []byte(`{"id":"other"}`), 0o644))
+	_, _, err = s.ActiveCorpus()
+	require.ErrorIs(t, err, ErrCorrupt)
+	mpath := filepath.Join(data, "index", "generations", m.ID, "manifest.json")
+	var raw map[string]any
+	b, err := os.ReadFile(mpath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &raw))
+	raw["corpus_sha256"] = "sha256:0000"
+	b, err = json.Marshal(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(mpath, b, 0o644))
+	_, _, err = s.ActiveCorpus()
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "fingerprint")
 }

@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"github.com/verdryx/verdryx/calls"
 	"time"
 
 	"github.com/verdryx/verdryx/envelope"
@@ -35,7 +36,7 @@ func (rep *SLOReport) BurnEvents(ts time.Time) []envelope.Event {
 				"budget_remaining": *ind.BudgetRemaining,
 				"burn_rate":        burn,
 				"trigger":          ind.Trigger,
-				"identity_field":   ColAgentID,
+				"identity_field":   calls.ColAgentID,
 			}
 			out = append(out, envelope.New("slo_burn", s.Subject, "", data, ts))
 		}

@@ -1,64 +1,22 @@
 package outcome
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
-	"github.com/verdryx/verdryx/strictjson"
+	"github.com/verdryx/verdryx/calls"
 )
 
-// CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
-// per-call record with the Parquet column names, or a flat {outcome,
-// cost_usd} record. Pointers tell an absent key from a zero.
-type CallRecord struct {
-	TSMillis      *int64   `json:"ts_millis"`
-	RunID         *string  `json:"run_id"`
-	Model         *string  `json:"model"`
-	Decision      *string  `json:"decision"`
-	InputTokens   *uint64  `json:"input_tokens"`
-	OutputTokens  *uint64  `json:"output_tokens"`
-	CostMicroUSD  *int64   `json:"cost_microusd"`
-	Step          *uint32  `json:"step"`
-	AgentID       *string  `json:"agent_id"`
-	SavedMicroUSD *int64   `json:"saved_microusd"`
-	ParentRunID   *string  `json:"parent_run_id"`
-	OnBehalfOf    *string  `json:"on_behalf_of"`
-	Outcome       *string  `json:"outcome"`
-	KeyID         *string  `json:"key_id"`
-	Unit          *string  `json:"unit"`
-	ToolCalls     *uint32  `json:"tool_calls"`
-	CostUSD       *float64 `json:"cost_usd"`
-	// Attributes carries free-form data with a record; verdryx ignores it.
-	// Any other unknown key is an error naming it.
-	Attributes json.RawMessage `json:"attributes,omitempty"`
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // fold adds rec to r, as a flat record or as a call.
-func (rec *CallRecord) fold(r *Reducer) error {
+func fold(rec *calls.CallRecord, r *Reducer) error {
 	if rec.CostUSD != nil && rec.CostMicroUSD == nil {
 		v := *rec.CostUSD
 		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 9e12 {
 			return fmt.Errorf("cost_usd: %v is not a usable amount", v)
 		}
-		r.AddRecord(deref(rec.Outcome), int64(math.Round(v*1e6)))
+		r.AddRecord(calls.Deref(rec.Outcome), int64(math.Round(v*1e6)))
 		return nil
 	}
 	if rec.RunID == nil && rec.Outcome == nil && rec.CostMicroUSD == nil {
@@ -68,219 +26,30 @@ func (rec *CallRecord) fold(r *Reducer) error {
 	return nil
 }
 
-// Call converts a per-call record: absent strings and numbers are ""/0, a
-// missing run_id makes it an independent call, a missing step falls back to
-// encounter order.
-func (rec *CallRecord) Call() Call {
-	return Call{
-		TSMillis:      deref(rec.TSMillis),
-		RunID:         deref(rec.RunID),
-		HasRunID:      rec.RunID != nil,
-		Model:         deref(rec.Model),
-		Decision:      deref(rec.Decision),
-		InputTokens:   deref(rec.InputTokens),
-		OutputTokens:  deref(rec.OutputTokens),
-		CostMicroUSD:  deref(rec.CostMicroUSD),
-		Step:          deref(rec.Step),
-		HasStep:       rec.Step != nil,
-		AgentID:       deref(rec.AgentID),
-		SavedMicroUSD: deref(rec.SavedMicroUSD),
-		ParentRunID:   deref(rec.ParentRunID),
-		OnBehalfOf:    deref(rec.OnBehalfOf),
-		Outcome:       deref(rec.Outcome),
-		KeyID:         deref(rec.KeyID),
-		Unit:          deref(rec.Unit),
-		ToolCalls:     rec.ToolCalls,
+// folder returns the record callback that folds into r and stops at the
+// reducer's first error.
+func folder(r *Reducer) func(*calls.CallRecord) error {
+	return func(rec *calls.CallRecord) error {
+		if err := fold(rec, r); err != nil {
+			return err
+		}
+		return r.Err()
 	}
 }
 
-// RecordOf returns the record form of a call, the inverse of Call.
-func RecordOf(c Call) CallRecord {
-	r := CallRecord{
-		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
-		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
-		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
-		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
-	}
-	if c.HasRunID {
-		r.RunID = &c.RunID
-	}
-	if c.HasStep {
-		r.Step = &c.Step
-	}
-	return r
-}
-
-// ReadRecordsFile folds the outcome records of path into r: NDJSON
-// (.ndjson, .jsonl, .json: one object per line, blank lines skipped) or CSV
-// (.csv, header row naming the columns). Each record is a per-call record
-// with the Parquet column names (a record without a run_id key is an
-// independent call) or a flat {outcome, cost_usd} record. The first bad
-// record stops the read with an error naming the file, line and field.
+// ReadRecordsFile folds the outcome records of path into r (see
+// calls.ReadRecordsFile for the formats). The first bad record stops the
+// read with an error naming the file, line and field.
 func ReadRecordsFile(path string, r *Reducer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open records: %w", err)
-	}
-	defer f.Close()
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".ndjson", ".jsonl", ".json":
-		return ReadNDJSON(f, path, r)
-	case ".csv":
-		return ReadCSV(f, path, r)
-	}
-	return fmt.Errorf("%s: unknown record format (want .ndjson, .jsonl, .json or .csv)", path)
+	return calls.ReadRecordsFile(path, folder(r))
 }
 
 // ReadNDJSON folds NDJSON outcome records from src (named name in errors).
 func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
-	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var rec CallRecord
-		if err := strictjson.Decode(b, &rec); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if err := rec.fold(r); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: after line %d: %w", name, line, err)
-	}
-	return nil
+	return calls.ReadNDJSON(src, name, folder(r))
 }
 
-// ReadCSV folds CSV outcome records from src (named name in errors). The
-// header names the columns; unknown columns are ignored and an empty cell
-// reads as absent.
+// ReadCSV folds CSV outcome records from src (named name in errors).
 func ReadCSV(src io.Reader, name string, r *Reducer) error {
-	cr := csv.NewReader(src)
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: empty CSV, want a header row", name)
-		}
-		return fmt.Errorf("%s: header: %w", name, err)
-	}
-	cols := make([]string, len(header))
-	for i, h := range header {
-		cols[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-	}
-	hasRunID := false
-	for _, c := range cols {
-		hasRunID = hasRunID || c == ColRunID
-	}
-	for {
-		row, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		var rec CallRecord
-		for i, cell := range row {
-			if i >= len(cols) {
-				break
-			}
-			if err := rec.set(cols[i], cell); err != nil {
-				return fmt.Errorf("%s:%d: field %s: %w", name, line, cols[i], err)
-			}
-		}
-		if hasRunID && rec.RunID == nil {
-			empty := ""
-			rec.RunID = &empty
-		}
-		if err := rec.fold(r); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-	}
-}
-
-func (rec *CallRecord) set(col, cell string) error {
-	str := func(dst **string) error {
-		if cell != "" {
-			*dst = &cell
-		}
-		return nil
-	}
-	if cell == "" {
-		return nil
-	}
-	switch col {
-	case ColRunID:
-		return str(&rec.RunID)
-	case ColModel:
-		return str(&rec.Model)
-	case ColDecision:
-		return str(&rec.Decision)
-	case ColAgentID:
-		return str(&rec.AgentID)
-	case ColParentRunID:
-		return str(&rec.ParentRunID)
-	case ColOnBehalfOf:
-		return str(&rec.OnBehalfOf)
-	case ColOutcome:
-		return str(&rec.Outcome)
-	case ColKeyID:
-		return str(&rec.KeyID)
-	case ColUnit:
-		return str(&rec.Unit)
-	case ColTSMillis:
-		return parseInt(cell, 64, &rec.TSMillis)
-	case ColCostMicroUSD:
-		return parseInt(cell, 64, &rec.CostMicroUSD)
-	case ColSavedMicro:
-		return parseInt(cell, 64, &rec.SavedMicroUSD)
-	case ColInputTokens:
-		return parseUint(cell, 64, &rec.InputTokens)
-	case ColOutputTokens:
-		return parseUint(cell, 64, &rec.OutputTokens)
-	case ColStep:
-		return parseUint(cell, 32, &rec.Step)
-	case ColToolCalls:
-		return parseUint(cell, 32, &rec.ToolCalls)
-	case "cost_usd":
-		v, err := strconv.ParseFloat(cell, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a number", cell)
-		}
-		rec.CostUSD = &v
-	}
-	return nil
-}
-
-func parseInt(cell string, bits int, dst **int64) error {
-	v, err := strconv.ParseInt(cell, 10, bits)
-	if err != nil {
-		return fmt.Errorf("%q is not an int%d", cell, bits)
-	}
-	*dst = &v
-	return nil
-}
-
-func parseUint[T uint32 | uint64](cell string, bits int, dst **T) error {
-	v, err := strconv.ParseUint(cell, 10, bits)
-	if err != nil {
-		return fmt.Errorf("%q is not a uint%d", cell, bits)
-	}
-	t := T(v)
-	*dst = &t
-	return nil
+	return calls.ReadCSV(src, name, folder(r))
 }

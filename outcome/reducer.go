@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"time"
 )
 
@@ -59,15 +60,15 @@ type groupAcc struct {
 // files without run_id are the exception, each kept as a run of one call.
 // A Reducer is not safe for concurrent use.
 type Reducer struct {
-	by       Field
+	by       calls.Field
 	grouped  bool
 	from, to int64
 	windowed bool
 	opts     Options
 
-	runSyms *Symbols
-	syms    *Symbols
-	class   []uint8 // decision class by symbol id
+	runSyms *calls.Symbols
+	syms    *calls.Symbols
+	class   []calls.Class // decision class by symbol id
 	runs    []runState
 	anon    []runState           // independent calls (no run_id), one run each
 	flat    []runState           // flat {outcome, cost_usd} records
@@ -79,11 +80,11 @@ type Reducer struct {
 
 // NewReducer returns an empty reducer.
 func NewReducer(opts Options) (*Reducer, error) {
-	r := &Reducer{opts: opts, runSyms: NewSymbols(), syms: NewSymbols()}
+	r := &Reducer{opts: opts, runSyms: calls.NewSymbols(), syms: calls.NewSymbols()}
 	switch opts.By {
 	case "":
-	case ColAgentID, ColKeyID, ColModel:
-		r.by, _ = FieldByName(opts.By)
+	case calls.ColAgentID, calls.ColKeyID, calls.ColModel:
+		r.by, _ = calls.FieldByName(opts.By)
 		r.grouped = true
 		r.groups = make(map[uint64]*groupAcc)
 	default:
@@ -107,26 +108,26 @@ func NewReducer(opts Options) (*Reducer, error) {
 }
 
 // Fields returns the columns the reduction reads: the rest of a Batch may be nil.
-func (r *Reducer) Fields() FieldSet {
-	s := Fields(FieldTSMillis, FieldRunID, FieldDecision, FieldCostMicroUSD, FieldStep, FieldAgentID, FieldOutcome)
+func (r *Reducer) Fields() calls.FieldSet {
+	s := calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD, calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)
 	if r.grouped {
-		s |= Fields(r.by)
+		s |= calls.Fields(r.by)
 	}
 	return s
 }
 
 // RunSymbols is the table a Batch's RunID ids must come from.
-func (r *Reducer) RunSymbols() *Symbols { return r.runSyms }
+func (r *Reducer) RunSymbols() *calls.Symbols { return r.runSyms }
 
 // Symbols is the table a Batch's other string ids must come from.
-func (r *Reducer) Symbols() *Symbols { return r.syms }
+func (r *Reducer) Symbols() *calls.Symbols { return r.syms }
 
 // Stats returns the counters so far.
 func (r *Reducer) Stats() Stats { return r.stats }
 
 func (r *Reducer) sync() {
 	for len(r.class) < r.syms.Len() {
-		r.class = append(r.class, classify(r.syms.Name(int32(len(r.class)))))
+		r.class = append(r.class, calls.Classify(r.syms.Name(int32(len(r.class)))))
 	}
 	if n := r.runSyms.Len(); len(r.runs) < n {
 		if cap(r.runs) >= n {
@@ -141,7 +142,7 @@ func (r *Reducer) sync() {
 
 // Add folds one call. Calls may come in any order: the outcome kept for a run
 // is the non-empty one at the highest step, ties going to the later Add.
-func (r *Reducer) Add(c Call) {
+func (r *Reducer) Add(c calls.Call) {
 	var run int32 = -1
 	if c.HasRunID {
 		run = r.runSyms.InternString(c.RunID)
@@ -149,11 +150,11 @@ func (r *Reducer) Add(c Call) {
 	var group int32
 	if r.grouped {
 		switch r.by {
-		case FieldAgentID:
+		case calls.FieldAgentID:
 			group = r.syms.InternString(c.AgentID)
-		case FieldKeyID:
+		case calls.FieldKeyID:
 			group = r.syms.InternString(c.KeyID)
-		case FieldModel:
+		case calls.FieldModel:
 			group = r.syms.InternString(c.Model)
 		}
 	}
@@ -182,7 +183,7 @@ func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 
 // AddBatch folds every row of b, whose string ids come from RunSymbols and
 // Symbols. The columns of Fields must be present.
-func (r *Reducer) AddBatch(b *Batch) {
+func (r *Reducer) AddBatch(b *calls.Batch) {
 	r.sync()
 	n := b.Len
 	if n == 0 {
@@ -218,10 +219,10 @@ func (r *Reducer) AddBatch(b *Batch) {
 		}
 		rs.calls++
 		switch class[dec[i]] {
-		case classBlocked:
+		case calls.ClassBlocked:
 			rs.blocked++
 			rs.refused++
-		case classWardryx:
+		case calls.ClassWardryx:
 			rs.refused++
 			r.addCost(&rs.cost, cost[i], run[i])
 		default:
@@ -260,12 +261,12 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 		r.touch(run, rs)
 	}
 	rs.calls++
-	if cls == classBlocked {
+	if cls == calls.ClassBlocked {
 		rs.blocked++
 	} else {
 		r.addCost(&rs.cost, cost, run)
 	}
-	if cls != classAllowed {
+	if cls != calls.ClassAllowed {
 		rs.refused++
 	}
 	if out != 0 && step >= rs.outStep {
@@ -293,7 +294,7 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 			g.epoch = r.tx.epoch
 		}
 		g.calls++
-		if cls == classBlocked {
+		if cls == calls.ClassBlocked {
 			g.blocked++
 		} else {
 			r.addCost(&g.cost, cost, run)

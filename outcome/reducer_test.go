@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"github.com/verdryx/verdryx/calls"
 	"math"
 	"strings"
 	"testing"
@@ -9,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func call(run string, step uint32, decision string, cost int64, tag string) Call {
-	return Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Outcome: tag}
+func call(run string, step uint32, decision string, cost int64, tag string) calls.Call {
+	return calls.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Outcome: tag}
 }
 
 type row struct {
@@ -40,32 +41,32 @@ func newReducer(t *testing.T, opts Options) *Reducer {
 func TestReduceRules(t *testing.T) {
 	cases := []struct {
 		name  string
-		calls []Call
+		calls []calls.Call
 		want  []row
 	}{
-		{"blocked rows counted not costed", []Call{
+		{"blocked rows counted not costed", []calls.Call{
 			call("a", 0, "allow", 10, ""), call("a", 1, "loop_detected", 1000, ""), call("a", 2, "identity_mismatch", 1000, "case_resolved"),
 		}, []row{{"case_resolved", 1, 3, 2, 10}}},
-		{"wardryx rows costed", []Call{
+		{"wardryx rows costed", []calls.Call{
 			call("a", 0, "wardryx_deny", 10, ""), call("a", 1, "wardryx_hold", 20, "escalated"),
 		}, []row{{"escalated", 1, 2, 0, 30}}},
-		{"last tag by step wins in any order", []Call{
+		{"last tag by step wins in any order", []calls.Call{
 			call("a", 5, "allow", 1, "abandoned"), call("a", 9, "allow", 1, "case_resolved"), call("a", 7, "allow", 1, "escalated"),
 		}, []row{{"case_resolved", 1, 3, 0, 3}}},
-		{"empty tag never overrides", []Call{
+		{"empty tag never overrides", []calls.Call{
 			call("a", 1, "allow", 1, "escalated"), call("a", 2, "allow", 1, ""),
 		}, []row{{"escalated", 1, 2, 0, 2}}},
-		{"untagged runs kept last", []Call{
+		{"untagged runs kept last", []calls.Call{
 			call("z", 0, "allow", 4, ""), call("a", 0, "allow", 1, "abandoned"), call("m", 0, "allow", 2, "case_resolved"),
 		}, []row{{"abandoned", 1, 1, 0, 1}, {"case_resolved", 1, 1, 0, 2}, {Untagged, 1, 1, 0, 4}}},
-		{"missing step falls back to encounter order", []Call{
+		{"missing step falls back to encounter order", []calls.Call{
 			{RunID: "a", HasRunID: true, Outcome: "case_resolved", CostMicroUSD: 1},
 			{RunID: "a", HasRunID: true, Outcome: "abandoned", CostMicroUSD: 1},
 		}, []row{{"abandoned", 1, 2, 0, 2}}},
-		{"equal steps: later call wins", []Call{
+		{"equal steps: later call wins", []calls.Call{
 			call("a", 3, "allow", 1, "abandoned"), call("a", 3, "allow", 1, "escalated"),
 		}, []row{{"escalated", 1, 2, 0, 2}}},
-		{"independent calls: each a run, untagged dropped", []Call{
+		{"independent calls: each a run, untagged dropped", []calls.Call{
 			{Outcome: "case_resolved", CostMicroUSD: 5}, {Outcome: "", CostMicroUSD: 7}, {Outcome: "case_resolved", CostMicroUSD: 6, Decision: "killed"},
 		}, []row{{"case_resolved", 2, 2, 1, 5}}},
 	}
@@ -81,17 +82,17 @@ func TestReduceRules(t *testing.T) {
 }
 
 func TestReduceBatchMatchesAdd(t *testing.T) {
-	calls := []Call{
+	cs := []calls.Call{
 		call("a", 2, "allow", 10, "case_resolved"), call("b", 0, "budget_exceeded", 99, ""),
 		call("a", 1, "wardryx_deny", 5, ""), call("b", 1, "allow", 3, "abandoned"), call("c", 0, "allow", 1, ""),
 	}
 	viaAdd := newReducer(t, Options{})
-	for _, c := range calls {
+	for _, c := range cs {
 		viaAdd.Add(c)
 	}
 	viaBatch := newReducer(t, Options{})
-	b := Batch{Len: len(calls), HasRunID: true}
-	for _, c := range calls {
+	b := calls.Batch{Len: len(cs), HasRunID: true}
+	for _, c := range cs {
 		b.TSMillis = append(b.TSMillis, c.TSMillis)
 		b.RunID = append(b.RunID, viaBatch.RunSymbols().InternString(c.RunID))
 		b.Decision = append(b.Decision, viaBatch.Symbols().InternString(c.Decision))
@@ -105,7 +106,7 @@ func TestReduceBatchMatchesAdd(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
-	for _, by := range []string{"", ColModel} {
+	for _, by := range []string{"", calls.ColModel} {
 		t.Run("by="+by, func(t *testing.T) {
 			r := newReducer(t, Options{By: by})
 			r.Add(call("a", 1, "allow", 10, "case_resolved"))
@@ -113,7 +114,7 @@ func TestRollback(t *testing.T) {
 			r.Begin()
 			r.Add(call("a", 2, "allow", 100, "abandoned"))
 			r.Add(call("b", 0, "allow", 7, "escalated"))
-			r.Add(Call{Outcome: "escalated", CostMicroUSD: 3})
+			r.Add(calls.Call{Outcome: "escalated", CostMicroUSD: 3})
 			r.AddRecord("case_resolved", 9)
 			r.Rollback()
 			require.Equal(t, before, r.Report())
@@ -126,8 +127,8 @@ func TestRollback(t *testing.T) {
 }
 
 func TestGroupByModelSplitsCallsNotOutcome(t *testing.T) {
-	r := newReducer(t, Options{By: ColModel})
-	for _, c := range []Call{
+	r := newReducer(t, Options{By: calls.ColModel})
+	for _, c := range []calls.Call{
 		{RunID: "a", HasRunID: true, Step: 0, HasStep: true, Model: "small", CostMicroUSD: 10},
 		{RunID: "a", HasRunID: true, Step: 1, HasStep: true, Model: "large", CostMicroUSD: 100, Outcome: "case_resolved"},
 		{RunID: "b", HasRunID: true, Step: 0, HasStep: true, Model: "small", CostMicroUSD: 5, Outcome: "abandoned"},

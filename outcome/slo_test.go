@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"github.com/verdryx/verdryx/calls"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // sloRuns adds n single-call runs for agent, spread evenly over 28 days
 // starting at offset hours, good ones tagged case_resolved.
-func sloRuns(r *Reducer, agent string, n, good int, offset int, mutate func(i int, c *Call)) {
+func sloRuns(r *Reducer, agent string, n, good int, offset int, mutate func(i int, c *calls.Call)) {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		c := call(agent+"-run-"+string(rune('a'+i%26))+string(rune('a'+i/26)), 0, "allow", 100, "abandoned")
@@ -57,7 +58,7 @@ func TestSLONotMeasuredBelowMinEvents(t *testing.T) {
 	require.Contains(t, ind.Reason, "fewer than the minimum 20")
 	require.Empty(t, rep.BurnEvents(time.Now()))
 
-	r.Add(Call{RunID: "extra", HasRunID: true, AgentID: "agent://acme.example/a", Outcome: "abandoned", TSMillis: 1})
+	r.Add(calls.Call{RunID: "extra", HasRunID: true, AgentID: "agent://acme.example/a", Outcome: "abandoned", TSMillis: 1})
 	rep, err = r.SLO(DefaultSLOOptions(), envelope.ValidAgentID)
 	require.NoError(t, err)
 	require.True(t, indicatorOf(t, rep, "agent://acme.example/a", SLITaskSuccess).Measured)
@@ -71,7 +72,7 @@ func TestSLOTriggersAndAlerts(t *testing.T) {
 	sloRuns(r, "agent://acme.example/healthy", 40, 40, 0, nil)
 	sloRuns(r, "agent://acme.example/exhausted", 40, 30, 0, nil)
 	sloRuns(r, "legacy-bot", 40, 30, 0, nil)
-	sloRuns(r, "agent://acme.example/burning", 200, 197, 0, func(i int, c *Call) {
+	sloRuns(r, "agent://acme.example/burning", 200, 197, 0, func(i int, c *calls.Call) {
 		if i >= 197 {
 			c.TSMillis = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).UnixMilli() - int64(i)
 		}
@@ -133,7 +134,7 @@ func TestSLOContainmentAndCostDiscipline(t *testing.T) {
 	// 40 runs of cost 100; run 0 has a blocked call (refused, not costed),
 	// run 1 a wardryx_hold (refused and costed: 200), run 2 costs 301
 	// (> 3 x median 100), run 3 costs 300 (= 3 x median: disciplined).
-	sloRuns(r, "agent://acme.example/a", 40, 40, 0, func(i int, c *Call) {
+	sloRuns(r, "agent://acme.example/a", 40, 40, 0, func(i int, c *calls.Call) {
 		switch i {
 		case 2:
 			c.CostMicroUSD = 301
@@ -141,8 +142,8 @@ func TestSLOContainmentAndCostDiscipline(t *testing.T) {
 			c.CostMicroUSD = 300
 		}
 	})
-	r.Add(Call{RunID: "agent://acme.example/a-run-aa", HasRunID: true, Step: 1, HasStep: true, Decision: "killed", CostMicroUSD: 5000})
-	r.Add(Call{RunID: "agent://acme.example/a-run-ba", HasRunID: true, Step: 1, HasStep: true, Decision: "wardryx_hold", CostMicroUSD: 100})
+	r.Add(calls.Call{RunID: "agent://acme.example/a-run-aa", HasRunID: true, Step: 1, HasStep: true, Decision: "killed", CostMicroUSD: 5000})
+	r.Add(calls.Call{RunID: "agent://acme.example/a-run-ba", HasRunID: true, Step: 1, HasStep: true, Decision: "wardryx_hold", CostMicroUSD: 100})
 	rep, err := r.SLO(DefaultSLOOptions(), envelope.ValidAgentID)
 	require.NoError(t, err)
 	require.InDelta(t, 100e-6, *rep.MedianRunCostUSD, 1e-12)

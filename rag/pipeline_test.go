@@ -100,7 +100,7 @@ func TestOpenPersistedAndRefuseStaleBeforeProviders(t *testing.T) {
 	store := index.NewStore(data, nil)
 	idx, err := rag.BuildIndex(context.Background(), c, index.NewHashEmbedder(0))
 	require.NoError(t, err)
-	m, err := store.Save(idx, c.Digest(), index.InfoOf(index.NewHashEmbedder(0)), time.Now())
+	m, err := store.Save(idx, index.Corpus{Digest: c.Digest()}, index.InfoOf(index.NewHashEmbedder(0)), time.Now())
 	require.NoError(t, err)
 
 	emb := &countingEmbedder{Embedder: index.NewHashEmbedder(0)}

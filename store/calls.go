@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"time"
 
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // workerSchema is the worker's trace-call state: one row per call with a
@@ -60,7 +60,7 @@ CREATE TABLE eval_requests (
 type TraceCall struct {
 	Key  string
 	Seq  uint64
-	Call outcome.Call
+	Call calls.Call
 }
 
 // Segment marks a fully ingested Parquet segment by its content digest.
@@ -74,8 +74,8 @@ type Segment struct {
 // AddCalls inserts calls in one transaction, ignoring keys already stored,
 // and returns how many were new. When segs are given they are marked done
 // in the same transaction. Either all of it is stored or none.
-func (s *Store) AddCalls(ctx context.Context, calls []TraceCall, segs ...Segment) (inserted int, err error) {
-	if len(calls) == 0 && len(segs) == 0 {
+func (s *Store) AddCalls(ctx context.Context, cl []TraceCall, segs ...Segment) (inserted int, err error) {
+	if len(cl) == 0 && len(segs) == 0 {
 		return 0, nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -95,7 +95,7 @@ func (s *Store) AddCalls(ctx context.Context, calls []TraceCall, segs ...Segment
 		return 0, fmt.Errorf("add calls: %w", err)
 	}
 	defer stmt.Close()
-	for _, tc := range calls {
+	for _, tc := range cl {
 		c := tc.Call
 		var tools any
 		if c.ToolCalls != nil {
@@ -142,7 +142,7 @@ func (s *Store) CallCount(ctx context.Context) (int64, error) {
 
 // EachCall calls fn for every stored call in encounter order. It stops at
 // the first error fn returns.
-func (s *Store) EachCall(ctx context.Context, fn func(outcome.Call) error) error {
+func (s *Store) EachCall(ctx context.Context, fn func(calls.Call) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT ts_millis, run_id, has_run_id, model, decision, input_tokens, output_tokens,
 		cost_microusd, step, has_step, agent_id, saved_microusd, parent_run_id, on_behalf_of, outcome, key_id, unit, tool_calls
 		FROM trace_calls ORDER BY seq, key`)
@@ -151,7 +151,7 @@ func (s *Store) EachCall(ctx context.Context, fn func(outcome.Call) error) error
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var c outcome.Call
+		var c calls.Call
 		var in, out, step int64
 		var tools sql.NullInt64
 		if err := rows.Scan(&c.TSMillis, &c.RunID, &c.HasRunID, &c.Model, &c.Decision, &in, &out, &c.CostMicroUSD, &step,

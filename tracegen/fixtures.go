@@ -2,13 +2,12 @@ package tracegen
 
 import (
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // FixtureSegment is one segment file of a fixture.
@@ -16,7 +15,7 @@ type FixtureSegment struct {
 	Name   string
 	Layout Layout
 	Opts   Options
-	Calls  []outcome.Call
+	Calls  []calls.Call
 	// CorruptRowGroup, when >= 0 (set with Corrupt), overwrites the first
 	// page header of that row group's first column chunk with 0xff bytes.
 	CorruptRowGroup int
@@ -34,8 +33,8 @@ type Fixture struct {
 func fixtureStart() int64 { return time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC).UnixMilli() }
 
 // c builds a call at minute min of the fixture day.
-func c(minute int64, run string, step uint32, decision string, cost int64, tag string) outcome.Call {
-	return outcome.Call{
+func c(minute int64, run string, step uint32, decision string, cost int64, tag string) calls.Call {
+	return calls.Call{
 		TSMillis: fixtureStart() + minute*60_000,
 		RunID:    run, HasRunID: true,
 		Model: "model-small", Decision: decision,
@@ -45,15 +44,15 @@ func c(minute int64, run string, step uint32, decision string, cost int64, tag s
 	}
 }
 
-func seg(name string, layout Layout, calls ...outcome.Call) FixtureSegment {
-	return FixtureSegment{Name: name, Layout: layout, Calls: calls, CorruptRowGroup: -1}
+func seg(name string, layout Layout, cl ...calls.Call) FixtureSegment {
+	return FixtureSegment{Name: name, Layout: layout, Calls: cl, CorruptRowGroup: -1}
 }
 
-func with(calls []outcome.Call, fn func(*outcome.Call)) []outcome.Call {
-	for i := range calls {
-		fn(&calls[i])
+func with(cl []calls.Call, fn func(*calls.Call)) []calls.Call {
+	for i := range cl {
+		fn(&cl[i])
 	}
-	return calls
+	return cl
 }
 
 func u32(v uint32) *uint32 { return &v }
@@ -65,14 +64,14 @@ func Fixtures() []Fixture {
 	const agentA = "agent://acme.example/support/bot-a"
 	blocked9 := []string{"budget_exceeded", "policy_violation", "loop_detected", "killed", "wasm_policy",
 		"taint_blocked", "dlp_blocked", "unit_budget_exceeded", "identity_mismatch"}
-	var b3 []outcome.Call
+	var b3 []calls.Call
 	for i, d := range blocked9 {
 		b3 = append(b3, c(int64(20+i), "b3", uint32(i), d, 1000, ""))
 	}
 	b3 = append(b3, c(30, "b3", 9, "wardryx_hold", 7, "abandoned"))
 
 	// rowgroups: three runs of five calls interleaved, cost 1..5 each.
-	var rg []outcome.Call
+	var rg []calls.Call
 	for step := range uint32(5) {
 		for i, run := range []string{"g1", "g2", "g3"} {
 			tag := ""
@@ -102,14 +101,14 @@ func Fixtures() []Fixture {
 			// $0.000850; (untagged) 1 run 2 calls $0.000030; overall 4 runs
 			// 9 calls $0.001000; per resolved $0.000500.
 			Name: "basic",
-			Segments: []FixtureSegment{seg(SegmentName(0x1a2b, 0x187a0000, 0), Current, with([]outcome.Call{
+			Segments: []FixtureSegment{seg(SegmentName(0x1a2b, 0x187a0000, 0), Current, with([]calls.Call{
 				c(0, "r1", 0, "allow", 100, ""), c(1, "r1", 1, "allow", 200, ""), c(2, "r1", 2, "allow", 300, "case_resolved"),
 				c(3, "r2", 0, "allow", 50, ""), c(4, "r2", 1, "allow", 70, "abandoned"),
 				c(5, "r3", 0, "allow", 10, ""), c(6, "r3", 1, "allow", 20, ""),
 				{TSMillis: fixtureStart() + 7*60_000, RunID: "r4", HasRunID: true, Model: "model-large", Decision: "cache_hit",
 					CostMicroUSD: 0, SavedMicroUSD: 400, HasStep: true, ToolCalls: u32(0)},
 				c(8, "r4", 1, "allow", 250, "case_resolved"),
-			}, func(x *outcome.Call) { x.AgentID = agentA; x.KeyID = "key-1" })...)},
+			}, func(x *calls.Call) { x.AgentID = agentA; x.KeyID = "key-1" })...)},
 		},
 		{
 			// b1: 3 calls, 1 blocked (9000 avoided, not costed), $0.000300,
@@ -117,7 +116,7 @@ func Fixtures() []Fixture {
 			// escalated. b3: the nine blocked decisions (none costed) and a
 			// costed wardryx_hold: 10 calls, 9 blocked, $0.000007, abandoned.
 			Name: "blocked",
-			Segments: []FixtureSegment{seg(SegmentName(1, 1, 0), Current, append([]outcome.Call{
+			Segments: []FixtureSegment{seg(SegmentName(1, 1, 0), Current, append([]calls.Call{
 				c(0, "b1", 0, "allow", 100, ""), c(1, "b1", 1, "budget_exceeded", 9000, ""), c(2, "b1", 2, "allow", 200, "case_resolved"),
 				c(10, "b2", 0, "wardryx_deny", 500, ""), c(11, "b2", 1, "allow", 100, "escalated"),
 			}, b3...)...)},
@@ -146,15 +145,15 @@ func Fixtures() []Fixture {
 			// all, so encounter order decides: escalated (the later of two
 			// tags; a null tag never overrides), $0.000007.
 			Name: "nulls",
-			Segments: []FixtureSegment{seg(SegmentName(2, 5, 0), Nullable, append([]outcome.Call{
+			Segments: []FixtureSegment{seg(SegmentName(2, 5, 0), Nullable, append([]calls.Call{
 				c(0, "n1", 0, "allow", 100, ""),
-				with([]outcome.Call{c(1, "n1", 1, "allow", 50, "case_resolved")}, func(x *outcome.Call) {
+				with([]calls.Call{c(1, "n1", 1, "allow", 50, "case_resolved")}, func(x *calls.Call) {
 					x.AgentID = agentA
 					x.ToolCalls = u32(0)
 					x.SavedMicroUSD = 12
 				})[0]},
-				with([]outcome.Call{c(2, "n2", 0, "allow", 1, "abandoned"), c(3, "n2", 0, "allow", 2, "escalated"), c(4, "n2", 0, "allow", 4, "")},
-					func(x *outcome.Call) { x.HasStep = false })...,
+				with([]calls.Call{c(2, "n2", 0, "allow", 1, "abandoned"), c(3, "n2", 0, "allow", 2, "escalated"), c(4, "n2", 0, "allow", 4, "")},
+					func(x *calls.Call) { x.HasStep = false })...,
 			)...)},
 		},
 		{
@@ -242,7 +241,7 @@ func sloFixture() Fixture {
 		}
 	}
 	spanMin := int64(28 * 24 * 60)
-	var calls []outcome.Call
+	var cl []calls.Call
 	for n, sl := range order {
 		g, i := groups[sl.g], sl.i
 		minute := spanMin * int64(n) / int64(total-1)
@@ -265,9 +264,9 @@ func sloFixture() Fixture {
 		a := c(minute, run, 0, dec, cost, "")
 		b := c(minute, run, 1, "allow", 50, tag)
 		a.AgentID, b.AgentID = g.agent, g.agent
-		calls = append(calls, a, b)
+		cl = append(cl, a, b)
 	}
-	return Fixture{Name: "slo", Segments: []FixtureSegment{seg(SegmentName(5, 1, 0), Current, calls...)}}
+	return Fixture{Name: "slo", Segments: []FixtureSegment{seg(SegmentName(5, 1, 0), Current, cl...)}}
 }
 
 // WriteFixture writes fx's segments and extra files into dir, replacing

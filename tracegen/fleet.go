@@ -3,12 +3,11 @@ package tracegen
 import (
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // FleetOptions shapes a generated fleet directory.
@@ -114,7 +113,7 @@ func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
 	}
 	start := opts.Start.UnixMilli()
 	span := opts.Span.Milliseconds()
-	batch := make([]outcome.Call, 0, 8192)
+	batch := make([]calls.Call, 0, 8192)
 	for seq := uint64(0); sum.Rows < opts.Rows; seq++ {
 		n := min(opts.SegmentRows, opts.Rows-sum.Rows)
 		ts := start + span*sum.Rows/opts.Rows
@@ -133,7 +132,7 @@ func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
 			row := sum.Rows + i
 			k := rng.IntN(len(live))
 			r := &live[k]
-			c := outcome.Call{
+			c := calls.Call{
 				TSMillis: start + span*row/opts.Rows,
 				RunID:    r.id, HasRunID: true,
 				Model:        r.model,

@@ -34,11 +34,20 @@ func TestGenerateFleetDeterministic(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(x, y), e.Name())
 	}
+	// Another seed: the same shape (rows, segment names) but other content.
 	opts.Seed++
 	c := t.TempDir()
 	sc, err := GenerateFleet(c, opts)
 	require.NoError(t, err)
 	require.Equal(t, sa.Rows, sc.Rows)
+	require.Equal(t, sa.Segments, sc.Segments)
+	for _, e := range entries {
+		x, err := os.ReadFile(filepath.Join(a, e.Name()))
+		require.NoError(t, err)
+		z, err := os.ReadFile(filepath.Join(c, e.Name()))
+		require.NoError(t, err, "segment names do not depend on the seed")
+		require.False(t, bytes.Equal(x, z), "seed %d and %d wrote the same %s", opts.Seed-1, opts.Seed, e.Name())
+	}
 
 	_, err = GenerateFleet(t.TempDir(), FleetOptions{})
 	require.Error(t, err)

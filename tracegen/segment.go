@@ -7,12 +7,11 @@ package tracegen
 
 import (
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
-
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // Layout is a segment schema variant.
@@ -138,7 +137,7 @@ type Options struct {
 // SegmentWriter streams calls into one segment.
 type SegmentWriter struct {
 	layout Layout
-	write  func([]outcome.Call) error
+	write  func([]calls.Call) error
 	close  func() error
 }
 
@@ -156,7 +155,7 @@ func NewSegmentWriter(w io.Writer, layout Layout, opts Options) (*SegmentWriter,
 	switch layout {
 	case Current:
 		gw := parquet.NewGenericWriter[currentRow](w, wopts...)
-		sw.write = convertWrite(gw, func(c *outcome.Call) currentRow {
+		sw.write = convertWrite(gw, func(c *calls.Call) currentRow {
 			return currentRow{c.TSMillis, c.RunID, c.Model, c.Decision, c.InputTokens, c.OutputTokens,
 				c.CostMicroUSD, c.Step, c.AgentID, c.SavedMicroUSD, c.ParentRunID, c.OnBehalfOf,
 				c.Outcome, c.KeyID, c.Unit, c.ToolCalls}
@@ -164,7 +163,7 @@ func NewSegmentWriter(w io.Writer, layout Layout, opts Options) (*SegmentWriter,
 		sw.close = gw.Close
 	case Nullable:
 		gw := parquet.NewGenericWriter[nullableRow](w, wopts...)
-		sw.write = convertWrite(gw, func(c *outcome.Call) nullableRow {
+		sw.write = convertWrite(gw, func(c *calls.Call) nullableRow {
 			r := nullableRow{TSMillis: c.TSMillis, RunID: c.RunID, Model: c.Model, Decision: c.Decision,
 				InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, CostMicroUSD: c.CostMicroUSD,
 				AgentID: nullStr(c.AgentID), ParentRunID: nullStr(c.ParentRunID), OnBehalfOf: nullStr(c.OnBehalfOf),
@@ -182,13 +181,13 @@ func NewSegmentWriter(w io.Writer, layout Layout, opts Options) (*SegmentWriter,
 		sw.close = gw.Close
 	case Old8:
 		gw := parquet.NewGenericWriter[old8Row](w, wopts...)
-		sw.write = convertWrite(gw, func(c *outcome.Call) old8Row {
+		sw.write = convertWrite(gw, func(c *calls.Call) old8Row {
 			return old8Row{c.TSMillis, c.RunID, c.Model, c.Decision, c.InputTokens, c.OutputTokens, c.CostMicroUSD, c.Step}
 		})
 		sw.close = gw.Close
 	case NoRunID:
 		gw := parquet.NewGenericWriter[noRunIDRow](w, wopts...)
-		sw.write = convertWrite(gw, func(c *outcome.Call) noRunIDRow {
+		sw.write = convertWrite(gw, func(c *calls.Call) noRunIDRow {
 			return noRunIDRow{c.TSMillis, c.Model, c.Decision, c.InputTokens, c.OutputTokens,
 				c.CostMicroUSD, c.Step, c.AgentID, c.SavedMicroUSD, c.ParentRunID, c.OnBehalfOf,
 				c.Outcome, c.KeyID, c.Unit, c.ToolCalls}
@@ -200,12 +199,12 @@ func NewSegmentWriter(w io.Writer, layout Layout, opts Options) (*SegmentWriter,
 	return sw, nil
 }
 
-func convertWrite[T any](gw *parquet.GenericWriter[T], conv func(*outcome.Call) T) func([]outcome.Call) error {
+func convertWrite[T any](gw *parquet.GenericWriter[T], conv func(*calls.Call) T) func([]calls.Call) error {
 	var buf []T
-	return func(calls []outcome.Call) error {
+	return func(cl []calls.Call) error {
 		buf = buf[:0]
-		for i := range calls {
-			buf = append(buf, conv(&calls[i]))
+		for i := range cl {
+			buf = append(buf, conv(&cl[i]))
 		}
 		_, err := gw.Write(buf)
 		return err
@@ -213,8 +212,8 @@ func convertWrite[T any](gw *parquet.GenericWriter[T], conv func(*outcome.Call) 
 }
 
 // Write appends calls to the segment.
-func (sw *SegmentWriter) Write(calls []outcome.Call) error {
-	if err := sw.write(calls); err != nil {
+func (sw *SegmentWriter) Write(cl []calls.Call) error {
+	if err := sw.write(cl); err != nil {
 		return fmt.Errorf("write %s segment rows: %w", sw.layout, err)
 	}
 	return nil
@@ -229,7 +228,7 @@ func (sw *SegmentWriter) Close() error {
 }
 
 // WriteFile writes calls as one segment file at path.
-func WriteFile(path string, layout Layout, calls []outcome.Call, opts Options) (err error) {
+func WriteFile(path string, layout Layout, cl []calls.Call, opts Options) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
@@ -243,7 +242,7 @@ func WriteFile(path string, layout Layout, calls []outcome.Call, opts Options) (
 	if err != nil {
 		return err
 	}
-	if err := sw.Write(calls); err != nil {
+	if err := sw.Write(cl); err != nil {
 		return err
 	}
 	return sw.Close()

@@ -3,10 +3,10 @@ package worker
 import (
 	"encoding/json"
 	"errors"
+	"github.com/verdryx/verdryx/calls"
 	"testing"
 
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // Fuzz targets for every decoder that takes outside bytes. Run one for a
@@ -20,7 +20,7 @@ import (
 // panics the decoder, and an accepted record has a valid agent_id and
 // converts to a call.
 func FuzzDecodeCallRecord(f *testing.F) {
-	b, _ := json.Marshal(RecordOf(outcome.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
+	b, _ := json.Marshal(RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
 	f.Add(b)
 	f.Add([]byte(`{"segment":"x.parquet"}`))
 	f.Add([]byte(`{"run_id":"r","cost_micro_usd":1}`))

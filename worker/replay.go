@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // ReplayStats counts what Replay published.
@@ -72,7 +72,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			return st, err
 		}
 		// Validation pass: a segment that fails anywhere publishes nothing.
-		if verr := consumer.ReadSegment(seg.Path, func(outcome.Call) error { return nil }); verr != nil {
+		if verr := consumer.ReadSegment(seg.Path, func(calls.Call) error { return nil }); verr != nil {
 			if opts.Strict || !consumer.IsSegmentError(verr) {
 				return st, fmt.Errorf("replay %s: %w", seg.Path, verr)
 			}
@@ -80,7 +80,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			continue
 		}
 		row := uint64(0)
-		rerr := consumer.ReadSegment(seg.Path, func(c outcome.Call) error {
+		rerr := consumer.ReadSegment(seg.Path, func(c calls.Call) error {
 			b, err := json.Marshal(RecordOf(c))
 			if err != nil {
 				return err

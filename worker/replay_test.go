@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,11 +46,11 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	runPuller(t, e.traces, &TraceHandler{Store: stStore}, consumer.PullOptions{Name: "traces", Batch: 256})
 	waitStored(t, stStore, 4000)
 	waitDrained(t, e.traces)
-	var direct []outcome.Call
+	var direct []calls.Call
 	segs, _, err := consumer.ListSegments(dir)
 	require.NoError(t, err)
 	for _, s := range segs {
-		require.NoError(t, consumer.ReadSegment(s.Path, func(c outcome.Call) error { direct = append(direct, c); return nil }))
+		require.NoError(t, consumer.ReadSegment(s.Path, func(c calls.Call) error { direct = append(direct, c); return nil }))
 	}
 	require.Equal(t, reportOf(t, direct), storeReport(t, stStore))
 }

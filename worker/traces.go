@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 	"time"
@@ -12,37 +13,36 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 )
 
 // CallRecord is the JSON shape of one trace message: a per-call record with
-// the Parquet row's columns by name (outcome.CallRecord; without run_id an
+// the Parquet row's columns by name (calls.CallRecord; without run_id an
 // independent per-call record, without step encounter order applies), or,
 // when Segment is set, a segment reference: a path resolved under the
 // configured roots whose rows are ingested. CallID, when set, identifies the
 // call for deduplication (see RecordKey).
 type CallRecord struct {
-	outcome.CallRecord
+	calls.CallRecord
 	CallID  string `json:"call_id,omitempty"`
 	Segment string `json:"segment,omitempty"`
 }
 
 // Call converts the record; decision is required.
-func (r *CallRecord) Call() (outcome.Call, error) {
+func (r *CallRecord) Call() (calls.Call, error) {
 	if r.Decision == nil {
-		return outcome.Call{}, fmt.Errorf("field decision: missing")
+		return calls.Call{}, fmt.Errorf("field decision: missing")
 	}
 	return r.CallRecord.Call(), nil
 }
 
 // RecordOf returns the message form of a call.
-func RecordOf(c outcome.Call) CallRecord { return CallRecord{CallRecord: outcome.RecordOf(c)} }
+func RecordOf(c calls.Call) CallRecord { return CallRecord{CallRecord: calls.RecordOf(c)} }
 
 // CallStore is what TraceHandler needs of the store (store.Store
 // implements it).
 type CallStore interface {
-	AddCalls(ctx context.Context, calls []store.TraceCall, segs ...store.Segment) (int, error)
+	AddCalls(ctx context.Context, cl []store.TraceCall, segs ...store.Segment) (int, error)
 	SegmentDone(ctx context.Context, digest string) (bool, error)
 	CallTotals(ctx context.Context) (costMicroUSD, tokens int64, err error)
 }
@@ -67,7 +67,7 @@ type TraceHandler struct {
 // HandleBatch implements consumer.BatchHandler.
 func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
 	errs := make([]error, len(msgs))
-	calls := make([]store.TraceCall, 0, len(msgs))
+	cl := make([]store.TraceCall, 0, len(msgs))
 	var segs []store.Segment
 	settle, err := h.beginTotals(ctx)
 	if err != nil {
@@ -95,7 +95,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 				errs[i] = err
 				continue
 			}
-			calls = append(calls, segCalls...)
+			cl = append(cl, segCalls...)
 			if seg != nil {
 				segs = append(segs, *seg)
 			}
@@ -119,10 +119,10 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			errs[i] = err
 			continue
 		}
-		calls = append(calls, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
+		cl = append(cl, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
 	}
-	inserted, err := h.Store.AddCalls(ctx, calls, segs...)
-	settle(inserted, len(calls), err)
+	inserted, err := h.Store.AddCalls(ctx, cl, segs...)
+	settle(inserted, len(cl), err)
 	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
@@ -149,10 +149,10 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	if done {
 		return nil, nil, nil
 	}
-	var calls []store.TraceCall
+	var cl []store.TraceCall
 	row := uint64(0)
-	err = consumer.ReadSegmentBytes(path, data, func(c outcome.Call) error {
-		calls = append(calls, store.TraceCall{Key: RowKey(digest, row), Seq: seq<<20 | row, Call: c})
+	err = consumer.ReadSegmentBytes(path, data, func(c calls.Call) error {
+		cl = append(cl, store.TraceCall{Key: RowKey(digest, row), Seq: seq<<20 | row, Call: c})
 		row++
 		return nil
 	})
@@ -163,7 +163,7 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	if h.Now != nil {
 		now = h.Now
 	}
-	return calls, &store.Segment{Digest: digest, Path: path, Rows: len(calls), DoneAt: now().UTC().Format(time.RFC3339Nano)}, nil
+	return cl, &store.Segment{Digest: digest, Path: path, Rows: len(cl), DoneAt: now().UTC().Format(time.RFC3339Nano)}, nil
 }
 
 // fileDigest returns the hex SHA-256 of a file's content.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"math"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/strictjson"
 )
@@ -170,11 +170,11 @@ func (t *totals) load(ctx context.Context, st CallStore) error {
 
 // add adds calls' cost and tokens to the totals, or changes nothing and
 // returns an error naming the record when a sum would overflow.
-func (t *totals) add(record string, calls ...outcome.Call) error {
+func (t *totals) add(record string, cl ...calls.Call) error {
 	cost, tokens := t.cost, t.tokens
-	for i, c := range calls {
+	for i, c := range cl {
 		where := record
-		if len(calls) > 1 {
+		if len(cl) > 1 {
 			where = fmt.Sprintf("%s row %d", record, i)
 		}
 		var ok bool
@@ -229,13 +229,13 @@ func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, t
 
 // addTotals adds calls to the running totals or returns a permanent error
 // naming record when a sum would overflow.
-func (h *TraceHandler) addTotals(record string, calls []store.TraceCall) error {
+func (h *TraceHandler) addTotals(record string, cl []store.TraceCall) error {
 	t := &h.totals
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cs := make([]outcome.Call, len(calls))
-	for i := range calls {
-		cs[i] = calls[i].Call
+	cs := make([]calls.Call, len(cl))
+	for i := range cl {
+		cs[i] = cl[i].Call
 	}
 	if err := t.add(record, cs...); err != nil {
 		return consumer.Permanent("cost or token sum overflow", err)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"github.com/verdryx/verdryx/calls"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/outcome"
 )
 
 // inlineSet is an inline eval set with one rag case naming corpus and
@@ -134,7 +134,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	// Overflow: the first max-cost call is stored, the second would wrap
 	// the total and is refused, naming the record.
 	big := func(step uint32) []byte {
-		c := outcome.Call{RunID: "big", HasRunID: true, Step: step, HasStep: true, Decision: "allow", CostMicroUSD: math.MaxInt64}
+		c := calls.Call{RunID: "big", HasRunID: true, Step: step, HasStep: true, Decision: "allow", CostMicroUSD: math.MaxInt64}
 		b, _ := json.Marshal(RecordOf(c))
 		return b
 	}
@@ -144,7 +144,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	expectDead("second max-cost call", `run_id "big"): field cost_microusd 9223372036854775807: sum overflows int64`)
 
 	// The good messages after all of that are processed.
-	good := outcome.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: -5,
+	good := calls.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: -5,
 		AgentID: "agent://acme.example/grimoire-bot"}
 	b, _ := json.Marshal(RecordOf(good))
 	publish(e.subjects.Traces, b)

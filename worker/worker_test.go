@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -114,12 +115,12 @@ func runPuller(t *testing.T, cons jetstream.Consumer, h consumer.BatchHandler, o
 // sampleCalls builds calls with every reduction rule in play: runs split
 // over many steps out of order, blocked and wardryx rows, untagged runs,
 // runs whose last tag is not their last call, and records without a run.
-func sampleCalls() []outcome.Call {
-	var calls []outcome.Call
+func sampleCalls() []calls.Call {
+	var cl []calls.Call
 	for run := 0; run < 40; run++ {
 		steps := []uint32{2, 0, 3, 1}
 		for _, s := range steps {
-			c := outcome.Call{TSMillis: int64(1000*run + int(s)), RunID: fmt.Sprintf("run-%02d", run), HasRunID: true, HasStep: true,
+			c := calls.Call{TSMillis: int64(1000*run + int(s)), RunID: fmt.Sprintf("run-%02d", run), HasRunID: true, HasStep: true,
 				Step: s, Model: "m", Decision: "allow", CostMicroUSD: int64(100*run + int(s)), AgentID: "agent://acme.example/bot"}
 			switch {
 			case run%5 == 0 && s == 1:
@@ -135,29 +136,29 @@ func sampleCalls() []outcome.Call {
 			case s == 2 && run%3 != 0:
 				c.Outcome = "case_resolved"
 			}
-			calls = append(calls, c)
+			cl = append(cl, c)
 		}
 	}
 	// Equal steps are legitimate: a blocked call and its allowed retry
 	// share a step, and the retry (read later) carries the outcome.
 	for run := 0; run < 3; run++ {
 		id := fmt.Sprintf("retry-%d", run)
-		calls = append(calls,
-			outcome.Call{RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
-			outcome.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
-			outcome.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
+		cl = append(cl,
+			calls.Call{RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
+			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
+			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
 	}
 	for i := 0; i < 5; i++ {
-		calls = append(calls, outcome.Call{Decision: "allow", Outcome: "abandoned", CostMicroUSD: 77, Model: "m"})
+		cl = append(cl, calls.Call{Decision: "allow", Outcome: "abandoned", CostMicroUSD: 77, Model: "m"})
 	}
-	return calls
+	return cl
 }
 
-func reportOf(t *testing.T, calls []outcome.Call) string {
+func reportOf(t *testing.T, cl []calls.Call) string {
 	t.Helper()
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	for _, c := range calls {
+	for _, c := range cl {
 		r.Add(c)
 	}
 	var buf bytes.Buffer
@@ -167,15 +168,15 @@ func reportOf(t *testing.T, calls []outcome.Call) string {
 
 func storeReport(t *testing.T, st *store.Store) string {
 	t.Helper()
-	var calls []outcome.Call
-	require.NoError(t, st.EachCall(context.Background(), func(c outcome.Call) error { calls = append(calls, c); return nil }))
-	return reportOf(t, calls)
+	var cl []calls.Call
+	require.NoError(t, st.EachCall(context.Background(), func(c calls.Call) error { cl = append(cl, c); return nil }))
+	return reportOf(t, cl)
 }
 
-func (e *env) publishCalls(calls []outcome.Call, idPrefix string) {
+func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 	e.t.Helper()
 	ctx := testCtx(e.t, 10*time.Second)
-	for i, c := range calls {
+	for i, c := range cl {
 		b, err := json.Marshal(RecordOf(c))
 		require.NoError(e.t, err)
 		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
@@ -185,10 +186,10 @@ func (e *env) publishCalls(calls []outcome.Call, idPrefix string) {
 
 // publishWithCallIDs publishes calls carrying call_id "<callPrefix>-<i>"
 // under message ids "<msgPrefix>-<i>".
-func (e *env) publishWithCallIDs(calls []outcome.Call, callPrefix, msgPrefix string, offset int) {
+func (e *env) publishWithCallIDs(cl []calls.Call, callPrefix, msgPrefix string, offset int) {
 	e.t.Helper()
 	ctx := testCtx(e.t, 10*time.Second)
-	for i, c := range calls {
+	for i, c := range cl {
 		rec := RecordOf(c)
 		rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
 		b, err := json.Marshal(rec)
@@ -219,12 +220,12 @@ func waitStored(t *testing.T, st *store.Store, want int64) {
 func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	calls := sampleCalls()
-	want := reportOf(t, calls)
+	cl := sampleCalls()
+	want := reportOf(t, cl)
 
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 16})
-	e.publishCalls(calls, "a")
-	waitStored(t, st, int64(len(calls)))
+	e.publishCalls(cl, "a")
+	waitStored(t, st, int64(len(cl)))
 	require.Equal(t, want, storeReport(t, st))
 	require.Contains(t, want, "case_resolved")
 	require.Contains(t, want, "(untagged)")
@@ -251,14 +252,14 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	e := newEnv(t)
 	dbPath := filepath.Join(e.dir, "v.db")
 	st := openStore(t, dbPath)
-	calls := sampleCalls()
-	want := reportOf(t, calls)
+	cl := sampleCalls()
+	want := reportOf(t, cl)
 
 	// First worker: commits, "crashes" before acking three batches, then
 	// is stopped mid-stream.
 	crashing := &crashAfterCommit{inner: &TraceHandler{Store: st}}
 	stop := runPuller(t, e.traces, crashing, consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
-	e.publishWithCallIDs(calls[:100], "call", "a", 0)
+	e.publishWithCallIDs(cl[:100], "call", "a", 0)
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		n, _ := st.CallCount(context.Background())
 		if n < 50 || crashing.crashes.Load() <= 3 {
@@ -272,9 +273,9 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	// the whole set is published again under new message ids (a duplicate
 	// replay that JetStream's own dedupe cannot catch: the call ids can).
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
-	e.publishWithCallIDs(calls[100:], "call", "b", 100)
-	e.publishWithCallIDs(calls, "call", "dup", 0)
-	waitStored(t, st, int64(len(calls)))
+	e.publishWithCallIDs(cl[100:], "call", "b", 100)
+	e.publishWithCallIDs(cl, "call", "dup", 0)
+	waitStored(t, st, int64(len(cl)))
 	waitDrained(t, e.traces)
 	require.Equal(t, want, storeReport(t, st), "exactly the direct reduction: nothing lost or doubled")
 }
@@ -282,18 +283,18 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 func TestEqualStepCallsBothCount(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	var calls []outcome.Call
+	var cl []calls.Call
 	for _, c := range sampleCalls() {
 		if strings.HasPrefix(c.RunID, "retry-") {
-			calls = append(calls, c)
+			cl = append(cl, c)
 		}
 	}
-	require.Len(t, calls, 9)
-	want := reportOf(t, calls)
+	require.Len(t, cl, 9)
+	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
-	e.publishCalls(calls, "eq")
-	waitStored(t, st, int64(len(calls)))
+	e.publishCalls(cl, "eq")
+	waitStored(t, st, int64(len(cl)))
 	waitDrained(t, e.traces)
 	require.Equal(t, want, storeReport(t, st))
 }
@@ -353,7 +354,7 @@ func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id": "r1", "step": 1}`)) // no decision
 	require.NoError(t, err)
-	good := outcome.Call{RunID: "r1", HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 5}
+	good := calls.Call{RunID: "r1", HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 5}
 	b, _ := json.Marshal(RecordOf(good))
 	_, err = e.js.Publish(ctx, e.subjects.Traces, b)
 	require.NoError(t, err)

@@ -316,7 +316,7 @@ func TestEvalGrimoireOffline(t *testing.T) {
 	cleanEvalEnv(t)
 	path := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("grimoire fixture not present: %v", err)
+		t.Fatalf("committed grimoire fixture missing (renamed or deleted?): %v", err)
 	}
 	stdout, stderr, code := runCLI(t, "eval", path, "--model", "stub", "--db", filepath.Join(t.TempDir(), "v.db"))
 	require.Equal(t, exitOK, code, stderr)

@@ -20,10 +20,9 @@ import (
 
 // Defaults of the RAG commands. The data directory is --data, else
 // $VERDRYX_DATA, else ./.verdryx (defaultDataDir); the index lives in
-// <data>/index.
+// <data>/index. No default names a corpus: index build takes --corpus, and
+// ask answers from the corpus the active generation recorded.
 const (
-	defaultCorpus     = "testdata/grimoire/corpus.json"
-	defaultGolden     = "testdata/grimoire/golden.json"
 	defaultBaseURL    = "https://api.openai.com/v1"
 	defaultEmbedModel = "text-embedding-3-small"
 	defaultGenModel   = "gpt-4o-mini"
@@ -44,7 +43,11 @@ type ragFlags struct {
 
 func (f *ragFlags) register(fs *flag.FlagSet, withGenerator bool) {
 	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory (the index lives in <data>/index); env VERDRYX_DATA")
-	fs.StringVar(&f.corpus, "corpus", defaultCorpus, "corpus JSON file")
+	if withGenerator {
+		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (default: the corpus the active index generation recorded; required with --memory)")
+	} else {
+		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (required; the generation records a copy)")
+	}
 	fs.StringVar(&f.embedder, "embedder", "offline", "embedder: offline (feature hashing, no network) or openai (paid, opt-in)")
 	fs.StringVar(&f.baseURL, "base-url", envOr("VERDRYX_OPENAI_BASE_URL", defaultBaseURL), "OpenAI-compatible API root for --embedder/--generator openai; env VERDRYX_OPENAI_BASE_URL")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
@@ -128,9 +131,16 @@ func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 0 {
 		return usageErrorf("index build: unexpected argument %q", pos[0])
 	}
-	corpus, err := rag.LoadCorpus(rf.corpus)
+	if rf.corpus == "" {
+		return usageErrorf("index build: --corpus is required")
+	}
+	file, err := os.ReadFile(rf.corpus)
 	if err != nil {
-		return inputError(err)
+		return inputError(fmt.Errorf("read corpus: %w", err))
+	}
+	corpus, err := rag.ParseCorpus(file)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: %w", rf.corpus, err))
 	}
 	emb, err := rf.newEmbedder()
 	if err != nil {
@@ -145,7 +155,7 @@ func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	m, err := store.Save(idx, corpus.Digest(), index.InfoOf(emb), time.Now())
+	m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file}, index.InfoOf(emb), time.Now())
 	if err != nil {
 		return err
 	}
@@ -228,7 +238,21 @@ func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
 	}
-	corpus, err := rag.LoadCorpus(rf.corpus)
+	store := index.NewStore(rf.data, nil)
+	corpusPath := rf.corpus
+	if corpusPath == "" {
+		if *memory {
+			return usageErrorf("ask: --memory needs --corpus")
+		}
+		corpusPath, _, err = store.ActiveCorpus()
+		if errors.Is(err, index.ErrNoActive) {
+			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
+		}
+		if err != nil {
+			return inputError(err)
+		}
+	}
+	corpus, err := rag.LoadCorpus(corpusPath)
 	if err != nil {
 		return inputError(err)
 	}
@@ -246,9 +270,9 @@ func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		// Open validates the generation (stale corpus or embedder) before
 		// any provider is called.
-		p, err = rag.Open(index.NewStore(rf.data, nil), corpus, emb, gen, rag.Options{})
+		p, err = rag.Open(store, corpus, emb, gen, rag.Options{})
 		if errors.Is(err, index.ErrNoActive) {
-			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, rf.corpus, rf.data))
+			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, corpusPath, rf.data))
 		}
 		if errors.Is(err, index.ErrStale) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, index.ErrUnsafePath) {
 			return inputError(err)
@@ -321,8 +345,8 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("mutate", "[EVALSET]", "Check that the graders kill every named mutation of every golden case.\n"+
 		"EVALSET is the eval-set file eval takes; without it, --corpus and --golden name the files (every golden case is used).\n"+
 		"Exit 0: every mutant killed; 1: a survivor (each is named) or a case failing unmutated; 2: usage or input error.", stderr)
-	corpusPath := fs.String("corpus", defaultCorpus, "corpus JSON file (without EVALSET)")
-	goldenPath := fs.String("golden", defaultGolden, "golden cases JSON file (without EVALSET)")
+	corpusPath := fs.String("corpus", "", "corpus JSON file (without EVALSET; with --golden)")
+	goldenPath := fs.String("golden", "", "golden cases JSON file (without EVALSET; with --corpus)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -335,6 +359,9 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) == 1 {
 		set, err = grading.LoadEvalSet(pos[0])
 	} else {
+		if *corpusPath == "" || *goldenPath == "" {
+			return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
+		}
 		set, err = inlineRAGSet(*corpusPath, *goldenPath)
 	}
 	if err != nil {

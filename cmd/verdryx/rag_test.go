@@ -34,6 +34,38 @@ func ragRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// TestAskFromAnotherDirectory: the generation records its corpus, so ask
+// after index build needs no --corpus and no repository checkout: it runs
+// from an unrelated working directory against a temporary data directory,
+// and answers as ask --corpus does. Without an index, ask names the fix.
+func TestAskFromAnotherDirectory(t *testing.T) {
+	corpus, err := filepath.Abs(ragCorpusPath)
+	require.NoError(t, err)
+	data := t.TempDir()
+	const question = "What quantity of pearl salt and which vapor are specified for ground moonpetal?"
+	_, errOut, code := ragRun(t, "index", "build", "--corpus", corpus, "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	withCorpus, errOut, code := ragRun(t, "ask", "--json", "--corpus", corpus, "--data", data, question)
+	require.Equal(t, exitOK, code, errOut)
+
+	t.Chdir(t.TempDir())
+	out, errOut, code := ragRun(t, "ask", "--json", "--data", data, question)
+	require.Equal(t, exitOK, code, errOut)
+	assert.JSONEq(t, withCorpus, out)
+	assert.Contains(t, out, "11 grains")
+
+	_, errOut, code = ragRun(t, "ask", "--data", t.TempDir(), question)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "no active generation")
+	assert.Contains(t, errOut, "verdryx index build --corpus FILE")
+	_, errOut, code = ragRun(t, "index", "build", "--data", data)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--corpus is required")
+	_, errOut, code = ragRun(t, "ask", "--memory", "--data", data, question)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--memory needs --corpus")
+}
+
 func TestIndexBuildListAskGC(t *testing.T) {
 	data := t.TempDir()
 	out, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"net/http"
@@ -119,7 +120,7 @@ func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http
 		if err != nil {
 			return err
 		}
-		if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
+		if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
 			return fmt.Errorf("report: read trace calls of %s: %w", st.Path(), err)
 		}
 		in.Traces, in.TraceSource = r, "the worker's stored trace calls"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"net"
 	"net/http"
@@ -182,7 +183,7 @@ func TestServeReport(t *testing.T) {
 	defer st.Close()
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	require.NoError(t, st.EachCall(context.Background(), func(c outcome.Call) error { r.Add(c); return nil }))
+	require.NoError(t, st.EachCall(context.Background(), func(c calls.Call) error { r.Add(c); return nil }))
 	g := r.Report().Groups[0]
 	require.NotNil(t, g.CostPerResolvedUSD)
 	assert.Equal(t, fmt.Sprintf("$%.6f per resolved outcome", *g.CostPerResolvedUSD), strings.SplitN(lastHead, " (", 2)[0])

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
@@ -108,6 +110,31 @@ func sanitizeToken(s string) string {
 
 type multiFlag []string
 
+// serveAskCorpus returns the corpus file RAG asks are answered from: flag
+// (--rag.corpus) when set and present, else the corpus the active index
+// generation under dataDir recorded. It returns "" (asks disabled, logged)
+// when there is neither.
+func serveAskCorpus(flag, dataDir string, logger *slog.Logger) string {
+	if flag != "" {
+		if _, err := os.Stat(flag); err != nil {
+			logger.Warn("rag asks disabled: corpus not found", "corpus", flag)
+			return ""
+		}
+		return flag
+	}
+	path, m, err := index.NewStore(dataDir, logger).ActiveCorpus()
+	switch {
+	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
+		logger.Info("rag asks disabled: no --rag.corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
+		return ""
+	case err != nil:
+		logger.Warn("rag asks disabled: the active index generation's corpus is unusable", "err", err)
+		return ""
+	}
+	logger.Info("rag asks answered from the active index generation's corpus", "generation", m.ID, "corpus", path)
+	return path
+}
+
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
@@ -128,9 +155,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	replayDir := fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
 	var evalFiles multiFlag
 	fs.Var(&evalFiles, "eval-request", "publish this eval-request JSON file at start (repeatable)")
-	corpus := fs.String("rag.corpus", "testdata/grimoire/corpus.json", "corpus answering RAG asks with the offline pipeline (empty disables asks)")
+	corpus := fs.String("rag.corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
 	var roots multiFlag
-	fs.Var(&roots, "root", "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval and testdata)")
+	fs.Var(&roots, "root", "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	once := fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	verbose := fs.Bool("v", false, "debug logging")
 	subjects := addSubjectFlags(fs)
@@ -166,7 +193,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		*instance = defaultInstance(*dataDir)
 	}
 	if len(roots) == 0 {
-		roots = multiFlag{filepath.Join(*dataDir, "eval"), "testdata"}
+		roots = multiFlag{filepath.Join(*dataDir, "eval")}
 	}
 	var absRoots worker.Roots
 	for _, r := range roots {
@@ -326,19 +353,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	// RAG asks.
-	if *corpus != "" {
-		if _, err := os.Stat(*corpus); err == nil {
-			pipe, err := rag.NewOffline(ctx, *corpus, rag.Options{})
-			if err != nil {
-				return inputError(fmt.Errorf("--rag.corpus: %w", err))
-			}
-			asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger, Replies: secf.replyPolicy(*subjects),
-				Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }}
-			actx, cancel := context.WithCancel(context.Background())
-			g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
-		} else {
-			logger.Warn("rag asks disabled: corpus not found", "corpus", *corpus)
+	if askCorpus := serveAskCorpus(*corpus, *dataDir, logger); askCorpus != "" {
+		pipe, err := rag.NewOffline(ctx, askCorpus, rag.Options{})
+		if err != nil {
+			return inputError(fmt.Errorf("--rag.corpus: %w", err))
 		}
+		asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger, Replies: secf.replyPolicy(*subjects),
+			Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }}
+		actx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
 	}
 
 	// Tail.
@@ -547,7 +570,7 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := st.EachCall(ctx, func(c outcome.Call) error { r.Add(c); return nil }); err != nil {
+	if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
 		return err
 	}
 	rep, err := r.CheckedReport()

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"github.com/verdryx/verdryx/calls"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -34,14 +37,14 @@ func tableOf(t *testing.T, out string) string {
 
 func TestServeOnceEqualStepsMatchCostPerCorrect(t *testing.T) {
 	dir := t.TempDir()
-	call := func(run string, step uint32, decision string, cost int64, tag string) outcome.Call {
-		return outcome.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Model: "m", Outcome: tag}
+	call := func(run string, step uint32, decision string, cost int64, tag string) calls.Call {
+		return calls.Call{RunID: run, HasRunID: true, Step: step, HasStep: true, Decision: decision, CostMicroUSD: cost, Model: "m", Outcome: tag}
 	}
 	// r1's step 2 is a blocked call and its allowed retry: both count, and
 	// the retry (read later) carries the outcome.
 	fx := tracegen.Fixture{Name: "equal-steps", Segments: []tracegen.FixtureSegment{{
 		Name: tracegen.SegmentName(1, 1, 0), Layout: tracegen.Current, CorruptRowGroup: -1,
-		Calls: []outcome.Call{
+		Calls: []calls.Call{
 			call("r1", 1, "allow", 100, ""),
 			call("r1", 2, "budget_exceeded", 400, "abandoned"),
 			call("r1", 2, "allow", 200, "case_resolved"),
@@ -101,4 +104,28 @@ func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
 		})
 	}
 	require.GreaterOrEqual(t, n, 8, "every fixture directory is checked")
+}
+
+// TestServeAskCorpus: with no --rag.corpus, serve answers RAG asks from the
+// corpus the active index generation recorded, and disables them (logged
+// at info) when the data directory holds no generation.
+func TestServeAskCorpus(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	data := t.TempDir()
+	assert.Empty(t, serveAskCorpus("", data, logger))
+	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag.corpus and no index generation with a recorded corpus"`)
+
+	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	path := serveAskCorpus("", data, logger)
+	assert.Equal(t, filepath.Join(data, "index", "generations"), filepath.Dir(filepath.Dir(path)))
+	want, err := os.ReadFile(ragCorpusPath)
+	require.NoError(t, err)
+	have, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, want, have)
+
+	assert.Equal(t, ragCorpusPath, serveAskCorpus(ragCorpusPath, data, logger), "the flag wins")
+	assert.Empty(t, serveAskCorpus(filepath.Join(data, "nope.json"), data, logger))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 	"runtime"
@@ -112,7 +113,7 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	probe, _ := outcome.NewReducer(outcome.Options{})
 	fields := probe.Fields()
 	var names []string
-	for f := range outcome.NumFields {
+	for f := range calls.NumFields {
 		if fields.Has(f) {
 			names = append(names, f.Name())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -69,7 +69,7 @@ func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	for i := 0; i < *records; i++ {
 		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
-		c := outcome.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
+		c := calls.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
 			InputTokens: 900, OutputTokens: 150, CostMicroUSD: int64(100 + i%37), Step: step, HasStep: true,
 			AgentID: fmt.Sprintf("agent://acme.example/bot-%d", i%7)}
 		if step == 9 {

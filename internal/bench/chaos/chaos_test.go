@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"github.com/verdryx/verdryx/calls"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,16 +28,16 @@ func TestGenerateTracesHasEqualStepsAndExactRows(t *testing.T) {
 }
 
 func TestCompareReportsNamesEachField(t *testing.T) {
-	build := func(calls ...outcome.Call) *outcome.Report {
+	build := func(cl ...calls.Call) *outcome.Report {
 		r, err := outcome.NewReducer(outcome.Options{})
 		require.NoError(t, err)
-		for _, c := range calls {
+		for _, c := range cl {
 			r.Add(c)
 		}
 		return r.Report()
 	}
-	blocked := outcome.Call{RunID: "r1", HasRunID: true, Step: 1, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 400}
-	retry := outcome.Call{RunID: "r1", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 150, Outcome: "case_resolved"}
+	blocked := calls.Call{RunID: "r1", HasRunID: true, Step: 1, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 400}
+	retry := calls.Call{RunID: "r1", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 150, Outcome: "case_resolved"}
 	direct := build(blocked, retry)
 	assert.Empty(t, compareReports(direct, build(blocked, retry)))
 	diffs := compareReports(direct, build(blocked))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,7 @@ func (r *runner) checkTraces(ctx context.Context) error {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	stored := make(map[callPrint]int, len(direct))
-	if err := st.EachCall(ctx, func(c outcome.Call) error {
+	if err := st.EachCall(ctx, func(c calls.Call) error {
 		stored[fingerprint(c)]++
 		red.Add(c)
 		r.res.StoreCalls++

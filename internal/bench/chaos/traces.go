@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
 	"time"
 
 	"github.com/verdryx/verdryx/consumer"
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -46,20 +46,20 @@ func generateTraces(dir string, records int, seed uint64) (traceSet, error) {
 		return traceSet{}, fmt.Errorf("generate fleet traces: %w", err)
 	}
 	after := start.Add(25 * time.Hour)
-	calls := make([]outcome.Call, 0, eqRows)
+	cl := make([]calls.Call, 0, eqRows)
 	for i := range eqRuns {
 		run := fmt.Sprintf("chaos-eq-%06d", i)
 		ts := after.UnixMilli() + int64(i)*10
-		base := outcome.Call{RunID: run, HasRunID: true, Model: "claude-haiku-4-5", HasStep: true,
+		base := calls.Call{RunID: run, HasRunID: true, Model: "claude-haiku-4-5", HasStep: true,
 			AgentID: "agent://chaos.example/bench/retry-bot", KeyID: "key-eq", Unit: "tokens", InputTokens: 300, OutputTokens: 40}
 		first, blocked, retry := base, base, base
 		first.TSMillis, first.Step, first.Decision, first.CostMicroUSD = ts, 0, "allow", 100
 		blocked.TSMillis, blocked.Step, blocked.Decision, blocked.CostMicroUSD = ts+1, 1, "budget_exceeded", 400
 		retry.TSMillis, retry.Step, retry.Decision, retry.CostMicroUSD, retry.Outcome = ts+2, 1, "allow", 150, "case_resolved"
-		calls = append(calls, first, blocked, retry)
+		cl = append(cl, first, blocked, retry)
 	}
 	name := tracegen.SegmentName(4243, uint64(after.UnixNano()), 0)
-	if err := tracegen.WriteFile(filepath.Join(dir, name), tracegen.Current, calls, tracegen.Options{RowGroupRows: 1000}); err != nil {
+	if err := tracegen.WriteFile(filepath.Join(dir, name), tracegen.Current, cl, tracegen.Options{RowGroupRows: 1000}); err != nil {
 		return traceSet{}, fmt.Errorf("write equal-step segment: %w", err)
 	}
 	return traceSet{rows: sum.Rows + int64(eqRows), segments: sum.Segments + 1, equalStepRows: 2 * eqRuns}, nil
@@ -68,7 +68,7 @@ func generateTraces(dir string, records int, seed uint64) (traceSet, error) {
 // callPrint identifies a call by every field it carries.
 type callPrint [16]byte
 
-func fingerprint(c outcome.Call) callPrint {
+func fingerprint(c calls.Call) callPrint {
 	h := sha256.New()
 	var b [8]byte
 	num := func(v uint64) { binary.LittleEndian.PutUint64(b[:], v); h.Write(b[:]) }
@@ -109,7 +109,7 @@ func directCalls(dir string) (map[callPrint]int, int64, error) {
 	var n int64
 	for _, s := range segs {
 		var prints []callPrint
-		err := consumer.ReadSegment(s.Path, func(c outcome.Call) error {
+		err := consumer.ReadSegment(s.Path, func(c calls.Call) error {
 			prints = append(prints, fingerprint(c))
 			return nil
 		})

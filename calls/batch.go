@@ -1,4 +1,4 @@
-package outcome
+package calls
 
 // Field names one column of a TokenFuse segment, in schema order.
 type Field uint8

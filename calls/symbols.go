@@ -1,4 +1,4 @@
-package outcome
+package calls
 
 // Symbols interns strings to dense int32 ids. Id 0 is always "", so a zeroed
 // id column reads as empty strings. A Symbols is not safe for concurrent use.

@@ -1,4 +1,4 @@
-package outcome
+package calls
 
 // Column names of a TokenFuse call-trace segment, in schema order
 // (contracts.md section 2). Call's JSON tags use the same names.
@@ -20,13 +20,6 @@ const (
 	ColUnit         = "unit"
 	ColToolCalls    = "tool_calls"
 )
-
-// Untagged is the outcome label of a run that never carried a non-empty
-// outcome tag.
-const Untagged = "(untagged)"
-
-// Resolved is the outcome tag the effective cost per resolved outcome divides by.
-const Resolved = "case_resolved"
 
 // Call is one TokenFuse call record: a row of a Parquet segment or one
 // per-call JSON message. Absent or null string columns are "", absent or
@@ -57,29 +50,33 @@ type Call struct {
 	ToolCalls     *uint32 `json:"tool_calls"`
 }
 
-// decision classes.
+// Class is the class of a call's decision.
+type Class uint8
+
+// Decision classes. Do not reorder.
 const (
-	classAllowed uint8 = iota
-	classBlocked       // one of the nine breaker block reasons: counted, never costed
-	classWardryx       // wardryx_deny / wardryx_hold: costed, but refused for containment
+	ClassAllowed Class = iota
+	ClassBlocked       // one of the nine breaker block reasons: counted, never costed
+	ClassWardryx       // wardryx_deny / wardryx_hold: costed, but refused for containment
 )
 
 // IsBlocked reports whether decision is one of TokenFuse's nine blocked
 // decisions. A blocked call is counted but its cost_microusd (an avoided
 // estimate) is never added to spend.
-func IsBlocked(decision string) bool { return classify(decision) == classBlocked }
+func IsBlocked(decision string) bool { return Classify(decision) == ClassBlocked }
 
 // IsRefused reports whether decision refused the call for the containment
 // SLI: a blocked decision, wardryx_deny or wardryx_hold.
-func IsRefused(decision string) bool { return classify(decision) != classAllowed }
+func IsRefused(decision string) bool { return Classify(decision) != ClassAllowed }
 
-func classify(decision string) uint8 {
+// Classify returns the class of decision.
+func Classify(decision string) Class {
 	switch decision {
 	case "budget_exceeded", "policy_violation", "loop_detected", "killed", "wasm_policy",
 		"taint_blocked", "dlp_blocked", "unit_budget_exceeded", "identity_mismatch":
-		return classBlocked
+		return ClassBlocked
 	case "wardryx_deny", "wardryx_hold":
-		return classWardryx
+		return ClassWardryx
 	}
-	return classAllowed
+	return ClassAllowed
 }
