@@ -92,6 +92,7 @@ type analysis struct {
 	sentences  []sentence
 	quantities []Quantity // of the folded prose; Start/End index folded
 	folded     mapped     // folded prose
+	values     []Quantity // parseValues of the folded prose, when asked
 }
 
 func (k *Checker) analyse(answer string) *analysis {
@@ -210,19 +211,37 @@ func (k *Checker) contains(a *analysis, lit string) bool {
 }
 
 // containsForbidden is contains for forbidden literals: a bare number in
-// the answer also matches a forbidden quantity.
+// the answer also matches a forbidden quantity, and so do numbers the
+// answer states without a unit word (see parseValues: "twelve", "12th",
+// "a dozen", "three quarters"); a literal with digits also matches its
+// numbers written in words ("cone six" for "cone 6").
 func (k *Checker) containsForbidden(a *analysis, lit string) bool {
 	if k.contains(a, lit) {
 		return true
 	}
 	if q, ok := k.quantityLiteral(lit); ok {
-		for _, aq := range a.quantities {
+		for _, aq := range a.valueQuantities(k.units) {
 			if aq.Same(q) {
 				return true
 			}
 		}
 	}
+	if strings.ContainsFunc(lit, func(r rune) bool { return digitLookalike(r) != 0 }) {
+		d := digitizeWords(a.folded.s)
+		if d != a.folded.s && containsKey(keyText(d), d, lit) {
+			return true
+		}
+	}
 	return false
+}
+
+// valueQuantities returns the quantities of the prose read with
+// parseValues, computed once.
+func (a *analysis) valueQuantities(u *units) []Quantity {
+	if a.values == nil {
+		a.values = u.parseValues(a.folded.s)
+	}
+	return a.values
 }
 
 func citationLiteral(lit string) (string, bool) {
@@ -439,7 +458,7 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 		if c.id == "" || !slices.Contains(rec.RetrievedIDs, c.id) {
 			unretrieved = append(unretrieved, c.written)
 		}
-		if mixedScript(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
+		if mixedScript(c.written) || hasInvisible(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
 			mixed = append(mixed, Cite(c.written))
 		}
 	}
@@ -463,12 +482,12 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	for _, src := range k.sources() {
 		for _, i := range keyMatches(a.key, a.raw, src) {
 			written := a.key.span(a.raw, i, i+len(Key(src)))
-			if lookalike(written, src) && !slices.Contains(mixed, written) {
+			if (lookalike(written, src) || hasInvisible(written)) && !slices.Contains(mixed, written) {
 				mixed = append(mixed, written)
 			}
 		}
 	}
-	add(CheckMixedScript, len(mixed) == 0, detailList("lookalike letters in a cited or source id", mixed))
+	add(CheckMixedScript, len(mixed) == 0, detailList("lookalike letters or invisible characters in a cited or source id", mixed))
 	return out
 }
 
