@@ -22,6 +22,19 @@ var ordinals = sync.OnceValue(func() map[string]float64 {
 	}
 })
 
+// compoundOrdinal is an ordinal word that may end a compound ordinal
+// ("twenty-first"), where first and second are no longer ambiguous.
+func compoundOrdinal(w string) (float64, bool) {
+	switch w {
+	case "first":
+		return 1, true
+	case "second":
+		return 2, true
+	}
+	o, ok := ordinals()[w]
+	return o, ok
+}
+
 // fractionWord returns the denominator a fraction word names ("half" 2,
 // "thirds" 3, "quarter" 4).
 func fractionWord(w string) (float64, bool) {
@@ -137,9 +150,22 @@ func (u *units) looseWords(s string, i int) (Quantity, bool) {
 		if d, ok := fractionWord(ws[n].text); ok && v >= 1 && v == math.Trunc(v) {
 			return u.fraction(s, i, ws[n+1:], ws[n].end, v/d), true
 		}
-		// "forty-fifth".
-		if o, ok := ordinals()[ws[n].text]; ok && o < 10 && v >= 20 && math.Mod(v, 10) == 0 {
-			return u.withUnit(s, i, ws[n].end, v+o), true
+		// "four hundredth", "two thousandth".
+		switch ws[n].text {
+		case "hundredth":
+			return u.withUnit(s, i, ws[n].end, v*100), true
+		case "thousandth":
+			return u.withUnit(s, i, ws[n].end, v*1000), true
+		}
+		// "forty-fifth", "four hundred and twelfth", "twenty-first".
+		m := n
+		if ws[m].text == "and" && m+1 < len(ws) {
+			m++
+		}
+		if o, ok := compoundOrdinal(ws[m].text); ok && v >= 20 {
+			if step := math.Pow(10, math.Floor(math.Log10(v))); o < step && math.Mod(v, step) == 0 || o < 100 && math.Mod(v, 100) == 0 {
+				return u.withUnit(s, i, ws[m].end, v+o), true
+			}
 		}
 	}
 	if v < 2 && !(ws[0].text == "half" && v == 0.5) {
