@@ -27,11 +27,11 @@ const kilnWT = " [reclaim-water-hand] (manual_id: KILN-RECLAIM)"
 
 func kilnReplace(s, a, b string) string { return strings.Replace(s, a, b, 1) }
 
-func TestKilnReview(t *testing.T) {
-	es, err := grading.LoadEvalSet("testdata/kiln/evalset.json")
-	require.NoError(t, err)
-	c, _, ok := es.RAGCorpus()
-	require.True(t, ok)
+// gradeKiln grades answer for a kiln case whose retrieval returned the
+// expected chunk and its collision sibling; it returns the score and the
+// failed checks.
+func gradeKiln(t *testing.T, es *grading.EvalSet, c rag.Corpus, caseID, answer string) (float64, []string) {
+	t.Helper()
 	retrieved := map[string][]string{
 		"glaze-celadon":   {"glaze-fire-celadon", "glaze-fire-tenmoku"},
 		"raku-copper":     {"raku-pull-copper", "raku-pull-iron"},
@@ -39,6 +39,66 @@ func TestKilnReview(t *testing.T) {
 		"reclaim-hand":    {"reclaim-water-hand", "reclaim-water-pug"},
 		"absent-electric": {"glaze-fire-celadon", "glaze-fire-tenmoku"},
 	}
+	rec := rag.Record{Question: "q", RetrievedIDs: retrieved[caseID], Answer: answer}
+	var blocks []string
+	for _, id := range rec.RetrievedIDs {
+		e, ok := c.Entry(id)
+		require.True(t, ok, id)
+		blocks = append(blocks, c.Block(e))
+		rec.Chunks = append(rec.Chunks, rag.Chunk{ID: id, Text: e.Text, Metadata: e.Metadata})
+	}
+	rec.ContextPayload = strings.Join(blocks, "\n\n")
+	v, checks := es.GradeRAGRecord(caseID, rec)
+	var failed []string
+	for _, ch := range checks {
+		if !ch.OK {
+			failed = append(failed, ch.Name+": "+ch.Detail)
+		}
+	}
+	return v, failed
+}
+
+func loadKiln(t *testing.T) (*grading.EvalSet, rag.Corpus) {
+	t.Helper()
+	es, err := grading.LoadEvalSet("testdata/kiln/evalset.json")
+	require.NoError(t, err)
+	c, _, ok := es.RAGCorpus()
+	require.True(t, ok)
+	return es, c
+}
+
+// More answers on the kiln cases, written for the fixes: near misses of
+// the negation and value rules that must pass, and wrong answers beside
+// them that must fail.
+func TestKilnNegationNearMisses(t *testing.T) {
+	es, c := loadKiln(t)
+	for _, tc := range []struct {
+		caseID, answer string
+		pass           bool
+	}{
+		{"glaze-celadon", "There is no doubt it is vented in reduction; stoneware glaze is fired for 9 hours at cone 10." + kilnGT, true},
+		{"glaze-celadon", "Stoneware glaze is fired for 9 hours at cone 10, not only vented in reduction but also cooled slowly." + kilnGT, true},
+		{"glaze-celadon", "Stoneware glaze is not fired for less than 9 hours at cone 10, vented in reduction." + kilnGT, true},
+		{"glaze-celadon", "Stoneware glaze is fired for 9 hours at cone 10, vented in reduction not in oxidation." + kilnGT, false}, // names the sibling's condition
+		{"glaze-celadon", "Stoneware glaze is fired for 9 hours at cone 10, vented in reduction as the manual says." + kilnGT, true},
+		{"glaze-celadon", "Stoneware glaze is fired for 9 hours at cone 10; vented in reduction, it is not left open." + kilnGT, true},
+		{"glaze-celadon", "Stoneware glaze is fired for 9 hours at cone 10; vented in reduction isn't needed." + kilnGT, false},
+		{"glaze-celadon", "Stoneware glaze is never fired for 9 hours at cone 10, vented in reduction." + kilnGT, false},
+		{"glaze-celadon", "Stoneware glaze is fired for thrice 9 hours at cone 10, vented in reduction." + kilnGT, false},
+		{"reclaim-hand", "Reclaim clay takes 0.5 litres (not .75 litres) of water per kilogram when wedged by hand." + kilnWT, false},
+		{"reclaim-hand", "Reclaim clay takes no more than .5 litres of water per kilogram when wedged by hand." + kilnWT, true},
+	} {
+		v, failed := gradeKiln(t, es, c, tc.caseID, tc.answer)
+		if tc.pass {
+			assert.Equal(t, 1.0, v, "right answer failed %v: %q", failed, tc.answer)
+		} else {
+			assert.Equal(t, 0.0, v, "wrong answer passed: %q", tc.answer)
+		}
+	}
+}
+
+func TestKilnReview(t *testing.T) {
+	es, c := loadKiln(t)
 	for _, tc := range []struct {
 		n            int
 		caseID, name string
@@ -179,22 +239,7 @@ func TestKilnReview(t *testing.T) {
 			if tc.known != "" {
 				t.Skipf("case %d, known limitation: %s", tc.n, tc.known)
 			}
-			rec := rag.Record{Question: "q", RetrievedIDs: retrieved[tc.caseID], Answer: tc.answer}
-			var blocks []string
-			for _, id := range rec.RetrievedIDs {
-				e, ok := c.Entry(id)
-				require.True(t, ok, id)
-				blocks = append(blocks, c.Block(e))
-				rec.Chunks = append(rec.Chunks, rag.Chunk{ID: id, Text: e.Text, Metadata: e.Metadata})
-			}
-			rec.ContextPayload = strings.Join(blocks, "\n\n")
-			v, checks := es.GradeRAGRecord(tc.caseID, rec)
-			var failed []string
-			for _, ch := range checks {
-				if !ch.OK {
-					failed = append(failed, ch.Name+": "+ch.Detail)
-				}
-			}
+			v, failed := gradeKiln(t, es, c, tc.caseID, tc.answer)
 			if tc.pass {
 				assert.Equal(t, 1.0, v, "case %d, right answer failed %v: %q", tc.n, failed, tc.answer)
 			} else {

@@ -648,24 +648,30 @@ func negationAt(ws []string, i int) int {
 }
 
 // negatedBefore reports a negation among the last n words of the clause
-// that text ends in. With bounds, a negation followed by a comparative
-// ("no less than", "no longer than") or by until ("not pulled until") is a
-// bound on a value, not its denial.
+// that text ends in ("no doubt", "not only" affirm). With bounds, a
+// negation followed by a comparative ("no less than", "not fired for
+// less than") or by until ("not pulled until") is a bound on a value, not
+// its denial.
 func negatedBefore(text string, n int, bounds bool) bool {
 	ws := clauseBefore(text, n)
 	for i := range ws {
 		m := negationAt(ws, i)
-		if m == 0 {
+		if m == 0 || i+m < len(ws) && affirming()[ws[i+m]] {
 			continue
 		}
-		if bounds && (i+m < len(ws) && comparatives()[ws[i+m]] ||
-			slices.ContainsFunc(ws[i+m:], func(w string) bool { return untilWords()[w] })) {
+		if bounds && slices.ContainsFunc(ws[i+m:], func(w string) bool { return comparatives()[w] || untilWords()[w] }) {
 			continue
 		}
 		return true
 	}
 	return false
 }
+
+// affirming are words that, right after a negation, make it affirm ("no
+// doubt", "not only", "without question").
+var affirming = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("doubt", "question", "wonder", "only")
+})
 
 // negatedAfter reports a negation right after a qualifier in its clause,
 // behind auxiliaries ("is not required", "isn't needed"); "not in
