@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -21,6 +22,7 @@ const (
 	CheckRankedIDs          = "ranked_ids"
 	CheckCollisionInContext = "collision_sibling_in_context"
 	CheckExpectedValue      = "expected_value"
+	CheckValueNegated       = "value_negated"
 	CheckMustContain        = "must_contain"
 	CheckForbiddenAbsent    = "forbidden_absent"
 	CheckSourceCited        = "source_cited"
@@ -35,10 +37,6 @@ const (
 	CheckSiblingCited       = "sibling_cited"
 	CheckMixedScript        = "mixed_script"
 )
-
-// negationWindow is how many words before a required qualifier are looked
-// at for a negation.
-const negationWindow = 3
 
 // Checker grades records against golden cases of one corpus. Build it with
 // NewChecker; it is read-only afterwards and safe for concurrent use.
@@ -92,6 +90,7 @@ type analysis struct {
 	sentences  []sentence
 	quantities []Quantity // of the folded prose; Start/End index folded
 	folded     mapped     // folded prose
+	values     []Quantity // parseValues of the folded prose, when asked
 }
 
 func (k *Checker) analyse(answer string) *analysis {
@@ -210,19 +209,37 @@ func (k *Checker) contains(a *analysis, lit string) bool {
 }
 
 // containsForbidden is contains for forbidden literals: a bare number in
-// the answer also matches a forbidden quantity.
+// the answer also matches a forbidden quantity, and so do numbers the
+// answer states without a unit word (see parseValues: "twelve", "12th",
+// "a dozen", "three quarters"); a literal with digits also matches its
+// numbers written in words ("cone six" for "cone 6").
 func (k *Checker) containsForbidden(a *analysis, lit string) bool {
 	if k.contains(a, lit) {
 		return true
 	}
 	if q, ok := k.quantityLiteral(lit); ok {
-		for _, aq := range a.quantities {
+		for _, aq := range a.valueQuantities(k.units) {
 			if aq.Same(q) {
 				return true
 			}
 		}
 	}
+	if strings.ContainsFunc(lit, func(r rune) bool { return digitLookalike(r) != 0 }) {
+		d := digitizeWords(a.folded.s)
+		if d != a.folded.s && containsKey(keyText(d), d, lit) {
+			return true
+		}
+	}
 	return false
+}
+
+// valueQuantities returns the quantities of the prose read with
+// parseValues, computed once.
+func (a *analysis) valueQuantities(u *units) []Quantity {
+	if a.values == nil {
+		a.values = u.parseValues(a.folded.s)
+	}
+	return a.values
 }
 
 func citationLiteral(lit string) (string, bool) {
@@ -354,6 +371,8 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	if gc.ExpectedValue != "" {
 		ok := k.contains(a, gc.ExpectedValue)
 		add(CheckExpectedValue, ok, detailIf(!ok, "answer lacks %q", gc.ExpectedValue))
+		neg := ok && k.valueNegated(a, gc.ExpectedValue)
+		add(CheckValueNegated, !neg, detailIf(neg, "the value %q is negated or multiplied in its clause", gc.ExpectedValue))
 	}
 
 	if len(gc.MustContain) > 0 {
@@ -439,7 +458,7 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 		if c.id == "" || !slices.Contains(rec.RetrievedIDs, c.id) {
 			unretrieved = append(unretrieved, c.written)
 		}
-		if mixedScript(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
+		if mixedScript(c.written) || hasInvisible(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
 			mixed = append(mixed, Cite(c.written))
 		}
 	}
@@ -463,12 +482,12 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	for _, src := range k.sources() {
 		for _, i := range keyMatches(a.key, a.raw, src) {
 			written := a.key.span(a.raw, i, i+len(Key(src)))
-			if lookalike(written, src) && !slices.Contains(mixed, written) {
+			if (lookalike(written, src) || hasInvisible(written)) && !slices.Contains(mixed, written) {
 				mixed = append(mixed, written)
 			}
 		}
 	}
-	add(CheckMixedScript, len(mixed) == 0, detailList("lookalike letters in a cited or source id", mixed))
+	add(CheckMixedScript, len(mixed) == 0, detailList("lookalike letters or invisible characters in a cited or source id", mixed))
 	return out
 }
 
@@ -491,21 +510,188 @@ func maskKey(key, sub string) string {
 	return strings.ReplaceAll(key, sub, strings.Repeat("\x00", len(sub)))
 }
 
-// isNegation reports a word that negates a qualifier right after it.
-func isNegation(w string) bool {
-	switch w {
-	case "not", "never", "no", "without", "nor", "neither", "none", "cannot", "un", "non", "nowhere":
-		return true
+// negators are the words and phrases that negate what follows them in
+// their clause, as match keys split into words (so a lookalike letter or
+// an invisible character does not hide them). A word ending in n't
+// negates too.
+var negators = sync.OnceValue(func() [][]string {
+	var out [][]string
+	for _, p := range []string{
+		"not", "never", "no", "without", "nor", "neither", "none", "cannot", "un", "non", "nowhere",
+		"avoid", "avoids", "avoided", "avoiding", "except", "excepting", "hardly", "barely", "scarcely", "seldom",
+		"rarely", "instead of", "rather than", "wrong to say", "false to say", "untrue that", "fails to", "fail to",
+		"failed to",
+	} {
+		out = append(out, strings.Fields(Key(p)))
 	}
-	return strings.HasSuffix(w, "n't")
+	return out
+})
+
+// keyWordSet returns the match keys of words, as a set.
+func keyWordSet(words ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range words {
+		m[Key(w)] = true
+	}
+	return m
 }
 
-// isClauseWord reports a word that starts a new clause: a negation before
-// it does not reach the qualifier after it.
-func isClauseWord(w string) bool {
-	switch w {
-	case "but", "and", "yet", "then", "while", "whereas":
+// clauseWords are words that start a new clause: a negation before one
+// does not reach what follows it.
+var clauseWords = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("but", "and", "yet", "then", "while", "whereas")
+})
+
+// auxiliaries are the verbs that may stand between a qualifier and a
+// negation after it ("vented in reduction is not required").
+var auxiliaries = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("is", "are", "was", "were", "be", "been", "being", "does", "do", "did", "should", "must",
+		"need", "needs", "can", "could", "will", "would", "may", "might", "has", "have", "had", "shall")
+})
+
+// comparatives after a negation make it a bound ("no less than").
+var comparatives = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("less", "more", "fewer", "later", "earlier", "sooner", "longer", "shorter")
+})
+
+// untilWords after a negation make it a bound in time ("not pulled until").
+var untilWords = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("until", "till", "before")
+})
+
+// multipliers are words that, right before a value, state another value
+// ("twice 2 weeks").
+var multipliers = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("twice", "thrice", "double", "triple", "treble", "quadruple", "times")
+})
+
+// negationWindow is how many words of its clause before a required
+// qualifier are looked at for a negation; afterWindow how many after it;
+// valueWindow how many before the expected value.
+const (
+	negationWindow = 5
+	afterWindow    = 4
+	valueWindow    = 8
+)
+
+// keyWords splits a match key into words (letters, digits, apostrophes).
+func keyWords(k string) []string {
+	return strings.FieldsFunc(k, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	})
+}
+
+// clauseMarks returns the byte offsets in text of the marks that end a
+// clause: , ; : . ! ? brackets, and a dash with spaces around it.
+func clauseMarks(text string) [][2]int {
+	var out [][2]int
+	for i, r := range text {
+		sz := utf8.RuneLen(r)
+		switch {
+		case strings.ContainsRune(",;:.!?()[]", r):
+			out = append(out, [2]int{i, i + sz})
+		case r == '-' || unicode.Is(unicode.Pd, r):
+			b, _ := utf8.DecodeLastRuneInString(text[:i])
+			a, _ := utf8.DecodeRuneInString(text[i+sz:])
+			if unicode.IsSpace(b) && unicode.IsSpace(a) {
+				out = append(out, [2]int{i, i + sz})
+			}
+		}
+	}
+	return out
+}
+
+// clauseBefore returns the words (match keys) of the clause that text ends
+// in, at most n of them: from the last clause mark or clause word.
+func clauseBefore(text string, n int) []string {
+	if m := clauseMarks(text); len(m) > 0 {
+		text = text[m[len(m)-1][1]:]
+	}
+	ws := keyWords(Key(text))
+	for j := len(ws) - 1; j >= 0; j-- {
+		if clauseWords()[ws[j]] {
+			ws = ws[j+1:]
+			break
+		}
+	}
+	return ws[max(0, len(ws)-n):]
+}
+
+// clauseAfter returns the words (match keys) of the clause that text
+// starts, at most n of them: up to the first clause mark or clause word.
+func clauseAfter(text string, n int) []string {
+	if m := clauseMarks(text); len(m) > 0 {
+		text = text[:m[0][0]]
+	}
+	ws := keyWords(Key(text))
+	for j, w := range ws {
+		if clauseWords()[w] {
+			ws = ws[:j]
+			break
+		}
+	}
+	return ws[:min(len(ws), n)]
+}
+
+// negationAt returns the length in words of the negator starting at
+// ws[i], or 0.
+func negationAt(ws []string, i int) int {
+	if strings.HasSuffix(ws[i], "n't") {
+		return 1
+	}
+	for _, p := range negators() {
+		if i+len(p) <= len(ws) && slices.Equal(ws[i:i+len(p)], p) {
+			return len(p)
+		}
+	}
+	return 0
+}
+
+// negatedBefore reports a negation among the last n words of the clause
+// that text ends in ("no doubt", "not only" affirm). With bounds, a
+// negation followed by a comparative ("no less than", "not fired for
+// less than") or by until ("not pulled until") is a bound on a value, not
+// its denial.
+func negatedBefore(text string, n int, bounds bool) bool {
+	ws := clauseBefore(text, n)
+	for i := range ws {
+		m := negationAt(ws, i)
+		if m == 0 || i+m < len(ws) && affirming()[ws[i+m]] {
+			continue
+		}
+		if bounds && slices.ContainsFunc(ws[i+m:], func(w string) bool { return comparatives()[w] || untilWords()[w] }) {
+			continue
+		}
 		return true
+	}
+	return false
+}
+
+// affirming are words that, right after a negation, make it affirm ("no
+// doubt", "not only", "without question").
+var affirming = sync.OnceValue(func() map[string]bool {
+	return keyWordSet("doubt", "question", "wonder", "only")
+})
+
+// negatedAfter reports a negation right after a qualifier in its clause,
+// behind auxiliaries ("is not required", "isn't needed"); "not in
+// oxidation" right after the qualifier names an alternative, not a
+// denial, and "is not pulled until" is a bound.
+func negatedAfter(text string) bool {
+	ws := clauseAfter(text, afterWindow+4)
+	if slices.ContainsFunc(ws, func(w string) bool { return untilWords()[w] }) {
+		return false
+	}
+	for i, w := range ws[:min(len(ws), afterWindow)] {
+		if strings.HasSuffix(w, "n't") {
+			return true
+		}
+		if i > 0 && negationAt(ws, i) > 0 {
+			return true
+		}
+		if !auxiliaries()[w] {
+			return false
+		}
 	}
 	return false
 }
@@ -513,15 +699,23 @@ func isClauseWord(w string) bool {
 // qualifierOccurrences reports whether qualifier q occurs in the answer
 // (outside citations) and whether some occurrence is negated: preceded
 // within negationWindow words of the same clause by a negation (not, never,
-// no, without, a contraction in n't, ...), or glued to an un-/non- prefix.
-// An occurrence glued to other letters ("redistilled") does not count.
+// no, without, avoid, except, rather than, instead of, a contraction in
+// n't, ...), followed in its clause by one behind auxiliaries ("is not
+// required"), or glued to an un-/non- prefix. Negations are read on the
+// match key. An occurrence glued to other letters ("redistilled") does not
+// count.
 func qualifierOccurrences(a *analysis, q string) (found, negated bool) {
+	kq := Key(q)
 	for _, i := range keyMatchesIn(a.proseKey, a.prose, q, false) {
 		start := a.proseKey.src[i]
 		before := a.prose[:start]
 		glued := ""
 		for j := len(before); j > 0; {
 			r, sz := utf8.DecodeLastRuneInString(before[:j])
+			if invisible(r) {
+				j -= sz
+				continue
+			}
 			if !unicode.IsLetter(r) {
 				break
 			}
@@ -529,36 +723,43 @@ func qualifierOccurrences(a *analysis, q string) (found, negated bool) {
 			glued = before[j:]
 		}
 		if glued != "" {
-			if g := loose(glued); g == "un" || g == "non" {
+			if g := Key(glued); g == "un" || g == "non" {
 				found, negated = true, true
 			}
 			continue
 		}
 		found = true
-		if negatedBefore(before) {
+		end := a.proseKey.src[i+len(kq)]
+		if negatedBefore(before, negationWindow, false) || negatedAfter(a.prose[end:]) {
 			negated = true
 		}
 	}
 	return found, negated
 }
 
-// negatedBefore reports a negation among the last negationWindow words of
-// text, stopping at a clause boundary.
-func negatedBefore(text string) bool {
-	f := foldText(text).s
-	if i := strings.LastIndexAny(f, ",;:.!?()[]"); i >= 0 {
-		f = f[i+1:]
+// valueNegated reports whether an occurrence of the expected value v is
+// denied or changed by its clause: a negation before it within valueWindow
+// words ("does not fire stoneware glaze for 9 hours"; "no less than" and
+// "not ... until" are bounds, not denials), or a multiplier right before it
+// ("twice 2 weeks").
+func (k *Checker) valueNegated(a *analysis, v string) bool {
+	var starts []int // offsets into the prose
+	for _, i := range keyMatches(a.proseKey, a.prose, v) {
+		starts = append(starts, a.proseKey.src[i])
 	}
-	words := strings.FieldsFunc(f, func(r rune) bool {
-		return !unicode.IsLetter(r) && r != '\'' && r != '’'
-	})
-	for n := 0; n < negationWindow && len(words) > 0; n++ {
-		w := strings.ReplaceAll(words[len(words)-1], "’", "'")
-		words = words[:len(words)-1]
-		if isClauseWord(w) {
-			return false
+	if q, ok := k.quantityLiteral(v); ok {
+		for _, aq := range a.quantities {
+			if aq.Same(q) && (aq.Unit != "" || q.Unit == "") {
+				starts = append(starts, a.folded.src[aq.Start])
+			}
 		}
-		if isNegation(w) {
+	}
+	for _, i := range starts {
+		before := a.prose[:i]
+		if negatedBefore(before, valueWindow, true) {
+			return true
+		}
+		if ws := clauseBefore(before, 1); len(ws) == 1 && multipliers()[ws[0]] {
 			return true
 		}
 	}

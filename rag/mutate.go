@@ -3,6 +3,7 @@ package rag
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -39,6 +40,18 @@ const (
 	MutSiblingSubject = "sibling-subject-swap"
 	// A required qualifier kept but negated.
 	MutNegatedQualifier = "negated-qualifier"
+	// Sibling literals (forbidden literals, source id, citation, subject)
+	// with an invisible format character inside.
+	MutInvisibleChars = "invisible-chars"
+	// A sibling's number written with another script's digits.
+	MutOtherScriptDigits = "other-script-digits"
+	// A sibling's number beside the expected value as a bare word, an
+	// ordinal or an ordinal word.
+	MutBareNumber = "bare-number-word"
+	// A required qualifier negated after it ("... is not required").
+	MutNegatedAfter = "negated-qualifier-after"
+	// The expected value negated or multiplied in its clause.
+	MutValueNegated = "value-negated"
 )
 
 // MutationNames lists every mutation name in the order Mutations derives
@@ -46,7 +59,8 @@ const (
 func MutationNames() []string {
 	return []string{MutWrongSourceNumber, MutSwappedSynonym, MutWrongSourceID, MutDroppedQualifier, MutDroppedCitation,
 		MutFalseAbstention, MutInventedAnswer, MutCaseChange, MutLookalike, MutNumberWord, MutNumberHyphenated,
-		MutNumberAbbreviated, MutWrongChunk, MutUnretrievedCitation, MutUnknownCitation, MutSiblingSubject, MutNegatedQualifier}
+		MutNumberAbbreviated, MutWrongChunk, MutUnretrievedCitation, MutUnknownCitation, MutSiblingSubject, MutNegatedQualifier,
+		MutInvisibleChars, MutOtherScriptDigits, MutBareNumber, MutNegatedAfter, MutValueNegated}
 }
 
 // Mutation is a deliberately wrong answer derived from a correct one.
@@ -88,7 +102,18 @@ type Mutation struct {
 //     (different) subject at its first mention, and everywhere in inverted
 //     case;
 //   - negated-qualifier: each required qualifier preceded by "never" or
-//     "not".
+//     "not";
+//   - invisible-chars: each forbidden literal injected, the sibling's
+//     source id and citation swapped in and its subject swapped in at the
+//     first mention, each with a soft hyphen or a zero-width space inside;
+//   - other-script-digits: each forbidden value written with
+//     Arabic-Indic or Devanagari digits in place of the expected value;
+//   - bare-number-word: each forbidden value's number added beside the
+//     expected value as a bare cardinal word, an ordinal (12th) and an
+//     ordinal word (twelfth);
+//   - negated-qualifier-after: each required qualifier followed by "is not
+//     required" or "isn't needed";
+//   - value-negated: the expected value preceded by "not" or "twice".
 //
 // Everything is derived from the case fields and the corpus; nothing names
 // a fixture literal. A mutation whose edit would not change the answer is
@@ -282,8 +307,135 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 		for _, neg := range []string{"never", "not"} {
 			add(MutNegatedQualifier, neg+" "+q, strings.Replace(a, q, neg+" "+q, 1))
 		}
+		for _, neg := range []string{"is not required", "isn't needed"} {
+			add(MutNegatedAfter, q+" "+neg, strings.Replace(a, q, q+" "+neg, 1))
+		}
+	}
+
+	// Invisible characters inside the sibling literals.
+	for _, z := range []string{"\u00ad", "\u200b"} {
+		for _, lit := range forbiddenLiterals(gc) {
+			if w := withInvisible(lit, z); w != lit {
+				add(MutInvisibleChars, "forbidden "+lit, inject(w))
+			}
+		}
+		for _, id := range gc.CollisionSiblingIDs {
+			sib, _ := c.Entry(id)
+			if src := c.Source(sib); src != "" && gc.ExpectedSourceID != "" && src != gc.ExpectedSourceID && strings.Contains(a, gc.ExpectedSourceID) {
+				add(MutInvisibleChars, "source "+src, strings.ReplaceAll(a, gc.ExpectedSourceID, withInvisible(src, z)))
+			}
+			if hasCite {
+				add(MutInvisibleChars, "citation "+Cite(id), strings.ReplaceAll(a, cite, Cite(withInvisible(id, z))))
+			}
+		}
+		if subject := c.Subject(expected); subject != "" {
+			for _, sub := range deriveSubjects(gc, c).SiblingSubjects {
+				add(MutInvisibleChars, "subject "+sub, outsideCitationsOnce(a, subject, withInvisible(sub, z)))
+			}
+		}
+	}
+
+	// Sibling numbers in other digits and as bare words beside the value.
+	hasValue := gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue)
+	for _, v := range gc.ForbiddenValues {
+		qs := u.parse(foldText(v).s)
+		if len(qs) != 1 {
+			continue
+		}
+		q := qs[0]
+		for _, zero := range []rune{'\u0660', '\u0966'} {
+			if w := otherDigits(v, zero); w != v {
+				add(MutOtherScriptDigits, v+" as "+w, place(w))
+			}
+		}
+		if !hasValue || q.Value < 2 || q.Value != math.Trunc(q.Value) {
+			continue
+		}
+		beside := func(text string) string {
+			return strings.Replace(a, gc.ExpectedValue, gc.ExpectedValue+" ("+text+" elsewhere)", 1)
+		}
+		if w, ok := numberInWords(q.Value); ok {
+			add(MutBareNumber, v+" as "+w, beside(w))
+		}
+		add(MutBareNumber, v+" as ordinal", beside("the "+ordinalDigits(int(q.Value))))
+		if w, ok := ordinalInWords(q.Value); ok {
+			add(MutBareNumber, v+" as "+w, beside("the "+w))
+		}
+	}
+
+	if hasValue {
+		for _, w := range []string{"not", "twice"} {
+			add(MutValueNegated, w+" "+gc.ExpectedValue, strings.Replace(a, gc.ExpectedValue, w+" "+gc.ExpectedValue, 1))
+		}
 	}
 	return out
+}
+
+// withInvisible puts the format character z in the middle of s, between
+// two letters or digits, or returns s.
+func withInvisible(s, z string) string {
+	rs := []rune(s)
+	for d := 0; d < len(rs); d++ {
+		for _, i := range []int{len(rs)/2 + d, len(rs)/2 - d} {
+			if i > 0 && i < len(rs) && isAlnum(rs[i-1]) && isAlnum(rs[i]) {
+				return string(rs[:i]) + z + string(rs[i:])
+			}
+		}
+	}
+	return s
+}
+
+func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// otherDigits writes the ASCII digits of s with the digits of the script
+// whose zero is zero.
+func otherDigits(s string, zero rune) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return zero + r - '0'
+		}
+		return r
+	}, s)
+}
+
+// ordinalDigits writes n as 12th, 21st, 3rd.
+func ordinalDigits(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
+}
+
+// ordinalInWords writes a whole number in English ordinal words
+// ("twelfth", "forty-fifth", "four hundredth"); false when it ends in
+// first or second, which parseValues does not read alone.
+func ordinalInWords(v float64) (string, bool) {
+	w, ok := numberInWords(v)
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndexAny(w, " -") + 1
+	last := w[i:]
+	irregular := map[string]string{"three": "third", "five": "fifth", "eight": "eighth", "nine": "ninth", "twelve": "twelfth"}
+	switch {
+	case last == "one" || last == "two" || last == "zero":
+		return "", false
+	case irregular[last] != "":
+		last = irregular[last]
+	case strings.HasSuffix(last, "y"):
+		last = strings.TrimSuffix(last, "y") + "ieth"
+	default:
+		last += "th"
+	}
+	return w[:i] + last, true
 }
 
 // numberPart returns the leading number of a quantity as written.

@@ -26,7 +26,9 @@ func (m mapped) span(source string, i, j int) string {
 }
 
 // digitLookalike returns the ASCII digit r is a confusable of (Cyrillic З
-// for 3, fullwidth digits after NFKC, ...), or 0.
+// for 3, fullwidth digits after NFKC, ...) or the value of a decimal digit
+// of another script (Arabic-Indic ١٢, Devanagari १२, which NFKC keeps),
+// or 0.
 func digitLookalike(r rune) byte {
 	if r < utf8.RuneSelf {
 		if r >= '0' && r <= '9' {
@@ -34,23 +36,50 @@ func digitLookalike(r rune) byte {
 		}
 		return 0
 	}
-	sk := confusables.Skeleton(norm.NFKC.String(string(r)))
+	n := norm.NFKC.String(string(r))
+	if q, sz := utf8.DecodeRuneInString(n); sz == len(n) && unicode.Is(unicode.Nd, q) {
+		return '0' + ndValue(q)
+	}
+	sk := confusables.Skeleton(n)
 	if len(sk) == 1 && sk[0] >= '0' && sk[0] <= '9' {
 		return sk[0]
 	}
 	return 0
 }
 
+// ndValue returns the value of decimal digit r (Unicode Nd). Unicode
+// encodes every decimal digit set as ten contiguous code points from 0 to
+// 9, so the offset from the start of r's run of digits, modulo 10, is its
+// value.
+func ndValue(r rune) byte {
+	start := r
+	for unicode.Is(unicode.Nd, start-1) {
+		start--
+	}
+	return byte((r - start) % 10)
+}
+
+// invisible reports a format character (Unicode Cf: zero-width space,
+// soft hyphen, word joiner, bidi marks, ZWJ/ZWNJ, BOM), which renders as
+// nothing and is dropped from folded text and match keys.
+func invisible(r rune) bool { return r >= utf8.RuneSelf && unicode.Is(unicode.Cf, r) }
+
+// hasInvisible reports whether s holds a format character.
+func hasInvisible(s string) bool { return strings.IndexFunc(s, invisible) >= 0 }
+
 // foldText maps s rune by rune through NFKC and Unicode case folding, and
-// maps digit lookalikes to the ASCII digit: the text numbers, sentences and
-// citations are read from.
+// maps digit lookalikes and other scripts' digits to the ASCII digit, and
+// drops format characters: the text numbers, sentences and citations are
+// read from.
 func foldText(s string) mapped {
 	caser := cases.Fold()
 	var sb strings.Builder
 	src := make([]int, 0, len(s)+1)
 	for i, r := range s {
 		var out string
-		if d := digitLookalike(r); d != 0 {
+		if invisible(r) {
+			continue
+		} else if d := digitLookalike(r); d != 0 {
 			out = string(rune(d))
 		} else if r < utf8.RuneSelf {
 			out = string(unicode.ToLower(r))
@@ -75,9 +104,12 @@ func isSeparator(r rune) bool {
 // keyRune appends the match key of one source rune to sb: NFKC; for a
 // non-ASCII rune its TR39 confusable prototype taken in its own letter case
 // (Cyrillic М looks like M, not like м); case folding; the skeleton of what
-// remains; no combining marks; separators as a space; and l for I, 1 and
+// remains; no combining marks; no format characters (Cf); separators as a space; and l for I, 1 and
 // | merged with i, since folding makes I an i while TR39 makes it an l.
 func keyRune(sb *strings.Builder, caser cases.Caser, r rune) {
+	if invisible(r) {
+		return
+	}
 	if d := digitLookalike(r); d != 0 {
 		r = rune(d)
 	}

@@ -281,7 +281,7 @@ func prevWord(s string, i int) string {
 func identChar(r rune) bool { return unicode.IsLetter(r) || r == '_' }
 
 // parse reads every quantity of folded text s: digits with thousands
-// separators or a decimal point or comma, simple fractions (1/2), English
+// separators or a decimal point or comma (".5" is 0.5), simple fractions (1/2), English
 // number words up to the thousands ("twenty-one", "two hundred and five"),
 // "a dozen", "half", each with the unit after it ("4 pints", "4-pint",
 // "4pt", "four pints"). Digits inside identifiers (M2, A-7, 3rd, 2-b) are
@@ -291,12 +291,12 @@ func (u *units) parse(s string) []Quantity {
 	for i := 0; i < len(s); {
 		r, sz := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r >= '0' && r <= '9':
+		case r >= '0' && r <= '9' || leadingDot(s, i):
 			q, end, ok := u.digits(s, i)
 			if ok {
 				out = append(out, q)
 			}
-			i = end
+			i = max(end, i+sz)
 		case unicode.IsLetter(r):
 			j := i
 			for j < len(s) {
@@ -433,6 +433,28 @@ func multiplier(w string) (float64, bool) {
 // only when a unit word follows.
 func (u *units) numberWords(s string, i int) (Quantity, int, bool) {
 	ws := wordsFrom(s, i, 12)
+	v, n, seen := wordValue(ws)
+	if !seen {
+		return Quantity{}, 0, false
+	}
+	rest := ws[n:]
+	if len(rest) > 0 {
+		if _, ord := ordinals()[rest[0].text]; ord {
+			return Quantity{}, 0, false // "forty-fifth": an ordinal, read by parseValues
+		}
+	}
+	c, k := u.unitAt(rest)
+	if k == 0 || !u.words[c] {
+		return Quantity{}, 0, false
+	}
+	end := rest[k-1].end
+	return Quantity{Value: v, Unit: c, Prev: prevWord(s, i), Text: s[i:end], Start: i, End: end}, end, true
+}
+
+// wordValue reads a number written in words at the start of ws ("twenty-one",
+// "two hundred and five", "a dozen", "half a", "one and a half"): its value,
+// the number of words it takes and whether there is one.
+func wordValue(ws []word) (float64, int, bool) {
 	total, cur := 0.0, 0.0
 	n := 0
 	seen := false
@@ -485,17 +507,17 @@ func (u *units) numberWords(s string, i int) (Quantity, int, bool) {
 		}
 		break
 	}
-	if !seen {
-		return Quantity{}, 0, false
+	return total + cur, n, seen
+}
+
+// leadingDot reports a decimal written without its zero (".5 litres"): a
+// point before a digit, not after a letter, digit or point.
+func leadingDot(s string, i int) bool {
+	if s[i] != '.' || i+1 >= len(s) || !isDigit(s[i+1]) {
+		return false
 	}
-	v := total + cur
-	rest := ws[n:]
-	c, k := u.unitAt(rest)
-	if k == 0 || !u.words[c] {
-		return Quantity{}, 0, false
-	}
-	end := rest[k-1].end
-	return Quantity{Value: v, Unit: c, Prev: prevWord(s, i), Text: s[i:end], Start: i, End: end}, end, true
+	b, _ := utf8.DecodeLastRuneInString(s[:i])
+	return i == 0 || !(unicode.IsLetter(b) || unicode.IsDigit(b) || b == '.' || b == '_')
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
