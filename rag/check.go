@@ -217,7 +217,11 @@ func (k *Checker) containsForbidden(a *analysis, lit string) bool {
 	if k.contains(a, lit) {
 		return true
 	}
-	if q, ok := k.quantityLiteral(lit); ok {
+	q, ok := k.quantityLiteral(lit)
+	if !ok {
+		q, ok = k.labelledNumber(lit)
+	}
+	if ok {
 		for _, aq := range a.valueQuantities(k.units) {
 			if aq.Same(q) {
 				return true
@@ -260,6 +264,26 @@ func (k *Checker) quantityLiteral(lit string) (Quantity, bool) {
 	}
 	rest := strings.TrimSpace(f[:qs[0].Start] + f[qs[0].End:])
 	return qs[0], rest == ""
+}
+
+// labelledNumber returns the number of a literal that is one word and then
+// one bare number ("cone 6", "grade 3"), as a quantity without a unit: in
+// a forbidden literal the number alone is the sibling's value, so the
+// answer may not state it however it is labelled or spelled ("six
+// elsewhere", "the 6th").
+func (k *Checker) labelledNumber(lit string) (Quantity, bool) {
+	f := foldText(lit).s
+	qs := k.units.parse(f)
+	if len(qs) != 1 || qs[0].Unit != "" {
+		return Quantity{}, false
+	}
+	rest := strings.Fields(strings.TrimSpace(f[:qs[0].Start] + f[qs[0].End:]))
+	if len(rest) != 1 {
+		return Quantity{}, false
+	}
+	q := qs[0]
+	q.Prev = ""
+	return q, true
 }
 
 // forbiddenQuantities are the quantities of the case's forbidden values

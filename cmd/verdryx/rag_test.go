@@ -136,10 +136,11 @@ func TestAskRefusesMissingOrStaleIndex(t *testing.T) {
 }
 
 // TestMutateKillsEveryMutantOfShippedSets requires 100% kill, every
-// mutation class present, on both shipped sets, given as the EVALSET eval
-// takes.
+// mutation class present, on both shipped sets and on the reviewer's kiln
+// set (a third domain the graders were not written against), given as the
+// EVALSET eval takes.
 func TestMutateKillsEveryMutantOfShippedSets(t *testing.T) {
-	for _, set := range []string{"../../testdata/grimoire/evalset.json", "../../testdata/lighthouse/evalset.json"} {
+	for _, set := range []string{"../../testdata/grimoire/evalset.json", "../../testdata/lighthouse/evalset.json", "../../grading/testdata/kiln/evalset.json"} {
 		out, errOut, code := ragRun(t, "mutate", set)
 		require.Equal(t, 0, code, errOut+out)
 		assert.Regexp(t, `\d+ cases, (\d+) mutants: \d+ killed, 0 survived; 0 cases failing unmutated`, out)
