@@ -462,3 +462,27 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, "run-orphan", runs[0].ID, "the orphaned claim's run id is kept")
 }
+
+func TestCallIDsAreScopedByRun(t *testing.T) {
+	e := newEnv(t)
+	st := openStore(t, filepath.Join(e.dir, "v.db"))
+	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
+	ctx := testCtx(t, 10*time.Second)
+	// Two runs numbering their calls from 1: four calls. The same call
+	// again (same run, same call id, new message): still four.
+	for _, raw := range []string{
+		`{"call_id":"1","run_id":"a","step":1,"decision":"allow","cost_microusd":1}`,
+		`{"call_id":"2","run_id":"a","step":2,"decision":"allow","cost_microusd":2}`,
+		`{"call_id":"1","run_id":"b","step":1,"decision":"allow","cost_microusd":3}`,
+		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
+		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	waitStored(t, st, 4)
+	waitDrained(t, e.traces)
+	n, err := st.CallCount(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 4, n)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/verdryx/verdryx/envelope"
 )
@@ -18,8 +19,10 @@ import (
 //     segment's content digest and the row index (replay publishes it as
 //     Nats-Msg-Id, a segment reference uses the same key, so the two paths
 //     deduplicate against each other);
-//   - a per-call NDJSON record: "call:" + its call_id field when present,
-//     else "msg:" + the message's Nats-Msg-Id, else "sha256:" + the digest of
+//   - a per-call NDJSON record: its call_id field when present, scoped by
+//     its run id ("call:<run_id>:<call_id>", so per-run call counters of two
+//     runs never collide), else "msg:" + the message's Nats-Msg-Id, else
+//     "sha256:" + the digest of
 //     the record's canonical bytes: every field of the decoded record in a
 //     fixed order, each marked present or absent, integers exact, strings
 //     length-prefixed, attributes in their RFC 8785 form (so the same
@@ -48,7 +51,11 @@ func MsgIDKey(id string) string { return "msg:" + id }
 func RecordKey(rec *CallRecord, msgID string) (string, error) {
 	switch {
 	case rec.CallID != "":
-		return "call:" + rec.CallID, nil
+		run := ""
+		if rec.RunID != nil {
+			run = *rec.RunID
+		}
+		return "call:" + strconv.Quote(run) + ":" + rec.CallID, nil
 	case msgID != "":
 		return MsgIDKey(msgID), nil
 	}
