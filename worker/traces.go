@@ -89,7 +89,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 		if rec.Segment != "" {
 			segCalls, seg, err := h.readSegment(ctx, rec.Segment, seq)
 			if err == nil {
-				err = h.addTotals(fmt.Sprintf("segment %s", rec.Segment), segCalls)
+				err = h.addTotals(func(i int) string { return fmt.Sprintf("segment %s row %d", rec.Segment, i) }, segCalls)
 			}
 			if err != nil {
 				errs[i] = err
@@ -115,11 +115,12 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			errs[i] = consumer.Permanent("invalid trace record", err)
 			continue
 		}
-		if err := h.addTotals(fmt.Sprintf("trace record (stream seq %d, run_id %q)", seq, c.RunID), []store.TraceCall{{Call: c}}); err != nil {
+		cl = append(cl, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
+		if err := h.addTotals(func(int) string { return fmt.Sprintf("trace record (stream seq %d, run_id %q)", seq, c.RunID) }, cl[len(cl)-1:]); err != nil {
+			cl = cl[:len(cl)-1]
 			errs[i] = err
 			continue
 		}
-		cl = append(cl, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
 	}
 	inserted, err := h.Store.AddCalls(ctx, cl, segs...)
 	settle(inserted, len(cl), err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"math"
 	"strings"
 	"sync"
@@ -170,23 +169,20 @@ func (t *totals) load(ctx context.Context, st CallStore) error {
 
 // add adds calls' cost and tokens to the totals, or changes nothing and
 // returns an error naming the record when a sum would overflow.
-func (t *totals) add(record string, cl ...calls.Call) error {
+func (t *totals) add(where func(i int) string, cl []store.TraceCall) error {
 	cost, tokens := t.cost, t.tokens
-	for i, c := range cl {
-		where := record
-		if len(cl) > 1 {
-			where = fmt.Sprintf("%s row %d", record, i)
-		}
+	for i := range cl {
+		c := &cl[i].Call
 		var ok bool
 		if cost, ok = addInt64(cost, c.CostMicroUSD); !ok {
-			return fmt.Errorf("%s: field cost_microusd %d: %w", where, c.CostMicroUSD, ErrOverflow)
+			return fmt.Errorf("%s: field cost_microusd %d: %w", where(i), c.CostMicroUSD, ErrOverflow)
 		}
-		for _, n := range []uint64{c.InputTokens, c.OutputTokens} {
+		for _, n := range [2]uint64{c.InputTokens, c.OutputTokens} {
 			if n > math.MaxInt64 {
-				return fmt.Errorf("%s: token count %d: %w", where, n, ErrOverflow)
+				return fmt.Errorf("%s: token count %d: %w", where(i), n, ErrOverflow)
 			}
 			if tokens, ok = addInt64(tokens, int64(n)); !ok {
-				return fmt.Errorf("%s: tokens %d: %w", where, n, ErrOverflow)
+				return fmt.Errorf("%s: tokens %d: %w", where(i), n, ErrOverflow)
 			}
 		}
 	}
@@ -229,15 +225,11 @@ func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, t
 
 // addTotals adds calls to the running totals or returns a permanent error
 // naming record when a sum would overflow.
-func (h *TraceHandler) addTotals(record string, cl []store.TraceCall) error {
+func (h *TraceHandler) addTotals(where func(i int) string, cl []store.TraceCall) error {
 	t := &h.totals
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cs := make([]calls.Call, len(cl))
-	for i := range cl {
-		cs[i] = cl[i].Call
-	}
-	if err := t.add(record, cs...); err != nil {
+	if err := t.add(where, cl); err != nil {
 		return consumer.Permanent("cost or token sum overflow", err)
 	}
 	return nil
