@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/rag"
-	"github.com/verdryx/verdryx/strictjson"
 )
 
 // Asker answers RAG questions (rag.Pipeline implements it).
@@ -113,7 +114,7 @@ func parseQuestion(data []byte) (string, error) {
 	s := strings.TrimSpace(string(data))
 	if strings.HasPrefix(s, "{") {
 		var req AskRequest
-		if err := strictjson.Decode(data, &req); err != nil {
+		if err := calls.DecodeStrict(data, &req); err != nil {
 			return "", errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)

@@ -14,7 +14,6 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/store"
-	"github.com/verdryx/verdryx/strictjson"
 )
 
 // DefaultReplyPrefixes are the subject patterns an eval reply may be
@@ -96,7 +95,7 @@ func CheckAgentID(id string) error {
 // fields and trailing data are errors, agent_id must be canonical.
 func DecodeEvalRequest(data []byte) (EvalRequest, error) {
 	var req EvalRequest
-	if err := strictjson.Decode(data, &req); err != nil {
+	if err := calls.DecodeStrict(data, &req); err != nil {
 		return req, err
 	}
 	return req, CheckAgentID(req.AgentID)
@@ -106,7 +105,7 @@ func DecodeEvalRequest(data []byte) (EvalRequest, error) {
 // trailing data are errors; free-form data goes in "attributes".
 func DecodeCallRecord(data []byte) (CallRecord, error) {
 	var rec CallRecord
-	if err := strictjson.Decode(data, &rec); err != nil {
+	if err := calls.DecodeStrict(data, &rec); err != nil {
 		return rec, err
 	}
 	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse

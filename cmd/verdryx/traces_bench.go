@@ -17,6 +17,7 @@ import (
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -147,7 +148,7 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		tracesResetPeakRSS()
 		t0 = time.Now()
 		r, _ := outcome.NewReducer(outcome.Options{})
-		st, err := consumer.ReduceSegments(ctx, segs, 0, r, consumer.DirOptions{Strict: true})
+		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true})
 		if err != nil {
 			return fmt.Errorf("bench traces: reduce: %w", err)
 		}
