@@ -37,7 +37,7 @@ func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain
 	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, nil)
 	require.NoError(t, err)
 	h := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Events: chain, Version: "test"}, Roots: testdataRoot(t), NC: e.nc, Log: testLogger(t)}
-	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	return chain, stop
 }
 

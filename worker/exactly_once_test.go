@@ -219,7 +219,7 @@ func TestEvalRefusalStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
 	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1,
-		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	req := evalReq("req-bad-baseline")
 	req.BaselineID = "no-such-baseline"
 	rep := e.request(req)
@@ -315,7 +315,7 @@ func TestDeadLettersListAndRedriveOnce(t *testing.T) {
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	handler := &switchable{inner: &TraceHandler{Store: st}}
 	runPuller(t, e.traces, handler, consumer.PullOptions{Name: "traces",
-		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	ctx := testCtx(t, 10*time.Second)
 	// Refused while a (simulated) bad deployment rejects everything.
 	handler.refuse.Store(true)

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // TailForwarder follows an NDJSON file and forwards what it reads. Each line
@@ -116,12 +116,6 @@ func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte
 
 func (f *TailForwarder) deadLetter(ctx context.Context, data []byte, id, reason string) error {
 	f.logger().Warn("tailed line dead-lettered", "reason", reason)
-	m := nats.NewMsg(f.Subjects.DeadLetter)
-	m.Data = data
-	m.Header.Set(consumer.HeaderDeadReason, reason)
-	m.Header.Set(consumer.HeaderDeadSubject, "tail")
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := f.JS.PublishMsg(pctx, m, jetstream.WithMsgID("dead-"+id))
-	return err
+	dead := producer.DeadLetterPublisher{JS: f.JS, Subject: f.Subjects.DeadLetter}
+	return dead.Publish(ctx, producer.DeadLetter{Data: data, Subject: "tail", ID: id, Reason: reason})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // TestTailForwarder: envelopes go to the tail subject, call records to the
@@ -53,7 +54,7 @@ func TestTailForwarder(t *testing.T) {
 	require.Equal(t, string(ev), string(m.Data))
 	m, err = deadSub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "line 3: malformed JSON")
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "line 3: malformed JSON")
 	waitStored(t, st, 1)
 
 	// Restart: the offset is persisted, so no line is handled (hence none

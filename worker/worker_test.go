@@ -19,6 +19,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -342,7 +343,7 @@ func waitDrained(t *testing.T, cons jetstream.Consumer) {
 func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	dead := &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}
+	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
 	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", DeadLetter: dead})
 
 	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
@@ -361,11 +362,11 @@ func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 
 	m, err := sub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "malformed trace record")
-	require.Equal(t, e.subjects.Traces, m.Header.Get(consumer.HeaderDeadSubject))
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
+	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
 	m, err = sub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "field decision: missing")
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
 	waitStored(t, st, 1)
 }
 

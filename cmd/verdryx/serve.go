@@ -304,7 +304,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tracesOK.Store(true)
 	evalOK.Store(true)
 	isReady := func() bool { return ready.Load() && tracesOK.Load() && evalOK.Load() }
-	dead := &consumer.DeadLetterPublisher{JS: js, Subject: subjects.DeadLetter}
+	dead := worker.PullDeadLetters(&producer.DeadLetterPublisher{JS: js, Subject: subjects.DeadLetter})
 
 	deps := grading.Deps{Store: st, Events: sinks, Version: version, Logger: logger}
 	if spans != nil {
