@@ -44,7 +44,7 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 
 	// And what was stored reduces exactly as the directory does.
 	stStore := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: stStore}, consumer.PullOptions{Name: "traces", Batch: 256})
+	runPuller(t, e.traces, NewTraceHandler(stStore, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 256})
 	waitStored(t, stStore, 4000)
 	waitDrained(t, e.traces)
 	var direct []calls.Call

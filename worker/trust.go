@@ -119,25 +119,25 @@ func DecodeCallRecord(data []byte) (CallRecord, error) {
 // files returns the confined reader of an eval handler: Files, or one over
 // Roots with the default limits.
 func (h *EvalHandler) files() *confine.Reader {
-	if h.Files != nil {
-		return h.Files
+	if h.opts.Files != nil {
+		return h.opts.Files
 	}
-	return &confine.Reader{Roots: h.Roots}
+	return &confine.Reader{Roots: h.opts.Roots}
 }
 
 // confinedDeps returns the grading deps with every file read confined.
 func (h *EvalHandler) confinedDeps() grading.Deps {
-	d := h.Deps
+	d := h.deps
 	d.ReadFile = h.files().ReadFile
 	return d
 }
 
 // files returns the confined reader of a trace handler.
 func (h *TraceHandler) files() *confine.Reader {
-	if h.Files != nil {
-		return h.Files
+	if h.opts.Files != nil {
+		return h.opts.Files
 	}
-	return &confine.Reader{Roots: h.Roots}
+	return &confine.Reader{Roots: h.opts.Roots}
 }
 
 // ErrOverflow marks a record whose cost or tokens would overflow the
@@ -210,7 +210,7 @@ func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, t
 	t := &h.totals
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.load(ctx, h.Store); err != nil {
+	if err := t.load(ctx, h.store); err != nil {
 		return nil, err
 	}
 	cost, tokens := t.cost, t.tokens

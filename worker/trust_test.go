@@ -50,9 +50,9 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	roots := append(testdataRoot(t), root)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	evalH := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Version: "test"}, Roots: roots, NC: e.nc, Log: testLogger(t)}
+	evalH := NewEvalHandler(st, grading.Deps{Store: st, Version: "test"}, e.nc, EvalOptions{Roots: roots, Logger: testLogger(t)})
 	runPuller(t, e.eval, evalH, consumer.PullOptions{Name: "eval", Batch: 1, DeadLetter: dead, Logger: testLogger(t)})
-	runPuller(t, e.traces, &TraceHandler{Store: st, Roots: roots}, consumer.PullOptions{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{Roots: roots}), consumer.PullOptions{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
 
 	deadSub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)

@@ -224,7 +224,7 @@ func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
 	cl := sampleCalls()
 	want := reportOf(t, cl)
 
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 16})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 16})
 	e.publishCalls(cl, "a")
 	waitStored(t, st, int64(len(cl)))
 	require.Equal(t, want, storeReport(t, st))
@@ -258,7 +258,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 
 	// First worker: commits, "crashes" before acking three batches, then
 	// is stopped mid-stream.
-	crashing := &crashAfterCommit{inner: &TraceHandler{Store: st}}
+	crashing := &crashAfterCommit{inner: NewTraceHandler(st, TraceOptions{})}
 	stop := runPuller(t, e.traces, crashing, consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
 	e.publishWithCallIDs(cl[:100], "call", "a", 0)
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
@@ -273,7 +273,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	// Restarted worker on the same durable consumer; the rest arrives, and
 	// the whole set is published again under new message ids (a duplicate
 	// replay that JetStream's own dedupe cannot catch: the call ids can).
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 8})
 	e.publishWithCallIDs(cl[100:], "call", "b", 100)
 	e.publishWithCallIDs(cl, "call", "dup", 0)
 	waitStored(t, st, int64(len(cl)))
@@ -293,7 +293,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 	require.Len(t, cl, 9)
 	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
 	e.publishCalls(cl, "eq")
 	waitStored(t, st, int64(len(cl)))
 	waitDrained(t, e.traces)
@@ -303,7 +303,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
 	ctx := testCtx(t, 10*time.Second)
 	// The same record twice (other key order and spacing), no message id:
 	// one call. A different record: a second call.
@@ -344,7 +344,7 @@ func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", DeadLetter: dead})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", DeadLetter: dead})
 
 	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)

@@ -146,7 +146,7 @@ func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return inputError(err)
 	}
-	store := index.NewStore(rf.data, nil)
+	store := index.NewStore(rf.data, index.StoreOptions{})
 	if err := store.Preflight(); err != nil { // before paying for embeddings
 		return inputError(err)
 	}
@@ -171,12 +171,12 @@ func indexList(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	list, err := index.NewStore(*data, nil).List()
+	list, err := index.NewStore(*data, index.StoreOptions{}).List()
 	if err != nil {
 		return inputError(err)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, nil).Dir())
+		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, index.StoreOptions{}).Dir())
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -213,7 +213,7 @@ func indexGC(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *keep < 0 {
 		return usageErrorf("index gc: --keep must not be negative")
 	}
-	removed, err := index.NewStore(*data, nil).Prune(*keep)
+	removed, err := index.NewStore(*data, index.StoreOptions{}).Prune(*keep)
 	for _, id := range removed {
 		fmt.Fprintf(stdout, "removed %s\n", id)
 	}
@@ -238,7 +238,7 @@ func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
 	}
-	store := index.NewStore(rf.data, nil)
+	store := index.NewStore(rf.data, index.StoreOptions{})
 	corpusPath := rf.corpus
 	if corpusPath == "" {
 		if *memory {

@@ -122,7 +122,7 @@ func serveAskCorpus(flag, dataDir string, logger *slog.Logger) string {
 		}
 		return flag
 	}
-	path, m, err := index.NewStore(dataDir, logger).ActiveCorpus()
+	path, m, err := index.NewStore(dataDir, index.StoreOptions{Logger: logger}).ActiveCorpus()
 	switch {
 	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
 		logger.Info("rag asks disabled: no --rag.corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
@@ -253,14 +253,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The instance id: one live worker per id (its chain subject).
 	absData, _ := filepath.Abs(*dataDir)
 	host, _ := os.Hostname()
-	lease, err := worker.AcquireLease(ctx, js, *instance, host+":"+absData, 0, logger)
+	lease, err := worker.AcquireLease(ctx, js, *instance, host+":"+absData, worker.LeaseOptions{Logger: logger})
 	if err != nil {
 		return inputError(fmt.Errorf("--instance: %w", err))
 	}
 	defer lease.Release()
 
 	// Sinks: this instance's chain on NATS, the chained file, spans.
-	chain, err := producer.NewNATSChain(ctx, js, subjects.EventsStream, subjects.Events+"."+*instance, logger)
+	chain, err := producer.NewNATSChain(ctx, js, subjects.EventsStream, subjects.Events+"."+*instance, producer.ChainOptions{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -315,14 +315,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	evalH := &worker.EvalHandler{Store: st, Deps: deps, Roots: absRoots, NC: nc, Log: logger, Claims: claims,
+	evalH := worker.NewEvalHandler(st, deps, nc, worker.EvalOptions{Roots: absRoots, Logger: logger, Claims: claims,
 		Files: secf.files(absRoots), Replies: secf.replyPolicy(*subjects),
 		OnResult: func(req worker.EvalRequest, res grading.Result) {
 			metrics.EvalRuns.WithLabelValues("ok").Inc()
 			metrics.ChainLength.Set(float64(chain.Len()))
 			printEvalResult(stdout, req, res)
-		}}
-	tracesPull, err := consumer.NewPuller(tracesCons, &worker.TraceHandler{Store: st, Roots: absRoots, Files: secf.files(absRoots)},
+		}})
+	tracesPull, err := consumer.NewPuller(tracesCons, worker.NewTraceHandler(st, worker.TraceOptions{Roots: absRoots, Files: secf.files(absRoots)}),
 		consumer.PullOptions{Name: "traces", Batch: 512, Logger: logger, Counters: metrics, DeadLetter: dead, Healthy: tracesOK.Store})
 	if err != nil {
 		return err
@@ -358,8 +358,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return inputError(fmt.Errorf("--rag.corpus: %w", err))
 		}
-		asks := &worker.AskServer{NC: nc, Subject: subjects.RAGAsk, Asker: pipe, Log: logger, Replies: secf.replyPolicy(*subjects),
-			Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }}
+		asks := worker.NewAskServer(nc, subjects.RAGAsk, pipe, worker.AskOptions{Logger: logger, Replies: secf.replyPolicy(*subjects),
+			Asked: func(ok bool) { metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }})
 		actx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
 	}
@@ -375,12 +375,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		t, err := consumer.NewTailer(*tailPath, consumer.TailOptions{
 			StatePath: filepath.Join(stateDir, hex.EncodeToString(sum[:8])+".offset"), FromStart: true, Once: *once,
-		}, logger)
+			Logger: logger,
+		})
 		if err != nil {
 			return inputError(fmt.Errorf("--tail: %w", err))
 		}
-		fw := &worker.TailForwarder{Tailer: t, JS: js, Subjects: *subjects, Log: logger,
-			Counted: func(class string) { metrics.TailLines.WithLabelValues(class).Inc() }}
+		fw := worker.NewTailForwarder(t, js, *subjects, worker.ForwardOptions{Logger: logger,
+			Counted: func(class string) { metrics.TailLines.WithLabelValues(class).Inc() }})
 		tctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error {
 			defer close(tailDone)

@@ -115,7 +115,7 @@ func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	counter := &ackCounter{}
-	p, err := consumer.NewPuller(traces, &worker.TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: *batch, Counters: counter})
+	p, err := consumer.NewPuller(traces, worker.NewTraceHandler(st, worker.TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: *batch, Counters: counter})
 	if err != nil {
 		return err
 	}
