@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
@@ -183,30 +183,13 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// tracesResetPeakRSS returns freed memory to the OS and resets VmHWM (Linux: "5"
-// to /proc/self/clear_refs), so the next reading is the next pass's peak.
+// tracesResetPeakRSS returns freed memory to the OS and resets VmHWM, so
+// the next reading is the next pass's peak.
 func tracesResetPeakRSS() {
 	runtime.GC()
 	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	rss.ResetPeak()
 }
 
-// tracesPeakRSSMiB reads VmHWM from /proc/self/status; 0 where unavailable.
-func tracesPeakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, err := strconv.ParseFloat(f[0], 64)
-				if err == nil {
-					return kb / 1024
-				}
-			}
-		}
-	}
-	return 0
-}
+// tracesPeakRSSMiB is the peak resident set in MiB; 0 where unavailable.
+func tracesPeakRSSMiB() float64 { return float64(rss.Peak()) / (1 << 20) }
