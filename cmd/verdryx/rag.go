@@ -375,6 +375,26 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	rep, err := runMutations(ctx, set, corpus, p)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := writeEvalJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printMutate(stdout, rep)
+	}
+	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
+		return failed()
+	}
+	return nil
+}
+
+// runMutations grades every golden case of set unmutated and under each
+// named mutation, answered by p over corpus.
+func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (mutateReport, error) {
 	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}}
 	for _, c := range set.Cases {
 		gc, ok := set.RAGGolden(c.ID)
@@ -384,7 +404,7 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rep.Cases++
 		rec, err := p.Ask(ctx, gc.Question)
 		if err != nil {
-			return fmt.Errorf("case %s: %w", c.ID, err)
+			return rep, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
 			rep.BaseFailures = append(rep.BaseFailures, mutateResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
@@ -412,17 +432,7 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	if *asJSON {
-		if err := writeEvalJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		printMutate(stdout, rep)
-	}
-	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
-		return failed()
-	}
-	return nil
+	return rep, nil
 }
 
 // inlineRAGSet builds an eval set of every case of a golden file.

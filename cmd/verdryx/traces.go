@@ -239,7 +239,13 @@ func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	if tf.asJSON {
+	return printSLO(stdout, rep, st, tf.asJSON, *events, written)
+}
+
+// printSLO prints the SLO report with the replay counts and the events
+// appended to eventsPath.
+func printSLO(stdout io.Writer, rep *outcome.SLOReport, st replay.DirStats, asJSON bool, eventsPath string, written int) error {
+	if asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.SLOReport
 			Traces        replay.DirStats `json:"traces"`
@@ -250,8 +256,8 @@ func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad; %d runs", st.Segments, len(st.Failed), rep.Subjects[0].Runs)
-	if *events != "" {
-		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, *events)
+	if eventsPath != "" {
+		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, eventsPath)
 	}
 	fmt.Fprintln(stdout)
 	return nil
