@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/verdryx/verdryx/strictjson"
 )
 
 // CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
@@ -129,7 +127,7 @@ func ReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
 			continue
 		}
 		var rec CallRecord
-		if err := strictjson.Decode(b, &rec); err != nil {
+		if err := DecodeStrict(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {

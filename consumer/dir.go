@@ -2,17 +2,15 @@ package consumer
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/calls"
 )
 
 // Segment is one TokenFuse segment file of a directory.
@@ -84,80 +82,6 @@ func ListSegments(dir string) (segs []Segment, ignored int, err error) {
 		return cmp.Or(cmp.Compare(a.Nanos, b.Nanos), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.PID, b.PID))
 	})
 	return segs, ignored, nil
-}
-
-// DirOptions configures a directory replay.
-type DirOptions struct {
-	// Strict makes the first bad segment fatal. Otherwise a bad segment is
-	// recorded in DirStats.Failed and the replay goes on.
-	Strict bool
-	// OnSegment, if non-nil, is called after each segment (read or failed)
-	// with the segment; for progress reporting.
-	OnSegment func(Segment)
-}
-
-// SegmentFailure is a segment the replay skipped.
-type SegmentFailure struct {
-	File string `json:"file"`
-	Err  error  `json:"-"`
-	// Reason is Err's message.
-	Reason string `json:"error"`
-}
-
-// DirStats counts a directory replay.
-type DirStats struct {
-	Segments int              `json:"segments"`
-	Rows     int64            `json:"rows"`
-	Bytes    int64            `json:"bytes"`
-	Ignored  int              `json:"ignored_files"`
-	Failed   []SegmentFailure `json:"failed_segments"`
-}
-
-// ReduceDir replays every segment of dir, in name order, into r. Each
-// segment is folded all or nothing (r.Begin/Commit/Rollback), so a segment
-// that fails halfway leaves no trace in r. Memory is one batch plus the
-// reducer's per-run state: no file is held whole. ReduceDir returns early
-// with ctx's error when ctx is done.
-func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
-	segs, ignored, err := ListSegments(dir)
-	if err != nil {
-		return DirStats{}, err
-	}
-	return ReduceSegments(ctx, segs, ignored, r, opts)
-}
-
-// ReduceSegments is ReduceDir over a listed set of segments.
-func ReduceSegments(ctx context.Context, segs []Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
-	st := DirStats{Ignored: ignored}
-	sc := NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
-	for _, seg := range segs {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		var rows int64
-		r.Begin()
-		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
-			rows += int64(b.Len)
-			r.AddBatch(b)
-			return nil
-		})
-		if err != nil {
-			r.Rollback()
-			if opts.Strict {
-				return st, err
-			}
-			st.Failed = append(st.Failed, SegmentFailure{File: filepath.Base(seg.Path), Err: err, Reason: err.Error()})
-		} else {
-			r.Commit()
-			st.Segments++
-			st.Rows += rows
-			st.Bytes += seg.Size
-		}
-		if opts.OnSegment != nil {
-			opts.OnSegment(seg)
-		}
-	}
-	return st, nil
 }
 
 // ReadSegment calls fn with every call of the segment at path, in row

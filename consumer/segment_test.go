@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"github.com/verdryx/verdryx/calls"
 	"os"
@@ -46,19 +45,6 @@ type segStringCost struct {
 	OutputTokens uint64 `parquet:"output_tokens"`
 	CostMicroUSD string `parquet:"cost_microusd"`
 	Step         uint32 `parquet:"step"`
-}
-
-// segPlain has no dictionary encoding: strings take the plain path.
-type segPlain struct {
-	TSMillis     int64  `parquet:"ts_millis"`
-	RunID        string `parquet:"run_id,plain"`
-	Model        string `parquet:"model,plain"`
-	Decision     string `parquet:"decision,plain"`
-	InputTokens  uint64 `parquet:"input_tokens"`
-	OutputTokens uint64 `parquet:"output_tokens"`
-	CostMicroUSD int64  `parquet:"cost_microusd"`
-	Step         uint32 `parquet:"step"`
-	Outcome      string `parquet:"outcome,optional,plain"`
 }
 
 func segReduceFile(t *testing.T, path string) error {
@@ -108,39 +94,6 @@ func TestSegmentBadFiles(t *testing.T) {
 	}
 }
 
-func TestReduceDirStrictAndLenient(t *testing.T) {
-	dir := segFixtureDir("corrupt")
-	r, err := outcome.NewReducer(outcome.Options{})
-	require.NoError(t, err)
-	_, err = ReduceDir(context.Background(), dir, r, DirOptions{Strict: true})
-	require.ErrorIs(t, err, ErrCorrupt)
-	require.Contains(t, err.Error(), "row group 1")
-
-	r, err = outcome.NewReducer(outcome.Options{})
-	require.NoError(t, err)
-	var seen []string
-	st, err := ReduceDir(context.Background(), dir, r, DirOptions{OnSegment: func(s Segment) { seen = append(seen, filepath.Base(s.Path)) }})
-	require.NoError(t, err)
-	require.Equal(t, 1, st.Segments)
-	require.Len(t, st.Failed, 1)
-	require.Equal(t, "calls-9-20-00000002.parquet", st.Failed[0].File)
-	require.Len(t, seen, 2)
-	// Row group 0 of the bad segment (run c2) was read before row group 1
-	// failed; it must have been rolled back.
-	rep := r.Report()
-	require.Equal(t, int64(1), rep.Groups[0].Overall.Runs)
-	require.Equal(t, int64(1), rep.Stats.Calls)
-}
-
-func TestReduceDirCanceled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r, err := outcome.NewReducer(outcome.Options{})
-	require.NoError(t, err)
-	_, err = ReduceDir(ctx, segFixtureDir("split"), r, DirOptions{})
-	require.ErrorIs(t, err, context.Canceled)
-}
-
 func TestReadSegmentRoundTrip(t *testing.T) {
 	for _, fx := range tracegen.Fixtures() {
 		for _, s := range fx.Segments {
@@ -182,34 +135,6 @@ func TestReadSegmentStopsOnCallbackError(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
-func TestSegmentPlainStringsAndPages(t *testing.T) {
-	dir := t.TempDir()
-	var rows []segPlain
-	for i := range 3000 {
-		run := []string{"p1", "p2", "p3"}[i%3]
-		row := segPlain{TSMillis: int64(i), RunID: run, Model: "m", Decision: "allow", CostMicroUSD: 1, Step: uint32(i / 3)}
-		if i/3 == 999 {
-			row.Outcome = map[string]string{"p1": "case_resolved", "p2": "abandoned", "p3": ""}[run]
-		}
-		rows = append(rows, row)
-	}
-	path := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
-	segWriteRows(t, path, rows, parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(700))
-	r, err := outcome.NewReducer(outcome.Options{})
-	require.NoError(t, err)
-	st, err := ReduceDir(context.Background(), dir, r, DirOptions{Strict: true})
-	require.NoError(t, err)
-	require.Equal(t, int64(3000), st.Rows)
-	rep := r.Report()
-	var tags []string
-	for _, o := range rep.Groups[0].Outcomes {
-		tags = append(tags, o.Outcome)
-		require.Equal(t, int64(1000), o.Calls)
-		require.Equal(t, int64(1000), o.TotalCostMicroUSD)
-	}
-	require.Equal(t, "abandoned,case_resolved,(untagged)", strings.Join(tags, ","))
-}
-
 func TestParseSegmentName(t *testing.T) {
 	cases := []struct {
 		name            string
@@ -236,44 +161,7 @@ func TestParseSegmentName(t *testing.T) {
 	}
 }
 
-// BenchmarkReduce measures the full reduction (page reading, interning,
-// per-run folding, report and SLOs) over a generated 1M-row directory: large
-// enough for several row groups and thousands of runs, small enough to build
-// in about a second. `verdryx bench traces` runs the 10M-row version.
-func BenchmarkReduce(b *testing.B) {
-	dir := b.TempDir()
-	opts := tracegen.DefaultFleetOptions()
-	opts.Rows = 1_000_000
-	opts.SegmentRows = 500_000
-	opts.RowGroupRows = 250_000
-	if _, err := tracegen.GenerateFleet(dir, opts); err != nil {
-		b.Fatal(err)
-	}
-	segs, _, err := ListSegments(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var size int64
-	for _, s := range segs {
-		size += s.Size
-	}
-	b.SetBytes(size)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		r, _ := outcome.NewReducer(outcome.Options{})
-		if _, err := ReduceSegments(context.Background(), segs, 0, r, DirOptions{Strict: true}); err != nil {
-			b.Fatal(err)
-		}
-		r.Report()
-		if _, err := r.SLO(outcome.DefaultSLOOptions(), nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(opts.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
-// BenchmarkPageScan is the floor BenchmarkReduce is compared with: the same
+// BenchmarkPageScan is the floor outcome/replay.BenchmarkReduce is compared with: the same
 // columns read page by page, values summed, nothing else.
 func BenchmarkPageScan(b *testing.B) {
 	dir := b.TempDir()
@@ -363,4 +251,26 @@ func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
 	var have []calls.Call
 	require.NoError(t, ReadSegment(path, func(c calls.Call) error { have = append(have, c); return nil }))
 	require.Equal(t, want, have)
+}
+
+func segFixtureDir(name string) string { return filepath.Join("..", "testdata", "traces", name) }
+
+func TestTraceFixtureIgnoresOtherFiles(t *testing.T) {
+	segs, ignored, err := ListSegments(segFixtureDir("rowgroups"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	// README.txt, two misnamed .parquet files and the two golden files.
+	require.Equal(t, 5, ignored)
+}
+
+func TestTraceFixtureSegmentOrder(t *testing.T) {
+	segs, _, err := ListSegments(segFixtureDir("split"))
+	require.NoError(t, err)
+	var names []string
+	for _, s := range segs {
+		names = append(names, filepath.Base(s.Path))
+	}
+	// nanos 0xff sorts before 0x100 although "100" < "ff" as text.
+	require.Equal(t, []string{"calls-1-ff-00000001.parquet", "calls-1-100-00000000.parquet"}, names)
+	require.True(t, strings.Compare(names[1], names[0]) < 0)
 }

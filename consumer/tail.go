@@ -57,6 +57,8 @@ type TailOptions struct {
 	// stops), so a crash may re-deliver up to N lines. Each save costs two
 	// fsyncs; batching is faster but handle must then be idempotent.
 	CommitEvery int
+	// Logger receives the tailer's logs; nil discards them.
+	Logger *slog.Logger
 }
 
 func (o TailOptions) withDefaults() (TailOptions, error) {
@@ -125,8 +127,8 @@ type Tailer struct {
 	lines, oversize, truncations, rotations, commits, partial atomic.Int64
 }
 
-// NewTailer returns a tailer for the file at path. A nil logger discards.
-func NewTailer(path string, opts TailOptions, logger *slog.Logger) (*Tailer, error) {
+// NewTailer returns a tailer for the file at path.
+func NewTailer(path string, opts TailOptions) (*Tailer, error) {
 	if path == "" {
 		return nil, errors.New("tail: empty file path")
 	}
@@ -134,6 +136,7 @@ func NewTailer(path string, opts TailOptions, logger *slog.Logger) (*Tailer, err
 	if err != nil {
 		return nil, err
 	}
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -82,7 +82,7 @@ func startTail(t *testing.T, path string, opts TailOptions, c *tailCollector) *t
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Millisecond
 	}
-	tl, err := NewTailer(path, opts, nil)
+	tl, err := NewTailer(path, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -405,7 +405,7 @@ func TestTailHandleErrorStopsUncommitted(t *testing.T) {
 	tailAppend(t, path, tailNumbered(1, 5))
 	boom := errors.New("boom")
 	var seen []string
-	tl, err := NewTailer(path, TailOptions{StatePath: state, FromStart: true}, nil)
+	tl, err := NewTailer(path, TailOptions{StatePath: state, FromStart: true})
 	require.NoError(t, err)
 	err = tl.Run(context.Background(), func(_ context.Context, ln Line) error {
 		if ln.Number == 3 {
@@ -446,14 +446,14 @@ func TestTailErrors(t *testing.T) {
 		{"a directory", dir, TailOptions{Once: true}, "not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl, err := NewTailer(tc.path, tc.opts, nil)
+			tl, err := NewTailer(tc.path, tc.opts)
 			require.NoError(t, err)
 			err = tl.Run(context.Background(), noop)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := NewTailer(path, TailOptions{MaxLineBytes: -1}, nil)
+	_, err := NewTailer(path, TailOptions{MaxLineBytes: -1})
 	assert.Error(t, err)
 }
 
@@ -482,8 +482,8 @@ func TestTailWaitsForMissingFile(t *testing.T) {
 	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "later.ndjson")
 	waits := &atomic.Int64{}
-	tl, err := NewTailer(path, TailOptions{FromStart: true, PollInterval: 2 * time.Millisecond},
-		slog.New(tailLogSeen{msg: "waiting for the file to appear", n: waits}))
+	tl, err := NewTailer(path, TailOptions{FromStart: true, PollInterval: 2 * time.Millisecond,
+		Logger: slog.New(tailLogSeen{msg: "waiting for the file to appear", n: waits})})
 	require.NoError(t, err)
 	c := &tailCollector{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -536,7 +536,7 @@ func BenchmarkTail(b *testing.B) {
 					opts.StatePath = state
 					require.NoError(b, os.RemoveAll(state))
 				}
-				tl, err := NewTailer(src, opts, nil)
+				tl, err := NewTailer(src, opts)
 				require.NoError(b, err)
 				err = tl.Run(context.Background(), func(_ context.Context, ln Line) error {
 					n += len(ln.Bytes) & 1

@@ -125,8 +125,15 @@ type Store struct {
 	logger *slog.Logger
 }
 
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Logger receives the store's logs; nil discards them.
+	Logger *slog.Logger
+}
+
 // NewStore returns the store under dataDir (it creates nothing).
-func NewStore(dataDir string, logger *slog.Logger) *Store {
+func NewStore(dataDir string, opts StoreOptions) *Store {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

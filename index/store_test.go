@@ -49,7 +49,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 
 func TestStoreRoundTrip(t *testing.T) {
 	data := t.TempDir()
-	s := NewStore(data, nil)
+	s := NewStore(data, StoreOptions{})
 	_, err := s.ActiveID()
 	require.ErrorIs(t, err, ErrNoActive)
 
@@ -76,7 +76,7 @@ func TestStoreRoundTrip(t *testing.T) {
 }
 
 func TestStoreRefusesStale(t *testing.T) {
-	s := NewStore(t.TempDir(), nil)
+	s := NewStore(t.TempDir(), StoreOptions{})
 	saveSmall(t, s, time.Unix(1, 0))
 	for _, tc := range []struct {
 		name string
@@ -168,7 +168,7 @@ func TestStoreLoadValidates(t *testing.T) {
 		}, "not 32 lowercase hex"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewStore(t.TempDir(), nil)
+			s := NewStore(t.TempDir(), StoreOptions{})
 			m := saveSmall(t, s, time.Unix(1, 0))
 			if tc.setup == nil {
 				d := append([]float32(nil), good...)
@@ -192,20 +192,20 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 		data := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(data, "index"), 0o755))
 		require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(data, "index", "generations")))
-		_, err := NewStore(data, nil).Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, time.Now())
+		_, err := NewStore(data, StoreOptions{}).Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, time.Now())
 		require.ErrorIs(t, err, ErrUnsafePath)
 		assert.Contains(t, err.Error(), "symbolic link")
 	})
 	t.Run("index is a file", func(t *testing.T) {
 		data := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(data, "index"), nil, 0o644))
-		err := NewStore(data, nil).Preflight()
+		err := NewStore(data, StoreOptions{}).Preflight()
 		require.ErrorIs(t, err, ErrUnsafePath)
 		assert.Contains(t, err.Error(), "not a directory")
 	})
 	t.Run("generation dir symlink", func(t *testing.T) {
 		data := t.TempDir()
-		s := NewStore(data, nil)
+		s := NewStore(data, StoreOptions{})
 		m := saveSmall(t, s, time.Unix(1, 0))
 		dir := filepath.Join(s.Dir(), "generations", m.ID)
 		moved := filepath.Join(t.TempDir(), "moved")
@@ -216,7 +216,7 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 	})
 	t.Run("active symlink", func(t *testing.T) {
 		data := t.TempDir()
-		s := NewStore(data, nil)
+		s := NewStore(data, StoreOptions{})
 		saveSmall(t, s, time.Unix(1, 0))
 		p := filepath.Join(s.Dir(), activeFile)
 		target := filepath.Join(t.TempDir(), "a.json")
@@ -230,7 +230,7 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 }
 
 func TestStoreListAndPrune(t *testing.T) {
-	s := NewStore(t.TempDir(), nil)
+	s := NewStore(t.TempDir(), StoreOptions{})
 	var ids []string
 	for i := range 4 {
 		ids = append(ids, saveSmall(t, s, time.Unix(int64(100+i), 0)).ID)
@@ -265,7 +265,7 @@ func TestStoreListAndPrune(t *testing.T) {
 // over while another goroutine saves new ones: every load must succeed and
 // return one complete generation (rows matching its manifest), never a mix.
 func TestReadersSeeCompleteGenerations(t *testing.T) {
-	s := NewStore(t.TempDir(), nil)
+	s := NewStore(t.TempDir(), StoreOptions{})
 	saveSmall(t, s, time.Unix(1, 0))
 	want := map[string]string{} // generation id -> index fingerprint
 	done := make(chan struct{})
@@ -311,7 +311,7 @@ func TestReadersSeeCompleteGenerations(t *testing.T) {
 // publication leaves (a staging directory with a partial file): the
 // previous generation stays active and listing ignores the leftover.
 func TestInterruptedSaveKeepsPreviousGeneration(t *testing.T) {
-	s := NewStore(t.TempDir(), nil)
+	s := NewStore(t.TempDir(), StoreOptions{})
 	m := saveSmall(t, s, time.Unix(1, 0))
 	staging := filepath.Join(s.Dir(), "generations", ".staging-123")
 	require.NoError(t, os.MkdirAll(staging, 0o755))
@@ -329,7 +329,7 @@ func TestInterruptedSaveKeepsPreviousGeneration(t *testing.T) {
 // longer matches the manifest.
 func TestStoreRecordsCorpus(t *testing.T) {
 	data := t.TempDir()
-	s := NewStore(data, nil)
+	s := NewStore(data, StoreOptions{})
 	_, _, err := s.ActiveCorpus()
 	require.ErrorIs(t, err, ErrNoActive)
 

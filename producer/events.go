@@ -57,9 +57,16 @@ type NATSChain struct {
 	skipped    int64
 }
 
+// ChainOptions configure a NATSChain.
+type ChainOptions struct {
+	// Logger receives the chain's logs; nil discards them.
+	Logger *slog.Logger
+}
+
 // NewNATSChain resumes the chain of subject from the last message stored in
 // stream. It blocks for at most the lookup.
-func NewNATSChain(ctx context.Context, js jetstream.JetStream, stream, subject string, logger *slog.Logger) (*NATSChain, error) {
+func NewNATSChain(ctx context.Context, js jetstream.JetStream, stream, subject string, opts ChainOptions) (*NATSChain, error) {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

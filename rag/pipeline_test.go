@@ -97,7 +97,7 @@ func TestAskIsSafeForConcurrentUse(t *testing.T) {
 func TestOpenPersistedAndRefuseStaleBeforeProviders(t *testing.T) {
 	data := t.TempDir()
 	c := loadGrimoire(t)
-	store := index.NewStore(data, nil)
+	store := index.NewStore(data, index.StoreOptions{})
 	idx, err := rag.BuildIndex(context.Background(), c, index.NewHashEmbedder(0))
 	require.NoError(t, err)
 	m, err := store.Save(idx, index.Corpus{Digest: c.Digest()}, index.InfoOf(index.NewHashEmbedder(0)), time.Now())

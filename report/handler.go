@@ -30,16 +30,23 @@ type Handler struct {
 	at      time.Time
 }
 
-// NewHandler returns a Handler around render; ttl <= 0 means 5 s and a
-// nil logger discards.
-func NewHandler(render RenderFunc, ttl time.Duration, logger *slog.Logger) *Handler {
-	if ttl <= 0 {
-		ttl = 5 * time.Second
+// HandlerOptions configure a Handler.
+type HandlerOptions struct {
+	// TTL is how long a rendered page is served from cache; 0 means 5 s.
+	TTL time.Duration
+	// Logger receives render errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewHandler returns a Handler around render.
+func NewHandler(render RenderFunc, opts HandlerOptions) *Handler {
+	if opts.TTL <= 0 {
+		opts.TTL = 5 * time.Second
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{render: render, ttl: ttl, log: logger, now: time.Now}
+	return &Handler{render: render, ttl: opts.TTL, log: opts.Logger, now: time.Now}
 }
 
 // Renders reports how many times the page was rendered (for tests and

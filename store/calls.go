@@ -68,7 +68,7 @@ type Segment struct {
 	Digest string
 	Path   string
 	Rows   int
-	DoneAt string
+	DoneAt time.Time
 }
 
 // AddCalls inserts calls in one transaction, ignoring keys already stored,
@@ -112,7 +112,7 @@ func (s *Store) AddCalls(ctx context.Context, cl []TraceCall, segs ...Segment) (
 	}
 	for _, sg := range segs {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO trace_segments (digest, path, rows, done_at) VALUES (?, ?, ?, ?)`,
-			sg.Digest, sg.Path, sg.Rows, sg.DoneAt); err != nil {
+			sg.Digest, sg.Path, sg.Rows, formatTime(sg.DoneAt)); err != nil {
 			return 0, fmt.Errorf("mark segment %s: %w", sg.Path, err)
 		}
 	}

@@ -107,9 +107,28 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// DB exposes the database handle to other files of this package family
-// (the worker's call state lives in the same file).
-func (s *Store) DB() *sql.DB { return s.db }
+// RunsByRequest counts the stored eval runs of each request id (runs
+// without a request id are left out).
+func (s *Store) RunsByRequest(ctx context.Context) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT request_id, COUNT(*) FROM eval_runs WHERE request_id != '' GROUP BY request_id`)
+	if err != nil {
+		return nil, fmt.Errorf("count eval runs by request: %w", err)
+	}
+	defer rows.Close()
+	runs := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("count eval runs by request: %w", err)
+		}
+		runs[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count eval runs by request: %w", err)
+	}
+	return runs, nil
+}
 
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 

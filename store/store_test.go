@@ -248,3 +248,30 @@ func TestOpenCreatesNoDirectory(t *testing.T) {
 	assert.False(t, errors.Is(err, ErrNewerSchema))
 	assert.NoDirExists(t, filepath.Dir(path))
 }
+
+func TestRunsByRequest(t *testing.T) {
+	st, _ := openTest(t)
+	ctx := context.Background()
+	for i, req := range []string{"req-a", "req-b", "req-a", ""} {
+		r := sampleRun(string(rune('1'+i)), "agent://a.example/x", t0.Add(time.Duration(i)*time.Minute), 1)
+		r.RequestID = req
+		require.NoError(t, st.SaveRun(ctx, r))
+	}
+	have, err := st.RunsByRequest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"req-a": 2, "req-b": 1}, have)
+}
+
+func TestSegmentDoneAtIsStoredInTheStoreTimeFormat(t *testing.T) {
+	st, _ := openTest(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 13, 4, 5, 120, time.FixedZone("X", 3600))
+	_, err := st.AddCalls(ctx, nil, Segment{Digest: "d1", Path: "p", Rows: 0, DoneAt: at})
+	require.NoError(t, err)
+	var raw string
+	require.NoError(t, st.db.QueryRowContext(ctx, `SELECT done_at FROM trace_segments WHERE digest = 'd1'`).Scan(&raw))
+	require.Equal(t, "2026-11-30T12:04:05.000000120Z", raw)
+	back, err := parseTime(raw)
+	require.NoError(t, err)
+	require.True(t, at.Equal(back))
+}

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/rag"
-	"github.com/verdryx/verdryx/strictjson"
 )
 
 // Asker answers RAG questions (rag.Pipeline implements it).
@@ -36,11 +37,18 @@ const MaxQuestionBytes = 8 << 10
 // AskServer answers RAG asks on a core NATS subject with request/reply, in
 // a queue group so several workers share them.
 type AskServer struct {
-	NC      *nats.Conn
-	Subject string
-	Asker   Asker
-	Timeout time.Duration // per ask; default 2 minutes
-	Log     *slog.Logger
+	nc      *nats.Conn
+	subject string
+	asker   Asker
+	opts    AskOptions
+}
+
+// AskOptions configure an AskServer.
+type AskOptions struct {
+	// Timeout bounds one ask; 0 means 2 minutes.
+	Timeout time.Duration
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
 	// Replies decides which reply subjects are answered, as for eval
 	// requests: the zero value allows _INBOX.> and verdryx.reply.> and
 	// never a subject bound to a verdryx stream.
@@ -49,33 +57,38 @@ type AskServer struct {
 	Asked func(ok bool)
 }
 
+// NewAskServer returns a server answering asks on subject with asker.
+func NewAskServer(nc *nats.Conn, subject string, asker Asker, opts AskOptions) *AskServer {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	return &AskServer{nc: nc, subject: subject, asker: asker, opts: opts}
+}
+
 // Run subscribes and answers until ctx is canceled, then drains the
 // subscription so in-flight asks finish.
 func (a *AskServer) Run(ctx context.Context) error {
-	log := a.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	timeout := a.Timeout
-	if timeout <= 0 {
-		timeout = 2 * time.Minute
-	}
-	sub, err := a.NC.QueueSubscribe(a.Subject, "verdryx", func(m *nats.Msg) {
+	log := a.opts.Logger
+	timeout := a.opts.Timeout
+	sub, err := a.nc.QueueSubscribe(a.subject, "verdryx", func(m *nats.Msg) {
 		if m.Reply == "" {
 			return // nobody to answer: do no work
 		}
-		if err := a.Replies.Check(m.Reply); err != nil {
+		if err := a.opts.Replies.Check(m.Reply); err != nil {
 			// A client may not make verdryx publish into its own streams
 			// (or anywhere but a reply subject).
 			log.Warn("ask refused", "err", err)
-			if a.Asked != nil {
-				a.Asked(false)
+			if a.opts.Asked != nil {
+				a.opts.Asked(false)
 			}
 			return
 		}
 		reply := a.answer(ctx, m.Data, timeout)
-		if a.Asked != nil {
-			a.Asked(reply.Error == "")
+		if a.opts.Asked != nil {
+			a.opts.Asked(reply.Error == "")
 		}
 		b, err := json.Marshal(reply)
 		if err != nil {
@@ -99,7 +112,7 @@ func (a *AskServer) answer(ctx context.Context, data []byte, timeout time.Durati
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	rec, err := a.Asker.Ask(actx, q)
+	rec, err := a.asker.Ask(actx, q)
 	if err != nil {
 		return AskReply{Error: err.Error()}
 	}
@@ -113,7 +126,7 @@ func parseQuestion(data []byte) (string, error) {
 	s := strings.TrimSpace(string(data))
 	if strings.HasPrefix(s, "{") {
 		var req AskRequest
-		if err := strictjson.Decode(data, &req); err != nil {
+		if err := calls.DecodeStrict(data, &req); err != nil {
 			return "", errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the
@@ -18,6 +19,23 @@ import (
 // publish twice, and JetStream does not drop it as a duplicate of the
 // original), and the trace handler deduplicates on the original id.
 const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
+
+// PullDeadLetters adapts p to the pull loop: a message the loop terminates
+// is published through p with its subject, stream and stream sequence (so
+// its dead-letter id is "dead-<stream>-<seq>").
+func PullDeadLetters(p *producer.DeadLetterPublisher) consumer.DeadLetterer {
+	return pullDeadLetters{p}
+}
+
+type pullDeadLetters struct{ p *producer.DeadLetterPublisher }
+
+func (d pullDeadLetters) DeadLetter(ctx context.Context, m consumer.Msg, reason string) error {
+	dl := producer.DeadLetter{Data: m.Data(), Header: m.Headers(), Subject: m.Subject(), Reason: reason}
+	if md, err := m.Metadata(); err == nil {
+		dl.Stream, dl.Seq = md.Stream, md.Sequence.Stream
+	}
+	return d.p.Publish(ctx, dl)
+}
 
 // DeadLetter is one message in the dead-letter stream.
 type DeadLetter struct {
@@ -57,8 +75,8 @@ func ListDeadLetters(ctx context.Context, js jetstream.JetStream, s Subjects, fi
 		if err != nil {
 			return nil, fmt.Errorf("dead letter %d: %w", seq, err)
 		}
-		d := DeadLetter{Seq: m.Sequence, Time: m.Time, Subject: m.Header.Get(consumer.HeaderDeadSubject),
-			StreamSeq: m.Header.Get(consumer.HeaderDeadSeq), Reason: m.Header.Get(consumer.HeaderDeadReason), Size: len(m.Data), msg: m}
+		d := DeadLetter{Seq: m.Sequence, Time: m.Time, Subject: m.Header.Get(producer.HeaderDeadSubject),
+			StreamSeq: m.Header.Get(producer.HeaderDeadSeq), Reason: m.Header.Get(producer.HeaderDeadReason), Size: len(m.Data), msg: m}
 		if d.Matches(filter) {
 			out = append(out, d)
 		}
@@ -79,7 +97,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, s Subjects, dls []Dead
 	}
 	for i, d := range dls {
 		if d.Subject == "" {
-			return i, fmt.Errorf("dead letter %d: no %s header: cannot tell where it came from", d.Seq, consumer.HeaderDeadSubject)
+			return i, fmt.Errorf("dead letter %d: no %s header: cannot tell where it came from", d.Seq, producer.HeaderDeadSubject)
 		}
 		out := nats.NewMsg(d.Subject)
 		out.Data = d.msg.Data
@@ -89,7 +107,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, s Subjects, dls []Dead
 			}
 			out.Header[k] = v
 		}
-		if orig := d.msg.Header.Get(consumer.HeaderDeadMsgID); orig != "" && out.Header.Get(HeaderOrigMsgID) == "" {
+		if orig := d.msg.Header.Get(producer.HeaderDeadMsgID); orig != "" && out.Header.Get(HeaderOrigMsgID) == "" {
 			out.Header.Set(HeaderOrigMsgID, orig)
 		}
 		id := "redrive:" + s.DeadLetterStream + ":" + strconv.FormatUint(d.Seq, 10)

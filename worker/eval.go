@@ -28,10 +28,25 @@ type EvalRequest struct {
 	BaselineID  string          `json:"baseline_id,omitempty"`
 	Window      int             `json:"window,omitempty"`
 	Threshold   float64         `json:"threshold,omitempty"`
+	// AllowChangedSet, Seed and Alpha are grading.Request's: a drift check
+	// over runs of a changed set, the drift check's seed and its
+	// significance level.
+	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
+	Seed            *uint64 `json:"seed,omitempty"`
+	Alpha           float64 `json:"alpha,omitempty"`
 	// ReplyTo, or the Verdryx-Reply-To header, names a subject the result
 	// is published to. (A JetStream-captured subject answers a plain NATS
 	// request with its own publish ack, so replies travel this way.)
 	ReplyTo string `json:"reply_to,omitempty"`
+}
+
+// Request is the grading request r asks for, every field kept (ReplyTo is
+// the worker's, not grading's). EvalSetPath is as given: the handler
+// resolves it under its roots before grading.
+func (r EvalRequest) Request() grading.Request {
+	return grading.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
+		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
+		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha}
 }
 
 // HeaderReplyTo is the header naming where an eval result is sent.
@@ -62,8 +77,15 @@ type EvalReply struct {
 //
 // A request id already done is answered from the store.
 type EvalHandler struct {
-	Store *store.Store
-	Deps  grading.Deps
+	store *store.Store
+	deps  grading.Deps
+	nc    *nats.Conn
+	opts  EvalOptions
+}
+
+// EvalOptions configure an EvalHandler.
+type EvalOptions struct {
+	// Roots are the directories a request may name files under.
 	Roots Roots
 	// Files reads every file a request names (eval set, corpus, golden);
 	// nil confines reads to Roots with confine's default limits.
@@ -74,12 +96,25 @@ type EvalHandler struct {
 	// Replies decides which reply_to subjects are answered; the zero
 	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
 	Replies ReplyPolicy
-	NC      *nats.Conn
-	Log     *slog.Logger
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
 	// OnResult, when set, is called with every result this handler
 	// finished (the CLI prints them as they are produced).
 	OnResult func(req EvalRequest, res grading.Result)
-	Now      func() time.Time
+	// Now stamps claims and commits; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewEvalHandler returns a handler that grades eval requests with deps,
+// records them in st and replies through nc (nil: no replies).
+func NewEvalHandler(st *store.Store, deps grading.Deps, nc *nats.Conn, opts EvalOptions) *EvalHandler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &EvalHandler{store: st, deps: deps, nc: nc, opts: opts}
 }
 
 // HandleBatch implements consumer.BatchHandler; requests are run one at a
@@ -92,19 +127,9 @@ func (h *EvalHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []er
 	return errs
 }
 
-func (h *EvalHandler) logger() *slog.Logger {
-	if h.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return h.Log
-}
+func (h *EvalHandler) logger() *slog.Logger { return h.opts.Logger }
 
-func (h *EvalHandler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *EvalHandler) now() time.Time { return h.opts.Now() }
 
 func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if n := len(m.Data()); n > MaxInlineEvalSet+64<<10 {
@@ -115,7 +140,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 		req.ReplyTo = m.Headers().Get(HeaderReplyTo)
 	}
 	if req.ReplyTo != "" {
-		if err := h.Replies.Check(req.ReplyTo); err != nil {
+		if err := h.opts.Replies.Check(req.ReplyTo); err != nil {
 			return consumer.Permanent("reply_to refused", err)
 		}
 	}
@@ -128,7 +153,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
 		return consumer.Permanent("invalid eval request", err)
 	}
-	rec, seen, err := h.Store.EvalRequestState(ctx, req.RequestID)
+	rec, seen, err := h.store.EvalRequestState(ctx, req.RequestID)
 	if err != nil {
 		return consumer.Transient("eval request lookup", err)
 	}
@@ -143,8 +168,8 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if !seen {
 		runID = grading.NewID("run", h.now())
 	}
-	if h.Claims != nil {
-		cl, err := h.Claims.Claim(ctx, req.RequestID, runID)
+	if h.opts.Claims != nil {
+		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)
 		if err != nil {
 			return consumer.Transient("claim eval request", err)
 		}
@@ -156,7 +181,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 		runID = cl.RunID
 	}
 	if !seen {
-		if rec, err = h.Store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
+		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
 			return consumer.Transient("record eval request", err)
 		}
 		if rec.State == store.RequestDone { // finished meanwhile
@@ -174,15 +199,15 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if err != nil {
 		return consumer.Permanent("encode eval result", err)
 	}
-	if err := h.Store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
+	if err := h.store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
 		if errors.Is(err, store.ErrAlreadyDone) {
-			if rec, _, err = h.Store.EvalRequestState(ctx, req.RequestID); err == nil {
+			if rec, _, err = h.store.EvalRequestState(ctx, req.RequestID); err == nil {
 				return h.finish(ctx, req, rec, false)
 			}
 		}
 		return consumer.Transient("commit eval run", err)
 	}
-	grading.Spans(ctx, h.Deps.Spans, res, gradeStart, h.now())
+	grading.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
 	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
 	return h.finish(ctx, req, rec, true)
 }
@@ -206,12 +231,12 @@ func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.Eva
 		return consumer.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
 	}
 	evs := grading.Events(res)
-	if h.Deps.Events != nil {
+	if h.deps.Events != nil {
 		for i := rec.Emitted; i < len(evs); i++ {
-			if _, err := h.Deps.Events.Append(ctx, evs[i]); err != nil {
+			if _, err := h.deps.Events.Append(ctx, evs[i]); err != nil {
 				return consumer.Transient("emit eval events", err)
 			}
-			if err := h.Store.MarkEmitted(ctx, req.RequestID, i+1); err != nil {
+			if err := h.store.MarkEmitted(ctx, req.RequestID, i+1); err != nil {
 				return consumer.Transient("emit eval events", err)
 			}
 		}
@@ -229,14 +254,14 @@ func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.Eva
 	}
 	// Only now, with the run committed and every event emitted, may another
 	// worker answer this request from the claim.
-	if h.Claims != nil {
-		if err := h.Claims.Done(ctx, req.RequestID, rec.RunID, raw); err != nil {
+	if h.opts.Claims != nil {
+		if err := h.opts.Claims.Done(ctx, req.RequestID, rec.RunID, raw); err != nil {
 			return consumer.Transient("mark eval request done", err)
 		}
 	}
 	replayed := !fresh && rec.Emitted >= len(evs)
-	if !replayed && h.OnResult != nil {
-		h.OnResult(req, res)
+	if !replayed && h.opts.OnResult != nil {
+		h.opts.OnResult(req, res)
 	}
 	h.reply(req, EvalReply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed})
 	return nil
@@ -254,10 +279,9 @@ func (h *EvalHandler) validate(req EvalRequest) (grading.Request, error) {
 	if len(req.EvalSet) > MaxInlineEvalSet {
 		return grading.Request{}, fmt.Errorf("field eval_set: %d bytes, at most %d inline", len(req.EvalSet), MaxInlineEvalSet)
 	}
-	g := grading.Request{RequestID: req.RequestID, EvalSet: req.EvalSet, Model: req.Model, AgentID: req.AgentID,
-		BaselineID: req.BaselineID, Window: req.Window, Threshold: req.Threshold}
+	g := req.Request()
 	if req.EvalSetPath != "" {
-		p, err := h.Roots.Resolve(req.EvalSetPath)
+		p, err := h.opts.Roots.Resolve(req.EvalSetPath)
 		if err != nil {
 			return grading.Request{}, fmt.Errorf("field eval_set_path: %w", err)
 		}
@@ -267,14 +291,14 @@ func (h *EvalHandler) validate(req EvalRequest) (grading.Request, error) {
 }
 
 func (h *EvalHandler) reply(req EvalRequest, r EvalReply) {
-	if req.ReplyTo == "" || h.NC == nil {
+	if req.ReplyTo == "" || h.nc == nil {
 		return
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return
 	}
-	if err := h.NC.Publish(req.ReplyTo, b); err != nil {
+	if err := h.nc.Publish(req.ReplyTo, b); err != nil {
 		h.logger().Warn("eval reply", "request_id", req.RequestID, "err", err)
 	}
 }

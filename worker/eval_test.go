@@ -34,10 +34,10 @@ func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain
 	t.Helper()
 	st := openStore(t, filepath.Join(e.dir, instance+".db"))
 	ctx := testCtx(t, 10*time.Second)
-	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, nil)
+	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
-	h := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Events: chain, Version: "test"}, Roots: testdataRoot(t), NC: e.nc, Log: testLogger(t)}
-	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+	h := NewEvalHandler(st, grading.Deps{Store: st, Events: chain, Version: "test"}, e.nc, EvalOptions{Roots: testdataRoot(t), Logger: testLogger(t)})
+	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	return chain, stop
 }
 
@@ -153,7 +153,7 @@ func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, 10*time.Second)
 	subject := e.subjects.Events + ".x"
-	c1, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
+	c1, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	ev := func(i int) envelope.Event {
 		return envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r", map[string]any{"cases": i}, time.Now())
@@ -162,7 +162,7 @@ func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
 		_, err := c1.Append(ctx, ev(i))
 		require.NoError(t, err)
 	}
-	c2, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, nil)
+	c2, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	_, err = c2.Append(ctx, ev(3))
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestAskRoundTrip(t *testing.T) {
 	e := newEnv(t)
 	pipe, err := rag.NewOffline(context.Background(), "../testdata/grimoire/corpus.json", rag.Options{})
 	require.NoError(t, err)
-	srv := &AskServer{NC: e.nc, Subject: e.subjects.RAGAsk, Asker: pipe}
+	srv := NewAskServer(e.nc, e.subjects.RAGAsk, pipe, AskOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()

@@ -72,7 +72,7 @@ func TestStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	dead := &countingDead{}
 	var health []bool
 	var mu sync.Mutex
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{
 		Name: "traces", Batch: 16, NakDelay: time.Millisecond, MaxBackoff: 20 * time.Millisecond, DeadLetter: dead,
 		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
 	})
@@ -108,13 +108,13 @@ type evalWorker struct {
 func newEvalWorker(t *testing.T, e *env, instance string, sink func(producer.Sink) producer.Sink) *evalWorker {
 	t.Helper()
 	st := openStore(t, filepath.Join(e.dir, instance+".db"))
-	chain, err := producer.NewNATSChain(testCtx(t, 10*time.Second), e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, nil)
+	chain, err := producer.NewNATSChain(testCtx(t, 10*time.Second), e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
 	var s producer.Sink = chain
 	if sink != nil {
 		s = sink(chain)
 	}
-	h := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Events: s, Version: "test"}, Roots: testdataRoot(t), NC: e.nc, Log: testLogger(t)}
+	h := NewEvalHandler(st, grading.Deps{Store: st, Events: s, Version: "test"}, e.nc, EvalOptions{Roots: testdataRoot(t), Logger: testLogger(t)})
 	return &evalWorker{st: st, chain: chain, h: h}
 }
 
@@ -219,7 +219,7 @@ func TestEvalRefusalStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
 	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1,
-		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	req := evalReq("req-bad-baseline")
 	req.BaselineID = "no-such-baseline"
 	rep := e.request(req)
@@ -257,7 +257,7 @@ func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 	ctx := testCtx(t, 10*time.Second)
 	subject := e.subjects.Events + ".lossy"
 	js := &lossyJS{JetStream: e.js, lose: map[int]bool{1: true, 4: true}}
-	chain, err := producer.NewNATSChain(ctx, js, e.subjects.EventsStream, subject, nil)
+	chain, err := producer.NewNATSChain(ctx, js, e.subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	ev := func(i int) envelope.Event {
 		return envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "r", map[string]any{"case_id": fmt.Sprint(i)}, time.Unix(1, 0))
@@ -294,17 +294,17 @@ func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, 10*time.Second)
-	a, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", 0, nil)
+	a, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", LeaseOptions{})
 	require.NoError(t, err)
-	_, err = AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", 0, nil)
+	_, err = AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", LeaseOptions{})
 	require.ErrorIs(t, err, ErrInstanceInUse)
 	require.Contains(t, err.Error(), "--instance")
 	// The same holder restarting after a crash takes its lease over.
-	a2, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", 0, nil)
+	a2, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", LeaseOptions{})
 	require.NoError(t, err)
 	// A released id is free for anyone.
 	a2.Release()
-	b, err := AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", 0, nil)
+	b, err := AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", LeaseOptions{})
 	require.NoError(t, err)
 	b.Release()
 	_ = a
@@ -313,9 +313,9 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 func TestDeadLettersListAndRedriveOnce(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	handler := &switchable{inner: &TraceHandler{Store: st}}
+	handler := &switchable{inner: NewTraceHandler(st, TraceOptions{})}
 	runPuller(t, e.traces, handler, consumer.PullOptions{Name: "traces",
-		DeadLetter: &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}})
+		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	ctx := testCtx(t, 10*time.Second)
 	// Refused while a (simulated) bad deployment rejects everything.
 	handler.refuse.Store(true)
@@ -394,7 +394,7 @@ func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
 	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"boom","decision":"allow"}`))
 	require.NoError(t, err)
 	e.publishCalls(calls[10:], "b")
-	runPuller(t, e.traces, panicsOn{&TraceHandler{Store: st}}, consumer.PullOptions{Name: "traces", Batch: 64, DeadLetter: dead})
+	runPuller(t, e.traces, panicsOn{NewTraceHandler(st, TraceOptions{})}, consumer.PullOptions{Name: "traces", Batch: 64, DeadLetter: dead})
 	waitStored(t, st, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, reportOf(t, calls), storeReport(t, st), "the good messages of the batch are stored")
@@ -406,11 +406,11 @@ func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
 func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
-	lease, err := AcquireLease(ctx, e.js, instance, "host:"+instance, 0, nil)
+	lease, err := AcquireLease(ctx, e.js, instance, "host:"+instance, LeaseOptions{})
 	require.NoError(t, err)
 	t.Cleanup(lease.Release)
 	w := newEvalWorker(t, e, instance, nil)
-	w.h.Claims, err = NewRequestClaims(ctx, e.js, instance)
+	w.h.opts.Claims, err = NewRequestClaims(ctx, e.js, instance)
 	require.NoError(t, err)
 	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	return w

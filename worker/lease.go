@@ -34,16 +34,25 @@ type Lease struct {
 	released bool
 }
 
+// LeaseOptions configure a Lease.
+type LeaseOptions struct {
+	// TTL is how long a lease lives without renewal; 0 means 15 s.
+	TTL time.Duration
+	// Logger receives the lease's logs; nil discards them.
+	Logger *slog.Logger
+}
+
 // AcquireLease takes the lease on instance for holder, refusing with
-// ErrInstanceInUse when a different holder's lease is live. ttl <= 0 means
-// 15 s. It blocks for at most the KV round trips.
-func AcquireLease(ctx context.Context, js jetstream.JetStream, instance, holder string, ttl time.Duration, logger *slog.Logger) (*Lease, error) {
-	if ttl <= 0 {
-		ttl = 15 * time.Second
+// ErrInstanceInUse when a different holder's lease is live. It blocks for
+// at most the KV round trips.
+func AcquireLease(ctx context.Context, js jetstream.JetStream, instance, holder string, opts LeaseOptions) (*Lease, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = 15 * time.Second
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	ttl, logger := opts.TTL, opts.Logger
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: ttl, History: 1,
 		Description: "verdryx: one key per live worker instance"})
 	if err != nil {
@@ -61,7 +70,7 @@ func AcquireLease(ctx context.Context, js jetstream.JetStream, instance, holder 
 	cur, err := kv.Get(ctx, instance)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return AcquireLease(ctx, js, instance, holder, ttl, logger)
+			return AcquireLease(ctx, js, instance, holder, opts)
 		}
 		return nil, fmt.Errorf("instance lease %q: %w", instance, err)
 	}

@@ -3,13 +3,13 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // ReplayStats counts what Replay published.
@@ -51,30 +51,30 @@ type ReplayOptions struct {
 // slows the replay down rather than failing it. Replay blocks until every
 // row is acknowledged or ctx is done.
 func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, opts ReplayOptions) (ReplayStats, error) {
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 1024
-	}
-	if opts.AckTimeout <= 0 {
-		opts.AckTimeout = 30 * time.Second
-	}
 	segs, ignored, err := consumer.ListSegments(dir)
 	if err != nil {
 		return ReplayStats{}, err
 	}
 	st := ReplayStats{Ignored: ignored}
-	p := &publisher{js: js, subject: subject, opts: opts, st: &st}
+	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress})
+	// stats is st with the publisher's counts.
+	stats := func() ReplayStats {
+		ps := p.Stats()
+		st.Rows, st.New, st.Duplicates = ps.Published, ps.New, ps.Duplicates
+		return st
+	}
 	for _, seg := range segs {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return stats(), err
 		}
 		digest, err := fileDigest(seg.Path)
 		if err != nil {
-			return st, err
+			return stats(), err
 		}
 		// Validation pass: a segment that fails anywhere publishes nothing.
 		if verr := consumer.ReadSegment(seg.Path, func(calls.Call) error { return nil }); verr != nil {
 			if opts.Strict || !consumer.IsSegmentError(verr) {
-				return st, fmt.Errorf("replay %s: %w", seg.Path, verr)
+				return stats(), fmt.Errorf("replay %s: %w", seg.Path, verr)
 			}
 			st.Failed = append(st.Failed, verr.Error())
 			continue
@@ -85,7 +85,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			if err != nil {
 				return err
 			}
-			if err := p.publish(ctx, b, SegmentRowID(digest, row)); err != nil {
+			if err := p.Publish(ctx, b, SegmentRowID(digest, row)); err != nil {
 				return fmt.Errorf("publish row %d: %w", row, err)
 			}
 			row++
@@ -94,106 +94,16 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		if rerr != nil {
 			// The file changed between the two passes, or publishing
 			// failed: rows already published stay deduplicated by id.
-			return st, fmt.Errorf("replay %s: %w", seg.Path, rerr)
+			return stats(), fmt.Errorf("replay %s: %w", seg.Path, rerr)
 		}
 		st.Segments++
 	}
-	if err := p.drain(ctx, 0); err != nil {
-		return st, err
+	if err := p.Drain(ctx); err != nil {
+		return stats(), err
 	}
 	if opts.Progress != nil {
-		opts.Progress(st.New + st.Duplicates)
+		ps := p.Stats()
+		opts.Progress(ps.New + ps.Duplicates)
 	}
-	return st, nil
-}
-
-// publisher keeps a bounded window of asynchronous publishes.
-type publisher struct {
-	js      jetstream.JetStream
-	subject string
-	opts    ReplayOptions
-	st      *ReplayStats
-	window  []pending
-}
-
-type pending struct {
-	fut   jetstream.PubAckFuture
-	data  []byte
-	id    string
-	tries int
-}
-
-func (p *publisher) publish(ctx context.Context, data []byte, id string) error {
-	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
-		return err
-	}
-	fut, err := p.send(ctx, data, id)
-	if err != nil {
-		return err
-	}
-	p.window = append(p.window, pending{fut: fut, data: data, id: id, tries: 1})
-	p.st.Rows++
-	return nil
-}
-
-// send publishes asynchronously, waiting while the client's own pending
-// limit is reached instead of failing.
-func (p *publisher) send(ctx context.Context, data []byte, id string) (jetstream.PubAckFuture, error) {
-	for {
-		fut, err := p.js.PublishAsync(p.subject, data, jetstream.WithMsgID(id))
-		if err == nil {
-			return fut, nil
-		}
-		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			return nil, err
-		}
-		select {
-		case <-p.js.PublishAsyncComplete():
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// drain waits for acknowledgements until at most keep publishes are in
-// flight, re-publishing a row whose ack failed or timed out.
-func (p *publisher) drain(ctx context.Context, keep int) error {
-	for len(p.window) > keep {
-		head := &p.window[0]
-		timer := time.NewTimer(p.opts.AckTimeout)
-		var ackErr error
-		select {
-		case ack := <-head.fut.Ok():
-			if ack.Duplicate {
-				p.st.Duplicates++
-			} else {
-				p.st.New++
-			}
-		case ackErr = <-head.fut.Err():
-		case <-timer.C:
-			ackErr = fmt.Errorf("no acknowledgement after %s", p.opts.AckTimeout)
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-		timer.Stop()
-		if ackErr != nil {
-			if head.tries >= 5 {
-				return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
-			}
-			fut, err := p.send(ctx, head.data, head.id)
-			if err != nil {
-				return fmt.Errorf("publish %s: %w", head.id, err)
-			}
-			head.fut, head.tries = fut, head.tries+1
-			// Keep order: the retried row stays at the head.
-			continue
-		}
-		p.window = p.window[1:]
-		if n := p.st.New + p.st.Duplicates; p.opts.Progress != nil && n%1024 == 0 {
-			p.opts.Progress(n)
-		}
-	}
-	return nil
+	return stats(), nil
 }

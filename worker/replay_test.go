@@ -12,6 +12,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -43,7 +44,7 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 
 	// And what was stored reduces exactly as the directory does.
 	stStore := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: stStore}, consumer.PullOptions{Name: "traces", Batch: 256})
+	runPuller(t, e.traces, NewTraceHandler(stStore, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 256})
 	waitStored(t, stStore, 4000)
 	waitDrained(t, e.traces)
 	var direct []calls.Call
@@ -67,7 +68,7 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 	// what the good segments hold, and exactly those were published.
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	direct, err := consumer.ReduceDir(context.Background(), dir, r, consumer.DirOptions{})
+	direct, err := replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
 	require.NoError(t, err)
 	info, err := e.traces.Info(context.Background())
 	require.NoError(t, err)

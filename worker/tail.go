@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // TailForwarder follows an NDJSON file and forwards what it reads. Each line
@@ -28,42 +28,51 @@ import (
 // tailer commits its offset only after the publish is acknowledged, so a
 // restart neither loses nor double-counts a line.
 type TailForwarder struct {
-	Tailer   *consumer.Tailer
-	JS       jetstream.JetStream
-	Subjects Subjects
-	Log      *slog.Logger
+	tailer   *consumer.Tailer
+	js       jetstream.JetStream
+	subjects Subjects
+	opts     ForwardOptions
+	checker  consumer.LineChecker
+}
+
+// ForwardOptions configure a TailForwarder.
+type ForwardOptions struct {
+	// Logger receives the forwarder's logs; nil discards them.
+	Logger *slog.Logger
 	// Counted receives one call per line with its class: "event",
 	// "record", "invalid", "break", "oversize" or "blank". May be nil.
 	Counted func(class string)
 	// Checked, when set, receives each line's verdict before the line is
 	// forwarded. The Classified is valid only during the call.
 	Checked func(consumer.Line, consumer.Classified)
+}
 
-	checker consumer.LineChecker
+// NewTailForwarder returns a forwarder of what tl reads to the subjects,
+// published through js.
+func NewTailForwarder(tl *consumer.Tailer, js jetstream.JetStream, subjects Subjects, opts ForwardOptions) *TailForwarder {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &TailForwarder{tailer: tl, js: js, subjects: subjects, opts: opts}
 }
 
 // Run tails until ctx is canceled (or the file is drained, with Once).
 func (f *TailForwarder) Run(ctx context.Context) error {
-	return f.Tailer.Run(ctx, f.handle)
+	return f.tailer.Run(ctx, f.handle)
 }
 
 func (f *TailForwarder) count(class string) {
-	if f.Counted != nil {
-		f.Counted(class)
+	if f.opts.Counted != nil {
+		f.opts.Counted(class)
 	}
 }
 
-func (f *TailForwarder) logger() *slog.Logger {
-	if f.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return f.Log
-}
+func (f *TailForwarder) logger() *slog.Logger { return f.opts.Logger }
 
 func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 	c := f.checker.Check(l)
-	if f.Checked != nil {
-		f.Checked(l, c)
+	if f.opts.Checked != nil {
+		f.opts.Checked(l, c)
 	}
 	id := fmt.Sprintf("tail:%s:%d", l.File, l.Offset)
 	line := bytes.TrimSpace(l.Bytes)
@@ -89,7 +98,7 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 		} else {
 			f.count("event")
 		}
-		return f.publish(ctx, f.Subjects.Tail, line, id)
+		return f.publish(ctx, f.subjects.Tail, line, id)
 	}
 	// A record, or another object that may be a segment reference.
 	rec, err := DecodeCallRecord(line)
@@ -102,13 +111,13 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
 	f.count("record")
-	return f.publish(ctx, f.Subjects.Traces, line, id)
+	return f.publish(ctx, f.subjects.Traces, line, id)
 }
 
 func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte, id string) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := f.JS.Publish(pctx, subject, data, jetstream.WithMsgID(id)); err != nil {
+	if _, err := f.js.Publish(pctx, subject, data, jetstream.WithMsgID(id)); err != nil {
 		return fmt.Errorf("forward to %s: %w", subject, err)
 	}
 	return nil
@@ -116,12 +125,6 @@ func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte
 
 func (f *TailForwarder) deadLetter(ctx context.Context, data []byte, id, reason string) error {
 	f.logger().Warn("tailed line dead-lettered", "reason", reason)
-	m := nats.NewMsg(f.Subjects.DeadLetter)
-	m.Data = data
-	m.Header.Set(consumer.HeaderDeadReason, reason)
-	m.Header.Set(consumer.HeaderDeadSubject, "tail")
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := f.JS.PublishMsg(pctx, m, jetstream.WithMsgID("dead-"+id))
-	return err
+	dead := producer.DeadLetterPublisher{JS: f.js, Subject: f.subjects.DeadLetter}
+	return dead.Publish(ctx, producer.DeadLetter{Data: data, Subject: "tail", ID: id, Reason: reason})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // TestTailForwarder: envelopes go to the tail subject, call records to the
@@ -22,7 +23,7 @@ import (
 func TestTailForwarder(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces"})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces"})
 
 	ev, _, err := envelope.Seal(envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r1", map[string]any{"cases": 1}, time.Now()), "")
 	require.NoError(t, err)
@@ -40,10 +41,10 @@ func TestTailForwarder(t *testing.T) {
 	// forward runs the forwarder once over the file, from the saved offset,
 	// and returns the class of every line it handled.
 	forward := func() []string {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "off"), FromStart: true, Once: true}, nil)
+		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		var classes []string
-		f := &TailForwarder{Tailer: tl, JS: e.js, Subjects: e.subjects, Counted: func(c string) { classes = append(classes, c) }}
+		f := NewTailForwarder(tl, e.js, e.subjects, ForwardOptions{Counted: func(c string) { classes = append(classes, c) }})
 		require.NoError(t, f.Run(context.Background()))
 		return classes
 	}
@@ -53,7 +54,7 @@ func TestTailForwarder(t *testing.T) {
 	require.Equal(t, string(ev), string(m.Data))
 	m, err = deadSub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "line 3: malformed JSON")
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "line 3: malformed JSON")
 	waitStored(t, st, 1)
 
 	// Restart: the offset is persisted, so no line is handled (hence none
@@ -157,7 +158,7 @@ func TestTailClassifiersAgree(t *testing.T) {
 	var fwdClasses []string
 	var chk consumer.LineChecker
 	tailRun := func() {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "tail.off"), FromStart: true, Once: true}, nil)
+		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "tail.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		chk = consumer.LineChecker{} // a new process
 		require.NoError(t, tl.Run(context.Background(), func(_ context.Context, l consumer.Line) error {
@@ -168,15 +169,15 @@ func TestTailClassifiersAgree(t *testing.T) {
 		}))
 	}
 	fwdRun := func() {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "fwd.off"), FromStart: true, Once: true}, nil)
+		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "fwd.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
-		f := &TailForwarder{Tailer: tl, JS: e.js, Subjects: e.subjects,
+		f := NewTailForwarder(tl, e.js, e.subjects, ForwardOptions{
 			Counted: func(class string) { fwdClasses = append(fwdClasses, class) },
 			Checked: func(l consumer.Line, c consumer.Classified) {
 				if c.Kind != consumer.KindBlank {
 					fwdGot = append(fwdGot, verdictOf(l, c))
 				}
-			}}
+			}})
 		require.NoError(t, f.Run(context.Background()))
 	}
 	tailRun()

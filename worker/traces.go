@@ -53,15 +53,29 @@ type CallStore interface {
 // calls that share a step both count. A segment reference is ingested whole
 // or not at all.
 type TraceHandler struct {
-	Store CallStore
+	store  CallStore
+	opts   TraceOptions
+	totals totals // cost and token sums, checked before every insert
+}
+
+// TraceOptions configure a TraceHandler.
+type TraceOptions struct {
 	// Roots are the directories a segment reference may name.
 	Roots Roots
 	// Files reads referenced segments; nil confines reads to Roots with
 	// confine's default limits.
 	Files *confine.Reader
-	Now   func() time.Time
+	// Now stamps a segment done; nil means time.Now.
+	Now func() time.Time
+}
 
-	totals totals // cost and token sums, checked before every insert
+// NewTraceHandler returns a handler storing the calls of trace records
+// and segment references in st.
+func NewTraceHandler(st CallStore, opts TraceOptions) *TraceHandler {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &TraceHandler{store: st, opts: opts}
 }
 
 // HandleBatch implements consumer.BatchHandler.
@@ -122,7 +136,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 			continue
 		}
 	}
-	inserted, err := h.Store.AddCalls(ctx, cl, segs...)
+	inserted, err := h.store.AddCalls(ctx, cl, segs...)
 	settle(inserted, len(cl), err)
 	if err != nil {
 		for i := range errs {
@@ -143,7 +157,7 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	done, err := h.Store.SegmentDone(ctx, digest)
+	done, err := h.store.SegmentDone(ctx, digest)
 	if err != nil {
 		return nil, nil, consumer.Transient("segment lookup", err)
 	}
@@ -160,11 +174,7 @@ func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64)
 	if err != nil {
 		return nil, nil, consumer.Permanent("segment corrupt", err)
 	}
-	now := time.Now
-	if h.Now != nil {
-		now = h.Now
-	}
-	return cl, &store.Segment{Digest: digest, Path: path, Rows: len(cl), DoneAt: now().UTC().Format(time.RFC3339Nano)}, nil
+	return cl, &store.Segment{Digest: digest, Path: path, Rows: len(cl), DoneAt: h.opts.Now()}, nil
 }
 
 // fileDigest returns the hex SHA-256 of a file's content.

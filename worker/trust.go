@@ -13,7 +13,6 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/store"
-	"github.com/verdryx/verdryx/strictjson"
 )
 
 // DefaultReplyPrefixes are the subject patterns an eval reply may be
@@ -95,7 +94,7 @@ func CheckAgentID(id string) error {
 // fields and trailing data are errors, agent_id must be canonical.
 func DecodeEvalRequest(data []byte) (EvalRequest, error) {
 	var req EvalRequest
-	if err := strictjson.Decode(data, &req); err != nil {
+	if err := calls.DecodeStrict(data, &req); err != nil {
 		return req, err
 	}
 	return req, CheckAgentID(req.AgentID)
@@ -105,7 +104,7 @@ func DecodeEvalRequest(data []byte) (EvalRequest, error) {
 // trailing data are errors; free-form data goes in "attributes".
 func DecodeCallRecord(data []byte) (CallRecord, error) {
 	var rec CallRecord
-	if err := strictjson.Decode(data, &rec); err != nil {
+	if err := calls.DecodeStrict(data, &rec); err != nil {
 		return rec, err
 	}
 	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
@@ -119,25 +118,25 @@ func DecodeCallRecord(data []byte) (CallRecord, error) {
 // files returns the confined reader of an eval handler: Files, or one over
 // Roots with the default limits.
 func (h *EvalHandler) files() *confine.Reader {
-	if h.Files != nil {
-		return h.Files
+	if h.opts.Files != nil {
+		return h.opts.Files
 	}
-	return &confine.Reader{Roots: h.Roots}
+	return &confine.Reader{Roots: h.opts.Roots}
 }
 
 // confinedDeps returns the grading deps with every file read confined.
 func (h *EvalHandler) confinedDeps() grading.Deps {
-	d := h.Deps
+	d := h.deps
 	d.ReadFile = h.files().ReadFile
 	return d
 }
 
 // files returns the confined reader of a trace handler.
 func (h *TraceHandler) files() *confine.Reader {
-	if h.Files != nil {
-		return h.Files
+	if h.opts.Files != nil {
+		return h.opts.Files
 	}
-	return &confine.Reader{Roots: h.Roots}
+	return &confine.Reader{Roots: h.opts.Roots}
 }
 
 // ErrOverflow marks a record whose cost or tokens would overflow the
@@ -207,7 +206,7 @@ func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, t
 	t := &h.totals
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.load(ctx, h.Store); err != nil {
+	if err := t.load(ctx, h.store); err != nil {
 		return nil, err
 	}
 	cost, tokens := t.cost, t.tokens

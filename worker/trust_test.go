@@ -16,6 +16,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // inlineSet is an inline eval set with one rag case naming corpus and
@@ -48,10 +49,10 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 
 	roots := append(testdataRoot(t), root)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	dead := &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}
-	evalH := &EvalHandler{Store: st, Deps: grading.Deps{Store: st, Version: "test"}, Roots: roots, NC: e.nc, Log: testLogger(t)}
+	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
+	evalH := NewEvalHandler(st, grading.Deps{Store: st, Version: "test"}, e.nc, EvalOptions{Roots: roots, Logger: testLogger(t)})
 	runPuller(t, e.eval, evalH, consumer.PullOptions{Name: "eval", Batch: 1, DeadLetter: dead, Logger: testLogger(t)})
-	runPuller(t, e.traces, &TraceHandler{Store: st, Roots: roots}, consumer.PullOptions{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{Roots: roots}), consumer.PullOptions{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
 
 	deadSub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 		t.Helper()
 		m, err := deadSub.NextMsg(20 * time.Second)
 		require.NoError(t, err, what)
-		got := m.Header.Get(consumer.HeaderDeadReason)
+		got := m.Header.Get(producer.HeaderDeadReason)
 		require.Contains(t, got, reason, what)
 		require.NotContains(t, got, marker, what)
 		require.NotContains(t, got, "root:", what)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -223,7 +224,7 @@ func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
 	cl := sampleCalls()
 	want := reportOf(t, cl)
 
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 16})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 16})
 	e.publishCalls(cl, "a")
 	waitStored(t, st, int64(len(cl)))
 	require.Equal(t, want, storeReport(t, st))
@@ -257,7 +258,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 
 	// First worker: commits, "crashes" before acking three batches, then
 	// is stopped mid-stream.
-	crashing := &crashAfterCommit{inner: &TraceHandler{Store: st}}
+	crashing := &crashAfterCommit{inner: NewTraceHandler(st, TraceOptions{})}
 	stop := runPuller(t, e.traces, crashing, consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
 	e.publishWithCallIDs(cl[:100], "call", "a", 0)
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
@@ -272,7 +273,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	// Restarted worker on the same durable consumer; the rest arrives, and
 	// the whole set is published again under new message ids (a duplicate
 	// replay that JetStream's own dedupe cannot catch: the call ids can).
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 8})
 	e.publishWithCallIDs(cl[100:], "call", "b", 100)
 	e.publishWithCallIDs(cl, "call", "dup", 0)
 	waitStored(t, st, int64(len(cl)))
@@ -292,7 +293,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 	require.Len(t, cl, 9)
 	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
 	e.publishCalls(cl, "eq")
 	waitStored(t, st, int64(len(cl)))
 	waitDrained(t, e.traces)
@@ -302,7 +303,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
 	ctx := testCtx(t, 10*time.Second)
 	// The same record twice (other key order and spacing), no message id:
 	// one call. A different record: a second call.
@@ -342,8 +343,8 @@ func waitDrained(t *testing.T, cons jetstream.Consumer) {
 func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	dead := &consumer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter}
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", DeadLetter: dead})
+	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", DeadLetter: dead})
 
 	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)
@@ -361,11 +362,11 @@ func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 
 	m, err := sub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "malformed trace record")
-	require.Equal(t, e.subjects.Traces, m.Header.Get(consumer.HeaderDeadSubject))
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
+	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
 	m, err = sub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(consumer.HeaderDeadReason), "field decision: missing")
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
 	waitStored(t, st, 1)
 }
 

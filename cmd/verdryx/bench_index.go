@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/internal/bench/rss"
 )
 
 // benchIndex measures exact search over synthetic vectors: build time and
@@ -79,8 +78,8 @@ func measureIndex(n, dim, batch, reps int) (indexFigures, error) {
 	var r indexFigures
 	runtime.GC()
 	debug.FreeOSMemory()
-	resetPeakRSS()
-	before := procStatusBytes("VmRSS")
+	rss.ResetPeak()
+	before := rss.Current()
 
 	start := time.Now()
 	b, err := index.NewBuilder(dim, n)
@@ -102,7 +101,7 @@ func measureIndex(n, dim, batch, reps int) (indexFigures, error) {
 		return r, err
 	}
 	r.build = time.Since(start)
-	r.peak = procStatusBytes("VmHWM") - before
+	r.peak = rss.Peak() - before
 	r.matrix = idx.MatrixBytes()
 
 	queries := make([][]float32, batch)
@@ -139,30 +138,4 @@ func median(reps int, f func() error) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
-}
-
-// resetPeakRSS resets VmHWM to the current resident set (Linux
-// /proc/self/clear_refs, value 5). It is a no-op where unsupported.
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// procStatusBytes returns a kB field of /proc/self/status in bytes, or 0.
-func procStatusBytes(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb << 10
-	}
-	return 0
 }

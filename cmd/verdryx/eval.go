@@ -253,37 +253,44 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if s.events != nil {
 		res.EventsWritten = int(s.events.Written())
 	}
+	return reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, *junit, *failUnder, *requireSig, unwritten)
+}
+
+// reportEval writes the JUnit file and prints the run, then decides the
+// exit: failed() when the mean is under failUnder (or unmeasured with a
+// floor), the drift check fails, or events or problems were lost.
+func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
 	passMark := 1.0
-	if *failUnder >= 0 {
-		passMark = *failUnder
+	if failUnder >= 0 {
+		passMark = failUnder
 	}
-	if *junit != "" {
-		if err := writeJUnit(*junit, res.Run, passMark); err != nil {
+	if junit != "" {
+		if err := writeJUnit(junit, res.Run, passMark); err != nil {
 			return inputError(fmt.Errorf("--junit: %w", err))
 		}
 	}
-	if *c.asJSON {
+	if asJSON {
 		if err := writeEvalJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {
-		printEvalRun(stdout, res, s.store.Path(), *c.events)
+		printEvalRun(stdout, res, storePath, events)
 		if res.Drift != nil {
 			printDrift(stdout, *res.Drift)
 		}
 	}
 	fail := false
-	if *failUnder >= 0 {
+	if failUnder >= 0 {
 		switch {
 		case res.Run.MeanScore == nil:
-			fmt.Fprintf(stderr, "verdryx: mean score unmeasured: cannot show it reaches --fail-under %.3f\n", *failUnder)
+			fmt.Fprintf(stderr, "verdryx: mean score unmeasured: cannot show it reaches --fail-under %.3f\n", failUnder)
 			fail = true
-		case *res.Run.MeanScore < *failUnder:
-			fmt.Fprintf(stderr, "verdryx: mean score %.3f is under --fail-under %.3f\n", *res.Run.MeanScore, *failUnder)
+		case *res.Run.MeanScore < failUnder:
+			fmt.Fprintf(stderr, "verdryx: mean score %.3f is under --fail-under %.3f\n", *res.Run.MeanScore, failUnder)
 			fail = true
 		}
 	}
-	if res.Drift != nil && driftFails(*res.Drift, *requireSig) {
+	if res.Drift != nil && driftFails(*res.Drift, requireSig) {
 		fail = true
 	}
 	if unwritten > 0 || len(res.Problems) > 0 {
@@ -570,22 +577,7 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	now := time.Now()
-	var problems []string
-	if s.events != nil {
-		for _, ev := range grading.DriftEvents(rep, *c.agentID, now) {
-			if _, err := s.events.Append(ev); err != nil {
-				problems = append(problems, fmt.Sprintf("event %s: %v", ev.Type, err))
-			}
-		}
-	}
-	if s.spans != nil {
-		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, *c.agentID, started, now, grading.DriftData(rep))
-	}
-	if err := s.close(ctx); err != nil {
-		problems = append(problems, err.Error())
-	}
-	printWarnings(stderr, problems)
+	printWarnings(stderr, emitDrift(ctx, s, rep, *c.agentID, started))
 	unwritten := s.eventsNotWritten(stderr)
 	if *c.asJSON {
 		if err := writeEvalJSON(stdout, rep); err != nil {
@@ -598,6 +590,27 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failed()
 	}
 	return nil
+}
+
+// emitDrift appends the drift events and the span of rep, closes the
+// sinks and returns the problems met.
+func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agentID string, started time.Time) []string {
+	now := time.Now()
+	var problems []string
+	if s.events != nil {
+		for _, ev := range grading.DriftEvents(rep, agentID, now) {
+			if _, err := s.events.Append(ev); err != nil {
+				problems = append(problems, fmt.Sprintf("event %s: %v", ev.Type, err))
+			}
+		}
+	}
+	if s.spans != nil {
+		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, agentID, started, now, grading.DriftData(rep))
+	}
+	if err := s.close(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
 }
 
 // driftFails is the exit rule: a regressed verdict fails; with

@@ -146,7 +146,7 @@ func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return inputError(err)
 	}
-	store := index.NewStore(rf.data, nil)
+	store := index.NewStore(rf.data, index.StoreOptions{})
 	if err := store.Preflight(); err != nil { // before paying for embeddings
 		return inputError(err)
 	}
@@ -171,12 +171,12 @@ func indexList(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	list, err := index.NewStore(*data, nil).List()
+	list, err := index.NewStore(*data, index.StoreOptions{}).List()
 	if err != nil {
 		return inputError(err)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, nil).Dir())
+		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, index.StoreOptions{}).Dir())
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -213,7 +213,7 @@ func indexGC(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *keep < 0 {
 		return usageErrorf("index gc: --keep must not be negative")
 	}
-	removed, err := index.NewStore(*data, nil).Prune(*keep)
+	removed, err := index.NewStore(*data, index.StoreOptions{}).Prune(*keep)
 	for _, id := range removed {
 		fmt.Fprintf(stdout, "removed %s\n", id)
 	}
@@ -238,7 +238,7 @@ func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
 	}
-	store := index.NewStore(rf.data, nil)
+	store := index.NewStore(rf.data, index.StoreOptions{})
 	corpusPath := rf.corpus
 	if corpusPath == "" {
 		if *memory {
@@ -375,6 +375,26 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	rep, err := runMutations(ctx, set, corpus, p)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := writeEvalJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printMutate(stdout, rep)
+	}
+	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
+		return failed()
+	}
+	return nil
+}
+
+// runMutations grades every golden case of set unmutated and under each
+// named mutation, answered by p over corpus.
+func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (mutateReport, error) {
 	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}}
 	for _, c := range set.Cases {
 		gc, ok := set.RAGGolden(c.ID)
@@ -384,7 +404,7 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rep.Cases++
 		rec, err := p.Ask(ctx, gc.Question)
 		if err != nil {
-			return fmt.Errorf("case %s: %w", c.ID, err)
+			return rep, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
 			rep.BaseFailures = append(rep.BaseFailures, mutateResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
@@ -412,17 +432,7 @@ func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	if *asJSON {
-		if err := writeEvalJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		printMutate(stdout, rep)
-	}
-	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
-		return failed()
-	}
-	return nil
+	return rep, nil
 }
 
 // inlineRAGSet builds an eval set of every case of a golden file.

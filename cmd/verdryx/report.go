@@ -126,5 +126,5 @@ func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http
 		in.Traces, in.TraceSource = r, "the worker's stored trace calls"
 		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
 		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version})
-	}, ttl, logger)
+	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})
 }

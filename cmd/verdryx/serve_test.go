@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/tracegen"
+	"github.com/verdryx/verdryx/worker"
 )
 
 // serveOnce runs `serve --once` on its own data dir and loopback port.
@@ -113,12 +114,12 @@ func TestServeAskCorpus(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	data := t.TempDir()
-	assert.Empty(t, serveAskCorpus("", data, logger))
+	assert.Empty(t, worker.AskCorpus("", data, logger))
 	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag.corpus and no index generation with a recorded corpus"`)
 
 	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 	require.Equal(t, exitOK, code, errOut)
-	path := serveAskCorpus("", data, logger)
+	path := worker.AskCorpus("", data, logger)
 	assert.Equal(t, filepath.Join(data, "index", "generations"), filepath.Dir(filepath.Dir(path)))
 	want, err := os.ReadFile(ragCorpusPath)
 	require.NoError(t, err)
@@ -126,6 +127,6 @@ func TestServeAskCorpus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, have)
 
-	assert.Equal(t, ragCorpusPath, serveAskCorpus(ragCorpusPath, data, logger), "the flag wins")
-	assert.Empty(t, serveAskCorpus(filepath.Join(data, "nope.json"), data, logger))
+	assert.Equal(t, ragCorpusPath, worker.AskCorpus(ragCorpusPath, data, logger), "the flag wins")
+	assert.Empty(t, worker.AskCorpus(filepath.Join(data, "nope.json"), data, logger))
 }

@@ -43,8 +43,8 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	tl, err := consumer.NewTailer(pos[0], consumer.TailOptions{
 		StatePath: *offsetFile, FromStart: *fromStart, Once: *once,
-		PollInterval: *poll, MaxLineBytes: *maxLine, CommitEvery: *commitEvery,
-	}, logger)
+		PollInterval: *poll, MaxLineBytes: *maxLine, CommitEvery: *commitEvery, Logger: logger,
+	})
 	if err != nil {
 		return inputError(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -65,15 +66,15 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 
 // reduceTraces replays dir into r, with a progress bar on a terminal stderr
 // and one line per skipped segment.
-func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (consumer.DirStats, error) {
+func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (replay.DirStats, error) {
 	segs, ignored, err := consumer.ListSegments(dir)
 	if err != nil {
-		return consumer.DirStats{}, inputError(err)
+		return replay.DirStats{}, inputError(err)
 	}
 	if len(segs) == 0 {
 		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
 	}
-	opts := consumer.DirOptions{Strict: strict}
+	opts := replay.DirOptions{Strict: strict}
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {
@@ -88,7 +89,7 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 		opts.OnSegment = func(s consumer.Segment) { _ = bar.Add64(s.Size) }
 		defer bar.Finish()
 	}
-	st, err := consumer.ReduceSegments(ctx, segs, ignored, r, opts)
+	st, err := replay.ReduceSegments(ctx, segs, ignored, r, opts)
 	if err != nil {
 		if consumer.IsSegmentError(err) {
 			return st, inputError(err)
@@ -130,7 +131,7 @@ func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return usageErrorf("cost-per-correct: %v", err)
 	}
-	var dirStats *consumer.DirStats
+	var dirStats *replay.DirStats
 	if *input != "" {
 		if err := outcome.ReadRecordsFile(*input, r); err != nil {
 			return inputError(err)
@@ -149,7 +150,7 @@ func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Wri
 	if tf.asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.Report
-			Traces *consumer.DirStats `json:"traces,omitempty"`
+			Traces *replay.DirStats `json:"traces,omitempty"`
 		}{rep, dirStats})
 	}
 	if err := rep.WriteTable(stdout); err != nil {
@@ -238,19 +239,25 @@ func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	if tf.asJSON {
+	return printSLO(stdout, rep, st, tf.asJSON, *events, written)
+}
+
+// printSLO prints the SLO report with the replay counts and the events
+// appended to eventsPath.
+func printSLO(stdout io.Writer, rep *outcome.SLOReport, st replay.DirStats, asJSON bool, eventsPath string, written int) error {
+	if asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.SLOReport
-			Traces        consumer.DirStats `json:"traces"`
-			EventsWritten int               `json:"events_written"`
+			Traces        replay.DirStats `json:"traces"`
+			EventsWritten int             `json:"events_written"`
 		}{rep, st, written})
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad; %d runs", st.Segments, len(st.Failed), rep.Subjects[0].Runs)
-	if *events != "" {
-		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, *events)
+	if eventsPath != "" {
+		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, eventsPath)
 	}
 	fmt.Fprintln(stdout)
 	return nil

@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +15,9 @@ import (
 
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -78,32 +79,9 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("bench traces: %w", err)
 	}
 	res := benchTracesResult{Rounds: *rounds, RowGroupRows: *rowGroup, GOMAXPROCS: *procs}
-	segs, _, err := consumer.ListSegments(target)
+	segs, err := benchTracesSegments(target, d, *rows, *rowGroup, stderr, &res)
 	if err != nil {
-		return inputError(err)
-	}
-	if len(segs) == 0 {
-		opts := d
-		opts.Rows = *rows
-		opts.RowGroupRows = *rowGroup
-		if isTerminal(stderr) {
-			bar := progressbar.NewOptions64(opts.Rows, progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription("generating traces"), progressbar.OptionClearOnFinish())
-			last := int64(0)
-			opts.OnSegment = func(done int64) { _ = bar.Add64(done - last); last = done }
-			defer bar.Finish()
-		}
-		t0 := time.Now()
-		sum, err := tracegen.GenerateFleet(target, opts)
-		if err != nil {
-			return fmt.Errorf("bench traces: %w", err)
-		}
-		res.GenerateSeconds = time.Since(t0).Seconds()
-		res.Generated = true
-		res.Runs = sum.Runs
-		if segs, _, err = consumer.ListSegments(target); err != nil {
-			return err
-		}
+		return err
 	}
 	for _, s := range segs {
 		res.Bytes += s.Size
@@ -122,10 +100,62 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	prev := runtime.GOMAXPROCS(*procs)
 	defer runtime.GOMAXPROCS(prev)
-	bestScan, bestReduce := time.Duration(1<<62), time.Duration(1<<62)
-	for round := 0; round < *rounds; round++ {
+	bestScan, bestReduce, err := measureTraces(ctx, segs, fields, *rounds, &res)
+	if err != nil {
+		return err
+	}
+	res.ScanSeconds = bestScan.Seconds()
+	res.ReduceSeconds = bestReduce.Seconds()
+	res.ScanRowsPerSec = float64(res.Rows) / res.ScanSeconds
+	res.ReduceRowsPerSec = float64(res.Rows) / res.ReduceSeconds
+	res.Ratio = res.ReduceSeconds / res.ScanSeconds
+	if *asJSON {
+		return writeJSON(stdout, res)
+	}
+	printBenchTraces(stdout, res)
+	return nil
+}
+
+// benchTracesSegments lists the segments of target, generating them first
+// when there are none.
+func benchTracesSegments(target string, d tracegen.FleetOptions, rows, rowGroup int64, stderr io.Writer, res *benchTracesResult) ([]consumer.Segment, error) {
+	segs, _, err := consumer.ListSegments(target)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	if len(segs) == 0 {
+		opts := d
+		opts.Rows = rows
+		opts.RowGroupRows = rowGroup
+		if isTerminal(stderr) {
+			bar := progressbar.NewOptions64(opts.Rows, progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription("generating traces"), progressbar.OptionClearOnFinish())
+			last := int64(0)
+			opts.OnSegment = func(done int64) { _ = bar.Add64(done - last); last = done }
+			defer bar.Finish()
+		}
+		t0 := time.Now()
+		sum, err := tracegen.GenerateFleet(target, opts)
+		if err != nil {
+			return nil, fmt.Errorf("bench traces: %w", err)
+		}
+		res.GenerateSeconds = time.Since(t0).Seconds()
+		res.Generated = true
+		res.Runs = sum.Runs
+		if segs, _, err = consumer.ListSegments(target); err != nil {
+			return nil, err
+		}
+	}
+	return segs, nil
+}
+
+// measureTraces runs rounds passes of the page scan and of the full
+// reduction over segs and returns the best time of each.
+func measureTraces(ctx context.Context, segs []consumer.Segment, fields calls.FieldSet, rounds int, res *benchTracesResult) (bestScan, bestReduce time.Duration, err error) {
+	bestScan, bestReduce = time.Duration(1<<62), time.Duration(1<<62)
+	for round := 0; round < rounds; round++ {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, 0, err
 		}
 		tracesResetPeakRSS()
 		t0 := time.Now()
@@ -134,7 +164,7 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, s := range segs {
 			n, sum, err := consumer.PageScan(s.Path, fields)
 			if err != nil {
-				return fmt.Errorf("bench traces: page scan: %w", err)
+				return 0, 0, fmt.Errorf("bench traces: page scan: %w", err)
 			}
 			scanned += n
 			sink += sum
@@ -147,29 +177,25 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		tracesResetPeakRSS()
 		t0 = time.Now()
 		r, _ := outcome.NewReducer(outcome.Options{})
-		st, err := consumer.ReduceSegments(ctx, segs, 0, r, consumer.DirOptions{Strict: true})
+		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true})
 		if err != nil {
-			return fmt.Errorf("bench traces: reduce: %w", err)
+			return 0, 0, fmt.Errorf("bench traces: reduce: %w", err)
 		}
 		rep := r.Report()
 		if _, err := r.SLO(outcome.DefaultSLOOptions(), envelope.ValidAgentID); err != nil {
-			return err
+			return 0, 0, err
 		}
 		bestReduce = min(bestReduce, time.Since(t0))
 		res.PeakRSSMiB = max(res.PeakRSSMiB, tracesPeakRSSMiB())
 		if st.Rows != scanned {
-			return fmt.Errorf("bench traces: reduction read %d rows, page scan %d", st.Rows, scanned)
+			return 0, 0, fmt.Errorf("bench traces: reduction read %d rows, page scan %d", st.Rows, scanned)
 		}
 		res.Runs = rep.Groups[0].Overall.Runs
 	}
-	res.ScanSeconds = bestScan.Seconds()
-	res.ReduceSeconds = bestReduce.Seconds()
-	res.ScanRowsPerSec = float64(res.Rows) / res.ScanSeconds
-	res.ReduceRowsPerSec = float64(res.Rows) / res.ReduceSeconds
-	res.Ratio = res.ReduceSeconds / res.ScanSeconds
-	if *asJSON {
-		return writeJSON(stdout, res)
-	}
+	return bestScan, bestReduce, nil
+}
+
+func printBenchTraces(stdout io.Writer, res benchTracesResult) {
 	fmt.Fprintf(stdout, "bench traces: %d rows, %d runs, %d segments, %.1f MiB, row groups of %d rows",
 		res.Rows, res.Runs, res.Segments, float64(res.Bytes)/(1<<20), res.RowGroupRows)
 	if res.Generated {
@@ -179,33 +205,15 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "page scan:      %6.1fM rows/s  (%.3fs)  peak RSS %.1f MiB\n", res.ScanRowsPerSec/1e6, res.ScanSeconds, res.ScanPeakRSSMiB)
 	fmt.Fprintf(stdout, "full reduction: %6.1fM rows/s  (%.3fs)  peak RSS %.1f MiB\n", res.ReduceRowsPerSec/1e6, res.ReduceSeconds, res.PeakRSSMiB)
 	fmt.Fprintf(stdout, "reduction takes %.2fx the page scan's time\n", res.Ratio)
-	return nil
 }
 
-// tracesResetPeakRSS returns freed memory to the OS and resets VmHWM (Linux: "5"
-// to /proc/self/clear_refs), so the next reading is the next pass's peak.
+// tracesResetPeakRSS returns freed memory to the OS and resets VmHWM, so
+// the next reading is the next pass's peak.
 func tracesResetPeakRSS() {
 	runtime.GC()
 	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	rss.ResetPeak()
 }
 
-// tracesPeakRSSMiB reads VmHWM from /proc/self/status; 0 where unavailable.
-func tracesPeakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, err := strconv.ParseFloat(f[0], 64)
-				if err == nil {
-					return kb / 1024
-				}
-			}
-		}
-	}
-	return 0
-}
+// tracesPeakRSSMiB is the peak resident set in MiB; 0 where unavailable.
+func tracesPeakRSSMiB() float64 { return float64(rss.Peak()) / (1 << 20) }

@@ -67,7 +67,36 @@ func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	// Publish the records.
 	start := time.Now()
-	for i := 0; i < *records; i++ {
+	if err := publishBenchRecords(js, subjects.Traces, *records); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "published %d records in %s\n", *records, time.Since(start).Round(time.Millisecond))
+
+	// Raw consume-with-ack on a plain consumer of the same stream.
+	rawDur, err := benchRawConsume(ctx, js, subjects.TracesStream, *records)
+	if err != nil {
+		return err
+	}
+
+	// The worker's trace consumer into a fresh store.
+	workerDur, n, notAcked, err := benchWorkerConsume(ctx, js, subjects, filepath.Join(dir, "bench.db"), *records, *batch)
+	if err != nil {
+		return err
+	}
+	rawRate := float64(*records) / rawDur.Seconds()
+	workerRate := float64(*records) / workerDur.Seconds()
+	fmt.Fprintf(stdout, "raw JetStream consume+ack:      %10.0f msgs/s (%s)\n", rawRate, rawDur.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "worker (store commit, then ack): %10.0f records/s (%s, %d stored, %d not acked)\n", workerRate, workerDur.Round(time.Millisecond), n, notAcked)
+	fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.50)\n", workerRate/rawRate)
+	if n != int64(*records) {
+		return fmt.Errorf("bench worker: stored %d calls, want %d", n, *records)
+	}
+	return nil
+}
+
+// publishBenchRecords publishes n generated per-call records to subject.
+func publishBenchRecords(js jetstream.JetStream, subject string, n int) error {
+	for i := 0; i < n; i++ {
 		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
 		c := calls.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
 			InputTokens: 900, OutputTokens: 150, CostMicroUSD: int64(100 + i%37), Step: step, HasStep: true,
@@ -76,75 +105,72 @@ func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[i%3]
 		}
 		b, _ := json.Marshal(worker.RecordOf(c))
-		if _, err := js.PublishAsync(subjects.Traces, b); err != nil {
+		if _, err := js.PublishAsync(subject, b); err != nil {
 			return err
 		}
 	}
 	<-js.PublishAsyncComplete()
-	fmt.Fprintf(stdout, "published %d records in %s\n", *records, time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	// Raw consume-with-ack on a plain consumer of the same stream.
-	raw, err := js.CreateOrUpdateConsumer(ctx, subjects.TracesStream, jetstream.ConsumerConfig{Durable: "bench-raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 20000})
+// benchRawConsume times consuming and acking n messages of stream with a
+// plain consumer.
+func benchRawConsume(ctx context.Context, js jetstream.JetStream, stream string, n int) (time.Duration, error) {
+	raw, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "bench-raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 20000})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var got atomic.Int64
 	done := make(chan struct{})
-	start = time.Now()
+	start := time.Now()
 	cc, err := raw.Consume(func(m jetstream.Msg) {
 		_ = m.Ack()
-		if got.Add(1) == int64(*records) {
+		if got.Add(1) == int64(n) {
 			close(done)
 		}
 	}, jetstream.PullMaxMessages(1024))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	<-done
-	rawDur := time.Since(start)
+	d := time.Since(start)
 	cc.Stop()
+	return d, nil
+}
 
-	// The worker's trace consumer into a fresh store.
-	st, err := store.Open(ctx, filepath.Join(dir, "bench.db"), store.Options{})
+// benchWorkerConsume times the worker's trace consumer storing n records
+// into a fresh store at dbPath; it returns the calls stored and the
+// messages settled other than by an ack.
+func benchWorkerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
+	st, err := store.Open(ctx, dbPath, store.Options{})
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	defer st.Close()
 	traces, _, err := worker.EnsureStreams(ctx, js, subjects, 0)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	counter := &ackCounter{}
-	p, err := consumer.NewPuller(traces, &worker.TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: *batch, Counters: counter})
+	p, err := consumer.NewPuller(traces, worker.NewTraceHandler(st, worker.TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: batch, Counters: counter})
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
-	start = time.Now()
+	start := time.Now()
 	go func() { errc <- p.Run(pctx) }()
-	for counter.acked.Load()+counter.other.Load() < int64(*records) {
+	for counter.acked.Load()+counter.other.Load() < int64(n) {
 		select {
 		case err := <-errc:
 			cancel()
-			return fmt.Errorf("worker stopped early: %v", err)
+			return 0, 0, 0, fmt.Errorf("worker stopped early: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	workerDur := time.Since(start)
+	d = time.Since(start)
 	cancel()
 	<-errc
-	n, err := st.CallCount(ctx)
-	if err != nil {
-		return err
-	}
-	rawRate := float64(*records) / rawDur.Seconds()
-	workerRate := float64(*records) / workerDur.Seconds()
-	fmt.Fprintf(stdout, "raw JetStream consume+ack:      %10.0f msgs/s (%s)\n", rawRate, rawDur.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "worker (store commit, then ack): %10.0f records/s (%s, %d stored, %d not acked)\n", workerRate, workerDur.Round(time.Millisecond), n, counter.other.Load())
-	fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.50)\n", workerRate/rawRate)
-	if n != int64(*records) {
-		return fmt.Errorf("bench worker: stored %d calls, want %d", n, *records)
-	}
-	return nil
+	stored, err = st.CallCount(ctx)
+	return d, stored, counter.other.Load(), err
 }

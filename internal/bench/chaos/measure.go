@@ -185,23 +185,9 @@ func (r *runner) checkEvals(ctx context.Context) error {
 		return fmt.Errorf("chaos: open the worker's store: %w", err)
 	}
 	defer st.Close()
-	runs := map[string]int{}
-	rows, err := st.DB().QueryContext(ctx, `SELECT request_id, COUNT(*) FROM eval_runs GROUP BY request_id`)
+	runs, err := st.RunsByRequest(ctx)
 	if err != nil {
-		return fmt.Errorf("chaos: count eval runs: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			rows.Close()
-			return fmt.Errorf("chaos: count eval runs: %w", err)
-		}
-		runs[id] = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("chaos: count eval runs: %w", err)
+		return fmt.Errorf("chaos: %w", err)
 	}
 	for _, id := range r.requestIDs {
 		n := runs[id]

@@ -1,4 +1,4 @@
-package consumer
+package replay
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +19,9 @@ import (
 
 var segUpdate = flag.Bool("update", false, "rewrite testdata/traces fixtures and their golden reports")
 
-func segFixtureDir(name string) string { return filepath.Join("..", "testdata", "traces", name) }
+func segFixtureDir(name string) string {
+	return filepath.Join("..", "..", "testdata", "traces", name)
+}
 
 // segReduce replays dir and renders the cost report (text and JSON).
 func segReduce(t *testing.T, dir string, opts outcome.Options) (*outcome.Reducer, DirStats, string, string) {
@@ -54,7 +55,7 @@ func segGolden(t *testing.T, path, have string) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test ./consumer -run Golden -update")
+	require.NoError(t, err, "golden file missing: run go test ./outcome/replay -run Golden -update")
 	require.Equal(t, string(want), have, "golden %s differs", path)
 }
 
@@ -99,7 +100,7 @@ func TestTraceFixturesFromGenerator(t *testing.T) {
 				require.NoError(t, err)
 				have, err := os.ReadFile(filepath.Join(segFixtureDir(fx.Name), s.Name))
 				require.NoError(t, err)
-				require.True(t, bytes.Equal(want, have), "%s/%s differs from the generator's output (go test ./consumer -run Golden -update)", fx.Name, s.Name)
+				require.True(t, bytes.Equal(want, have), "%s/%s differs from the generator's output (go test ./outcome/replay -run Golden -update)", fx.Name, s.Name)
 				require.Less(t, len(have), 100<<10)
 			}
 		})
@@ -161,24 +162,4 @@ func TestTraceFixtureRules(t *testing.T) {
 			require.Len(t, st.Failed, tc.failed)
 		})
 	}
-}
-
-func TestTraceFixtureIgnoresOtherFiles(t *testing.T) {
-	segs, ignored, err := ListSegments(segFixtureDir("rowgroups"))
-	require.NoError(t, err)
-	require.Len(t, segs, 1)
-	// README.txt, two misnamed .parquet files and the two golden files.
-	require.Equal(t, 5, ignored)
-}
-
-func TestTraceFixtureSegmentOrder(t *testing.T) {
-	segs, _, err := ListSegments(segFixtureDir("split"))
-	require.NoError(t, err)
-	var names []string
-	for _, s := range segs {
-		names = append(names, filepath.Base(s.Path))
-	}
-	// nanos 0xff sorts before 0x100 although "100" < "ff" as text.
-	require.Equal(t, []string{"calls-1-ff-00000001.parquet", "calls-1-100-00000000.parquet"}, names)
-	require.True(t, strings.Compare(names[1], names[0]) < 0)
 }

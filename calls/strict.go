@@ -1,7 +1,4 @@
-// Package strictjson decodes JSON that arrives from outside the process:
-// exactly one JSON value, no field the target type does not declare, and
-// nothing but white space after it.
-package strictjson
+package calls
 
 import (
 	"bytes"
@@ -12,14 +9,16 @@ import (
 	"strings"
 )
 
-// Decode decodes data into v. An unknown field is an error naming it
+// DecodeStrict decodes JSON that arrives from outside the process into v:
+// exactly one JSON value, no field v's type does not declare, and nothing but
+// white space after it. An unknown field is an error naming it
 // (`unknown field "cost_micro_usd"`); data after the first JSON value is an
 // error giving its byte offset; a type error names the field and offset.
-func Decode(data []byte, v any) error {
+func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return describe(err)
+		return describeStrict(err)
 	}
 	off := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -28,7 +27,7 @@ func Decode(data []byte, v any) error {
 	return nil
 }
 
-func describe(err error) error {
+func describeStrict(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {

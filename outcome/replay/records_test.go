@@ -1,4 +1,4 @@
-package consumer
+package replay
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
@@ -50,7 +51,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 			require.NoError(t, err)
 			want := r.Report()
 
-			segs, _, err := ListSegments(dir)
+			segs, _, err := consumer.ListSegments(dir)
 			require.NoError(t, err)
 			var nd bytes.Buffer
 			var csvFiles [][]byte
@@ -58,7 +59,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 				var rows [][]string
 				var segND bytes.Buffer
 				hasRun := true
-				err := ReadSegment(s.Path, func(c calls.Call) error {
+				err := consumer.ReadSegment(s.Path, func(c calls.Call) error {
 					b, err := json.Marshal(segRecordOf(c))
 					if err != nil {
 						return err
@@ -84,7 +85,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 					rows = append(rows, row)
 					return nil
 				})
-				if IsSegmentError(err) {
+				if consumer.IsSegmentError(err) {
 					continue // the corrupt fixture's bad segment, skipped whole
 				}
 				require.NoError(t, err)

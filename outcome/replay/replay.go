@@ -1,0 +1,88 @@
+// Package replay folds a directory of TokenFuse Parquet segments into an
+// outcome.Reducer: it drives processing with what consumer reads, so the
+// input layer (consumer) knows nothing of the reduction and outcome knows
+// nothing of Parquet.
+package replay
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/outcome"
+)
+
+// DirOptions configures a directory replay.
+type DirOptions struct {
+	// Strict makes the first bad segment fatal. Otherwise a bad segment is
+	// recorded in DirStats.Failed and the replay goes on.
+	Strict bool
+	// OnSegment, if non-nil, is called after each segment (read or failed)
+	// with the segment; for progress reporting.
+	OnSegment func(consumer.Segment)
+}
+
+// SegmentFailure is a segment the replay skipped.
+type SegmentFailure struct {
+	File string `json:"file"`
+	Err  error  `json:"-"`
+	// Reason is Err's message.
+	Reason string `json:"error"`
+}
+
+// DirStats counts a directory replay.
+type DirStats struct {
+	Segments int              `json:"segments"`
+	Rows     int64            `json:"rows"`
+	Bytes    int64            `json:"bytes"`
+	Ignored  int              `json:"ignored_files"`
+	Failed   []SegmentFailure `json:"failed_segments"`
+}
+
+// ReduceDir replays every segment of dir, in name order, into r. Each
+// segment is folded all or nothing (r.Begin/Commit/Rollback), so a segment
+// that fails halfway leaves no trace in r. Memory is one batch plus the
+// reducer's per-run state: no file is held whole. ReduceDir returns early
+// with ctx's error when ctx is done.
+func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+	segs, ignored, err := consumer.ListSegments(dir)
+	if err != nil {
+		return DirStats{}, err
+	}
+	return ReduceSegments(ctx, segs, ignored, r, opts)
+}
+
+// ReduceSegments is ReduceDir over a listed set of segments.
+func ReduceSegments(ctx context.Context, segs []consumer.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+	st := DirStats{Ignored: ignored}
+	sc := consumer.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
+	for _, seg := range segs {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		var rows int64
+		r.Begin()
+		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
+			rows += int64(b.Len)
+			r.AddBatch(b)
+			return nil
+		})
+		if err != nil {
+			r.Rollback()
+			if opts.Strict {
+				return st, err
+			}
+			st.Failed = append(st.Failed, SegmentFailure{File: filepath.Base(seg.Path), Err: err, Reason: err.Error()})
+		} else {
+			r.Commit()
+			st.Segments++
+			st.Rows += rows
+			st.Bytes += seg.Size
+		}
+		if opts.OnSegment != nil {
+			opts.OnSegment(seg)
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,149 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// AsyncOptions tune an AsyncPublisher.
+type AsyncOptions struct {
+	// MaxInFlight bounds publishes awaiting their acknowledgement; Publish
+	// waits for the oldest before sending more. 0 means 1024.
+	MaxInFlight int
+	// AckTimeout bounds the wait for one acknowledgement before the
+	// message is published again (with the same message id, so never
+	// stored twice); 0 means 30 s. A message is tried at most 5 times.
+	AckTimeout time.Duration
+	// Progress, when set, is called with the running count of
+	// acknowledged messages every 1024 acknowledgements.
+	Progress func(acked int)
+}
+
+// AsyncStats counts what an AsyncPublisher published.
+type AsyncStats struct {
+	Published  int // messages handed to Publish
+	New        int // messages JetStream stored
+	Duplicates int // messages JetStream dropped as already stored (same message id)
+}
+
+// AsyncPublisher publishes to one subject through a bounded window of
+// asynchronous JetStream publishes, in order, each with a message id, so a
+// slow server slows the caller down (backpressure) instead of failing it,
+// and a retried or repeated publish is deduplicated by JetStream. It is
+// not safe for concurrent use.
+type AsyncPublisher struct {
+	js      jetstream.JetStream
+	subject string
+	opts    AsyncOptions
+	st      AsyncStats
+	window  []pending
+}
+
+type pending struct {
+	fut   jetstream.PubAckFuture
+	data  []byte
+	id    string
+	tries int
+}
+
+// NewAsyncPublisher returns a publisher to subject through js.
+func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions) *AsyncPublisher {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 1024
+	}
+	if opts.AckTimeout <= 0 {
+		opts.AckTimeout = 30 * time.Second
+	}
+	return &AsyncPublisher{js: js, subject: subject, opts: opts}
+}
+
+// Stats returns the counts so far; New and Duplicates are final after
+// Drain returns nil.
+func (p *AsyncPublisher) Stats() AsyncStats { return p.st }
+
+// Publish sends data with Nats-Msg-Id id, first waiting until fewer than
+// MaxInFlight publishes await their acknowledgement. It returns when the
+// message is sent, not when it is acknowledged (see Drain), or with ctx's
+// error.
+func (p *AsyncPublisher) Publish(ctx context.Context, data []byte, id string) error {
+	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
+		return err
+	}
+	fut, err := p.send(ctx, data, id)
+	if err != nil {
+		return err
+	}
+	p.window = append(p.window, pending{fut: fut, data: data, id: id, tries: 1})
+	p.st.Published++
+	return nil
+}
+
+// Drain blocks until every message published is acknowledged, or ctx is
+// done.
+func (p *AsyncPublisher) Drain(ctx context.Context) error { return p.drain(ctx, 0) }
+
+// send publishes asynchronously, waiting while the client's own pending
+// limit is reached instead of failing.
+func (p *AsyncPublisher) send(ctx context.Context, data []byte, id string) (jetstream.PubAckFuture, error) {
+	for {
+		fut, err := p.js.PublishAsync(p.subject, data, jetstream.WithMsgID(id))
+		if err == nil {
+			return fut, nil
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return nil, err
+		}
+		select {
+		case <-p.js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// drain waits for acknowledgements until at most keep publishes are in
+// flight, re-publishing a message whose ack failed or timed out.
+func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
+	for len(p.window) > keep {
+		head := &p.window[0]
+		timer := time.NewTimer(p.opts.AckTimeout)
+		var ackErr error
+		select {
+		case ack := <-head.fut.Ok():
+			if ack.Duplicate {
+				p.st.Duplicates++
+			} else {
+				p.st.New++
+			}
+		case ackErr = <-head.fut.Err():
+		case <-timer.C:
+			ackErr = fmt.Errorf("no acknowledgement after %s", p.opts.AckTimeout)
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+		timer.Stop()
+		if ackErr != nil {
+			if head.tries >= 5 {
+				return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
+			}
+			fut, err := p.send(ctx, head.data, head.id)
+			if err != nil {
+				return fmt.Errorf("publish %s: %w", head.id, err)
+			}
+			head.fut, head.tries = fut, head.tries+1
+			// Keep order: the retried message stays at the head.
+			continue
+		}
+		p.window = p.window[1:]
+		if n := p.st.New + p.st.Duplicates; p.opts.Progress != nil && n%1024 == 0 {
+			p.opts.Progress(n)
+		}
+	}
+	return nil
+}

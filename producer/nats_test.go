@@ -1,0 +1,130 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+)
+
+// runJetStream starts an in-process JetStream server with one stream over
+// "t.>" and returns a connected client.
+func runJetStream(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	go s.Start()
+	require.True(t, s.ReadyForConnections(10*time.Second))
+	nc, err := nats.Connect(s.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		nc.Close()
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}})
+	require.NoError(t, err)
+	return nc, js
+}
+
+// stallingJS refuses every fifth asynchronous publish as stalled, as
+// PublishAsync does when acks lag under CPU contention.
+type stallingJS struct {
+	jetstream.JetStream
+	n int
+}
+
+func (s *stallingJS) PublishAsync(subject string, data []byte, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	s.n++
+	if s.n%5 == 0 {
+		return nil, jetstream.ErrTooManyStalledMsgs
+	}
+	return s.JetStream.PublishAsync(subject, data, opts...)
+}
+
+func TestAsyncPublisherBackpressureAndDuplicates(t *testing.T) {
+	_, inner := runJetStream(t)
+	js := &stallingJS{JetStream: inner}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 3000
+	publishAll := func() AsyncStats {
+		var progress []int
+		p := NewAsyncPublisher(js, "t.rows", AsyncOptions{MaxInFlight: 64, Progress: func(acked int) { progress = append(progress, acked) }})
+		for i := range n {
+			require.NoError(t, p.Publish(ctx, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("row-%d", i)))
+			require.LessOrEqual(t, len(p.window), 64, "at most MaxInFlight unacknowledged")
+		}
+		require.NoError(t, p.Drain(ctx))
+		require.Empty(t, p.window)
+		require.Equal(t, []int{1024, 2048}, progress)
+		return p.Stats()
+	}
+	require.Equal(t, AsyncStats{Published: n, New: n}, publishAll())
+	require.Equal(t, AsyncStats{Published: n, Duplicates: n}, publishAll(), "a second run stores nothing")
+
+	info, err := inner.Stream(ctx, "T")
+	require.NoError(t, err)
+	require.EqualValues(t, n, info.CachedInfo().State.Msgs)
+	// Order is kept: the stream holds the rows as published.
+	for _, seq := range []uint64{1, 1500, n} {
+		m, err := info.GetMsg(ctx, seq)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("row %d", seq-1), string(m.Data))
+	}
+}
+
+func TestDeadLetterHeadersAndIDs(t *testing.T) {
+	_, js := runJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, "T")
+	require.NoError(t, err)
+	p := &DeadLetterPublisher{JS: js, Subject: "t.dead"}
+
+	orig := nats.Header{}
+	orig.Set(nats.MsgIdHdr, "orig-1")
+	orig.Set("X-Other", "kept")
+	fromStream := DeadLetter{Data: []byte("bad"), Header: orig, Subject: "t.in", Stream: "IN", Seq: 7, Reason: "malformed"}
+	fromTail := DeadLetter{Data: []byte("line"), Subject: "tail", ID: "f1:120", Reason: "line 3: malformed JSON"}
+	for _, tc := range []struct {
+		name    string
+		d       DeadLetter
+		wantID  string
+		headers map[string]string
+	}{
+		{"stream", fromStream, "dead-IN-7", map[string]string{HeaderDeadReason: "malformed", HeaderDeadSubject: "t.in",
+			HeaderDeadSeq: "7", HeaderDeadMsgID: "orig-1", "X-Other": "kept"}},
+		{"tail", fromTail, "dead-f1:120", map[string]string{HeaderDeadReason: "line 3: malformed JSON", HeaderDeadSubject: "tail",
+			HeaderDeadSeq: "", HeaderDeadMsgID: ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.wantID, tc.d.MsgID())
+			require.NoError(t, p.Publish(ctx, tc.d))
+			m, err := stream.GetLastMsgForSubject(ctx, "t.dead")
+			require.NoError(t, err)
+			require.Equal(t, tc.d.Data, m.Data)
+			require.Equal(t, tc.wantID, m.Header.Get(nats.MsgIdHdr))
+			for k, v := range tc.headers {
+				require.Equal(t, v, m.Header.Get(k), k)
+			}
+			// Dead-lettering the same message again stores nothing new.
+			before, err := js.Stream(ctx, "T")
+			require.NoError(t, err)
+			require.NoError(t, p.Publish(ctx, tc.d))
+			after, err := js.Stream(ctx, "T")
+			require.NoError(t, err)
+			require.Equal(t, before.CachedInfo().State.Msgs, after.CachedInfo().State.Msgs)
+		})
+	}
+	require.Equal(t, "orig-1", orig.Get(nats.MsgIdHdr), "the original's headers are not changed")
+}

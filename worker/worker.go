@@ -1,0 +1,683 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	oklogrun "github.com/oklog/run"
+
+	"github.com/verdryx/verdryx/confine"
+	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/redact"
+	"github.com/verdryx/verdryx/store"
+)
+
+// ErrInput marks an error caused by the options or by a file they name
+// (as opposed to the environment: NATS, the network); `verdryx serve`
+// exits 2 for it. Test with errors.Is.
+var ErrInput = errors.New("worker: bad input")
+
+type inputErr struct{ err error }
+
+func (e inputErr) Error() string   { return e.err.Error() }
+func (e inputErr) Unwrap() []error { return []error{e.err, ErrInput} }
+
+func inputError(err error) error { return inputErr{err} }
+
+// ReplayFailedError is returned by Run when segments of Options.ReplayDir
+// could not be read: none of their rows was published, the rest of the
+// worker ran to its end.
+type ReplayFailedError struct {
+	Dir      string
+	Segments []string // each with its reason
+}
+
+func (e *ReplayFailedError) Error() string {
+	return fmt.Sprintf("--replay %s: %d segment(s) failed and contributed nothing", e.Dir, len(e.Segments))
+}
+
+// Options configure a Worker. Error messages name the `verdryx serve` flag
+// an option comes from.
+type Options struct {
+	// DataDir holds the embedded NATS store, the SQLite store (by default),
+	// tail offsets and the index generations asks are answered from.
+	// Required; created if missing, and locked while the worker runs.
+	DataDir string
+	// NATSURL is the NATS server to use; "" starts the embedded server with
+	// JetStream, listening on Listen and secured by Security.
+	NATSURL  string
+	Listen   string // embedded server address; "" means 127.0.0.1:4222 (port 0 picks a free one)
+	Security EmbeddedSecurity
+	// NATSOptions are client options (credentials, TLS, auth) for the
+	// worker's connection, which is named verdryx-serve-<instance> and
+	// reconnects forever.
+	NATSOptions []nats.Option
+	// DBPath is the SQLite store; "" means <DataDir>/verdryx.db.
+	DBPath string
+	// EventsPath, when set, also appends envelopes to this chained NDJSON
+	// file (fsynced per event).
+	EventsPath string
+	// Instance names this worker's chain subject and lease; "" means
+	// DefaultInstance(DataDir).
+	Instance string
+	// HTTPAddr serves /healthz, /readyz, /metrics and /report; "" disables.
+	HTTPAddr string
+	// OTLPEndpoint, when set, exports spans to this OTLP/HTTP collector.
+	OTLPEndpoint string
+	// TailPath, when set, is an NDJSON file followed and forwarded.
+	TailPath string
+	// ReplayDir, when set, is a Parquet segment directory published to the
+	// traces subject at start (it is also a root).
+	ReplayDir string
+	// EvalRequestFiles are eval-request JSON files published at start.
+	EvalRequestFiles []string
+	// RAGCorpus answers RAG asks; "" means the corpus the active index
+	// generation under DataDir recorded, and without one asks are disabled.
+	RAGCorpus string
+	// Roots are the directories eval-set and segment paths in messages may
+	// resolve under; empty means <DataDir>/eval.
+	Roots []string
+	// Once makes Run return when the inputs are drained: both consumers
+	// have nothing pending or unacked, twice in a row 500 ms apart, and the
+	// tail reached its end.
+	Once bool
+	// Subjects are the subjects and streams; the zero value means
+	// DefaultSubjects().
+	Subjects Subjects
+	// Version is stamped on runs and spans.
+	Version string
+	// Logger receives the worker's logs; nil discards them.
+	Logger *slog.Logger
+	// Files returns the confined reader for the roots; nil confines reads
+	// to the roots with confine's default limits.
+	Files func(Roots) *confine.Reader
+	// Replies decides which reply subjects eval requests and asks are
+	// answered on; the zero value allows _INBOX.> and verdryx.reply.>.
+	Replies ReplyPolicy
+	// Report, when set, builds the /report handler over the store.
+	Report func(*store.Store) http.Handler
+	// OnResult, when set, is called with every eval result finished.
+	OnResult func(EvalRequest, grading.Result)
+	// Replay publishes ReplayDir; nil means Replay with default options.
+	Replay func(ctx context.Context, js jetstream.JetStream, subject, dir string) (ReplayStats, error)
+	// Drained, when set and Once, is called after the ordered shutdown of
+	// a run that drained its inputs (or was signalled), with the store
+	// still open.
+	Drained func(ctx context.Context, st *store.Store) error
+}
+
+// DefaultOptions returns the options of `verdryx serve` with no flags but
+// the data directory.
+func DefaultOptions(dataDir string) Options {
+	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: DefaultSubjects()}
+}
+
+// EnsureDefaults fills every zero option that has a default (HTTPAddr
+// excepted: empty disables HTTP) and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:4222"
+	}
+	if o.DBPath == "" && o.DataDir != "" {
+		o.DBPath = filepath.Join(o.DataDir, "verdryx.db")
+	}
+	if o.Instance == "" && o.DataDir != "" {
+		o.Instance = DefaultInstance(o.DataDir)
+	}
+	if len(o.Roots) == 0 && o.DataDir != "" {
+		o.Roots = []string{filepath.Join(o.DataDir, "eval")}
+	}
+	if o.Subjects == (Subjects{}) {
+		o.Subjects = DefaultSubjects()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Files == nil {
+		o.Files = func(r Roots) *confine.Reader { return &confine.Reader{Roots: r} }
+	}
+	if o.Replay == nil {
+		o.Replay = func(ctx context.Context, js jetstream.JetStream, subject, dir string) (ReplayStats, error) {
+			return Replay(ctx, js, subject, dir, ReplayOptions{})
+		}
+	}
+	return o
+}
+
+// DefaultInstance names a worker's chain subject: stable across restarts
+// of the same data directory, distinct between data directories.
+func DefaultInstance(dataDir string) string {
+	host, _ := os.Hostname()
+	abs, _ := filepath.Abs(dataDir)
+	sum := sha256.Sum256([]byte(abs))
+	return sanitizeToken(host) + "-" + hex.EncodeToString(sum[:4])
+}
+
+func sanitizeToken(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "verdryx"
+	}
+	return b.String()
+}
+
+// Worker is the verdryx worker: the trace and eval consumers, RAG asks,
+// the tail forwarder, the producers and the health endpoints, assembled
+// from Options. Create it with New and call Run once.
+type Worker struct {
+	opts Options
+}
+
+// New checks opts, fills their defaults and returns a worker. It opens
+// nothing: Run does.
+func New(opts Options) (*Worker, error) {
+	if opts.DataDir == "" {
+		return nil, inputError(errors.New("--data: empty data directory"))
+	}
+	opts.EnsureDefaults()
+	return &Worker{opts: opts}, nil
+}
+
+// Options returns the worker's options, defaults filled.
+func (w *Worker) Options() Options { return w.opts }
+
+// Run opens the store, connects to NATS (starting the embedded server
+// when no URL is given), takes the instance lease and runs every actor
+// until ctx's signal handler fires (SIGINT, SIGTERM), an actor fails, or
+// with Once the inputs are drained. Shutdown is ordered: the actors stop
+// fetching and finish in-flight work, the events file is flushed, then the
+// connection drains before the store, the lease and the server close.
+// A signal or a drain is a clean exit (nil).
+func (w *Worker) Run(ctx context.Context) error {
+	o := &w.opts
+	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+		return inputError(fmt.Errorf("--data %s: %w", o.DataDir, err))
+	}
+	unlock, err := LockDataDir(o.DataDir)
+	if err != nil {
+		return inputError(fmt.Errorf("--data: %w", err))
+	}
+	defer unlock()
+
+	// Store.
+	st, err := store.Open(ctx, o.DBPath, store.Options{})
+	if err != nil {
+		return inputError(err)
+	}
+	defer st.Close()
+
+	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), closed: make(chan struct{})}
+	defer r.close()
+	if err := r.connect(ctx); err != nil {
+		return err
+	}
+	if err := r.sinks(ctx); err != nil {
+		return err
+	}
+	var g oklogrun.Group
+	if err := r.actors(ctx, &g); err != nil {
+		return err
+	}
+
+	// Inputs published at start. A corrupt segment published nothing; it
+	// is named at the end and fails the run.
+	failed, err := r.publishInputs(ctx)
+	if err != nil {
+		return err
+	}
+	r.ready.Store(true)
+	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
+
+	err = g.Run()
+	r.shutdown()
+	var sigErr oklogrun.SignalError
+	if err != nil && !errors.As(err, &sigErr) && !errors.Is(err, errDrained) {
+		return err
+	}
+	if o.Once && o.Drained != nil {
+		if err := o.Drained(ctx, st); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return &ReplayFailedError{Dir: o.ReplayDir, Segments: failed}
+	}
+	return nil
+}
+
+// roots are the absolute Roots, and ReplayDir (its segments may be
+// referenced).
+func (w *Worker) roots() Roots {
+	var roots Roots
+	for _, root := range w.opts.Roots {
+		if a, err := filepath.Abs(root); err == nil {
+			roots = append(roots, a)
+		}
+	}
+	if w.opts.ReplayDir != "" {
+		if a, err := filepath.Abs(w.opts.ReplayDir); err == nil {
+			roots = append(roots, a)
+		}
+	}
+	return roots
+}
+
+// AskCorpus returns the corpus file RAG asks are answered from: flag
+// (--rag.corpus) when set and present, else the corpus the active index
+// generation under dataDir recorded. It returns "" (asks disabled, logged)
+// when there is neither.
+func AskCorpus(flag, dataDir string, logger *slog.Logger) string {
+	if flag != "" {
+		if _, err := os.Stat(flag); err != nil {
+			logger.Warn("rag asks disabled: corpus not found", "corpus", flag)
+			return ""
+		}
+		return flag
+	}
+	path, m, err := index.NewStore(dataDir, index.StoreOptions{Logger: logger}).ActiveCorpus()
+	switch {
+	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
+		logger.Info("rag asks disabled: no --rag.corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
+		return ""
+	case err != nil:
+		logger.Warn("rag asks disabled: the active index generation's corpus is unusable", "err", err)
+		return ""
+	}
+	logger.Info("rag asks answered from the active index generation's corpus", "generation", m.ID, "corpus", path)
+	return path
+}
+
+// running is the state of one Run: what was opened, in order, and what
+// the actors share.
+type running struct {
+	w        *Worker
+	st       *store.Store
+	metrics  *Metrics
+	closers  []func() // run in reverse by close
+	ns       *server.Server
+	nc       *nats.Conn
+	closed   chan struct{} // closed when nc has closed
+	js       jetstream.JetStream
+	traces   jetstream.Consumer
+	eval     jetstream.Consumer
+	lease    *Lease
+	chain    *producer.NATSChain
+	fileW    *envelope.Writer
+	deps     grading.Deps
+	roots    Roots
+	tailDone chan struct{}
+
+	ready, tracesOK, evalOK atomic.Bool
+}
+
+func (r *running) onClose(f func()) { r.closers = append(r.closers, f) }
+
+func (r *running) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// connect starts the embedded server or connects to NATS, ensures the
+// streams and takes the instance lease.
+func (r *running) connect(ctx context.Context) error {
+	o := &r.w.opts
+	url := o.NATSURL
+	if url == "" {
+		ns, err := StartEmbeddedWith(filepath.Join(o.DataDir, "nats"), o.Listen, o.Security)
+		if err != nil {
+			return err
+		}
+		r.ns = ns
+		r.onClose(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		url = ns.ClientURL()
+		o.Logger.Info("embedded nats started", "url", url, "store", filepath.Join(o.DataDir, "nats"))
+	}
+	connOpts := append([]nats.Option{nats.Name("verdryx-serve-" + o.Instance), nats.MaxReconnects(-1)}, o.NATSOptions...)
+	if r.ns != nil {
+		connOpts = append(connOpts, nats.InProcessServer(r.ns))
+	}
+	nc, err := nats.Connect(url, connOpts...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", redact.URL(url), err)
+	}
+	r.nc = nc
+	nc.SetClosedHandler(func(*nats.Conn) { close(r.closed) })
+	r.onClose(func() {
+		if !nc.IsClosed() {
+			nc.Close()
+		}
+	})
+	if r.js, err = jetstream.New(nc); err != nil {
+		return err
+	}
+	if r.traces, r.eval, err = EnsureStreams(ctx, r.js, o.Subjects, 0); err != nil {
+		return err
+	}
+
+	// The instance id: one live worker per id (its chain subject).
+	absData, _ := filepath.Abs(o.DataDir)
+	host, _ := os.Hostname()
+	if r.lease, err = AcquireLease(ctx, r.js, o.Instance, host+":"+absData, LeaseOptions{Logger: o.Logger}); err != nil {
+		return inputError(fmt.Errorf("--instance: %w", err))
+	}
+	r.onClose(r.lease.Release)
+	return nil
+}
+
+// sinks opens this instance's chain on NATS, the chained file and the
+// span exporter, and the grading deps that use them.
+func (r *running) sinks(ctx context.Context) error {
+	o := &r.w.opts
+	chain, err := producer.NewNATSChain(ctx, r.js, o.Subjects.EventsStream, o.Subjects.Events+"."+o.Instance, producer.ChainOptions{Logger: o.Logger})
+	if err != nil {
+		return err
+	}
+	r.chain = chain
+	sinks := producer.Fanout{chain}
+	if o.EventsPath != "" {
+		// fsync per event: an eval event counted as emitted is on disk.
+		r.fileW, err = envelope.OpenWriter(o.EventsPath, envelope.WriterOptions{Sync: envelope.SyncEvery, Logger: o.Logger})
+		if err != nil {
+			return inputError(fmt.Errorf("--events: %w", err))
+		}
+		r.onClose(func() { r.fileW.Close() })
+		// An event emitted again after a crash is dropped, as the NATS chain
+		// drops it by message id.
+		df, err := producer.NewDedupeFile(r.fileW, o.EventsPath)
+		if err != nil {
+			return inputError(fmt.Errorf("--events: %w", err))
+		}
+		sinks = append(sinks, df)
+	}
+	r.deps = grading.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger}
+	if o.OTLPEndpoint != "" {
+		spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: o.OTLPEndpoint, ServiceVersion: o.Version})
+		if err != nil {
+			return inputError(fmt.Errorf("--otlp: %w", err))
+		}
+		r.onClose(func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := spans.Shutdown(fctx); err != nil {
+				o.Logger.Warn("span export", "err", err)
+			}
+		})
+		r.deps.Spans = spans
+	}
+	return nil
+}
+
+// actors adds every actor to g, in the order they are interrupted.
+func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
+	o := &r.w.opts
+	// Signals: a clean exit on SIGINT/SIGTERM.
+	g.Add(oklogrun.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+
+	// Instance lease renewal; losing it stops the worker.
+	{
+		lctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return r.lease.Run(lctx) }, func(error) { cancel() })
+	}
+
+	// Consumers. Each stops fetching, finishes its in-flight batch and
+	// acks it before returning; they must stop before the connection
+	// drains in shutdown.
+	pullers, err := r.pullers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pullers {
+		cctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return p.Run(cctx) }, func(error) { cancel() })
+	}
+
+	// RAG asks.
+	if err := r.asks(ctx, g); err != nil {
+		return err
+	}
+	// Tail.
+	if err := r.tail(g); err != nil {
+		return err
+	}
+
+	// Health, readiness and metrics.
+	if o.HTTPAddr != "" {
+		hs := &HTTPServer{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
+			return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load()
+		}}
+		if o.Report != nil {
+			hs.Report = o.Report(r.st)
+		}
+		addr, err := hs.Listen()
+		if err != nil {
+			return fmt.Errorf("--http %s: %w", o.HTTPAddr, err)
+		}
+		o.Logger.Info("http listening", "addr", addr)
+		g.Add(hs.Serve, func(error) { hs.Shutdown() })
+	}
+
+	// Lag gauge, and with Once the drain watcher.
+	{
+		wctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			return watchLag(wctx, r.traces, r.eval, r.metrics, o.Once, r.tailDone, o.Logger)
+		}, func(error) { cancel() })
+	}
+	return nil
+}
+
+// pullers builds the trace and eval consumers. Readiness follows them: a
+// consumer whose last batch failed transiently (a failing store) makes
+// the worker unready until a batch commits again.
+func (r *running) pullers(ctx context.Context) ([]*consumer.Puller, error) {
+	o := &r.w.opts
+	r.tracesOK.Store(true)
+	r.evalOK.Store(true)
+	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter})
+	// One run per request id across every worker sharing the eval consumer.
+	claims, err := NewRequestClaims(ctx, r.js, o.Instance)
+	if err != nil {
+		return nil, err
+	}
+	evalH := NewEvalHandler(r.st, r.deps, r.nc, EvalOptions{Roots: r.roots, Logger: o.Logger, Claims: claims,
+		Files: o.Files(r.roots), Replies: o.Replies,
+		OnResult: func(req EvalRequest, res grading.Result) {
+			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
+			r.metrics.ChainLength.Set(float64(r.chain.Len()))
+			if o.OnResult != nil {
+				o.OnResult(req, res)
+			}
+		}})
+	tracesPull, err := consumer.NewPuller(r.traces, NewTraceHandler(r.st, TraceOptions{Roots: r.roots, Files: o.Files(r.roots)}),
+		consumer.PullOptions{Name: "traces", Batch: 512, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
+	if err != nil {
+		return nil, err
+	}
+	evalPull, err := consumer.NewPuller(r.eval, evalH,
+		consumer.PullOptions{Name: "eval", Batch: 1, Heartbeat: EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
+	if err != nil {
+		return nil, err
+	}
+	return []*consumer.Puller{tracesPull, evalPull}, nil
+}
+
+// asks adds the RAG ask server when there is a corpus to answer from.
+func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
+	o := &r.w.opts
+	askCorpus := AskCorpus(o.RAGCorpus, o.DataDir, o.Logger)
+	if askCorpus == "" {
+		return nil
+	}
+	pipe, err := rag.NewOffline(ctx, askCorpus, rag.Options{})
+	if err != nil {
+		return inputError(fmt.Errorf("--rag.corpus: %w", err))
+	}
+	asks := NewAskServer(r.nc, o.Subjects.RAGAsk, pipe, AskOptions{Logger: o.Logger, Replies: o.Replies,
+		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }})
+	actx, cancel := context.WithCancel(context.Background())
+	g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
+	return nil
+}
+
+// tail adds the tail forwarder; without a tail, the tail counts as done.
+func (r *running) tail(g *oklogrun.Group) error {
+	o := &r.w.opts
+	if o.TailPath == "" {
+		close(r.tailDone)
+		return nil
+	}
+	abs, _ := filepath.Abs(o.TailPath)
+	sum := sha256.Sum256([]byte(abs))
+	stateDir := filepath.Join(o.DataDir, "tail")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return err
+	}
+	t, err := consumer.NewTailer(o.TailPath, consumer.TailOptions{
+		StatePath: filepath.Join(stateDir, hex.EncodeToString(sum[:8])+".offset"), FromStart: true, Once: o.Once,
+		Logger: o.Logger,
+	})
+	if err != nil {
+		return inputError(fmt.Errorf("--tail: %w", err))
+	}
+	fw := NewTailForwarder(t, r.js, o.Subjects, ForwardOptions{Logger: o.Logger,
+		Counted: func(class string) { r.metrics.TailLines.WithLabelValues(class).Inc() }})
+	tctx, cancel := context.WithCancel(context.Background())
+	g.Add(func() error {
+		defer close(r.tailDone)
+		if err := fw.Run(tctx); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("tail %s: %w", o.TailPath, err)
+		}
+		if o.Once {
+			<-tctx.Done() // drained; wait for the shutdown
+		}
+		return nil
+	}, func(error) { cancel() })
+	return nil
+}
+
+// shutdown runs after the actors have stopped fetching and finished
+// in-flight work: flush the chain file, then drain the connection and
+// wait for it to close.
+func (r *running) shutdown() {
+	o := &r.w.opts
+	r.ready.Store(false)
+	if r.fileW != nil {
+		if ferr := r.fileW.Sync(); ferr != nil {
+			o.Logger.Warn("flush events file", "err", ferr)
+		}
+	}
+	if derr := r.nc.Drain(); derr == nil {
+		select {
+		case <-r.closed:
+		case <-time.After(10 * time.Second):
+			o.Logger.Warn("nats drain timed out")
+		}
+	}
+}
+
+// errDrained ends the run group when Once finds nothing left to do.
+var errDrained = errors.New("inputs drained")
+
+// watchLag updates the lag gauges every 500 ms; with once it returns
+// errDrained when both consumers have nothing pending or unacked, twice in
+// a row, and the tail has reached its end.
+func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *Metrics, once bool, tailDone <-chan struct{}, logger *slog.Logger) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		busy := false
+		for name, c := range map[string]jetstream.Consumer{"traces": traces, "eval": eval} {
+			info, err := c.Info(ctx)
+			if err != nil {
+				logger.Debug("consumer info", "err", err)
+				busy = true
+				continue
+			}
+			m.Lag.WithLabelValues(name).Set(float64(info.NumPending))
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				busy = true
+			}
+		}
+		if !once {
+			continue
+		}
+		select {
+		case <-tailDone:
+		default:
+			busy = true
+		}
+		if busy {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= 2 {
+			return errDrained
+		}
+	}
+}
+
+// publishInputs replays the segment directory and publishes the
+// eval-request files, blocking until JetStream has stored them. It
+// returns the segments that failed.
+func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err error) {
+	o := &r.w.opts
+	if o.ReplayDir != "" {
+		st, err := o.Replay(ctx, r.js, o.Subjects.Traces, o.ReplayDir)
+		if err != nil {
+			return nil, err
+		}
+		failedSegs = st.Failed
+		o.Logger.Info("replayed", "dir", o.ReplayDir, "segments", st.Segments, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates, "failed", len(st.Failed))
+	}
+	for _, f := range o.EvalRequestFiles {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, inputError(fmt.Errorf("--eval-request: %w", err))
+		}
+		var req EvalRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, inputError(fmt.Errorf("--eval-request %s: %w", f, err))
+		}
+		if req.RequestID == "" {
+			return nil, inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
+		}
+		if _, err := r.js.Publish(ctx, o.Subjects.EvalRequests, raw, jetstream.WithMsgID("eval:"+req.RequestID)); err != nil {
+			return nil, fmt.Errorf("publish eval request %s: %w", f, err)
+		}
+	}
+	return failedSegs, nil
+}
