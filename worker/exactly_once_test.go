@@ -466,7 +466,7 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 func TestCallIDsAreScopedByRun(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, &TraceHandler{Store: st}, consumer.PullOptions{Name: "traces", Batch: 8})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 8})
 	ctx := testCtx(t, 10*time.Second)
 	// Two runs numbering their calls from 1: four calls. The same call
 	// again (same run, same call id, new message): still four.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
