@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -94,7 +95,7 @@ func (a *AskServer) Run(ctx context.Context) error {
 		if err != nil {
 			b, _ = json.Marshal(AskReply{Error: "encode record: " + err.Error()})
 		}
-		if err := m.Respond(b); err != nil {
+		if err := producer.Reply(a.nc, m.Reply, b); err != nil {
 			log.Warn("ask reply", "err", err)
 		}
 	})

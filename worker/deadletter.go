@@ -111,7 +111,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, s Subjects, dls []Dead
 			out.Header.Set(HeaderOrigMsgID, orig)
 		}
 		id := "redrive:" + s.DeadLetterStream + ":" + strconv.FormatUint(d.Seq, 10)
-		if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id)); err != nil {
+		if _, err := producer.Store(ctx, js, out, id); err != nil {
 			return i, fmt.Errorf("re-drive dead letter %d to %s: %w", d.Seq, d.Subject, err)
 		}
 		if err := stream.DeleteMsg(ctx, d.Seq); err != nil && !alreadyDeleted(err) {

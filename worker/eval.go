@@ -12,6 +12,7 @@ import (
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -298,7 +299,7 @@ func (h *EvalHandler) reply(req EvalRequest, r EvalReply) {
 	if err != nil {
 		return
 	}
-	if err := h.nc.Publish(req.ReplyTo, b); err != nil {
+	if err := producer.Reply(h.nc, req.ReplyTo, b); err != nil {
 		h.logger().Warn("eval reply", "request_id", req.RequestID, "err", err)
 	}
 }

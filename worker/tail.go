@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/consumer"
 	"github.com/verdryx/verdryx/envelope"
@@ -115,10 +115,8 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 }
 
 func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte, id string) error {
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := f.js.Publish(pctx, subject, data, jetstream.WithMsgID(id)); err != nil {
-		return fmt.Errorf("forward to %s: %w", subject, err)
+	if _, err := producer.Store(ctx, f.js, &nats.Msg{Subject: subject, Data: data}, id); err != nil {
+		return fmt.Errorf("forward: %w", err)
 	}
 	return nil
 }

@@ -675,7 +675,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 		if req.RequestID == "" {
 			return nil, inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
 		}
-		if _, err := r.js.Publish(ctx, o.Subjects.EvalRequests, raw, jetstream.WithMsgID("eval:"+req.RequestID)); err != nil {
+		if _, err := producer.Store(ctx, r.js, &nats.Msg{Subject: o.Subjects.EvalRequests, Data: raw}, "eval:"+req.RequestID); err != nil {
 			return nil, fmt.Errorf("publish eval request %s: %w", f, err)
 		}
 	}
