@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/producer"
 )
 
@@ -23,13 +23,13 @@ const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
 // PullDeadLetters adapts p to the pull loop: a message the loop terminates
 // is published through p with its subject, stream and stream sequence (so
 // its dead-letter id is "dead-<stream>-<seq>").
-func PullDeadLetters(p *producer.DeadLetterPublisher) consumer.DeadLetterer {
+func PullDeadLetters(p *producer.DeadLetterPublisher) pull.DeadLetterer {
 	return pullDeadLetters{p}
 }
 
 type pullDeadLetters struct{ p *producer.DeadLetterPublisher }
 
-func (d pullDeadLetters) DeadLetter(ctx context.Context, m consumer.Msg, reason string) error {
+func (d pullDeadLetters) DeadLetter(ctx context.Context, m pull.Msg, reason string) error {
 	dl := producer.DeadLetter{Data: m.Data(), Header: m.Headers(), Subject: m.Subject(), Reason: reason}
 	if md, err := m.Metadata(); err == nil {
 		dl.Stream, dl.Seq = md.Stream, md.Sequence.Stream

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
@@ -118,9 +118,9 @@ func NewEvalHandler(st *store.Store, deps grading.Deps, nc *nats.Conn, opts Eval
 	return &EvalHandler{store: st, deps: deps, nc: nc, opts: opts}
 }
 
-// HandleBatch implements consumer.BatchHandler; requests are run one at a
+// HandleBatch implements pull.BatchHandler; requests are run one at a
 // time.
-func (h *EvalHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+func (h *EvalHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
 		errs[i] = h.handle(ctx, m)
@@ -132,9 +132,9 @@ func (h *EvalHandler) logger() *slog.Logger { return h.opts.Logger }
 
 func (h *EvalHandler) now() time.Time { return h.opts.Now() }
 
-func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
+func (h *EvalHandler) handle(ctx context.Context, m pull.Msg) error {
 	if n := len(m.Data()); n > MaxInlineEvalSet+64<<10 {
-		return consumer.Permanent("malformed eval request", fmt.Errorf("%d bytes, at most %d", n, MaxInlineEvalSet+64<<10))
+		return pull.Permanent("malformed eval request", fmt.Errorf("%d bytes, at most %d", n, MaxInlineEvalSet+64<<10))
 	}
 	req, decErr := DecodeEvalRequest(m.Data())
 	if req.ReplyTo == "" {
@@ -142,21 +142,21 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	}
 	if req.ReplyTo != "" {
 		if err := h.opts.Replies.Check(req.ReplyTo); err != nil {
-			return consumer.Permanent("reply_to refused", err)
+			return pull.Permanent("reply_to refused", err)
 		}
 	}
 	if decErr != nil {
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: decErr.Error()})
-		return consumer.Permanent("malformed eval request", decErr)
+		return pull.Permanent("malformed eval request", decErr)
 	}
 	greq, err := h.validate(req)
 	if err != nil {
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
-		return consumer.Permanent("invalid eval request", err)
+		return pull.Permanent("invalid eval request", err)
 	}
 	rec, seen, err := h.store.EvalRequestState(ctx, req.RequestID)
 	if err != nil {
-		return consumer.Transient("eval request lookup", err)
+		return pull.Transient("eval request lookup", err)
 	}
 	if seen && rec.State == store.RequestDone {
 		return h.finish(ctx, req, rec, false)
@@ -172,7 +172,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	if h.opts.Claims != nil {
 		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)
 		if err != nil {
-			return consumer.Transient("claim eval request", err)
+			return pull.Transient("claim eval request", err)
 		}
 		if cl.State == ClaimDone {
 			// Graded and emitted by another worker: answer from its claim.
@@ -183,7 +183,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	}
 	if !seen {
 		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
-			return consumer.Transient("record eval request", err)
+			return pull.Transient("record eval request", err)
 		}
 		if rec.State == store.RequestDone { // finished meanwhile
 			return h.finish(ctx, req, rec, false)
@@ -198,7 +198,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 	res.Saved = true
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return consumer.Permanent("encode eval result", err)
+		return pull.Permanent("encode eval result", err)
 	}
 	if err := h.store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
 		if errors.Is(err, store.ErrAlreadyDone) {
@@ -206,7 +206,7 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 				return h.finish(ctx, req, rec, false)
 			}
 		}
-		return consumer.Transient("commit eval run", err)
+		return pull.Transient("commit eval run", err)
 	}
 	grading.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
 	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
@@ -218,9 +218,9 @@ func (h *EvalHandler) handle(ctx context.Context, m consumer.Msg) error {
 func (h *EvalHandler) refuseOrRetry(req EvalRequest, err error) error {
 	if errors.Is(err, grading.ErrBadRequest) {
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
-		return consumer.Permanent("eval request refused", err)
+		return pull.Permanent("eval request refused", err)
 	}
-	return consumer.Transient("eval run", err)
+	return pull.Transient("eval run", err)
 }
 
 // finish emits the committed result's events not yet emitted, then
@@ -229,16 +229,16 @@ func (h *EvalHandler) refuseOrRetry(req EvalRequest, err error) error {
 func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.EvalRequest, fresh bool) error {
 	var res grading.Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
-		return consumer.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
+		return pull.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
 	}
 	evs := grading.Events(res)
 	if h.deps.Events != nil {
 		for i := rec.Emitted; i < len(evs); i++ {
 			if _, err := h.deps.Events.Append(ctx, evs[i]); err != nil {
-				return consumer.Transient("emit eval events", err)
+				return pull.Transient("emit eval events", err)
 			}
 			if err := h.store.MarkEmitted(ctx, req.RequestID, i+1); err != nil {
-				return consumer.Transient("emit eval events", err)
+				return pull.Transient("emit eval events", err)
 			}
 		}
 		for _, ev := range evs {
@@ -251,13 +251,13 @@ func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.Eva
 	}
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return consumer.Permanent("encode eval result", err)
+		return pull.Permanent("encode eval result", err)
 	}
 	// Only now, with the run committed and every event emitted, may another
 	// worker answer this request from the claim.
 	if h.opts.Claims != nil {
 		if err := h.opts.Claims.Done(ctx, req.RequestID, rec.RunID, raw); err != nil {
-			return consumer.Transient("mark eval request done", err)
+			return pull.Transient("mark eval request done", err)
 		}
 	}
 	replayed := !fresh && rec.Emitted >= len(evs)

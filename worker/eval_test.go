@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
@@ -37,7 +37,7 @@ func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain
 	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
 	h := NewEvalHandler(st, grading.Deps{Store: st, Events: chain, Version: "test"}, e.nc, EvalOptions{Roots: testdataRoot(t), Logger: testLogger(t)})
-	stop := runPuller(t, e.eval, h, consumer.PullOptions{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
+	stop := runPuller(t, e.eval, h, pull.Options{Name: "eval", Batch: 1, Logger: testLogger(t), DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	return chain, stop
 }
 

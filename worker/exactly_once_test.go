@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
@@ -58,7 +58,7 @@ func (f *failingStore) minAttempts() (keys, least int) {
 // countingDead counts dead letters.
 type countingDead struct{ n atomic.Int32 }
 
-func (c *countingDead) DeadLetter(context.Context, consumer.Msg, string) error {
+func (c *countingDead) DeadLetter(context.Context, pull.Msg, string) error {
 	c.n.Add(1)
 	return nil
 }
@@ -72,7 +72,7 @@ func TestStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	dead := &countingDead{}
 	var health []bool
 	var mu sync.Mutex
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{
 		Name: "traces", Batch: 16, NakDelay: time.Millisecond, MaxBackoff: 20 * time.Millisecond, DeadLetter: dead,
 		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
 	})
@@ -121,16 +121,16 @@ func newEvalWorker(t *testing.T, e *env, instance string, sink func(producer.Sin
 // crashBeforeAck runs the handler, then reports the first n deliveries as
 // failed, as a worker killed after its work and before its ack.
 type crashBeforeAck struct {
-	inner   consumer.BatchHandler
+	inner   pull.BatchHandler
 	n       int32
 	crashes atomic.Int32
 }
 
-func (c *crashBeforeAck) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+func (c *crashBeforeAck) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	errs := c.inner.HandleBatch(ctx, msgs)
 	if c.crashes.Add(1) <= c.n {
 		for i := range errs {
-			errs[i] = consumer.Transient("simulated kill before ack", nil)
+			errs[i] = pull.Transient("simulated kill before ack", nil)
 		}
 	}
 	return errs
@@ -177,7 +177,7 @@ func TestEvalCrashBetweenCommitAndAckRunsOnce(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
 	crash := &crashBeforeAck{inner: w.h, n: 2}
-	runPuller(t, e.eval, crash, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	runPuller(t, e.eval, crash, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
 	rep := e.request(evalReq("req-crash"))
 	require.True(t, rep.OK, rep.Error)
 	waitDrained(t, e.eval)
@@ -192,7 +192,7 @@ func TestEvalEmissionFailureResumesWhereItStopped(t *testing.T) {
 		flaky = &flakySink{inner: s, fail: map[int]bool{3: true, 5: true}}
 		return flaky
 	})
-	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	runPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
 	rep := e.request(evalReq("req-flaky"))
 	require.True(t, rep.OK, rep.Error)
 	waitDrained(t, e.eval)
@@ -206,7 +206,7 @@ func TestEvalCrashAfterClaimKeepsTheRunID(t *testing.T) {
 	// An earlier worker recorded the request and died while grading.
 	_, err := w.st.ClaimRequest(context.Background(), "req-claimed", "run-claimed-earlier", time.Now())
 	require.NoError(t, err)
-	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1})
+	runPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1})
 	rep := e.request(evalReq("req-claimed"))
 	require.True(t, rep.OK, rep.Error)
 	requireOneRunAndOneEventSet(t, e, w, 8)
@@ -218,7 +218,7 @@ func TestEvalCrashAfterClaimKeepsTheRunID(t *testing.T) {
 func TestEvalRefusalStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
-	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1,
+	runPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1,
 		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	req := evalReq("req-bad-baseline")
 	req.BaselineID = "no-such-baseline"
@@ -314,7 +314,7 @@ func TestDeadLettersListAndRedriveOnce(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	handler := &switchable{inner: NewTraceHandler(st, TraceOptions{})}
-	runPuller(t, e.traces, handler, consumer.PullOptions{Name: "traces",
+	runPuller(t, e.traces, handler, pull.Options{Name: "traces",
 		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	ctx := testCtx(t, 10*time.Second)
 	// Refused while a (simulated) bad deployment rejects everything.
@@ -356,15 +356,15 @@ func TestDeadLettersListAndRedriveOnce(t *testing.T) {
 
 // switchable refuses every message permanently while refuse is set.
 type switchable struct {
-	inner  consumer.BatchHandler
+	inner  pull.BatchHandler
 	refuse atomic.Bool
 }
 
-func (s *switchable) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+func (s *switchable) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	if s.refuse.Load() {
 		errs := make([]error, len(msgs))
 		for i := range errs {
-			errs[i] = consumer.Permanent("rejected by this build", errors.New("fetch https://admin:s3cr3tpass@example.invalid/x failed"))
+			errs[i] = pull.Permanent("rejected by this build", errors.New("fetch https://admin:s3cr3tpass@example.invalid/x failed"))
 		}
 		return errs
 	}
@@ -372,9 +372,9 @@ func (s *switchable) HandleBatch(ctx context.Context, msgs []consumer.Msg) []err
 }
 
 // panicsOn panics on any batch holding a record whose body contains "boom".
-type panicsOn struct{ inner consumer.BatchHandler }
+type panicsOn struct{ inner pull.BatchHandler }
 
-func (p panicsOn) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+func (p panicsOn) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	for _, m := range msgs {
 		if strings.Contains(string(m.Data()), "boom") {
 			panic("handler bug on " + string(m.Data()))
@@ -394,7 +394,7 @@ func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
 	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"boom","decision":"allow"}`))
 	require.NoError(t, err)
 	e.publishCalls(calls[10:], "b")
-	runPuller(t, e.traces, panicsOn{NewTraceHandler(st, TraceOptions{})}, consumer.PullOptions{Name: "traces", Batch: 64, DeadLetter: dead})
+	runPuller(t, e.traces, panicsOn{NewTraceHandler(st, TraceOptions{})}, pull.Options{Name: "traces", Batch: 64, DeadLetter: dead})
 	waitStored(t, st, int64(len(calls)))
 	waitDrained(t, e.traces)
 	require.Equal(t, reportOf(t, calls), storeReport(t, st), "the good messages of the batch are stored")
@@ -412,7 +412,7 @@ func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
 	w := newEvalWorker(t, e, instance, nil)
 	w.h.opts.Claims, err = NewRequestClaims(ctx, e.js, instance)
 	require.NoError(t, err)
-	runPuller(t, e.eval, w.h, consumer.PullOptions{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	runPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	return w
 }
 
@@ -466,7 +466,7 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 func TestCallIDsAreScopedByRun(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 8})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 8})
 	ctx := testCtx(t, 10*time.Second)
 	// Two runs numbering their calls from 1: four calls. The same call
 	// again (same run, same call id, new message): still four.

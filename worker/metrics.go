@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 )
 
 // Metrics are the worker's Prometheus metrics on a registry of its own.
@@ -29,7 +29,7 @@ type Metrics struct {
 	TailLines    *prometheus.CounterVec
 }
 
-var _ consumer.Counters = (*Metrics)(nil)
+var _ pull.Counters = (*Metrics)(nil)
 
 // NewMetrics registers the worker's metrics (and the Go runtime's) on a new
 // registry.
@@ -53,19 +53,19 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// Received implements consumer.Counters.
+// Received implements pull.Counters.
 func (m *Metrics) Received(s string, n int) { m.received.WithLabelValues(s).Add(float64(n)) }
 
-// Acked implements consumer.Counters.
+// Acked implements pull.Counters.
 func (m *Metrics) Acked(s string, n int) { m.acked.WithLabelValues(s).Add(float64(n)) }
 
-// Naked implements consumer.Counters.
+// Naked implements pull.Counters.
 func (m *Metrics) Naked(s string, n int) { m.naked.WithLabelValues(s).Add(float64(n)) }
 
-// Terminated implements consumer.Counters.
+// Terminated implements pull.Counters.
 func (m *Metrics) Terminated(s string, n int) { m.terminated.WithLabelValues(s).Add(float64(n)) }
 
-// DeadLettered implements consumer.Counters.
+// DeadLettered implements pull.Counters.
 func (m *Metrics) DeadLettered(s string, n int) { m.deadLettered.WithLabelValues(s).Add(float64(n)) }
 
 // HTTPServer serves /healthz, /readyz and /metrics, and /report when

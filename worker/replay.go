@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/producer"
 )
 
@@ -51,7 +51,7 @@ type ReplayOptions struct {
 // slows the replay down rather than failing it. Replay blocks until every
 // row is acknowledged or ctx is done.
 func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, opts ReplayOptions) (ReplayStats, error) {
-	segs, ignored, err := consumer.ListSegments(dir)
+	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return ReplayStats{}, err
 	}
@@ -72,15 +72,15 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			return stats(), err
 		}
 		// Validation pass: a segment that fails anywhere publishes nothing.
-		if verr := consumer.ReadSegment(seg.Path, func(calls.Call) error { return nil }); verr != nil {
-			if opts.Strict || !consumer.IsSegmentError(verr) {
+		if verr := segment.Read(seg.Path, func(calls.Call) error { return nil }); verr != nil {
+			if opts.Strict || !segment.IsError(verr) {
 				return stats(), fmt.Errorf("replay %s: %w", seg.Path, verr)
 			}
 			st.Failed = append(st.Failed, verr.Error())
 			continue
 		}
 		row := uint64(0)
-		rerr := consumer.ReadSegment(seg.Path, func(c calls.Call) error {
+		rerr := segment.Read(seg.Path, func(c calls.Call) error {
 			b, err := json.Marshal(RecordOf(c))
 			if err != nil {
 				return err

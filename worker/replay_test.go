@@ -10,7 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
@@ -44,14 +45,14 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 
 	// And what was stored reduces exactly as the directory does.
 	stStore := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(stStore, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 256})
+	runPuller(t, e.traces, NewTraceHandler(stStore, TraceOptions{}), pull.Options{Name: "traces", Batch: 256})
 	waitStored(t, stStore, 4000)
 	waitDrained(t, e.traces)
 	var direct []calls.Call
-	segs, _, err := consumer.ListSegments(dir)
+	segs, _, err := segment.List(dir)
 	require.NoError(t, err)
 	for _, s := range segs {
-		require.NoError(t, consumer.ReadSegment(s.Path, func(c calls.Call) error { direct = append(direct, c); return nil }))
+		require.NoError(t, segment.Read(s.Path, func(c calls.Call) error { direct = append(direct, c); return nil }))
 	}
 	require.Equal(t, reportOf(t, direct), storeReport(t, stStore))
 }

@@ -8,13 +8,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/producer"
 )
 
 // TailForwarder follows an NDJSON file and forwards what it reads. Each line
-// is classified by consumer.LineChecker, the classifier `verdryx tail` uses,
+// is classified by tail.LineChecker, the classifier `verdryx tail` uses,
 // so both give the same verdict for every line (kind, validity and chain
 // link, including the chain seeded from the line before a saved offset on a
 // restart, and records counting as chain links): agent-event envelopes are
@@ -28,11 +28,11 @@ import (
 // tailer commits its offset only after the publish is acknowledged, so a
 // restart neither loses nor double-counts a line.
 type TailForwarder struct {
-	tailer   *consumer.Tailer
+	tailer   *tail.Tailer
 	js       jetstream.JetStream
 	subjects Subjects
 	opts     ForwardOptions
-	checker  consumer.LineChecker
+	checker  tail.LineChecker
 }
 
 // ForwardOptions configure a TailForwarder.
@@ -44,12 +44,12 @@ type ForwardOptions struct {
 	Counted func(class string)
 	// Checked, when set, receives each line's verdict before the line is
 	// forwarded. The Classified is valid only during the call.
-	Checked func(consumer.Line, consumer.Classified)
+	Checked func(tail.Line, tail.Classified)
 }
 
 // NewTailForwarder returns a forwarder of what tl reads to the subjects,
 // published through js.
-func NewTailForwarder(tl *consumer.Tailer, js jetstream.JetStream, subjects Subjects, opts ForwardOptions) *TailForwarder {
+func NewTailForwarder(tl *tail.Tailer, js jetstream.JetStream, subjects Subjects, opts ForwardOptions) *TailForwarder {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -69,7 +69,7 @@ func (f *TailForwarder) count(class string) {
 
 func (f *TailForwarder) logger() *slog.Logger { return f.opts.Logger }
 
-func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
+func (f *TailForwarder) handle(ctx context.Context, l tail.Line) error {
 	c := f.checker.Check(l)
 	if f.opts.Checked != nil {
 		f.opts.Checked(l, c)
@@ -77,17 +77,17 @@ func (f *TailForwarder) handle(ctx context.Context, l consumer.Line) error {
 	id := fmt.Sprintf("tail:%s:%d", l.File, l.Offset)
 	line := bytes.TrimSpace(l.Bytes)
 	switch c.Kind {
-	case consumer.KindOversize:
+	case tail.KindOversize:
 		f.count("oversize")
 		f.logger().Warn("oversize line skipped", "path", l.Path, "line", l.Number, "bytes", l.Oversize)
 		return nil
-	case consumer.KindBlank:
+	case tail.KindBlank:
 		f.count("blank")
 		return nil
-	case consumer.KindMalformed:
+	case tail.KindMalformed:
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: malformed JSON: %v", l.Path, l.Number, c.Err))
-	case consumer.KindEvent:
+	case tail.KindEvent:
 		if c.Err != nil {
 			f.count("invalid")
 			return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, c.Err))

@@ -12,7 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/producer"
 )
@@ -23,7 +24,7 @@ import (
 func TestTailForwarder(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces"})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces"})
 
 	ev, _, err := envelope.Seal(envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r1", map[string]any{"cases": 1}, time.Now()), "")
 	require.NoError(t, err)
@@ -41,7 +42,7 @@ func TestTailForwarder(t *testing.T) {
 	// forward runs the forwarder once over the file, from the saved offset,
 	// and returns the class of every line it handled.
 	forward := func() []string {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		var classes []string
 		f := NewTailForwarder(tl, e.js, e.subjects, ForwardOptions{Counted: func(c string) { classes = append(classes, c) }})
@@ -85,9 +86,9 @@ type tailVerdict struct {
 	Invalid  bool
 }
 
-func verdictOf(l consumer.Line, c consumer.Classified) tailVerdict {
+func verdictOf(l tail.Line, c tail.Classified) tailVerdict {
 	v := tailVerdict{Line: l.Number, Kind: c.Kind.String(), Invalid: c.Err != nil}
-	if c.Kind == consumer.KindEvent {
+	if c.Kind == tail.KindEvent {
 		v.Link, v.Expected, v.Found = c.Link.String(), c.Expected, c.Found
 	}
 	return v
@@ -105,8 +106,8 @@ func forwarderClass(v tailVerdict) string {
 	return v.Kind
 }
 
-// TestTailClassifiersAgree: `verdryx tail` (consumer.Tailer +
-// consumer.LineChecker) and `serve --tail` (TailForwarder) read the same
+// TestTailClassifiersAgree: `verdryx tail` (tail.Tailer +
+// tail.LineChecker) and `serve --tail` (TailForwarder) read the same
 // file, stop mid-file, restart from their saved offsets and read the rest;
 // they must give every line the same verdict. The file has a call record
 // between two events (the writer continues the chain from it), a malformed
@@ -156,25 +157,25 @@ func TestTailClassifiersAgree(t *testing.T) {
 	// The tail path and the forwarder, each with its own offset file.
 	var tailGot, fwdGot []tailVerdict
 	var fwdClasses []string
-	var chk consumer.LineChecker
+	var chk tail.LineChecker
 	tailRun := func() {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "tail.off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "tail.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
-		chk = consumer.LineChecker{} // a new process
-		require.NoError(t, tl.Run(context.Background(), func(_ context.Context, l consumer.Line) error {
-			if c := chk.Check(l); c.Kind != consumer.KindBlank {
+		chk = tail.LineChecker{} // a new process
+		require.NoError(t, tl.Run(context.Background(), func(_ context.Context, l tail.Line) error {
+			if c := chk.Check(l); c.Kind != tail.KindBlank {
 				tailGot = append(tailGot, verdictOf(l, c))
 			}
 			return nil
 		}))
 	}
 	fwdRun := func() {
-		tl, err := consumer.NewTailer(path, consumer.TailOptions{StatePath: filepath.Join(e.dir, "fwd.off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "fwd.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		f := NewTailForwarder(tl, e.js, e.subjects, ForwardOptions{
 			Counted: func(class string) { fwdClasses = append(fwdClasses, class) },
-			Checked: func(l consumer.Line, c consumer.Classified) {
-				if c.Kind != consumer.KindBlank {
+			Checked: func(l tail.Line, c tail.Classified) {
+				if c.Kind != tail.KindBlank {
 					fwdGot = append(fwdGot, verdictOf(l, c))
 				}
 			}})

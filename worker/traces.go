@@ -12,7 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -78,15 +79,15 @@ func NewTraceHandler(st CallStore, opts TraceOptions) *TraceHandler {
 	return &TraceHandler{store: st, opts: opts}
 }
 
-// HandleBatch implements consumer.BatchHandler.
-func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+// HandleBatch implements pull.BatchHandler.
+func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	errs := make([]error, len(msgs))
 	cl := make([]store.TraceCall, 0, len(msgs))
 	var segs []store.Segment
 	settle, err := h.beginTotals(ctx)
 	if err != nil {
 		for i := range errs {
-			errs[i] = consumer.Transient("trace totals", err)
+			errs[i] = pull.Transient("trace totals", err)
 		}
 		return errs
 	}
@@ -97,7 +98,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 		}
 		rec, err := DecodeCallRecord(m.Data())
 		if err != nil {
-			errs[i] = consumer.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+			errs[i] = pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
 			continue
 		}
 		if rec.Segment != "" {
@@ -117,7 +118,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 		}
 		c, err := rec.Call()
 		if err != nil {
-			errs[i] = consumer.Permanent("invalid trace record", err)
+			errs[i] = pull.Permanent("invalid trace record", err)
 			continue
 		}
 		msgID := m.Headers().Get(HeaderOrigMsgID) // a re-driven dead letter keeps its identity
@@ -126,7 +127,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 		}
 		key, err := RecordKey(&rec, msgID)
 		if err != nil {
-			errs[i] = consumer.Permanent("invalid trace record", err)
+			errs[i] = pull.Permanent("invalid trace record", err)
 			continue
 		}
 		cl = append(cl, store.TraceCall{Key: key, Seq: seq << 20, Call: c})
@@ -141,7 +142,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
-				errs[i] = consumer.Transient("store calls", err)
+				errs[i] = pull.Transient("store calls", err)
 			}
 		}
 	}
@@ -153,26 +154,26 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []consumer.Msg) []e
 func (h *TraceHandler) readSegment(ctx context.Context, name string, seq uint64) ([]store.TraceCall, *store.Segment, error) {
 	path, data, err := h.files().ReadResolved(ctx, name)
 	if err != nil {
-		return nil, nil, consumer.Permanent("segment refused", err)
+		return nil, nil, pull.Permanent("segment refused", err)
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
 	done, err := h.store.SegmentDone(ctx, digest)
 	if err != nil {
-		return nil, nil, consumer.Transient("segment lookup", err)
+		return nil, nil, pull.Transient("segment lookup", err)
 	}
 	if done {
 		return nil, nil, nil
 	}
 	var cl []store.TraceCall
 	row := uint64(0)
-	err = consumer.ReadSegmentBytes(path, data, func(c calls.Call) error {
+	err = segment.ReadBytes(path, data, func(c calls.Call) error {
 		cl = append(cl, store.TraceCall{Key: RowKey(digest, row), Seq: seq<<20 | row, Call: c})
 		row++
 		return nil
 	})
 	if err != nil {
-		return nil, nil, consumer.Permanent("segment corrupt", err)
+		return nil, nil, pull.Permanent("segment corrupt", err)
 	}
 	return cl, &store.Segment{Digest: digest, Path: path, Rows: len(cl), DoneAt: h.opts.Now()}, nil
 }

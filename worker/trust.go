@@ -10,7 +10,7 @@ import (
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/store"
@@ -230,7 +230,7 @@ func (h *TraceHandler) addTotals(where func(i int) string, cl []store.TraceCall)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.add(where, cl); err != nil {
-		return consumer.Permanent("cost or token sum overflow", err)
+		return pull.Permanent("cost or token sum overflow", err)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
 )
@@ -51,8 +51,8 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
 	evalH := NewEvalHandler(st, grading.Deps{Store: st, Version: "test"}, e.nc, EvalOptions{Roots: roots, Logger: testLogger(t)})
-	runPuller(t, e.eval, evalH, consumer.PullOptions{Name: "eval", Batch: 1, DeadLetter: dead, Logger: testLogger(t)})
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{Roots: roots}), consumer.PullOptions{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
+	runPuller(t, e.eval, evalH, pull.Options{Name: "eval", Batch: 1, DeadLetter: dead, Logger: testLogger(t)})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{Roots: roots}), pull.Options{Name: "traces", DeadLetter: dead, Logger: testLogger(t)})
 
 	deadSub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)

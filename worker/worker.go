@@ -22,7 +22,8 @@ import (
 	oklogrun "github.com/oklog/run"
 
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/index"
@@ -497,7 +498,7 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 // pullers builds the trace and eval consumers. Readiness follows them: a
 // consumer whose last batch failed transiently (a failing store) makes
 // the worker unready until a batch commits again.
-func (r *running) pullers(ctx context.Context) ([]*consumer.Puller, error) {
+func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	o := &r.w.opts
 	r.tracesOK.Store(true)
 	r.evalOK.Store(true)
@@ -516,17 +517,17 @@ func (r *running) pullers(ctx context.Context) ([]*consumer.Puller, error) {
 				o.OnResult(req, res)
 			}
 		}})
-	tracesPull, err := consumer.NewPuller(r.traces, NewTraceHandler(r.st, TraceOptions{Roots: r.roots, Files: o.Files(r.roots)}),
-		consumer.PullOptions{Name: "traces", Batch: 512, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
+	tracesPull, err := pull.New(r.traces, NewTraceHandler(r.st, TraceOptions{Roots: r.roots, Files: o.Files(r.roots)}),
+		pull.Options{Name: "traces", Batch: 512, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
 	if err != nil {
 		return nil, err
 	}
-	evalPull, err := consumer.NewPuller(r.eval, evalH,
-		consumer.PullOptions{Name: "eval", Batch: 1, Heartbeat: EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
+	evalPull, err := pull.New(r.eval, evalH,
+		pull.Options{Name: "eval", Batch: 1, Heartbeat: EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
 	if err != nil {
 		return nil, err
 	}
-	return []*consumer.Puller{tracesPull, evalPull}, nil
+	return []*pull.Puller{tracesPull, evalPull}, nil
 }
 
 // asks adds the RAG ask server when there is a corpus to answer from.
@@ -560,7 +561,7 @@ func (r *running) tail(g *oklogrun.Group) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return err
 	}
-	t, err := consumer.NewTailer(o.TailPath, consumer.TailOptions{
+	t, err := tail.New(o.TailPath, tail.Options{
 		StatePath: filepath.Join(stateDir, hex.EncodeToString(sum[:8])+".offset"), FromStart: true, Once: o.Once,
 		Logger: o.Logger,
 	})

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
@@ -93,9 +93,9 @@ func openStore(t *testing.T, path string) *store.Store {
 }
 
 // runPuller runs a puller until the returned stop function is called.
-func runPuller(t *testing.T, cons jetstream.Consumer, h consumer.BatchHandler, opts consumer.PullOptions) (stop func()) {
+func runPuller(t *testing.T, cons jetstream.Consumer, h pull.BatchHandler, opts pull.Options) (stop func()) {
 	t.Helper()
-	p, err := consumer.NewPuller(cons, h, opts)
+	p, err := pull.New(cons, h, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -224,7 +224,7 @@ func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
 	cl := sampleCalls()
 	want := reportOf(t, cl)
 
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 16})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 16})
 	e.publishCalls(cl, "a")
 	waitStored(t, st, int64(len(cl)))
 	require.Equal(t, want, storeReport(t, st))
@@ -235,15 +235,15 @@ func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
 // crashAfterCommit commits the batch through the real handler, then fails
 // it as if the worker died before acking: every message is redelivered.
 type crashAfterCommit struct {
-	inner   consumer.BatchHandler
+	inner   pull.BatchHandler
 	crashes atomic.Int32
 }
 
-func (c *crashAfterCommit) HandleBatch(ctx context.Context, msgs []consumer.Msg) []error {
+func (c *crashAfterCommit) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	errs := c.inner.HandleBatch(ctx, msgs)
 	if c.crashes.Add(1) <= 3 {
 		for i := range errs {
-			errs[i] = consumer.Transient("simulated crash before ack", nil)
+			errs[i] = pull.Transient("simulated crash before ack", nil)
 		}
 	}
 	return errs
@@ -259,7 +259,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	// First worker: commits, "crashes" before acking three batches, then
 	// is stopped mid-stream.
 	crashing := &crashAfterCommit{inner: NewTraceHandler(st, TraceOptions{})}
-	stop := runPuller(t, e.traces, crashing, consumer.PullOptions{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
+	stop := runPuller(t, e.traces, crashing, pull.Options{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
 	e.publishWithCallIDs(cl[:100], "call", "a", 0)
 	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		n, _ := st.CallCount(context.Background())
@@ -273,7 +273,7 @@ func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
 	// Restarted worker on the same durable consumer; the rest arrives, and
 	// the whole set is published again under new message ids (a duplicate
 	// replay that JetStream's own dedupe cannot catch: the call ids can).
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 8})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 8})
 	e.publishWithCallIDs(cl[100:], "call", "b", 100)
 	e.publishWithCallIDs(cl, "call", "dup", 0)
 	waitStored(t, st, int64(len(cl)))
@@ -293,7 +293,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 	require.Len(t, cl, 9)
 	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 4})
 	e.publishCalls(cl, "eq")
 	waitStored(t, st, int64(len(cl)))
 	waitDrained(t, e.traces)
@@ -303,7 +303,7 @@ func TestEqualStepCallsBothCount(t *testing.T) {
 func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: 4})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 4})
 	ctx := testCtx(t, 10*time.Second)
 	// The same record twice (other key order and spacing), no message id:
 	// one call. A different record: a second call.
@@ -344,7 +344,7 @@ func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
 	st := openStore(t, filepath.Join(e.dir, "v.db"))
 	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), consumer.PullOptions{Name: "traces", DeadLetter: dead})
+	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", DeadLetter: dead})
 
 	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
 	require.NoError(t, err)

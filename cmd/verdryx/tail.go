@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 )
 
@@ -26,9 +26,9 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fromStart := fs.Bool("from-start", false, "with no saved position, read the file from its first byte (default: only new lines)")
 	once := fs.Bool("once", false, "exit when the file is read to its end instead of following it")
 	asJSON := fs.Bool("json", false, "print one JSON object per line read")
-	maxLine := fs.Int("max-line", consumer.DefaultTailMaxLineBytes, "longest line in bytes; a longer one is reported and skipped")
-	poll := fs.Duration("poll", consumer.DefaultTailPollInterval, "how often to check the file for new data, truncation and rotation")
-	commitEvery := fs.Int("commit-every", consumer.DefaultTailCommitEvery, "save the position every N lines (a crash may repeat up to N lines)")
+	maxLine := fs.Int("max-line", tail.DefaultMaxLineBytes, "longest line in bytes; a longer one is reported and skipped")
+	poll := fs.Duration("poll", tail.DefaultPollInterval, "how often to check the file for new data, truncation and rotation")
+	commitEvery := fs.Int("commit-every", tail.DefaultCommitEvery, "save the position every N lines (a crash may repeat up to N lines)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf("tail: --max-line, --poll and --commit-every must be positive")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	tl, err := consumer.NewTailer(pos[0], consumer.TailOptions{
+	tl, err := tail.New(pos[0], tail.Options{
 		StatePath: *offsetFile, FromStart: *fromStart, Once: *once,
 		PollInterval: *poll, MaxLineBytes: *maxLine, CommitEvery: *commitEvery, Logger: logger,
 	})
@@ -72,7 +72,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type tailPrinter struct {
 	w        io.Writer
 	json     bool
-	chk      consumer.LineChecker
+	chk      tail.LineChecker
 	writeErr error
 
 	events, invalid, records, other, malformed int
@@ -95,16 +95,16 @@ type tailOut struct {
 	Record   json.RawMessage `json:"record,omitempty"`
 }
 
-func (p *tailPrinter) handle(_ context.Context, ln consumer.Line) error {
+func (p *tailPrinter) handle(_ context.Context, ln tail.Line) error {
 	c := p.chk.Check(ln)
 	out := tailOut{Line: ln.Number, Offset: ln.Offset, Kind: c.Kind.String()}
 	if c.Err != nil {
 		out.Error = c.Err.Error()
 	}
 	switch c.Kind {
-	case consumer.KindBlank:
+	case tail.KindBlank:
 		return nil
-	case consumer.KindEvent:
+	case tail.KindEvent:
 		p.events++
 		p.links[c.Link]++
 		if c.Err != nil {
@@ -112,14 +112,14 @@ func (p *tailPrinter) handle(_ context.Context, ln consumer.Line) error {
 		}
 		out.Type, out.AgentID, out.RunID = c.Event.Type, c.Event.AgentID, c.Event.RunID
 		out.Chain, out.Expected, out.Found = c.Link.String(), c.Expected, c.Found
-	case consumer.KindRecord:
+	case tail.KindRecord:
 		p.records++
 		out.Record = c.Record
-	case consumer.KindOther:
+	case tail.KindOther:
 		p.other++
-	case consumer.KindMalformed:
+	case tail.KindMalformed:
 		p.malformed++
-	case consumer.KindOversize:
+	case tail.KindOversize:
 		out.Bytes = ln.Oversize
 	}
 	var err error
@@ -140,11 +140,11 @@ func (p *tailPrinter) handle(_ context.Context, ln consumer.Line) error {
 }
 
 // tailText is the human form of one line.
-func tailText(o tailOut, c consumer.Classified) string {
+func tailText(o tailOut, c tail.Classified) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "line %d %s", o.Line, o.Kind)
 	switch c.Kind {
-	case consumer.KindEvent:
+	case tail.KindEvent:
 		fmt.Fprintf(&b, " %s %s", orDash(o.Type), orDash(o.AgentID))
 		switch c.Link {
 		case envelope.LinkBreak:
@@ -159,13 +159,13 @@ func tailText(o tailOut, c consumer.Classified) string {
 		if c.Err != nil {
 			fmt.Fprintf(&b, " invalid: %v", c.Err)
 		}
-	case consumer.KindRecord:
+	case tail.KindRecord:
 		b.WriteString(recordSummary(c.Record))
-	case consumer.KindOversize:
+	case tail.KindOversize:
 		fmt.Fprintf(&b, " at offset %d: %d bytes, over --max-line: skipped", o.Offset, o.Bytes)
-	case consumer.KindMalformed:
+	case tail.KindMalformed:
 		fmt.Fprintf(&b, ": %v", c.Err)
-	case consumer.KindOther:
+	case tail.KindOther:
 		b.WriteString(": a JSON object with neither an event schema nor run_id/outcome/cost fields")
 	}
 	return b.String()

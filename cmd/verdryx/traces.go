@@ -12,7 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
@@ -67,7 +67,7 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 // reduceTraces replays dir into r, with a progress bar on a terminal stderr
 // and one line per skipped segment.
 func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (replay.DirStats, error) {
-	segs, ignored, err := consumer.ListSegments(dir)
+	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return replay.DirStats{}, inputError(err)
 	}
@@ -86,12 +86,12 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 			progressbar.OptionShowBytes(true),
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionThrottle(100*time.Millisecond))
-		opts.OnSegment = func(s consumer.Segment) { _ = bar.Add64(s.Size) }
+		opts.OnSegment = func(s segment.Segment) { _ = bar.Add64(s.Size) }
 		defer bar.Finish()
 	}
 	st, err := replay.ReduceSegments(ctx, segs, ignored, r, opts)
 	if err != nil {
-		if consumer.IsSegmentError(err) {
+		if segment.IsError(err) {
 			return st, inputError(err)
 		}
 		return st, err

@@ -13,8 +13,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/internal/bench/pagescan"
 	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
@@ -118,8 +119,8 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // benchTracesSegments lists the segments of target, generating them first
 // when there are none.
-func benchTracesSegments(target string, d tracegen.FleetOptions, rows, rowGroup int64, stderr io.Writer, res *benchTracesResult) ([]consumer.Segment, error) {
-	segs, _, err := consumer.ListSegments(target)
+func benchTracesSegments(target string, d tracegen.FleetOptions, rows, rowGroup int64, stderr io.Writer, res *benchTracesResult) ([]segment.Segment, error) {
+	segs, _, err := segment.List(target)
 	if err != nil {
 		return nil, inputError(err)
 	}
@@ -142,7 +143,7 @@ func benchTracesSegments(target string, d tracegen.FleetOptions, rows, rowGroup 
 		res.GenerateSeconds = time.Since(t0).Seconds()
 		res.Generated = true
 		res.Runs = sum.Runs
-		if segs, _, err = consumer.ListSegments(target); err != nil {
+		if segs, _, err = segment.List(target); err != nil {
 			return nil, err
 		}
 	}
@@ -151,7 +152,7 @@ func benchTracesSegments(target string, d tracegen.FleetOptions, rows, rowGroup 
 
 // measureTraces runs rounds passes of the page scan and of the full
 // reduction over segs and returns the best time of each.
-func measureTraces(ctx context.Context, segs []consumer.Segment, fields calls.FieldSet, rounds int, res *benchTracesResult) (bestScan, bestReduce time.Duration, err error) {
+func measureTraces(ctx context.Context, segs []segment.Segment, fields calls.FieldSet, rounds int, res *benchTracesResult) (bestScan, bestReduce time.Duration, err error) {
 	bestScan, bestReduce = time.Duration(1<<62), time.Duration(1<<62)
 	for round := 0; round < rounds; round++ {
 		if err := ctx.Err(); err != nil {
@@ -162,7 +163,7 @@ func measureTraces(ctx context.Context, segs []consumer.Segment, fields calls.Fi
 		var scanned int64
 		var sink uint64
 		for _, s := range segs {
-			n, sum, err := consumer.PageScan(s.Path, fields)
+			n, sum, err := pagescan.Scan(s.Path, fields)
 			if err != nil {
 				return 0, 0, fmt.Errorf("bench traces: page scan: %w", err)
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -152,7 +152,7 @@ func benchWorkerConsume(ctx context.Context, js jetstream.JetStream, subjects wo
 		return 0, 0, 0, err
 	}
 	counter := &ackCounter{}
-	p, err := consumer.NewPuller(traces, worker.NewTraceHandler(st, worker.TraceOptions{}), consumer.PullOptions{Name: "traces", Batch: batch, Counters: counter})
+	p, err := pull.New(traces, worker.NewTraceHandler(st, worker.TraceOptions{}), pull.Options{Name: "traces", Batch: batch, Counters: counter})
 	if err != nil {
 		return 0, 0, 0, err
 	}

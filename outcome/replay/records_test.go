@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
@@ -51,7 +51,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 			require.NoError(t, err)
 			want := r.Report()
 
-			segs, _, err := consumer.ListSegments(dir)
+			segs, _, err := segment.List(dir)
 			require.NoError(t, err)
 			var nd bytes.Buffer
 			var csvFiles [][]byte
@@ -59,7 +59,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 				var rows [][]string
 				var segND bytes.Buffer
 				hasRun := true
-				err := consumer.ReadSegment(s.Path, func(c calls.Call) error {
+				err := segment.Read(s.Path, func(c calls.Call) error {
 					b, err := json.Marshal(segRecordOf(c))
 					if err != nil {
 						return err
@@ -85,7 +85,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 					rows = append(rows, row)
 					return nil
 				})
-				if consumer.IsSegmentError(err) {
+				if segment.IsError(err) {
 					continue // the corrupt fixture's bad segment, skipped whole
 				}
 				require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -20,7 +20,7 @@ type DirOptions struct {
 	Strict bool
 	// OnSegment, if non-nil, is called after each segment (read or failed)
 	// with the segment; for progress reporting.
-	OnSegment func(consumer.Segment)
+	OnSegment func(segment.Segment)
 }
 
 // SegmentFailure is a segment the replay skipped.
@@ -46,7 +46,7 @@ type DirStats struct {
 // reducer's per-run state: no file is held whole. ReduceDir returns early
 // with ctx's error when ctx is done.
 func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
-	segs, ignored, err := consumer.ListSegments(dir)
+	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return DirStats{}, err
 	}
@@ -54,9 +54,9 @@ func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOpti
 }
 
 // ReduceSegments is ReduceDir over a listed set of segments.
-func ReduceSegments(ctx context.Context, segs []consumer.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	st := DirStats{Ignored: ignored}
-	sc := consumer.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
+	sc := segment.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
 	for _, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return st, err

@@ -10,7 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracegen"
 )
@@ -44,13 +44,13 @@ func TestReduceDirStrictAndLenient(t *testing.T) {
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
 	_, err = ReduceDir(context.Background(), dir, r, DirOptions{Strict: true})
-	require.ErrorIs(t, err, consumer.ErrCorrupt)
+	require.ErrorIs(t, err, segment.ErrCorrupt)
 	require.Contains(t, err.Error(), "row group 1")
 
 	r, err = outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
 	var seen []string
-	st, err := ReduceDir(context.Background(), dir, r, DirOptions{OnSegment: func(s consumer.Segment) { seen = append(seen, filepath.Base(s.Path)) }})
+	st, err := ReduceDir(context.Background(), dir, r, DirOptions{OnSegment: func(s segment.Segment) { seen = append(seen, filepath.Base(s.Path)) }})
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Segments)
 	require.Len(t, st.Failed, 1)
@@ -113,7 +113,7 @@ func BenchmarkReduce(b *testing.B) {
 	if _, err := tracegen.GenerateFleet(dir, opts); err != nil {
 		b.Fatal(err)
 	}
-	segs, _, err := consumer.ListSegments(dir)
+	segs, _, err := segment.List(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

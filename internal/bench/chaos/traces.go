@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/verdryx/verdryx/consumer"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -101,7 +101,7 @@ func fingerprint(c calls.Call) callPrint {
 // directCalls counts every call of dir by fingerprint, reading each segment
 // whole or not at all, as cost-per-correct does.
 func directCalls(dir string) (map[callPrint]int, int64, error) {
-	segs, _, err := consumer.ListSegments(dir)
+	segs, _, err := segment.List(dir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list %s: %w", dir, err)
 	}
@@ -109,12 +109,12 @@ func directCalls(dir string) (map[callPrint]int, int64, error) {
 	var n int64
 	for _, s := range segs {
 		var prints []callPrint
-		err := consumer.ReadSegment(s.Path, func(c calls.Call) error {
+		err := segment.Read(s.Path, func(c calls.Call) error {
 			prints = append(prints, fingerprint(c))
 			return nil
 		})
 		if err != nil {
-			if consumer.IsSegmentError(err) {
+			if segment.IsError(err) {
 				continue
 			}
 			return nil, 0, fmt.Errorf("read %s: %w", s.Path, err)

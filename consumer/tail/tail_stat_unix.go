@@ -1,6 +1,6 @@
 //go:build unix
 
-package consumer
+package tail
 
 import (
 	"os"

@@ -1,11 +1,11 @@
-// Package consumer holds verdryx's inputs: JetStream consumers, the NDJSON
-// tailer and the TokenFuse Parquet segment reader.
+// Package segment reads TokenFuse Parquet segment files into the call
+// schema of package calls.
 //
-// The segment reader (contracts.md section 2) works column page by column
+// The reader (contracts.md section 2) works column page by column
 // page, without reconstructing rows: values are copied in batches straight
 // out of decoded pages, and dictionary-encoded strings are mapped to
 // interned ids once per dictionary, not once per row.
-package consumer
+package segment
 
 import (
 	"errors"
@@ -25,17 +25,17 @@ var (
 	ErrCorrupt       = errors.New("consumer: corrupt segment")
 )
 
-// SegmentError is an error reading one segment, naming the file and, where
+// Error is an error reading one segment, naming the file and, where
 // known, the row group and column (RowGroup is -1 and Column "" when the
 // error is about the whole file).
-type SegmentError struct {
+type Error struct {
 	File     string
 	RowGroup int
 	Column   string
 	Err      error
 }
 
-func (e *SegmentError) Error() string {
+func (e *Error) Error() string {
 	s := "segment " + e.File
 	if e.RowGroup >= 0 {
 		s += fmt.Sprintf(": row group %d", e.RowGroup)
@@ -46,7 +46,7 @@ func (e *SegmentError) Error() string {
 	return s + ": " + e.Err.Error()
 }
 
-func (e *SegmentError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // DefaultBatchRows is the number of rows per Batch: small enough that the
 // working set of a batch stays in cache, large enough to amortise the call.
@@ -151,7 +151,7 @@ func typeName(f calls.Field) string {
 // order. The batch and its slices are reused: fn must not keep them. A
 // segment without a required column (columns 1-8 but run_id), with a column
 // of the wrong physical type, or with unreadable bytes yields a
-// *SegmentError naming the file, row group and column; batches already
+// *Error naming the file, row group and column; batches already
 // passed to fn stay passed (see outcome.Reducer.Begin for making a segment
 // all or nothing). An error from fn is returned as is.
 func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
@@ -167,7 +167,7 @@ func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	}
 	pf, err := openParquet(f, st.Size())
 	if err != nil {
-		return &SegmentError{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		return &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
 	if err := s.bind(pf, name); err != nil {
 		return err
@@ -210,16 +210,16 @@ func (s *Scanner) bind(pf *parquet.File, name string) error {
 				continue
 			}
 			if f.Required() {
-				return &SegmentError{File: name, RowGroup: 0, Column: f.Name(), Err: ErrMissingColumn}
+				return &Error{File: name, RowGroup: 0, Column: f.Name(), Err: ErrMissingColumn}
 			}
 			continue
 		}
 		if leaf.Node == nil || !leaf.Node.Leaf() || leaf.MaxRepetitionLevel != 0 {
-			return &SegmentError{File: name, RowGroup: 0, Column: f.Name(),
+			return &Error{File: name, RowGroup: 0, Column: f.Name(),
 				Err: fmt.Errorf("%w: want a flat %s column", ErrColumnType, typeName(f))}
 		}
 		if k := leaf.Node.Type().Kind(); k != physical(f) {
-			return &SegmentError{File: name, RowGroup: 0, Column: f.Name(),
+			return &Error{File: name, RowGroup: 0, Column: f.Name(),
 				Err: fmt.Errorf("%w: have %s, want %s", ErrColumnType, k, typeName(f))}
 		}
 		c.index = leaf.ColumnIndex
@@ -238,7 +238,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			c.close()
 		}
 		if p := recover(); p != nil {
-			err = &SegmentError{File: name, RowGroup: gi, Err: fmt.Errorf("%w: %v", ErrCorrupt, p)}
+			err = &Error{File: name, RowGroup: gi, Err: fmt.Errorf("%w: %v", ErrCorrupt, p)}
 		}
 	}()
 	for f := range calls.NumFields {
@@ -247,7 +247,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			continue
 		}
 		if c.index >= len(chunks) {
-			return &SegmentError{File: name, RowGroup: gi, Column: f.Name(),
+			return &Error{File: name, RowGroup: gi, Column: f.Name(),
 				Err: fmt.Errorf("%w: row group has %d column chunks", ErrCorrupt, len(chunks))}
 		}
 		c.open(chunks[c.index].Pages())
@@ -269,7 +269,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			}
 			anyNull, err := c.fill(b, n)
 			if err != nil {
-				return &SegmentError{File: name, RowGroup: gi, Column: f.Name(), Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+				return &Error{File: name, RowGroup: gi, Column: f.Name(), Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 			}
 			if anyNull {
 				switch f {
@@ -287,7 +287,7 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 	}
 	for _, c := range open {
 		if c.hasMore() {
-			return &SegmentError{File: name, RowGroup: gi, Column: c.field.Name(),
+			return &Error{File: name, RowGroup: gi, Column: c.field.Name(),
 				Err: fmt.Errorf("%w: more values than the row group's %d rows", ErrCorrupt, total)}
 		}
 	}

@@ -1,4 +1,8 @@
-package consumer
+// Package pull is verdryx's JetStream pull loop: it fetches batches from a
+// consumer, hands them to a BatchHandler, and acks, naks or terminates each
+// message by the Kind of its handler error (permanent failures go to a
+// DeadLetterer first).
+package pull
 
 import (
 	"context"
@@ -105,8 +109,8 @@ type Counters interface {
 	DeadLettered(stream string, n int)
 }
 
-// PullOptions configures a Puller.
-type PullOptions struct {
+// Options configures a Puller.
+type Options struct {
 	Name     string        // for logs and metrics, e.g. "traces"
 	Batch    int           // max messages per handler call; default 256
 	NakDelay time.Duration // base backoff of a transient failure, doubled per delivery; default 500ms
@@ -132,13 +136,13 @@ type PullOptions struct {
 type Puller struct {
 	cons jetstream.Consumer
 	h    BatchHandler
-	opts PullOptions
+	opts Options
 	log  *slog.Logger
 	warn *limitedLog
 }
 
-// NewPuller returns a Puller. Don't forget to Run it.
-func NewPuller(cons jetstream.Consumer, h BatchHandler, opts PullOptions) (*Puller, error) {
+// New returns a Puller. Don't forget to Run it.
+func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error) {
 	if cons == nil || h == nil {
 		return nil, errors.New("consumer: nil consumer or handler")
 	}

@@ -1,4 +1,4 @@
-package consumer
+package segment
 
 import (
 	"errors"
@@ -86,7 +86,7 @@ func TestSegmentBadFiles(t *testing.T) {
 			err := segReduceFile(t, tc.path)
 			require.Error(t, err)
 			require.ErrorIs(t, err, tc.sentinel)
-			require.True(t, IsSegmentError(err))
+			require.True(t, IsError(err))
 			for _, s := range tc.contains {
 				require.Contains(t, err.Error(), s)
 			}
@@ -102,7 +102,7 @@ func TestReadSegmentRoundTrip(t *testing.T) {
 			}
 			t.Run(fx.Name+"/"+s.Name, func(t *testing.T) {
 				var have []calls.Call
-				err := ReadSegment(filepath.Join(segFixtureDir(fx.Name), s.Name), func(c calls.Call) error {
+				err := Read(filepath.Join(segFixtureDir(fx.Name), s.Name), func(c calls.Call) error {
 					have = append(have, c)
 					return nil
 				})
@@ -127,7 +127,7 @@ func TestReadSegmentRoundTrip(t *testing.T) {
 func TestReadSegmentStopsOnCallbackError(t *testing.T) {
 	stop := errors.New("stop")
 	n := 0
-	err := ReadSegment(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"), func(calls.Call) error {
+	err := Read(filepath.Join(segFixtureDir("basic"), "calls-1a2b-187a0000-00000000.parquet"), func(calls.Call) error {
 		n++
 		return stop
 	})
@@ -152,7 +152,7 @@ func TestParseSegmentName(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pid, nanos, seq, ok := ParseSegmentName(tc.name)
+			pid, nanos, seq, ok := ParseName(tc.name)
 			require.Equal(t, tc.ok, ok)
 			if ok {
 				require.Equal(t, []uint64{tc.pid, tc.nanos, tc.seq}, []uint64{pid, nanos, seq})
@@ -161,36 +161,8 @@ func TestParseSegmentName(t *testing.T) {
 	}
 }
 
-// BenchmarkPageScan is the floor outcome/replay.BenchmarkReduce is compared with: the same
-// columns read page by page, values summed, nothing else.
-func BenchmarkPageScan(b *testing.B) {
-	dir := b.TempDir()
-	opts := tracegen.DefaultFleetOptions()
-	opts.Rows = 1_000_000
-	opts.SegmentRows = 500_000
-	opts.RowGroupRows = 250_000
-	if _, err := tracegen.GenerateFleet(dir, opts); err != nil {
-		b.Fatal(err)
-	}
-	segs, _, err := ListSegments(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := outcome.NewReducer(outcome.Options{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for _, s := range segs {
-			if _, _, err := PageScan(s.Path, r.Fields()); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(opts.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
 // TestSegmentCorruptionSweep flips bytes all through a multi-row-group
-// segment: every read must end in a clean result or a *SegmentError, never
+// segment: every read must end in a clean result or a *Error, never
 // a panic or a hang.
 func TestSegmentCorruptionSweep(t *testing.T) {
 	src := filepath.Join(segFixtureDir("rowgroups"), "calls-7-10-00000001.parquet")
@@ -203,7 +175,7 @@ func TestSegmentCorruptionSweep(t *testing.T) {
 		data[off] ^= 0xa5
 		require.NoError(t, os.WriteFile(path, data, 0o644))
 		if err := segReduceFile(t, path); err != nil {
-			require.True(t, IsSegmentError(err), "offset %d: %v", off, err)
+			require.True(t, IsError(err), "offset %d: %v", off, err)
 			require.Contains(t, err.Error(), "calls-1-1-00000001.parquet")
 			bad++
 		}
@@ -249,14 +221,14 @@ func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
 	path := filepath.Join(dir, tracegen.SegmentName(1, 1, 0))
 	segWriteRows(t, path, rows, parquet.PageBufferSize(256), parquet.MaxRowsPerRowGroup(150))
 	var have []calls.Call
-	require.NoError(t, ReadSegment(path, func(c calls.Call) error { have = append(have, c); return nil }))
+	require.NoError(t, Read(path, func(c calls.Call) error { have = append(have, c); return nil }))
 	require.Equal(t, want, have)
 }
 
-func segFixtureDir(name string) string { return filepath.Join("..", "testdata", "traces", name) }
+func segFixtureDir(name string) string { return filepath.Join("..", "..", "testdata", "traces", name) }
 
 func TestTraceFixtureIgnoresOtherFiles(t *testing.T) {
-	segs, ignored, err := ListSegments(segFixtureDir("rowgroups"))
+	segs, ignored, err := List(segFixtureDir("rowgroups"))
 	require.NoError(t, err)
 	require.Len(t, segs, 1)
 	// README.txt, two misnamed .parquet files and the two golden files.
@@ -264,7 +236,7 @@ func TestTraceFixtureIgnoresOtherFiles(t *testing.T) {
 }
 
 func TestTraceFixtureSegmentOrder(t *testing.T) {
-	segs, _, err := ListSegments(segFixtureDir("split"))
+	segs, _, err := List(segFixtureDir("split"))
 	require.NoError(t, err)
 	var names []string
 	for _, s := range segs {

@@ -1,4 +1,4 @@
-package consumer
+package segment
 
 import (
 	"github.com/verdryx/verdryx/calls"
@@ -11,9 +11,12 @@ import (
 // schema, page headers through parquet-go): it returns an error or rows,
 // never panics. Run for a minute with
 //
-//	go test ./consumer -run '^$' -fuzz '^FuzzReadSegmentBytes$' -fuzztime 1m
+//	go test ./consumer/segment -run '^$' -fuzz '^FuzzReadSegmentBytes$' -fuzztime 1m
 func FuzzReadSegmentBytes(f *testing.F) {
-	segs, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "*", "*.parquet"))
+	segs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*", "*.parquet"))
+	if len(segs) == 0 {
+		f.Fatal("no committed segment fixtures to seed the corpus with")
+	}
 	for i, p := range segs {
 		if i >= 4 {
 			break
@@ -24,6 +27,6 @@ func FuzzReadSegmentBytes(f *testing.F) {
 	}
 	f.Add([]byte("PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = ReadSegmentBytes("fuzz.parquet", data, func(calls.Call) error { return nil })
+		_ = ReadBytes("fuzz.parquet", data, func(calls.Call) error { return nil })
 	})
 }

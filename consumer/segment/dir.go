@@ -1,4 +1,4 @@
-package consumer
+package segment
 
 import (
 	"cmp"
@@ -22,10 +22,10 @@ type Segment struct {
 	Size  int64
 }
 
-// ParseSegmentName parses a TokenFuse segment file name,
+// ParseName parses a TokenFuse segment file name,
 // calls-{pid:x}-{nanos:x}-{seq:08}.parquet (pid and nanos lowercase hex, seq
 // decimal of at least 8 digits).
-func ParseSegmentName(base string) (pid, nanos, seq uint64, ok bool) {
+func ParseName(base string) (pid, nanos, seq uint64, ok bool) {
 	rest, found := strings.CutPrefix(base, "calls-")
 	if !found {
 		return 0, 0, 0, false
@@ -57,17 +57,17 @@ func ParseSegmentName(base string) (pid, nanos, seq uint64, ok bool) {
 	return pid, nanos, seq, true
 }
 
-// ListSegments returns the segment files of dir in replay order: by the
+// List returns the segment files of dir in replay order: by the
 // nanos in their names, then sequence, then pid. Files whose names do not
 // match the segment pattern, and directories, are left out; ignored
 // returns how many.
-func ListSegments(dir string) (segs []Segment, ignored int, err error) {
+func List(dir string) (segs []Segment, ignored int, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list trace directory: %w", err)
 	}
 	for _, e := range entries {
-		pid, nanos, seq, ok := ParseSegmentName(e.Name())
+		pid, nanos, seq, ok := ParseName(e.Name())
 		if !ok || e.IsDir() {
 			ignored++
 			continue
@@ -84,11 +84,11 @@ func ListSegments(dir string) (segs []Segment, ignored int, err error) {
 	return segs, ignored, nil
 }
 
-// ReadSegment calls fn with every call of the segment at path, in row
+// Read calls fn with every call of the segment at path, in row
 // order, every column read. It stops at the first error, from the segment
-// (a *SegmentError) or from fn (returned as is). Memory is one batch plus
+// (a *Error) or from fn (returned as is). Memory is one batch plus
 // the segment's distinct strings.
-func ReadSegment(path string, fn func(calls.Call) error) error {
+func Read(path string, fn func(calls.Call) error) error {
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
 	sc := NewScanner(calls.AllFields, runs, syms)
 	return sc.ScanFile(path, func(b *calls.Batch) error {
@@ -101,9 +101,9 @@ func ReadSegment(path string, fn func(calls.Call) error) error {
 	})
 }
 
-// IsSegmentError reports whether err is a bad segment (as opposed to an I/O
+// IsError reports whether err is a bad segment (as opposed to an I/O
 // or callback error).
-func IsSegmentError(err error) bool {
-	var se *SegmentError
+func IsError(err error) bool {
+	var se *Error
 	return errors.As(err, &se)
 }

@@ -1,21 +1,25 @@
-package consumer
+// Package pagescan is the floor `verdryx bench traces` and BenchmarkPageScan
+// measure a reduction against. It is benchmark harness, not an input: the
+// segment reader verdryx runs on is package consumer/segment.
+package pagescan
 
 import (
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"io"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
-// PageScan is the floor a reduction is measured against: it reads every
-// page of the given columns of a segment and folds each value (or
-// dictionary index) into a checksum, doing nothing else. It returns the
-// rows scanned and the checksum (so the work cannot be optimised away).
-func PageScan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error) {
+// Scan reads every page of the given columns of a segment and folds each
+// value (or dictionary index) into a checksum, doing nothing else. It
+// returns the rows scanned and the checksum (so the work cannot be
+// optimised away).
+func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("open segment: %w", err)
@@ -70,4 +74,20 @@ func PageScan(path string, fields calls.FieldSet) (rows int64, sum uint64, err e
 		}
 	}
 	return rows, sum, nil
+}
+
+// openParquet opens a segment with the options consumer/segment uses, so the
+// floor reads pages the way the reduction does; a panicking footer decode is
+// returned as an error.
+func openParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("footer: %v", p)
+		}
+	}()
+	return parquet.OpenFile(r, size,
+		parquet.SkipPageIndex(true),
+		parquet.SkipBloomFilters(true),
+		parquet.ReadBufferSize(256<<10),
+	)
 }

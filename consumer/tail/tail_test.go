@@ -1,4 +1,4 @@
-package consumer
+package tail
 
 import (
 	"context"
@@ -77,12 +77,12 @@ type tailRunning struct {
 }
 
 // startTail runs a tailer on path until the test ends (or stop is called).
-func startTail(t *testing.T, path string, opts TailOptions, c *tailCollector) *tailRunning {
+func startTail(t *testing.T, path string, opts Options, c *tailCollector) *tailRunning {
 	t.Helper()
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 2 * time.Millisecond
 	}
-	tl, err := NewTailer(path, opts)
+	tl, err := New(path, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -146,7 +146,7 @@ func TestTailPartialLineWaitsForNewline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	tailAppend(t, path, "first\nsec")
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true}, c)
+	r := startTail(t, path, Options{FromStart: true}, c)
 
 	tailWaitFor(t, "the partial line to be seen", func() bool { return r.tailer.Stats().PartialBytes == 3 })
 	assert.Equal(t, []string{"first"}, c.texts(), "a partial line must not be delivered")
@@ -169,7 +169,7 @@ func TestTailStartsAtEndByDefault(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	tailAppend(t, path, "old1\nold2\npart")
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{}, c)
+	r := startTail(t, path, Options{}, c)
 	tailWaitFor(t, "the tailer to reach the end", func() bool { return r.tailer.Stats().PartialBytes == 4 })
 	tailAppend(t, path, "ial\nnew\n")
 	tailWaitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
@@ -198,7 +198,7 @@ func TestTailTruncation(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "events.ndjson")
 			tailAppend(t, path, tailNumbered(1, tc.lines))
 			c := &tailCollector{}
-			r := startTail(t, path, TailOptions{FromStart: true}, c)
+			r := startTail(t, path, Options{FromStart: true}, c)
 			tailWaitFor(t, "the first lines", func() bool { return len(c.texts()) == tc.lines })
 
 			require.NoError(t, os.WriteFile(path, []byte(tc.rewrite), 0o644)) // O_TRUNC
@@ -220,7 +220,7 @@ func TestTailRotation(t *testing.T) {
 	path := filepath.Join(dir, "events.ndjson")
 	tailAppend(t, path, tailNumbered(1, 3))
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true}, c)
+	r := startTail(t, path, Options{FromStart: true}, c)
 	tailWaitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
 
 	// The writer keeps its descriptor across the rename and writes to the
@@ -249,7 +249,7 @@ func TestTailRotationWhilePathMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	tailAppend(t, path, tailNumbered(1, 2))
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true}, c)
+	r := startTail(t, path, Options{FromStart: true}, c)
 	tailWaitFor(t, "2 lines", func() bool { return len(c.texts()) == 2 })
 	require.NoError(t, os.Rename(path, path+".1"))
 	tailAppend(t, path+".1", tailNumbered(3, 3))
@@ -292,7 +292,7 @@ func TestTailRestartCountsEveryLineOnce(t *testing.T) {
 			path := filepath.Join(dir, "events.ndjson")
 			state := filepath.Join(dir, "events.offset")
 			tailAppend(t, path, tailNumbered(1, 200))
-			opts := TailOptions{StatePath: state, FromStart: true, CommitEvery: tc.commitEvery}
+			opts := Options{StatePath: state, FromStart: true, CommitEvery: tc.commitEvery}
 
 			first := &tailCollector{stopAfter: 77}
 			r1 := startTail(t, path, opts, first)
@@ -331,7 +331,7 @@ func TestTailRestartAfterTruncationWhileStopped(t *testing.T) {
 	path := filepath.Join(dir, "events.ndjson")
 	state := filepath.Join(dir, "events.offset")
 	tailAppend(t, path, tailNumbered(1, 5))
-	opts := TailOptions{StatePath: state, FromStart: true, Once: true}
+	opts := Options{StatePath: state, FromStart: true, Once: true}
 	c := &tailCollector{}
 	r := startTail(t, path, opts, c)
 	require.NoError(t, tailWaitDone(t, r))
@@ -351,7 +351,7 @@ func TestTailOversizeLineSkipped(t *testing.T) {
 	long := strings.Repeat("z", 100)
 	tailAppend(t, path, "ok1\n"+long+"\nok2\n"+strings.Repeat("y", 16)+"\n")
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true, MaxLineBytes: 16, Once: true}, c)
+	r := startTail(t, path, Options{FromStart: true, MaxLineBytes: 16, Once: true}, c)
 	require.NoError(t, tailWaitDone(t, r))
 	assert.Equal(t, []tailGot{
 		{Text: "ok1", Offset: 0, Number: 1},
@@ -367,7 +367,7 @@ func TestTailOversizeLineArrivingInPieces(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	tailAppend(t, path, "a\n"+strings.Repeat("z", 40))
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true, MaxLineBytes: 16}, c)
+	r := startTail(t, path, Options{FromStart: true, MaxLineBytes: 16}, c)
 	tailWaitFor(t, "the long partial line", func() bool { return r.tailer.Stats().PartialBytes == 40 })
 	tailAppend(t, path, strings.Repeat("z", 10)+"\nb\n")
 	tailWaitFor(t, "3 lines", func() bool { return len(c.texts()) == 3 })
@@ -391,7 +391,7 @@ func TestTailOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.ndjson")
 	tailAppend(t, path, "a\nb\nhalf")
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{FromStart: true, Once: true}, c)
+	r := startTail(t, path, Options{FromStart: true, Once: true}, c)
 	require.NoError(t, tailWaitDone(t, r))
 	assert.Equal(t, []string{"a", "b"}, c.texts())
 	assert.Equal(t, int64(4), r.tailer.Stats().PartialBytes)
@@ -405,7 +405,7 @@ func TestTailHandleErrorStopsUncommitted(t *testing.T) {
 	tailAppend(t, path, tailNumbered(1, 5))
 	boom := errors.New("boom")
 	var seen []string
-	tl, err := NewTailer(path, TailOptions{StatePath: state, FromStart: true})
+	tl, err := New(path, Options{StatePath: state, FromStart: true})
 	require.NoError(t, err)
 	err = tl.Run(context.Background(), func(_ context.Context, ln Line) error {
 		if ln.Number == 3 {
@@ -419,7 +419,7 @@ func TestTailHandleErrorStopsUncommitted(t *testing.T) {
 	assert.Equal(t, tailNumberedTexts(1, 2), seen)
 
 	c := &tailCollector{}
-	r := startTail(t, path, TailOptions{StatePath: state, Once: true}, c)
+	r := startTail(t, path, Options{StatePath: state, Once: true}, c)
 	require.NoError(t, tailWaitDone(t, r))
 	assert.Equal(t, tailNumberedTexts(3, 5), c.texts(), "the failed line is delivered again")
 }
@@ -437,23 +437,23 @@ func TestTailErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		path string
-		opts TailOptions
+		opts Options
 		want string
 	}{
-		{"missing file with once", filepath.Join(dir, "nope"), TailOptions{Once: true}, "no such file"},
-		{"offset file of another file", path, TailOptions{StatePath: state}, "belongs to /elsewhere/x.ndjson"},
-		{"corrupt offset file", path, TailOptions{StatePath: bad}, "offset file " + bad},
-		{"a directory", dir, TailOptions{Once: true}, "not a regular file"},
+		{"missing file with once", filepath.Join(dir, "nope"), Options{Once: true}, "no such file"},
+		{"offset file of another file", path, Options{StatePath: state}, "belongs to /elsewhere/x.ndjson"},
+		{"corrupt offset file", path, Options{StatePath: bad}, "offset file " + bad},
+		{"a directory", dir, Options{Once: true}, "not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl, err := NewTailer(tc.path, tc.opts)
+			tl, err := New(tc.path, tc.opts)
 			require.NoError(t, err)
 			err = tl.Run(context.Background(), noop)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := NewTailer(path, TailOptions{MaxLineBytes: -1})
+	_, err := New(path, Options{MaxLineBytes: -1})
 	assert.Error(t, err)
 }
 
@@ -482,7 +482,7 @@ func TestTailWaitsForMissingFile(t *testing.T) {
 	tailLeakCheck(t)
 	path := filepath.Join(t.TempDir(), "later.ndjson")
 	waits := &atomic.Int64{}
-	tl, err := NewTailer(path, TailOptions{FromStart: true, PollInterval: 2 * time.Millisecond,
+	tl, err := New(path, Options{FromStart: true, PollInterval: 2 * time.Millisecond,
 		Logger: slog.New(tailLogSeen{msg: "waiting for the file to appear", n: waits})})
 	require.NoError(t, err)
 	c := &tailCollector{}
@@ -531,12 +531,12 @@ func BenchmarkTail(b *testing.B) {
 			state := filepath.Join(b.TempDir(), "offset")
 			var n int
 			for b.Loop() {
-				opts := TailOptions{FromStart: true, Once: true, CommitEvery: bc.commitEvery}
+				opts := Options{FromStart: true, Once: true, CommitEvery: bc.commitEvery}
 				if bc.state {
 					opts.StatePath = state
 					require.NoError(b, os.RemoveAll(state))
 				}
-				tl, err := NewTailer(src, opts)
+				tl, err := New(src, opts)
 				require.NoError(b, err)
 				err = tl.Run(context.Background(), func(_ context.Context, ln Line) error {
 					n += len(ln.Bytes) & 1

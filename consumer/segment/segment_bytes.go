@@ -1,4 +1,4 @@
-package consumer
+package segment
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) 
 	base := filepath.Base(name)
 	pf, err := openParquet(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
-		return &SegmentError{File: base, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		return &Error{File: base, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
 	if err := s.bind(pf, base); err != nil {
 		return err
@@ -27,8 +27,8 @@ func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) 
 	return nil
 }
 
-// ReadSegmentBytes is ReadSegment over a segment's bytes.
-func ReadSegmentBytes(name string, b []byte, fn func(calls.Call) error) error {
+// ReadBytes is Read over a segment's bytes.
+func ReadBytes(name string, b []byte, fn func(calls.Call) error) error {
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
 	sc := NewScanner(calls.AllFields, runs, syms)
 	return sc.ScanBytes(name, b, func(batch *calls.Batch) error {

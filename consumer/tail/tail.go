@@ -1,4 +1,7 @@
-package consumer
+// Package tail follows an NDJSON file across truncation and rotation
+// (Tailer, at-least-once delivery with a committed position) and classifies
+// each line it delivers (LineChecker, with the LineKind family).
+package tail
 
 import (
 	"bytes"
@@ -18,9 +21,9 @@ import (
 
 // Tailer defaults.
 const (
-	DefaultTailPollInterval = 200 * time.Millisecond
-	DefaultTailMaxLineBytes = 1 << 20
-	DefaultTailCommitEvery  = 1
+	DefaultPollInterval = 200 * time.Millisecond
+	DefaultMaxLineBytes = 1 << 20
+	DefaultCommitEvery  = 1
 
 	// tailHeadMax bounds the prefix of a file hashed into its identity.
 	tailHeadMax = 1024
@@ -28,8 +31,8 @@ const (
 	tailReadChunk = 64 << 10
 )
 
-// TailOptions tune a Tailer. The zero value of a field means its default.
-type TailOptions struct {
+// Options tune a Tailer. The zero value of a field means its default.
+type Options struct {
 	// StatePath is the offset file. When set, the position (offset, line
 	// number and file identity) is loaded on start and saved atomically
 	// (temp file, fsync, rename, fsync of the directory). Empty: nothing is
@@ -61,18 +64,18 @@ type TailOptions struct {
 	Logger *slog.Logger
 }
 
-func (o TailOptions) withDefaults() (TailOptions, error) {
+func (o Options) withDefaults() (Options, error) {
 	if o.PollInterval < 0 || o.MaxLineBytes < 0 || o.CommitEvery < 0 {
 		return o, fmt.Errorf("tail options: negative poll interval, max line bytes or commit interval")
 	}
 	if o.PollInterval == 0 {
-		o.PollInterval = DefaultTailPollInterval
+		o.PollInterval = DefaultPollInterval
 	}
 	if o.MaxLineBytes == 0 {
-		o.MaxLineBytes = DefaultTailMaxLineBytes
+		o.MaxLineBytes = DefaultMaxLineBytes
 	}
 	if o.CommitEvery == 0 {
-		o.CommitEvery = DefaultTailCommitEvery
+		o.CommitEvery = DefaultCommitEvery
 	}
 	return o, nil
 }
@@ -107,8 +110,8 @@ type Line struct {
 	Oversize int64
 }
 
-// TailStats are counters of a Tailer, safe to read while it runs.
-type TailStats struct {
+// Stats are counters of a Tailer, safe to read while it runs.
+type Stats struct {
 	Lines        int64 // lines handled (oversize ones included)
 	Oversize     int64 // lines skipped for exceeding MaxLineBytes
 	Truncations  int64 // times the file shrank below the read position
@@ -117,18 +120,18 @@ type TailStats struct {
 	PartialBytes int64 // bytes of a pending partial last line at the last EOF
 }
 
-// Tailer follows an NDJSON file like tail -F. Create it with NewTailer and
+// Tailer follows an NDJSON file like tail -F. Create it with New and
 // call Run once.
 type Tailer struct {
 	path   string
-	opts   TailOptions
+	opts   Options
 	logger *slog.Logger
 
 	lines, oversize, truncations, rotations, commits, partial atomic.Int64
 }
 
-// NewTailer returns a tailer for the file at path.
-func NewTailer(path string, opts TailOptions) (*Tailer, error) {
+// New returns a tailer for the file at path.
+func New(path string, opts Options) (*Tailer, error) {
 	if path == "" {
 		return nil, errors.New("tail: empty file path")
 	}
@@ -144,8 +147,8 @@ func NewTailer(path string, opts TailOptions) (*Tailer, error) {
 }
 
 // Stats returns the tailer's counters.
-func (t *Tailer) Stats() TailStats {
-	return TailStats{
+func (t *Tailer) Stats() Stats {
+	return Stats{
 		Lines: t.lines.Load(), Oversize: t.oversize.Load(), Truncations: t.truncations.Load(),
 		Rotations: t.rotations.Load(), Commits: t.commits.Load(), PartialBytes: t.partial.Load(),
 	}
