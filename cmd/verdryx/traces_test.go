@@ -16,6 +16,7 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/internal/bench/traces"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -180,7 +181,7 @@ func TestBenchTracesSmall(t *testing.T) {
 	dir := t.TempDir()
 	out, errOut, code := tracesRun(t, "bench", "traces", "--rows", "20000", "--row-group", "5000", "--rounds", "1", "--dir", dir, "--json")
 	require.Equal(t, 0, code, errOut)
-	var res benchTracesResult
+	var res traces.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Equal(t, int64(20000), res.Rows)
 	require.True(t, res.Generated)

@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
-	"time"
 
 	"github.com/verdryx/verdryx/envelope"
 )
@@ -106,74 +102,4 @@ func printVerifyJSON(w io.Writer, path string, rep envelope.Report) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
-}
-
-// benchChain measures the chained writer against the canonicalize+hash
-// floor on the same ~400-byte event, in one run.
-func benchChain(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench chain", "", "Benchmark the chained NDJSON writer (fsync off) against JCS canonicalization + SHA-256 alone.", stderr)
-	dur := fs.Duration("time", 2*time.Second, "minimum time per benchmark")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	ev := envelope.New(envelope.TypeQualityScore, "agent://acme.example/support/tier1-bot", "run-20260724-0001",
-		map[string]any{"case_id": "numeric-source-verdigris-dose", "value": 0.8333333333333334, "tokens": 1234, "cost_usd": 0.001234,
-			"grader": "rag", "eval_set": "grimoire-golden-v1", "reasons": []any{"must_contain: 3 drams", "cited [verdigris-dose-verdant]"}},
-		time.Now())
-	line, err := ev.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "verdryx-bench-chain-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	w, err := envelope.OpenWriter(filepath.Join(dir, "events.ndjson"), envelope.WriterOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	floor := benchFor(*dur, func() error { _, err := ev.Hash(); return err })
-	writer := benchFor(*dur, func() error { _, err := w.Append(ev); return err })
-	if floor.err != nil || writer.err != nil {
-		return fmt.Errorf("bench chain: %v %v", floor.err, writer.err)
-	}
-	fmt.Fprintf(stdout, "event size: %d bytes\n", len(line))
-	fmt.Fprintf(stdout, "canonicalize+sha256 (floor): %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", floor.perSec(), floor.nsPer(), floor.allocsPer())
-	fmt.Fprintf(stdout, "chained writer (fsync off):  %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", writer.perSec(), writer.nsPer(), writer.allocsPer())
-	fmt.Fprintf(stdout, "writer / floor time ratio:   %.2fx (target <= 2x; target rate >= 200000 events/s)\n", writer.nsPer()/floor.nsPer())
-	return nil
-}
-
-type benchResult struct {
-	n      int
-	d      time.Duration
-	allocs uint64
-	err    error
-}
-
-func (r benchResult) perSec() float64    { return float64(r.n) / r.d.Seconds() }
-func (r benchResult) nsPer() float64     { return float64(r.d.Nanoseconds()) / float64(r.n) }
-func (r benchResult) allocsPer() float64 { return float64(r.allocs) / float64(r.n) }
-
-// benchFor calls f repeatedly for at least d and reports the rate and the
-// heap allocations per call.
-func benchFor(d time.Duration, f func() error) benchResult {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	start := time.Now()
-	n := 0
-	for time.Since(start) < d {
-		for i := 0; i < 1000; i++ {
-			if err := f(); err != nil {
-				return benchResult{err: err}
-			}
-		}
-		n += 1000
-	}
-	elapsed := time.Since(start)
-	runtime.ReadMemStats(&after)
-	return benchResult{n: n, d: elapsed, allocs: after.Mallocs - before.Mallocs}
 }

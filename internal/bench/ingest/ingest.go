@@ -1,11 +1,14 @@
-package main
+// Package ingest is the harness of `verdryx bench worker`: trace records
+// processed end to end by the worker's trace consumer (batched fetch, one
+// SQLite transaction per batch, acks after commit) beside the raw JetStream
+// consume-with-ack rate, on the same embedded server and stream, in one run.
+package ingest
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
-	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -13,10 +16,42 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
+
+// Options configures Run. Zero Records and Batch take 1,000,000 and 512.
+type Options struct {
+	Records int // per-call records to publish
+	Batch   int // worker batch size (messages per transaction)
+	// OnPublished, when set, is called once the records are published, with
+	// the time publishing took.
+	OnPublished func(records int, d time.Duration)
+}
+
+// Result holds the figures of one run. Durations are in nanoseconds.
+type Result struct {
+	Records      int           `json:"records"`
+	Publish      time.Duration `json:"publish_ns"`
+	Raw          time.Duration `json:"raw_ns"`
+	Worker       time.Duration `json:"worker_ns"`
+	RawPerSec    float64       `json:"raw_msgs_per_sec"`
+	WorkerPerSec float64       `json:"worker_records_per_sec"`
+	Ratio        float64       `json:"worker_to_raw_ratio"`
+	Stored       int64         `json:"stored"`
+	NotAcked     int64         `json:"not_acked"`
+}
+
+// Check returns an error when the worker did not store every record.
+func (r Result) Check() error {
+	if r.Stored != int64(r.Records) {
+		return fmt.Errorf("bench worker: stored %d calls, want %d", r.Stored, r.Records)
+	}
+	return nil
+}
 
 // ackCounter counts acked messages for the worker benchmark.
 type ackCounter struct{ acked, other atomic.Int64 }
@@ -27,75 +62,67 @@ func (a *ackCounter) Naked(_ string, n int)      { a.other.Add(int64(n)) }
 func (a *ackCounter) Terminated(_ string, n int) { a.other.Add(int64(n)) }
 func (a *ackCounter) DeadLettered(string, int)   {}
 
-// benchWorker measures trace records processed end to end by the worker's
-// trace consumer (batched fetch, one SQLite transaction per batch, acks
-// after commit) beside the raw JetStream consume-with-ack rate, on the same
-// embedded server and stream, in one run.
-func benchWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench worker", "", "Benchmark the worker's trace ingestion against raw JetStream consume-with-ack.", stderr)
-	records := fs.Int("records", 1_000_000, "per-call records to publish")
-	batch := fs.Int("batch", 512, "worker batch size (messages per transaction)")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
+// Run publishes opts.Records records to an embedded server in a temporary
+// directory, then times a raw consume-with-ack of them and the worker's
+// trace consumer storing them into a fresh store.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	if opts.Records == 0 {
+		opts.Records = 1_000_000
 	}
-	if *records <= 0 {
-		return usageErrorf("bench worker: --records must be positive")
+	if opts.Batch == 0 {
+		opts.Batch = 512
+	}
+	if opts.Records < 0 || opts.Batch < 0 {
+		return Result{}, errors.New("bench worker: records and batch must be positive")
 	}
 	dir, err := os.MkdirTemp("", "verdryx-bench-worker-")
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
 	ns, err := worker.StartEmbedded(filepath.Join(dir, "nats"), "127.0.0.1:0")
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	subjects := worker.DefaultSubjects()
 	if _, _, err := worker.EnsureStreams(ctx, js, subjects, 0); err != nil {
-		return err
+		return Result{}, err
 	}
+	res := Result{Records: opts.Records}
 
-	// Publish the records.
 	start := time.Now()
-	if err := publishBenchRecords(js, subjects.Traces, *records); err != nil {
-		return err
+	if err := publishRecords(js, subjects.Traces, opts.Records); err != nil {
+		return Result{}, err
 	}
-	fmt.Fprintf(stdout, "published %d records in %s\n", *records, time.Since(start).Round(time.Millisecond))
-
-	// Raw consume-with-ack on a plain consumer of the same stream.
-	rawDur, err := benchRawConsume(ctx, js, subjects.TracesStream, *records)
+	res.Publish = time.Since(start)
+	if opts.OnPublished != nil {
+		opts.OnPublished(opts.Records, res.Publish)
+	}
+	if res.Raw, err = rawConsume(ctx, js, subjects.TracesStream, opts.Records); err != nil {
+		return Result{}, err
+	}
+	res.Worker, res.Stored, res.NotAcked, err = workerConsume(ctx, js, subjects, filepath.Join(dir, "bench.db"), opts.Records, opts.Batch)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
-
-	// The worker's trace consumer into a fresh store.
-	workerDur, n, notAcked, err := benchWorkerConsume(ctx, js, subjects, filepath.Join(dir, "bench.db"), *records, *batch)
-	if err != nil {
-		return err
-	}
-	rawRate := float64(*records) / rawDur.Seconds()
-	workerRate := float64(*records) / workerDur.Seconds()
-	fmt.Fprintf(stdout, "raw JetStream consume+ack:      %10.0f msgs/s (%s)\n", rawRate, rawDur.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "worker (store commit, then ack): %10.0f records/s (%s, %d stored, %d not acked)\n", workerRate, workerDur.Round(time.Millisecond), n, notAcked)
-	fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.50)\n", workerRate/rawRate)
-	if n != int64(*records) {
-		return fmt.Errorf("bench worker: stored %d calls, want %d", n, *records)
-	}
-	return nil
+	res.RawPerSec = float64(opts.Records) / res.Raw.Seconds()
+	res.WorkerPerSec = float64(opts.Records) / res.Worker.Seconds()
+	res.Ratio = res.WorkerPerSec / res.RawPerSec
+	return res, nil
 }
 
-// publishBenchRecords publishes n generated per-call records to subject.
-func publishBenchRecords(js jetstream.JetStream, subject string, n int) error {
+// publishRecords publishes n generated per-call records to subject.
+func publishRecords(js jetstream.JetStream, subject string, n int) error {
 	for i := 0; i < n; i++ {
 		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
 		c := calls.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
@@ -113,9 +140,9 @@ func publishBenchRecords(js jetstream.JetStream, subject string, n int) error {
 	return nil
 }
 
-// benchRawConsume times consuming and acking n messages of stream with a
+// rawConsume times consuming and acking n messages of stream with a
 // plain consumer.
-func benchRawConsume(ctx context.Context, js jetstream.JetStream, stream string, n int) (time.Duration, error) {
+func rawConsume(ctx context.Context, js jetstream.JetStream, stream string, n int) (time.Duration, error) {
 	raw, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "bench-raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 20000})
 	if err != nil {
 		return 0, err
@@ -138,10 +165,10 @@ func benchRawConsume(ctx context.Context, js jetstream.JetStream, stream string,
 	return d, nil
 }
 
-// benchWorkerConsume times the worker's trace consumer storing n records
+// workerConsume times the worker's trace consumer storing n records
 // into a fresh store at dbPath; it returns the calls stored and the
 // messages settled other than by an ack.
-func benchWorkerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
+func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
 	st, err := store.Open(ctx, dbPath, store.Options{})
 	if err != nil {
 		return 0, 0, 0, err
