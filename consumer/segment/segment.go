@@ -165,7 +165,7 @@ func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	if err != nil {
 		return fmt.Errorf("stat segment: %w", err)
 	}
-	pf, err := openParquet(f, st.Size())
+	pf, err := OpenParquet(f, st.Size())
 	if err != nil {
 		return &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
@@ -180,7 +180,11 @@ func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	return nil
 }
 
-func openParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
+// OpenParquet opens a segment with the options every reader here uses (no
+// page index, no bloom filters, 256 KiB read buffer); a footer whose
+// decoding panics is returned as an error. The page-scan benchmark opens
+// files through it so its floor reads pages as the reduction does.
+func OpenParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("footer: %v", p)

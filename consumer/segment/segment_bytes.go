@@ -12,7 +12,7 @@ import (
 // scans exactly the bytes it checked and never reopens the path.
 func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) error {
 	base := filepath.Base(name)
-	pf, err := openParquet(bytes.NewReader(b), int64(len(b)))
+	pf, err := OpenParquet(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return &Error{File: base, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/consumer/segment"
 )
 
 // Scan reads every page of the given columns of a segment and folds each
@@ -29,7 +30,7 @@ func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error
 	if err != nil {
 		return 0, 0, fmt.Errorf("stat segment: %w", err)
 	}
-	pf, err := openParquet(f, st.Size())
+	pf, err := segment.OpenParquet(f, st.Size())
 	if err != nil {
 		return 0, 0, fmt.Errorf("segment %s: %w", path, err)
 	}
@@ -74,20 +75,4 @@ func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error
 		}
 	}
 	return rows, sum, nil
-}
-
-// openParquet opens a segment with the options consumer/segment uses, so the
-// floor reads pages the way the reduction does; a panicking footer decode is
-// returned as an error.
-func openParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("footer: %v", p)
-		}
-	}()
-	return parquet.OpenFile(r, size,
-		parquet.SkipPageIndex(true),
-		parquet.SkipBloomFilters(true),
-		parquet.ReadBufferSize(256<<10),
-	)
 }
