@@ -125,10 +125,9 @@ func (r *Record) fill(rec *CallRecord) {
 	}
 }
 
-// setFrom makes r the record form of rec (the rare path where the
-// reference decoder accepted what the fast path refused). Strings are
-// copied.
-func (r *Record) setFrom(rec *CallRecord) {
+// SetFrom makes r the record form of rec (a CSV row, or the rare line the
+// fast path left to the reference decoder). Strings are copied.
+func (r *Record) SetFrom(rec *CallRecord) {
 	*r = Record{}
 	str := func(f Field, p *string) {
 		if p != nil {

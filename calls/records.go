@@ -98,8 +98,19 @@ func RecordOf(c Call) CallRecord {
 // with the Parquet column names (a record without a run_id key is an
 // independent call) or a flat {outcome, cost_usd} record. The first bad
 // record, or the first error of fn, stops the read with an error naming the
-// file and line (and the field, for a bad record).
+// file and line (and the field, for a bad record). Each record is freshly
+// allocated; ScanRecordsFile is the allocation-free form.
 func ReadRecordsFile(path string, fn func(*CallRecord) error) error {
+	return ScanRecordsFile(path, func(r *Record) error {
+		rec := r.CallRecord()
+		return fn(&rec)
+	})
+}
+
+// ScanRecordsFile is ReadRecordsFile with each record decoded in place
+// (see ScanNDJSON): the Record is valid only during fn. NDJSON is read with
+// no allocation per record; a CSV row is converted.
+func ScanRecordsFile(path string, fn func(*Record) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open records: %w", err)
@@ -107,9 +118,13 @@ func ReadRecordsFile(path string, fn func(*CallRecord) error) error {
 	defer f.Close()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".ndjson", ".jsonl", ".json":
-		return ReadNDJSON(f, path, fn)
+		return ScanNDJSON(f, path, fn)
 	case ".csv":
-		return ReadCSV(f, path, fn)
+		var rec Record
+		return ReadCSV(f, path, func(cr *CallRecord) error {
+			rec.SetFrom(cr)
+			return fn(&rec)
+		})
 	}
 	return fmt.Errorf("%s: unknown record format (want .ndjson, .jsonl, .json or .csv)", path)
 }
@@ -150,7 +165,7 @@ func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 			if err := DecodeStrict(b, &ref); err != nil {
 				return fmt.Errorf("%s:%d: %w", name, line, err)
 			}
-			rec.setFrom(&ref) // never expected: the fast path is tested to agree
+			rec.SetFrom(&ref) // never expected: the fast path is tested to agree
 		}
 		if err := fn(&rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)

@@ -9,47 +9,80 @@ import (
 	"github.com/verdryx/verdryx/calls"
 )
 
-// fold adds rec to r, as a flat record or as a call.
-func fold(rec *calls.CallRecord, r *Reducer) error {
-	if rec.CostUSD != nil && rec.CostMicroUSD == nil {
-		v := *rec.CostUSD
+// recordFolder folds decoded records into a Reducer with no allocation per
+// record: strings are interned from the record's bytes, in the order Add
+// interns them, and each call goes through AddBatch as a one-row batch,
+// which folds it exactly as Add does.
+type recordFolder struct {
+	r     *Reducer
+	by    calls.Field
+	group bool
+	b     calls.Batch
+}
+
+func newRecordFolder(r *Reducer) *recordFolder {
+	f := &recordFolder{r: r}
+	f.by, f.group = calls.FieldByName(r.opts.By)
+	ids := func() []int32 { return make([]int32, 1) }
+	f.b = calls.Batch{Len: 1, TSMillis: make([]int64, 1), RunID: ids(), Model: ids(), Decision: ids(),
+		CostMicroUSD: make([]int64, 1), Step: make([]uint32, 1), AgentID: ids(), Outcome: ids(), KeyID: ids()}
+	return f
+}
+
+// fold adds rec to the reducer, as a flat record or as a call, and stops at
+// the reducer's first error.
+func (f *recordFolder) fold(rec *calls.Record) error {
+	r := f.r
+	syms := r.Symbols()
+	if rec.HasCostUSD() && !rec.HasField(calls.FieldCostMicroUSD) {
+		v := rec.CostUSD
 		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 9e12 {
 			return fmt.Errorf("cost_usd: %v is not a usable amount", v)
 		}
-		r.AddRecord(calls.Deref(rec.Outcome), int64(math.Round(v*1e6)))
-		return nil
-	}
-	if rec.RunID == nil && rec.Outcome == nil && rec.CostMicroUSD == nil {
-		return errors.New("not an outcome record: needs run_id, outcome, cost_microusd or cost_usd")
-	}
-	r.Add(rec.Call())
-	return nil
-}
-
-// folder returns the record callback that folds into r and stops at the
-// reducer's first error.
-func folder(r *Reducer) func(*calls.CallRecord) error {
-	return func(rec *calls.CallRecord) error {
-		if err := fold(rec, r); err != nil {
-			return err
-		}
+		out := syms.Intern(rec.Strings[calls.FieldOutcome])
+		r.AddRecord(syms.Name(out), int64(math.Round(v*1e6)))
 		return r.Err()
 	}
+	if !rec.HasField(calls.FieldRunID) && !rec.HasField(calls.FieldOutcome) && !rec.HasField(calls.FieldCostMicroUSD) {
+		return errors.New("not an outcome record: needs run_id, outcome, cost_microusd or cost_usd")
+	}
+	b := &f.b
+	b.HasRunID = rec.HasField(calls.FieldRunID)
+	if b.HasRunID {
+		b.RunID[0] = r.RunSymbols().Intern(rec.Strings[calls.FieldRunID])
+	}
+	if f.group {
+		b.Strings(f.by)[0] = syms.Intern(rec.Strings[f.by])
+	}
+	b.Decision[0] = syms.Intern(rec.Strings[calls.FieldDecision])
+	b.Outcome[0] = syms.Intern(rec.Strings[calls.FieldOutcome])
+	b.AgentID[0] = syms.Intern(rec.Strings[calls.FieldAgentID])
+	b.TSMillis[0] = rec.TSMillis
+	b.CostMicroUSD[0] = rec.CostMicroUSD
+	b.Step[0] = rec.Step // 0 when absent, as Add takes it
+	r.AddBatch(b)
+	return r.Err()
 }
 
 // ReadRecordsFile folds the outcome records of path into r (see
 // calls.ReadRecordsFile for the formats). The first bad record stops the
-// read with an error naming the file, line and field.
+// read with an error naming the file, line and field. NDJSON is folded
+// with no allocation per record (calls.ScanNDJSON).
 func ReadRecordsFile(path string, r *Reducer) error {
-	return calls.ReadRecordsFile(path, folder(r))
+	return calls.ScanRecordsFile(path, newRecordFolder(r).fold)
 }
 
 // ReadNDJSON folds NDJSON outcome records from src (named name in errors).
 func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
-	return calls.ReadNDJSON(src, name, folder(r))
+	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
 }
 
 // ReadCSV folds CSV outcome records from src (named name in errors).
 func ReadCSV(src io.Reader, name string, r *Reducer) error {
-	return calls.ReadCSV(src, name, folder(r))
+	f := newRecordFolder(r)
+	var rec calls.Record
+	return calls.ReadCSV(src, name, func(cr *calls.CallRecord) error {
+		rec.SetFrom(cr)
+		return f.fold(&rec)
+	})
 }

@@ -102,10 +102,13 @@ func DecodeEvalRequest(data []byte) (EvalRequest, error) {
 }
 
 // DecodeCallRecord decodes a trace message strictly: unknown fields and
-// trailing data are errors; free-form data goes in "attributes".
+// trailing data are errors; free-form data goes in "attributes". It is the
+// record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
+// DecodeStrict's errors.
 func DecodeCallRecord(data []byte) (CallRecord, error) {
 	var rec CallRecord
-	if err := calls.DecodeStrict(data, &rec); err != nil {
+	if err := calls.DecodeRecordInto(data, &rec, &rec.CallRecord,
+		calls.Ext{Key: "call_id", Dst: &rec.CallID}, calls.Ext{Key: "segment", Dst: &rec.Segment}); err != nil {
 		return rec, err
 	}
 	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
