@@ -15,6 +15,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"worker": benchWorker,
 		"chain":  benchChain,
 		"chaos":  benchChaos,
+		"ingest": benchIngest,
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain|chaos [flags]")
