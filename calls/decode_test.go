@@ -389,3 +389,43 @@ func TestScanNDJSONNoAllocs(t *testing.T) {
 	require.Zero(t, allocs)
 	require.Equal(t, "café", string(r.Strings[FieldOutcome]))
 }
+
+// benchLines returns n generated per-call record lines of about 250 bytes.
+func benchLines(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, `{"ts_millis":%d,"run_id":"run-%08d","model":"claude-sonnet-4-5","decision":"allow",`+
+			`"input_tokens":%d,"output_tokens":%d,"cost_microusd":%d,"step":%d,"agent_id":"agent://acme.example/bot-%d",`+
+			`"key_id":"key-%d","tool_calls":%d}`, 1_764_565_200_000+i, i/10, 800+i%2400, 100+i%600, 2000+i%12000, i%10, i%7, 100+i%23, i%4)
+	}
+	return out
+}
+
+// BenchmarkRecordDecoder reports the record decoder's MB/s and
+// allocations per record (one op = one record).
+func BenchmarkRecordDecoder(b *testing.B) {
+	lines := benchLines(1000)
+	var d RecordDecoder
+	var r Record
+	b.SetBytes(int64(len(lines[0])))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if !d.Decode(lines[i%len(lines)], &r) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// BenchmarkDecodeStrict is the same with encoding/json (DecodeStrict), the
+// reference.
+func BenchmarkDecodeStrict(b *testing.B) {
+	lines := benchLines(1000)
+	b.SetBytes(int64(len(lines[0])))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		var rec CallRecord
+		if err := DecodeStrict(lines[i%len(lines)], &rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -136,4 +137,37 @@ func TestReadNDJSONAllocs(t *testing.T) {
 	// The reader's buffer, the decoder and the one-row batch: a handful per
 	// file, none per record (the flat records append to a growing list).
 	require.Less(t, allocs, 40.0, "allocations per file of 2000 records")
+}
+
+// BenchmarkReadNDJSON folds a file of 10,000 per-call records (1,000 runs
+// in flight) into a reducer, as cost-per-correct --input does; one op is
+// the whole file, and allocs/record is reported beside allocs/op. After
+// the first pass the runs and strings are interned: 0 per record.
+func BenchmarkReadNDJSON(b *testing.B) {
+	var buf bytes.Buffer
+	const n = 10_000
+	for i := range n {
+		fmt.Fprintf(&buf, `{"ts_millis":%d,"run_id":"run-%08d","model":"claude-sonnet-4-5","decision":"allow",`+
+			`"input_tokens":900,"output_tokens":150,"cost_microusd":%d,"step":%d,"agent_id":"agent://acme.example/bot-%d",`+
+			`"key_id":"key-%d","tool_calls":1,"outcome":"case_resolved"}`+"\n", 1_764_565_200_000+i, i%1000, 2000+i%12000, i/1000, i%7, i%23)
+	}
+	file := buf.Bytes()
+	r, err := NewReducer(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rd := bytes.NewReader(file)
+	b.SetBytes(int64(len(file)))
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		rd.Reset(file)
+		if err := ReadNDJSON(rd, "b.ndjson", r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/record")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 }
