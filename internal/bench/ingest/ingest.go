@@ -1,7 +1,10 @@
-// Package ingest is the harness of `verdryx bench worker`: trace records
-// processed end to end by the worker's trace consumer (batched fetch, one
-// SQLite transaction per batch, acks after commit) beside the raw JetStream
-// consume-with-ack rate, on the same embedded server and stream, in one run.
+// Package ingest holds the ingest harnesses. Run is `verdryx bench worker`:
+// trace records processed end to end by the worker's trace consumer
+// (batched fetch, one SQLite transaction per batch, acks after commit)
+// beside the raw JetStream consume-with-ack rate, on the same embedded
+// server and stream, in one run. RunNDJSON is `verdryx bench ingest`: a
+// generated per-call NDJSON file read by encoding/json, by the record
+// decoder and by the whole cost-per-correct --input reduction, in one run.
 package ingest
 
 import (
