@@ -103,7 +103,7 @@ func TestEvalExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"no eval set", []string{"eval", "--db", db}, exitUsage, "", "want exactly one EVALSET"},
-		{"unknown flag", []string{"eval", "--nope", good}, exitUsage, "", "flag provided but not defined"},
+		{"unknown flag", []string{"eval", "--nope", good}, exitUsage, "", "unknown flag: --nope (see 'verdryx eval --help')"},
 		{"invalid eval set names the field", []string{"eval", "--db", db, bad}, exitUsage, "", `bad.json: case #0 "j": field "rubric": required for grader llm_judge`},
 		{"missing eval set", []string{"eval", "--db", db, filepath.Join(dir, "absent.json")}, exitUsage, "", "read eval set"},
 		{"pass", []string{"eval", "--db", db, good}, exitOK, "mean score 1.000 over 4 graded of 4 cases", ""},
@@ -116,7 +116,7 @@ func TestEvalExitCodes(t *testing.T) {
 		{"drift needs a baseline", []string{"drift", "--db", db}, exitUsage, "", "--baseline is required"},
 		{"drift on an unknown baseline", []string{"drift", "--db", db, "--baseline", "bl-nope"}, exitUsage, "", "not found"},
 		{"runs on a missing store", []string{"runs", "--db", filepath.Join(dir, "absent.db")}, exitUsage, "", "no store at"},
-		{"help", []string{"eval", "--help"}, exitOK, "", "Exit 0: pass; 1: mean under --fail-under"},
+		{"help", []string{"eval", "--help"}, exitOK, "Exit 0: pass; 1: mean under --fail-under", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := runCLI(t, tc.args...)
