@@ -279,10 +279,13 @@ func newEvalCmd(g *globals) *cobra.Command {
 		deps.Judge = &grading.Judge{Model: judgeModel}
 		deps.Concurrency = *conc
 		deps.Logger = logger
+		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
+		deps.OnCase = live.onCase
 		res, runErr := grading.Execute(ctx, deps, grading.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
 			BaselineID: *baseline, Window: *window, Alpha: *alpha,
 		})
+		live.finish()
 		closeErr := s.close(ctx)
 		if runErr != nil {
 			if errors.Is(runErr, grading.ErrBadRequest) {
@@ -299,7 +302,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if s.events != nil {
 			res.EventsWritten = int(s.events.Written())
 		}
-		return reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, *junit, *failUnder, *requireSig, unwritten)
+		return reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten)
 	}
 	return cmd
 }
@@ -307,7 +310,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 // reportEval writes the JUnit file and prints the run, then decides the
 // exit: failed() when the mean is under failUnder (or unmeasured with a
 // floor), the drift check fails, or events or problems were lost.
-func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
+func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON, printedLive bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
 	passMark := 1.0
 	if failUnder >= 0 {
 		passMark = failUnder
@@ -322,7 +325,11 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 			return err
 		}
 	} else {
-		printEvalRun(stdout, res, storePath, events)
+		if !printedLive {
+			printEvalHeader(stdout, res.Run.EvalSetID, res.Run.EvalSetDigest, res.Run.Model, res.Run.Judge)
+			printEvalCases(stdout, res.Run.Scores)
+		}
+		printEvalFooter(stdout, res, storePath, events)
 		if res.Drift != nil {
 			printDrift(stdout, *res.Drift)
 		}
@@ -362,41 +369,64 @@ func evalCaseMark(s grading.Score) string {
 	return "FAIL"
 }
 
-func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
-	r := res.Run
-	label := r.Model
-	if r.Model == grading.StubID {
+// printEvalHeader prints what is known of a run before its first case.
+func printEvalHeader(w io.Writer, setID, setDigest, model, judge string) {
+	label := model
+	if model == grading.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
-	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label)
-	if r.Judge != "" {
-		fmt.Fprintf(w, "judge %s\n", evalJudgeLabel(r.Judge))
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", setID, evalShortDigest(setDigest), label)
+	if judge != "" {
+		fmt.Fprintf(w, "judge %s\n", evalJudgeLabel(judge))
 	}
+	fmt.Fprintln(w)
+}
+
+// caseWidth is the width of the case id column.
+func caseWidth(ids []string) int {
+	width := 4
+	for _, id := range ids {
+		width = max(width, len(id))
+	}
+	return width
+}
+
+func printEvalCases(w io.Writer, scores []grading.Score) {
+	ids := make([]string, len(scores))
+	for i, s := range scores {
+		ids[i] = s.CaseID
+	}
+	width := caseWidth(ids)
+	for _, s := range scores {
+		printEvalCase(w, s, width)
+	}
+}
+
+// printEvalCase prints one case's line and, when it did not pass, why.
+func printEvalCase(w io.Writer, s grading.Score, width int) {
+	val := fmt.Sprintf("%.3f", s.Value)
+	if !s.Graded() {
+		val = "  -  "
+	}
+	fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
+	if !s.Graded() {
+		fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
+		return
+	}
+	for _, ch := range s.Checks {
+		if !ch.OK {
+			fmt.Fprintf(w, "             x %s: %s\n", ch.Name, ch.Detail)
+		}
+	}
+}
+
+// printEvalFooter prints the run's totals after its cases.
+func printEvalFooter(w io.Writer, res grading.Result, dbPath, events string) {
+	r := res.Run
+	fmt.Fprintln(w)
 	if p := r.Provenance; p.CorpusDigest != "" {
 		fmt.Fprintf(w, "corpus %s, index %s\n", evalShortDigest(p.CorpusDigest), p.IndexGeneration)
 	}
-	fmt.Fprintln(w)
-	width := 4
-	for _, s := range r.Scores {
-		width = max(width, len(s.CaseID))
-	}
-	for _, s := range r.Scores {
-		val := fmt.Sprintf("%.3f", s.Value)
-		if !s.Graded() {
-			val = "  -  "
-		}
-		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
-		if !s.Graded() {
-			fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
-			continue
-		}
-		for _, ch := range s.Checks {
-			if !ch.OK {
-				fmt.Fprintf(w, "             x %s: %s\n", ch.Name, ch.Detail)
-			}
-		}
-	}
-	fmt.Fprintln(w)
 	if r.MeanScore == nil {
 		fmt.Fprintf(w, "run %s: mean score unmeasured (0 of %d cases graded)\n", r.ID, r.Cases)
 	} else {

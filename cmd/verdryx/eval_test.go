@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"encoding/xml"
@@ -464,4 +465,28 @@ func TestDriftRefusesGoldenEdit(t *testing.T) {
 	_, stderr, code = runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "measured a different eval set than the baseline (changed cases: numeric-source-verdigris-dose)")
+}
+
+// TestEvalLiveInCaseOrder feeds the per-case callback out of order: a
+// stdout that is not a terminal gets the lines in case order, each as
+// soon as the cases before it are done.
+func TestEvalLiveInCaseOrder(t *testing.T) {
+	set, err := grading.ParseEvalSet([]byte(`{"id":"s","cases":[
+		{"id":"c0","prompt":"p","grader":"exact","expected":"p"},
+		{"id":"c1","prompt":"p","grader":"exact","expected":"p"},
+		{"id":"c2","prompt":"p","grader":"exact","expected":"p"}]}`), "")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	l := newEvalLive(&out, io.Discard, set, grading.StubID, grading.StubID, false)
+	header := out.Len()
+	l.onCase(2, grading.Score{CaseID: "c2", Value: 1})
+	assert.Equal(t, header, out.Len(), "c2 waits for c0 and c1")
+	l.onCase(0, grading.Score{CaseID: "c0", Value: 1})
+	assert.Contains(t, out.String(), "c0")
+	assert.NotContains(t, out.String(), "c2")
+	l.onCase(1, grading.Score{CaseID: "c1", Value: 1})
+	l.finish()
+	body := out.String()[header:]
+	assert.Less(t, strings.Index(body, "c0"), strings.Index(body, "c1"))
+	assert.Less(t, strings.Index(body, "c1"), strings.Index(body, "c2"))
 }

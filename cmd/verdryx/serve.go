@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"github.com/spf13/cobra"
+	"os"
+	"sync"
 
 	"context"
 	"errors"
@@ -112,26 +115,56 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	return f
 }
 
+// checkInputs refuses missing inputs before anything starts (exit 2).
+func (f *serveFlags) checkInputs() error {
+	if *f.replay != "" {
+		if st, err := os.Stat(*f.replay); err != nil {
+			return inputError(fmt.Errorf("--replay: %w", err))
+		} else if !st.IsDir() {
+			return usageErrorf("--replay %s: not a directory", *f.replay)
+		}
+	}
+	for _, p := range f.evalFiles {
+		if _, err := os.Stat(p); err != nil {
+			return inputError(fmt.Errorf("--eval-request: %w", err))
+		}
+	}
+	return nil
+}
+
 // options maps the flags to the worker's options.
 func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io.Writer) (worker.Options, error) {
 	client, err := f.nats.clientOptions()
 	if err != nil {
 		return worker.Options{}, err
 	}
+	printed := &printedRequests{ids: map[string]bool{}}
 	return worker.Options{
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
 		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger,
-		Files:    f.sec.files,
-		Replies:  f.sec.replyPolicy(*f.subjects),
-		Report:   func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
-		OnResult: func(req worker.EvalRequest, res grading.Result) { printEvalResult(stdout, req, res) },
-		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
-			return replayWithProgress(ctx, js, subject, dir, false, stderr)
+		Files:   f.sec.files,
+		Replies: f.sec.replyPolicy(*f.subjects),
+		Report:  func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
+		OnResult: func(req worker.EvalRequest, res grading.Result) {
+			printed.add(req.RequestID)
+			printEvalResult(stdout, req, res, false)
 		},
-		Drained: func(ctx context.Context, st *store.Store) error { return printStoreReport(ctx, st, stdout) },
+		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
+			st, err := replayWithProgress(ctx, js, subject, dir, false, stderr)
+			if err == nil {
+				printReplayStats(stdout, st, dir, subject)
+			}
+			return st, err
+		},
+		Drained: func(ctx context.Context, st *store.Store) error {
+			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
+				return err
+			}
+			return printStoreReport(ctx, st, stdout)
+		},
 	}, nil
 }
 
@@ -159,6 +192,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			return err
 		}
 		if err := checkURL("--otlp", *f.otlp, "http", "https"); err != nil {
+			return err
+		}
+		if err := f.checkInputs(); err != nil {
 			return err
 		}
 		if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
@@ -199,13 +235,78 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, di
 	return worker.Replay(ctx, js, subject, dir, worker.ReplayOptions{Strict: strict, Progress: progress})
 }
 
-func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
+// printedRequests are the eval requests serve printed a result line for.
+type printedRequests struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (p *printedRequests) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ids[id] = true
+}
+
+func (p *printedRequests) has(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[id]
+}
+
+// printDoneRequests prints, for each --eval-request file whose request
+// was done before this run (JetStream dropped the re-published request as
+// a duplicate, or the worker answered it from the store), the stored
+// result, saying so.
+func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer) error {
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return inputError(fmt.Errorf("--eval-request %s: %w", path, err))
+		}
+		var req worker.EvalRequest
+		if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" || printed.has(req.RequestID) {
+			continue
+		}
+		rec, ok, err := st.EvalRequestState(ctx, req.RequestID)
+		if err != nil {
+			return err
+		}
+		if !ok || rec.State != store.RequestDone {
+			continue
+		}
+		var res grading.Result
+		if err := json.Unmarshal(rec.Result, &res); err != nil {
+			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
+		}
+		printEvalResult(w, req, res, true)
+	}
+	return nil
+}
+
+// printEvalResult prints the line of one eval request's result; stored
+// says it was done before this run and is answered from the store.
+// printReplayStats prints what a replay published: new rows against rows
+// JetStream dropped as already stored (PubAck.Duplicate).
+func printReplayStats(w io.Writer, st worker.ReplayStats, dir, subject string) {
+	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, dir, subject, st.New, st.Duplicates, st.Ignored, len(st.Failed))
+	for _, f := range st.Failed {
+		fmt.Fprintf(w, "  failed: %s\n", f)
+	}
+}
+
+func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result, stored bool) {
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
 	}
-	fmt.Fprintf(w, "eval %s: run %s model %s: %d cases, %d graded, mean %s, %d events\n",
-		req.RequestID, res.Run.ID, res.Run.Model, res.Run.Cases, res.Run.GradedN, mean, res.EventsWritten)
+	// A stored result predates its events: their count is not in it.
+	tail := fmt.Sprintf("%d events", res.EventsWritten)
+	if stored {
+		tail = "already done: answered from the store"
+	}
+	fmt.Fprintf(w, "eval %s: run %s model %s: %d cases, %d graded, mean %s, %s\n",
+		req.RequestID, res.Run.ID, res.Run.Model, res.Run.Cases, res.Run.GradedN, mean, tail)
 	if res.Drift != nil {
 		fmt.Fprintf(w, "  drift vs %s: %s (delta %+.3f)\n", res.Drift.BaselineID, res.Drift.Verdict, res.Drift.Delta)
 	}
@@ -265,11 +366,7 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
-			st.Rows, st.Segments, pos[0], subjects.Traces, st.New, st.Duplicates, st.Ignored, len(st.Failed))
-		for _, f := range st.Failed {
-			fmt.Fprintf(stdout, "  failed: %s\n", f)
-		}
+		printReplayStats(stdout, st, pos[0], subjects.Traces)
 		if len(st.Failed) > 0 {
 			return failed()
 		}
