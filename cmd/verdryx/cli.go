@@ -84,10 +84,8 @@ func (e *commandError) Error() string { return e.err.Error() }
 
 // execute parses args with the command tree and runs the command.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	root := newRoot()
+	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	markCommandErrors(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -146,8 +144,9 @@ type globals struct {
 // defaultDataDir is the data directory when --data is not given.
 func defaultDataDir() string { return envOr("VERDRYX_DATA", ".verdryx") }
 
-// newRoot builds the command tree. It holds no state beyond one parse.
-func newRoot() *cobra.Command {
+// newRoot builds the command tree, printing to stdout and stderr. It holds
+// no state beyond one parse.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "verdryx",
@@ -166,6 +165,8 @@ func newRoot() *cobra.Command {
 			return &exitError{code: exitUsage}
 		},
 	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.data, "data", defaultDataDir(),
 		"data directory: the store (verdryx.db), the index, the embedded NATS store and offsets ($VERDRYX_DATA)")
@@ -188,6 +189,16 @@ func newRoot() *cobra.Command {
 		newDLQCmd(),
 		newBenchCmd(),
 	)
+	// The completion command is cobra's (its scripts are written to the
+	// root's output as it is now: set it first); without a known shell it is a
+	// usage error like any other group's.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.NoArgs
+			c.RunE = newGroupCmd("", "").RunE
+		}
+	}
 	return root
 }
 

@@ -48,13 +48,19 @@ type evalSinks struct {
 	store  *store.Store
 	events *envelope.Writer
 	spans  *producer.Spans
+	// spansErr is the span export's error, set by close: the collector
+	// failed (exit 3 when nothing else did).
+	spansErr error
 }
 
 func (s *evalSinks) close(ctx context.Context) error {
 	var errs []error
 	if s.spans != nil {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		errs = append(errs, s.spans.Shutdown(fctx))
+		if err := s.spans.Shutdown(fctx); err != nil {
+			s.spansErr = fmt.Errorf("--otlp: export spans: %w", err)
+			errs = append(errs, s.spansErr)
+		}
 		cancel()
 	}
 	if s.events != nil {
@@ -258,6 +264,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 			return err
 		}
 		// Load the set before opening anything, so a bad set touches nothing.
+		if err := checkNotEmpty(pos[0], "eval set"); err != nil {
+			return err
+		}
 		set, err := grading.LoadEvalSet(pos[0])
 		if err != nil {
 			return inputError(err)
@@ -302,7 +311,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if s.events != nil {
 			res.EventsWritten = int(s.events.Written())
 		}
-		return reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten)
+		if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten); err != nil {
+			return err
+		}
+		return serviceError(s.spansErr)
 	}
 	return cmd
 }

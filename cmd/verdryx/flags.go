@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -102,11 +104,33 @@ func checkNATSURL(value string) error {
 	return nil
 }
 
+// checkNotEmpty refuses a file with nothing but white space in it, naming
+// what it should have held: an empty input is an input error (exit 2),
+// never an empty result or "decode: EOF".
+func checkNotEmpty(path, what string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil // the loader says why it cannot be read
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return usageErrorf("%s %s is empty", what, path)
+	}
+	return nil
+}
+
 // writeJSON prints v as indented JSON without HTML escaping: every --json
 // output goes through it.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeJSONLine prints v as one line of JSON without HTML escaping, for
+// outputs of one object per line (NDJSON).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }

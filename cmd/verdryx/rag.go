@@ -60,6 +60,15 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	}
 }
 
+// providerError marks err as an outside service's failure (exit 3) when a
+// provider is in use; the offline parts have no outside service.
+func (f *ragFlags) providerError(err error) error {
+	if f.embedder == "openai" || f.generator == "openai" {
+		return serviceError(err)
+	}
+	return err
+}
+
 // check validates the flags before any work starts.
 func (f *ragFlags) check() error {
 	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL)", f.baseURL, "http", "https")
@@ -120,6 +129,7 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 	fs := cmd.Flags()
 	var rf ragFlags
 	rf.register(fs, false)
+	asJSON := fs.Bool("json", false, "print the generation's manifest as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) > 0 {
@@ -131,6 +141,9 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 		}
 		if rf.corpus == "" {
 			return usageErrorf("index build: --corpus is required")
+		}
+		if err := checkNotEmpty(rf.corpus, "--corpus"); err != nil {
+			return err
 		}
 		file, err := os.ReadFile(rf.corpus)
 		if err != nil {
@@ -151,11 +164,19 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 		start := time.Now()
 		idx, err := rag.BuildIndex(ctx, corpus, emb)
 		if err != nil {
-			return err
+			return rf.providerError(err)
 		}
 		m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file}, index.InfoOf(emb), time.Now())
 		if err != nil {
 			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, struct {
+				index.Manifest
+				Dir          string  `json:"dir"`
+				CorpusID     string  `json:"corpus_id"`
+				BuildSeconds float64 `json:"build_seconds"`
+			}{m, store.Dir(), corpus.ID, time.Since(start).Seconds()})
 		}
 		fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
 		fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, time.Since(start).Round(time.Millisecond))
@@ -171,6 +192,7 @@ func newIndexListCmd(g *globals) *cobra.Command {
 		Short: "list retained index generations, newest first",
 		Long:  "list retained index generations, newest first",
 	}
+	asJSON := cmd.Flags().Bool("json", false, "print the generations as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		stdout := cmd.OutOrStdout()
 		if len(pos) > 0 {
@@ -179,6 +201,22 @@ func newIndexListCmd(g *globals) *cobra.Command {
 		list, err := index.NewStore(g.data, index.StoreOptions{}).List()
 		if err != nil {
 			return inputError(err)
+		}
+		if *asJSON {
+			type listed struct {
+				index.Manifest
+				Active bool   `json:"active"`
+				Error  string `json:"error,omitempty"`
+			}
+			out := []listed{}
+			for _, l := range list {
+				e := listed{Manifest: l.Manifest, Active: l.Active}
+				if l.Err != nil {
+					e.Error = l.Err.Error()
+				}
+				out = append(out, e)
+			}
+			return writeJSON(stdout, out)
 		}
 		if len(list) == 0 {
 			fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(g.data, index.StoreOptions{}).Dir())
@@ -218,6 +256,7 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
+	asJSON := fs.Bool("json", false, "print the removed generations as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		stdout := cmd.OutOrStdout()
 		if len(pos) > 0 {
@@ -227,6 +266,15 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 			return usageErrorf("index gc: --keep must not be negative")
 		}
 		removed, err := index.NewStore(g.data, index.StoreOptions{}).Prune(*keep)
+		if *asJSON {
+			if removed == nil {
+				removed = []string{}
+			}
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed}); jerr != nil || err != nil {
+				return errors.Join(err, jerr)
+			}
+			return nil
+		}
 		for _, id := range removed {
 			fmt.Fprintf(stdout, "removed %s\n", id)
 		}
@@ -275,6 +323,9 @@ func newAskCmd(g *globals) *cobra.Command {
 				return inputError(err)
 			}
 		}
+		if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+			return err
+		}
 		corpus, err := rag.LoadCorpus(corpusPath)
 		if err != nil {
 			return inputError(err)
@@ -302,16 +353,14 @@ func newAskCmd(g *globals) *cobra.Command {
 			}
 		}
 		if err != nil {
-			return err
+			return rf.providerError(err)
 		}
 		rec, err := p.Ask(ctx, pos[0])
 		if err != nil {
-			return err
+			return rf.providerError(err)
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rec)
+			return writeJSON(stdout, rec)
 		}
 		printRecord(stdout, rec)
 		return nil
@@ -386,6 +435,9 @@ func newMutateCmd() *cobra.Command {
 		}
 		var set *grading.EvalSet
 		if len(pos) == 1 {
+			if err := checkNotEmpty(pos[0], "eval set"); err != nil {
+				return err
+			}
 			set, err = grading.LoadEvalSet(pos[0])
 		} else {
 			if *corpusPath == "" || *goldenPath == "" {

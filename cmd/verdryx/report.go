@@ -38,6 +38,7 @@ func newReportCmd(g *globals) *cobra.Command {
 	gridRuns := fs.Int("grid-runs", 30, "most recent runs per eval set and model in the cases x runs grid")
 	driftChecks := fs.Int("drift-checks", 60, "most recent runs per eval set and model checked for drift against their baseline")
 	strict := fs.Bool("strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
+	asJSON := fs.Bool("json", false, "print what was written as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) > 0 {
@@ -81,6 +82,9 @@ func newReportCmd(g *globals) *cobra.Command {
 		}
 		if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
 			return inputError(fmt.Errorf("report: --out %s: %w", *out, err))
+		}
+		if *asJSON {
+			return writeJSON(stdout, map[string]any{"out": *out, "bytes": buf.Len(), "runs": len(in.Runs)})
 		}
 		fmt.Fprintf(stdout, "wrote %s (%d bytes, %d runs)\n", *out, buf.Len(), len(in.Runs))
 		return nil

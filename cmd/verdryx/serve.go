@@ -217,6 +217,8 @@ func newServeCmd(g *globals) *cobra.Command {
 			return &exitError{code: exitFailure, err: err}
 		case errors.Is(err, worker.ErrInput):
 			return inputError(err)
+		case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
+			return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
 		}
 		return err
 	}
@@ -285,6 +287,18 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 
 // printEvalResult prints the line of one eval request's result; stored
 // says it was done before this run and is answered from the store.
+// replayJSON is replay's --json output.
+type replayJSON struct {
+	Dir        string   `json:"dir"`
+	Subject    string   `json:"subject"`
+	Segments   int      `json:"segments"`
+	Rows       int      `json:"rows"`
+	New        int      `json:"new"`
+	Duplicates int      `json:"duplicates"`
+	Ignored    int      `json:"ignored"`
+	Failed     []string `json:"failed"`
+}
+
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
 func printReplayStats(w io.Writer, st worker.ReplayStats, dir, subject string) {
@@ -341,6 +355,8 @@ func newReplayCmd() *cobra.Command {
 	fs := cmd.Flags()
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", "NATS server URL (default: the embedded server of a local verdryx serve)")
 	strict := fs.Bool("strict", false, "stop at the first corrupt segment")
+	asJSON := fs.Bool("json", false, "print the counts as JSON")
+	lf := addLogFlags(fs, "info")
 	subjects := addSubjectFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -349,6 +365,15 @@ func newReplayCmd() *cobra.Command {
 		}
 		if err := checkNATSURL(*nf.url); err != nil {
 			return err
+		}
+		logger, err := lf.logger(stderr, nil)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(pos[0]); err != nil {
+			return inputError(fmt.Errorf("replay: %w", err))
+		} else if !st.IsDir() {
+			return usageErrorf("replay: %s is not a directory", pos[0])
 		}
 		nc, err := nf.connect(*nf.url, "verdryx-replay")
 		if err != nil {
@@ -366,7 +391,16 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		printReplayStats(stdout, st, pos[0], subjects.Traces)
+		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
+		if *asJSON {
+			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Segments: st.Segments, Rows: st.Rows, New: st.New,
+				Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+			if err := writeJSON(stdout, out); err != nil {
+				return err
+			}
+		} else {
+			printReplayStats(stdout, st, pos[0], subjects.Traces)
+		}
 		if len(st.Failed) > 0 {
 			return failed()
 		}

@@ -24,7 +24,7 @@ func newTailCmd() *cobra.Command {
 		Long: "Follow an NDJSON file like tail -F (partial lines wait for their newline; truncation and rotation are followed).\n" +
 			"Agent-event envelopes are validated and their prev_hash chain checked as they arrive; call and outcome\n" +
 			"records are printed with their key fields. With --offset-file the position is saved after each line\n" +
-			"and a restart resumes there. Exit 0: no invalid event and no chain break; 1: some; 2: usage.",
+			"and a restart resumes there. Exit 0: no invalid event, malformed line or chain break; 1: some; 2: usage.",
 	}
 	fs := cmd.Flags()
 	offsetFile := fs.String("offset-file", "", "save and resume the position in this file (written atomically)")
@@ -68,7 +68,7 @@ func newTailCmd() *cobra.Command {
 		if *once && st.PartialBytes > 0 {
 			fmt.Fprintf(stderr, "tail: the last %d bytes are a partial line (no newline yet): not read\n", st.PartialBytes)
 		}
-		if p.invalid > 0 || p.links[envelope.LinkBreak] > 0 {
+		if p.invalid > 0 || p.malformed > 0 || p.links[envelope.LinkBreak] > 0 {
 			return failed()
 		}
 		return nil
@@ -132,11 +132,7 @@ func (p *tailPrinter) handle(_ context.Context, ln tail.Line) error {
 	}
 	var err error
 	if p.json {
-		var b []byte
-		b, err = json.Marshal(out)
-		if err == nil {
-			_, err = fmt.Fprintf(p.w, "%s\n", b)
-		}
+		err = writeJSONLine(p.w, out)
 	} else {
 		_, err = fmt.Fprintln(p.w, tailText(out, c))
 	}

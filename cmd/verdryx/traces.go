@@ -24,6 +24,7 @@ import (
 type traceFlags struct {
 	traces, from, to string
 	strict, asJSON   bool
+	allowEmpty       bool
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +33,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
 }
 
 // parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
@@ -150,6 +152,13 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
+		switch {
+		case tf.allowEmpty:
+		case *input != "" && rep.Stats.Calls == 0 && rep.Stats.Records == 0:
+			return usageErrorf("cost-per-correct: --input %s holds no records (give --allow-empty to report it anyway)", *input)
+		case dirStats != nil && dirStats.Segments+len(dirStats.Failed) == 0:
+			return usageErrorf("cost-per-correct: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
+		}
 		if tf.asJSON {
 			return writeJSON(stdout, struct {
 				*outcome.Report
@@ -227,6 +236,9 @@ func newSLOCmd() *cobra.Command {
 		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
 		if err != nil {
 			return err
+		}
+		if st.Segments+len(st.Failed) == 0 && !tf.allowEmpty {
+			return usageErrorf("slo: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
 		}
 		rep, err := r.SLO(sopts, envelope.ValidAgentID)
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -104,10 +103,5 @@ func printVerifyJSON(w io.Writer, path string, rep envelope.Report) error {
 	for _, p := range rep.Invalid {
 		out.Invalid = append(out.Invalid, problem{p.Line, p.Err.Error()})
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	return writeJSONLine(w, out)
 }

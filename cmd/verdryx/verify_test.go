@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +89,7 @@ func TestTopLevel(t *testing.T) {
 	require.Equal(t, 2, code)
 	out, _, code = runCLI(t, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range newRoot().Commands() {
+	for _, c := range newRoot(io.Discard, io.Discard).Commands() {
 		require.Contains(t, out, c.Name())
 	}
 	out, _, code = runCLI(t, "verify", "--help")
