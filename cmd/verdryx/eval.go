@@ -114,7 +114,7 @@ func openEvalStore(ctx context.Context, flagDB, data string, mustExist bool) (*s
 }
 
 func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks, error) {
-	if err := checkURL("--otlp", *c.otlp, "http", "https"); err != nil {
+	if err := checkURL(otlpFlagName, *c.otlp, "http", "https"); err != nil {
 		return nil, err
 	}
 	s := &evalSinks{}

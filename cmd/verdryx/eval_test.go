@@ -490,3 +490,34 @@ func TestEvalLiveInCaseOrder(t *testing.T) {
 	assert.Less(t, strings.Index(body, "c0"), strings.Index(body, "c1"))
 	assert.Less(t, strings.Index(body, "c1"), strings.Index(body, "c2"))
 }
+
+// TestEvalHonoursOTelEnv sends the span where the OpenTelemetry SDK's
+// standard variables say, with their headers, and no --otlp.
+func TestEvalHonoursOTelEnv(t *testing.T) {
+	cleanEvalEnv(t)
+	t.Setenv("VERDRYX_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	var hits atomic.Int32
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			hits.Add(1)
+			auth.Store(r.Header.Get("X-Tenant"))
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "X-Tenant=acme")
+	_, stderr, code := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	require.Equal(t, exitOK, code, stderr)
+	assert.EqualValues(t, 1, hits.Load())
+	assert.Equal(t, "acme", auth.Load())
+
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
+	_, stderr, code = runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--otlp")
+}

@@ -53,6 +53,10 @@ func (l *logFlags) logger(w io.Writer, wrap func(slog.Handler) slog.Handler) (*s
 	return slog.New(h), nil
 }
 
+// otlpFlagName names --otlp and the variables its default comes from, in
+// errors.
+const otlpFlagName = "--otlp ($VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT)"
+
 // addOTLPFlag defines --otlp. Its default is the first set of
 // $VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (a full URL)
 // and $OTEL_EXPORTER_OTLP_ENDPOINT (a base URL; /v1/traces is appended).

@@ -191,7 +191,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err := checkNATSURL(*f.nats.url); err != nil {
 			return err
 		}
-		if err := checkURL("--otlp", *f.otlp, "http", "https"); err != nil {
+		if err := checkURL(otlpFlagName, *f.otlp, "http", "https"); err != nil {
 			return err
 		}
 		if err := f.checkInputs(); err != nil {
