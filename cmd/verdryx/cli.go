@@ -222,7 +222,12 @@ func newGroupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 // version is the module version verdryx was built as: the VCS tag or
 // pseudo-version the go command stamped, else "devel".
 func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	info, _ := debug.ReadBuildInfo()
+	return moduleVersion(info)
+}
+
+func moduleVersion(info *debug.BuildInfo) string {
+	if info != nil && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
 	}
 	return "devel"
@@ -232,8 +237,13 @@ func version() string {
 // commit (vcs.revision, vcs.modified) and the Go version, from the build
 // info.
 func versionLine() string {
-	commit, modified := "unknown", ""
-	if info, ok := debug.ReadBuildInfo(); ok {
+	info, _ := debug.ReadBuildInfo()
+	return versionText(info)
+}
+
+func versionText(info *debug.BuildInfo) string {
+	commit, modified := "unknown (built without VCS stamping)", ""
+	if info != nil {
 		for _, s := range info.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -245,7 +255,7 @@ func versionLine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("verdryx %s\ncommit %s%s\n%s %s/%s", version(), commit, modified, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("verdryx %s\ncommit %s%s\n%s %s/%s", moduleVersion(info), commit, modified, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func newVersionCmd() *cobra.Command {

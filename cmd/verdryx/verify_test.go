@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -106,4 +108,14 @@ func TestTopLevel(t *testing.T) {
 		require.Equal(t, 0, code, shell)
 		require.Contains(t, out, "verdryx", shell)
 	}
+}
+
+func TestVersionText(t *testing.T) {
+	info := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123abc"}, {Key: "vcs.modified", Value: "true"}}}
+	have := versionText(info)
+	require.Contains(t, have, "verdryx v1.2.3\n")
+	require.Contains(t, have, "commit 0123abc (modified)\n")
+	require.Contains(t, have, runtime.Version())
+	require.Contains(t, versionText(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}), "verdryx devel\n")
 }
