@@ -22,11 +22,11 @@ import (
 )
 
 // DefaultMaxBytes bounds a file named by a message (64 MiB) unless
-// configured otherwise (serve --files.max-bytes).
+// configured otherwise (serve --files-max-bytes).
 const DefaultMaxBytes = 64 << 20
 
 // DefaultTimeout bounds one read of a file named by a message (30 s)
-// unless configured otherwise (serve --files.timeout).
+// unless configured otherwise (serve --files-timeout).
 const DefaultTimeout = 30 * time.Second
 
 // ErrRefused marks every refusal: outside the roots, not a regular file,

@@ -83,6 +83,8 @@ type Deps struct {
 	Version     string
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// OnCase, when set, is called as each case finishes (see Runner.OnCase).
+	OnCase func(i int, s Score)
 	// ReadFile, when set, reads every file a request names (eval set,
 	// corpus, golden) instead of os.ReadFile; the worker passes a
 	// confine.Reader so nothing outside its roots is read. With ReadFile
@@ -187,7 +189,7 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 		judge = &Judge{Model: &Stub{}, Prices: deps.Prices}
 	}
 	runner := &Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
-		Version: deps.Version, Now: now, Logger: logger}
+		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
 	if set.rag != nil {
 		build := deps.RAG
 		offline := build == nil

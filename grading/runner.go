@@ -118,6 +118,10 @@ type Runner struct {
 	// Now returns the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnCase, when set, is called as each case finishes, with the case's
+	// index in the set and its score. Calls are serialised (never two at
+	// once) but come in completion order, not case order.
+	OnCase func(i int, s Score)
 }
 
 // Run grades every case of set and returns the run. It returns an error
@@ -153,6 +157,7 @@ func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, er
 
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
+	var onCase sync.Mutex
 	for i := range set.Cases {
 		select {
 		case sem <- struct{}{}:
@@ -168,6 +173,11 @@ func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, er
 			s.Duration = now().Sub(start)
 			run.Scores[i] = s
 			logger.Debug("case graded", "case", s.CaseID, "value", s.Value, "unmeasured", s.Unmeasured)
+			if r.OnCase != nil {
+				onCase.Lock()
+				r.OnCase(i, s)
+				onCase.Unlock()
+			}
 		}(i)
 	}
 	wg.Wait()

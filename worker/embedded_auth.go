@@ -12,7 +12,7 @@ import (
 
 // EmbeddedSecurity configures who may connect to the embedded server. The
 // zero value is an open server, fit only for a loopback listen address
-// (serve refuses a non-loopback one without auth unless told --nats.insecure).
+// (serve refuses a non-loopback one without auth unless told --nats-insecure).
 type EmbeddedSecurity struct {
 	// User and Password, or Token, require every client to authenticate.
 	User, Password, Token string
@@ -80,7 +80,7 @@ func StartEmbeddedWith(storeDir, listen string, sec EmbeddedSecurity) (*server.S
 	go s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
-		return nil, errors.New("embedded nats: not ready after 10s (is the port in use?)")
+		return nil, errors.New("embedded nats: not ready after 10s (is the port in use? serve --nats-listen HOST:PORT picks another; port 0 a free one)")
 	}
 	return s, nil
 }

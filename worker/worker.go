@@ -291,7 +291,7 @@ func (w *Worker) roots() Roots {
 }
 
 // AskCorpus returns the corpus file RAG asks are answered from: flag
-// (--rag.corpus) when set and present, else the corpus the active index
+// (--rag-corpus) when set and present, else the corpus the active index
 // generation under dataDir recorded. It returns "" (asks disabled, logged)
 // when there is neither.
 func AskCorpus(flag, dataDir string, logger *slog.Logger) string {
@@ -305,7 +305,7 @@ func AskCorpus(flag, dataDir string, logger *slog.Logger) string {
 	path, m, err := index.NewStore(dataDir, index.StoreOptions{Logger: logger}).ActiveCorpus()
 	switch {
 	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
-		logger.Info("rag asks disabled: no --rag.corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
+		logger.Info("rag asks disabled: no --rag-corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
 		return ""
 	case err != nil:
 		logger.Warn("rag asks disabled: the active index generation's corpus is unusable", "err", err)
@@ -539,7 +539,7 @@ func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	}
 	pipe, err := rag.NewOffline(ctx, askCorpus, rag.Options{})
 	if err != nil {
-		return inputError(fmt.Errorf("--rag.corpus: %w", err))
+		return inputError(fmt.Errorf("--rag-corpus: %w", err))
 	}
 	asks := NewAskServer(r.nc, o.Subjects.RAGAsk, pipe, AskOptions{Logger: o.Logger, Replies: o.Replies,
 		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }})

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
+
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/verdryx/verdryx/internal/bench/chain"
@@ -11,24 +11,33 @@ import (
 
 // benchChain maps the flags of `verdryx bench chain` onto chain.Run and
 // prints its figures.
-func benchChain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench chain", "", "Benchmark the chained NDJSON writer (fsync off) against JCS canonicalization + SHA-256 alone.", stderr)
+func newBenchChainCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chain",
+		Short: "benchmark the chained NDJSON writer",
+		Long:  "Benchmark the chained NDJSON writer (fsync off) against JCS canonicalization + SHA-256 alone.",
+	}
+	fs := cmd.Flags()
 	dur := fs.Duration("time", 2*time.Second, "minimum time per benchmark")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("bench chain: unexpected argument %q", pos[0])
+		}
+		res, err := chain.Run(ctx, chain.Options{MinTime: *dur})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		fl, wr := res.Floor, res.Writer
+		fmt.Fprintf(stdout, "event size: %d bytes\n", res.EventBytes)
+		fmt.Fprintf(stdout, "canonicalize+sha256 (floor): %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", fl.EventsPerSec, fl.NsPerEvent, fl.AllocsPerEvent)
+		fmt.Fprintf(stdout, "chained writer (fsync off):  %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", wr.EventsPerSec, wr.NsPerEvent, wr.AllocsPerEvent)
+		fmt.Fprintf(stdout, "writer / floor time ratio:   %.2fx (target <= 2x; target rate >= 200000 events/s)\n", res.Ratio)
+		return nil
 	}
-	res, err := chain.Run(ctx, chain.Options{MinTime: *dur})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(stdout, res)
-	}
-	fl, wr := res.Floor, res.Writer
-	fmt.Fprintf(stdout, "event size: %d bytes\n", res.EventBytes)
-	fmt.Fprintf(stdout, "canonicalize+sha256 (floor): %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", fl.EventsPerSec, fl.NsPerEvent, fl.AllocsPerEvent)
-	fmt.Fprintf(stdout, "chained writer (fsync off):  %10.0f events/s  %6.0f ns/event  %5.1f allocs/event\n", wr.EventsPerSec, wr.NsPerEvent, wr.AllocsPerEvent)
-	fmt.Fprintf(stdout, "writer / floor time ratio:   %.2fx (target <= 2x; target rate >= 200000 events/s)\n", res.Ratio)
-	return nil
+	return cmd
 }

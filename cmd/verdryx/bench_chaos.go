@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
+
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 
 	"github.com/verdryx/verdryx/internal/bench/chaos"
@@ -14,11 +13,16 @@ import (
 // prints its result. Exit 1 when a call was lost or duplicated, the
 // reports differ, an eval request did not run exactly once or a chain
 // failed; 2 when the harness itself could not run.
-func benchChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench chaos", "", "Exactly once under faults: generate a trace directory, run `verdryx serve` as a child on its own\n"+
-		"data directory, replay the directory, SIGKILL serve --kills times at seeded random moments (restarting it\n"+
-		"and its embedded NATS server each time) plus one SIGTERM restart, submit eval requests throughout, drain,\n"+
-		"then compare the store with cost-per-correct on the directory and verify every event chain.", stderr)
+func newBenchChaosCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "exactly once under faults: kill the worker and compare",
+		Long: "Exactly once under faults: generate a trace directory, run `verdryx serve` as a child on its own\n" +
+			"data directory, replay the directory, SIGKILL serve --kills times at seeded random moments (restarting it\n" +
+			"and its embedded NATS server each time) plus one SIGTERM restart, submit eval requests throughout, drain,\n" +
+			"then compare the store with cost-per-correct on the directory and verify every event chain.",
+	}
+	fs := cmd.Flags()
 	kills := fs.Int("kills", 3, "SIGKILLs of the serve child")
 	records := fs.Int("records", 50_000, "trace rows to generate")
 	seed := fs.Uint64("seed", 1, "seed of the traces, the kill moments and the request ids")
@@ -27,46 +31,46 @@ func benchChaos(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	drain := fs.Duration("drain-timeout", 0, "bound on the final wait for the consumers to drain (default 90s)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	keep := fs.Bool("keep", false, "keep the work directory (traces, data, child logs)")
-	verbose := fs.Bool("v", false, "log progress to stderr")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("bench chaos: unexpected argument %q", pos[0])
-	}
-	if *kills < 0 || *evals < 0 || *records < chaos.MinRecords {
-		return usageErrorf("bench chaos: --kills and --evals must be >= 0 and --records >= %d", chaos.MinRecords)
-	}
-	bin, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("bench chaos: the verdryx binary: %w", err)
-	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
-	res, err := chaos.Run(ctx, chaos.Options{
-		Bin: bin, Kills: *kills, Records: *records, Seed: *seed, EvalRequests: *evals, EvalSet: *evalSet,
-		DrainTimeout: *drain, Keep: *keep,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
-	})
-	if err != nil {
-		if res != nil && res.Dir != "" {
-			fmt.Fprintf(stderr, "bench chaos: work directory kept: %s\n", res.Dir)
+	lf := addLogFlags(fs, "warn")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("bench chaos: unexpected argument %q", pos[0])
 		}
-		return inputError(err)
+		if *kills < 0 || *evals < 0 || *records < chaos.MinRecords {
+			return usageErrorf("bench chaos: --kills and --evals must be >= 0 and --records >= %d", chaos.MinRecords)
+		}
+		bin, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench chaos: the verdryx binary: %w", err)
+		}
+		logger, err := lf.logger(stderr, nil)
+		if err != nil {
+			return err
+		}
+		res, err := chaos.Run(ctx, chaos.Options{
+			Bin: bin, Kills: *kills, Records: *records, Seed: *seed, EvalRequests: *evals, EvalSet: *evalSet,
+			DrainTimeout: *drain, Keep: *keep,
+			Logger: logger,
+		})
+		if err != nil {
+			if res != nil && res.Dir != "" {
+				fmt.Fprintf(stderr, "bench chaos: work directory kept: %s\n", res.Dir)
+			}
+			return inputError(err)
+		}
+		if *asJSON {
+			err = writeJSON(stdout, res)
+		} else {
+			err = res.WriteText(stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if !res.OK {
+			return failed()
+		}
+		return nil
 	}
-	if *asJSON {
-		err = writeJSON(stdout, res)
-	} else {
-		err = res.WriteText(stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if !res.OK {
-		return failed()
-	}
-	return nil
+	return cmd
 }

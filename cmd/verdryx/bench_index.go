@@ -1,7 +1,8 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
+
 	"fmt"
 	"io"
 	"strconv"
@@ -14,35 +15,44 @@ import (
 
 // benchIndex maps the flags of `verdryx bench index` onto search.Run and
 // prints its table.
-func benchIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench index", "", "benchmark exact top-2 search over synthetic vectors", stderr)
+func newBenchIndexCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "benchmark exact top-2 search over synthetic vectors",
+		Long:  "benchmark exact top-2 search over synthetic vectors",
+	}
+	fs := cmd.Flags()
 	sizes := fs.String("n", "1000,10000,100000", "comma-separated row counts")
 	dim := fs.Int("dim", 1536, "vector dimensions")
 	batch := fs.Int("batch", 64, "queries per batch")
 	reps := fs.Int("reps", 15, "timed repetitions per measurement (the median is reported)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	var ns []int
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return usageErrorf("bench index: --n: %q is not a positive integer", f)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("bench index: unexpected argument %q", pos[0])
 		}
-		ns = append(ns, n)
+		var ns []int
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return usageErrorf("bench index: --n: %q is not a positive integer", f)
+			}
+			ns = append(ns, n)
+		}
+		if *dim <= 0 || *batch <= 0 || *reps <= 0 {
+			return usageErrorf("bench index: --dim, --batch and --reps must be positive")
+		}
+		res, err := search.Run(ctx, search.Options{Sizes: ns, Dim: *dim, Batch: *batch, Reps: *reps})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		return printBenchIndex(stdout, res)
 	}
-	if *dim <= 0 || *batch <= 0 || *reps <= 0 {
-		return usageErrorf("bench index: --dim, --batch and --reps must be positive")
-	}
-	res, err := search.Run(ctx, search.Options{Sizes: ns, Dim: *dim, Batch: *batch, Reps: *reps})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return writeJSON(stdout, res)
-	}
-	return printBenchIndex(stdout, res)
+	return cmd
 }
 
 func printBenchIndex(stdout io.Writer, res search.Result) error {

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
+
 	"fmt"
 	"io"
 
@@ -13,11 +14,15 @@ import (
 
 // benchTraces maps the flags of `verdryx bench traces` onto traces.Run and
 // prints its figures.
-func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench traces", "",
-		"Generate a TokenFuse trace directory (or reuse the segments already in --dir) and measure the full\n"+
-			"reduction (cost per outcome + SLOs) against a bare page scan of the same columns: rows/s of each,\n"+
-			"their ratio and the peak RSS (VmHWM, reset before each measured pass). Best of --rounds.", stderr)
+func newBenchTracesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "traces",
+		Short: "benchmark the trace reduction against a bare page scan",
+		Long: "Generate a TokenFuse trace directory (or reuse the segments already in --dir) and measure the full\n" +
+			"reduction (cost per outcome + SLOs) against a bare page scan of the same columns: rows/s of each,\n" +
+			"their ratio and the peak RSS (VmHWM, reset before each measured pass). Best of --rounds.",
+	}
+	fs := cmd.Flags()
 	d := tracegen.DefaultFleetOptions()
 	rows := fs.Int64("rows", d.Rows, "rows to generate")
 	dir := fs.String("dir", "", "directory for the segments (default: a temporary directory, removed after); existing segments there are reused")
@@ -25,44 +30,44 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	procs := fs.Int("procs", 1, "GOMAXPROCS during the measured passes (the reduction is single-threaded)")
 	rowGroup := fs.Int64("row-group", d.RowGroupRows, "rows per row group (100k-1M is typical)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("bench traces: unexpected argument %q", pos[0])
-	}
-	if *rows <= 0 || *rounds <= 0 || *procs <= 0 || *rowGroup <= 0 {
-		return usageErrorf("bench traces: --rows, --rounds, --procs and --row-group must be positive")
-	}
-	opts := traces.Options{Rows: *rows, Dir: *dir, Rounds: *rounds, Procs: *procs, RowGroupRows: *rowGroup}
-	if isTerminal(stderr) {
-		var bar *progressbar.ProgressBar
-		last := int64(0)
-		opts.OnGenerate = func(done int64) {
-			if bar == nil {
-				bar = progressbar.NewOptions64(*rows, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription("generating traces"), progressbar.OptionClearOnFinish())
-			}
-			_ = bar.Add64(done - last)
-			last = done
-			if done >= *rows {
-				_ = bar.Finish()
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("bench traces: unexpected argument %q", pos[0])
+		}
+		if *rows <= 0 || *rounds <= 0 || *procs <= 0 || *rowGroup <= 0 {
+			return usageErrorf("bench traces: --rows, --rounds, --procs and --row-group must be positive")
+		}
+		opts := traces.Options{Rows: *rows, Dir: *dir, Rounds: *rounds, Procs: *procs, RowGroupRows: *rowGroup}
+		if isTerminal(stderr) {
+			var bar *progressbar.ProgressBar
+			last := int64(0)
+			opts.OnGenerate = func(done int64) {
+				if bar == nil {
+					bar = progressbar.NewOptions64(*rows, progressbar.OptionSetWriter(stderr),
+						progressbar.OptionSetDescription("generating traces"), progressbar.OptionClearOnFinish())
+				}
+				_ = bar.Add64(done - last)
+				last = done
+				if done >= *rows {
+					_ = bar.Finish()
+				}
 			}
 		}
-	}
-	res, err := traces.Run(ctx, opts)
-	if err != nil {
-		if traces.IsInput(err) {
-			return inputError(err)
+		res, err := traces.Run(ctx, opts)
+		if err != nil {
+			if traces.IsInput(err) {
+				return inputError(err)
+			}
+			return err
 		}
-		return err
+		if *asJSON {
+			return writeJSON(stdout, res)
+		}
+		printBenchTraces(stdout, res)
+		return nil
 	}
-	if *asJSON {
-		return writeJSON(stdout, res)
-	}
-	printBenchTraces(stdout, res)
-	return nil
+	return cmd
 }
 
 func printBenchTraces(stdout io.Writer, res traces.Result) {

@@ -3,24 +3,25 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/verdryx/verdryx/redact"
 )
 
-// version is set at link time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
-
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand (the README's exit-code table).
 const (
 	exitOK      = 0
 	exitFailure = 1 // a check failed: a chain break, a regression, a score under the floor
-	exitUsage   = 2 // bad flags, bad arguments or unreadable input
+	exitUsage   = 2 // bad flags, bad arguments or bad input (missing, empty, malformed)
+	exitService = 3 // an outside service failed: a provider, NATS, an OTLP collector
 )
 
 // exitError carries a process exit code with an optional message. A nil err
@@ -52,39 +53,18 @@ func inputError(err error) error {
 	return &exitError{code: exitUsage, err: err}
 }
 
+// serviceError marks err as the failure of an outside service (exit 3).
+func serviceError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitService, err: err}
+}
+
 // failed reports a failed check (exit 1) whose details were already printed.
 func failed() error { return &exitError{code: exitFailure} }
 
-// command is one verdryx subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-func commands() []command {
-	return []command{
-		{"version", "print the verdryx version", cmdVersion},
-		{"verify", "verify the prev_hash chain of agent-event NDJSON files", cmdVerify},
-		{"cost-per-correct", "cost per outcome from TokenFuse Parquet traces or outcome records", cmdCostPerCorrect},
-		{"slo", "SLO indicators and error budgets from traces", cmdSLO},
-		{"index", "build, list and prune vector index generations", cmdIndex},
-		{"ask", "ask the RAG pipeline a question and print the full record", cmdAsk},
-		{"eval", "grade a model against an eval set and store the run", cmdEval},
-		{"baseline", "snapshot a stored run as a baseline", cmdBaseline},
-		{"drift", "compare recent runs against a baseline", cmdDrift},
-		{"runs", "list stored eval runs", cmdRuns},
-		{"report", "write one self-contained HTML page of quality, drift, cost and SLOs", cmdReport},
-		{"mutate", "check that the graders catch every named mutation of the golden set", cmdMutate},
-		{"serve", "run the worker: NATS consumers, replay, tail and producers", cmdServe},
-		{"replay", "publish a Parquet trace directory to the traces subject", cmdReplay},
-		{"tail", "follow an NDJSON events file", cmdTail},
-		{"dlq", "list (ls) and re-drive (replay) dead letters", cmdDLQ},
-		{"bench", "benchmarks: traces, index, worker, chain, chaos", cmdBench},
-	}
-}
-
-// run dispatches args to a subcommand. It is the whole program minus the
+// run executes one verdryx command line. It is the whole program minus the
 // process: tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Everything printed and every error returned passes the redactor:
@@ -93,91 +73,200 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// parse).
 	rd := redact.FromEnv(nil).WithArgs(args)
 	stdout, stderr = rd.Writer(stdout), rd.Writer(stderr)
-	return rd.Error(dispatch(ctx, args, stdout, stderr))
+	return rd.Error(execute(ctx, args, stdout, stderr))
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printUsage(stderr)
-		return &exitError{code: exitUsage}
-	}
-	name := args[0]
-	if name == "-h" || name == "--help" || name == "help" {
-		printUsage(stdout)
+// commandError is what a command's own RunE returned, told apart from
+// cobra refusing the command line (an unknown command or flag, bad args).
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+
+// execute parses args with the command tree and runs the command.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	markCommandErrors(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return nil
 	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, args[1:], stdout, stderr)
+	var ce *commandError
+	if errors.As(err, &ce) {
+		return ce.err
+	}
+	// Cobra refused the command line: one line naming what, and where to
+	// look, never a usage dump.
+	if cmd == nil {
+		cmd = root
+	}
+	return usageErrorf("%s (see '%s --help')", oneLine(err.Error()), cmd.CommandPath())
+}
+
+// oneLine folds cobra's multi-line "Did you mean this?" suggestions into
+// the first line.
+func oneLine(msg string) string {
+	first, rest, ok := strings.Cut(msg, "\n")
+	if !ok {
+		return msg
+	}
+	if _, sugg, ok := strings.Cut(rest, "Did you mean this?"); ok {
+		if f := strings.Fields(sugg); len(f) > 0 {
+			return fmt.Sprintf("%s; did you mean %s?", first, strings.Join(f, " or "))
 		}
 	}
-	printUsage(stderr)
-	return usageErrorf("unknown command %q", name)
+	return first
 }
 
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "verdryx: the quality-and-cost plane for AI agents")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "usage: verdryx <command> [flags] [args]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-17s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "run 'verdryx <command> --help' for a command's flags")
-}
-
-func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", "print the verdryx version", stderr)
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "verdryx %s\n", version)
-	return nil
-}
-
-// newFlagSet returns a flag set that reports errors instead of exiting and
-// prints a usage line, a summary and the flags.
-func newFlagSet(name, argsUsage, summary string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "usage: verdryx %s [flags] %s\n\n%s\n", name, argsUsage, summary)
-		hasFlags := false
-		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
-		if hasFlags {
-			fmt.Fprintln(out, "\nflags:")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// parseFlags parses args, allowing flags after positional arguments, and
-// returns the positional arguments. --help prints usage to the flag set's
-// output and returns an exit-0 error; a bad flag returns an exit-2 error
-// (the flag package has already printed why).
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, &exitError{code: exitOK}
+// markCommandErrors wraps the RunE of every command under c so that the
+// errors they return are told apart from cobra's parse errors.
+func markCommandErrors(c *cobra.Command) {
+	if f := c.RunE; f != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := f(cmd, args); err != nil {
+				return &commandError{err}
 			}
-			return nil, &exitError{code: exitUsage}
+			return nil
 		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
+	}
+	for _, sub := range c.Commands() {
+		markCommandErrors(sub)
+	}
+}
+
+// globals are the flags every command has.
+type globals struct {
+	// data is the data directory: the store (verdryx.db), the index, the
+	// embedded NATS store and tail offsets.
+	data string
+}
+
+// defaultDataDir is the data directory when --data is not given.
+func defaultDataDir() string { return envOr("VERDRYX_DATA", ".verdryx") }
+
+// newRoot builds the command tree, printing to stdout and stderr. It holds
+// no state beyond one parse.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "verdryx",
+		Short: "the quality-and-cost plane for AI agents",
+		Long: "verdryx: the quality-and-cost plane for AI agents.\n\n" +
+			"Exit codes: 0 ok; 1 a check failed (regressed, mutation survived, chain break, fail-under);\n" +
+			"2 usage or input error (missing, empty or malformed input); 3 an outside service failed\n" +
+			"(provider, NATS, OTLP collector).",
+		Version:       versionLine(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command: the help, to stderr, as a usage error.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return &exitError{code: exitUsage}
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentFlags().StringVar(&g.data, "data", defaultDataDir(),
+		"data directory: the store (verdryx.db), the index, the embedded NATS store and offsets ($VERDRYX_DATA)")
+	root.AddCommand(
+		newVersionCmd(),
+		newVerifyCmd(),
+		newCostPerCorrectCmd(),
+		newSLOCmd(),
+		newIndexCmd(g),
+		newAskCmd(g),
+		newEvalCmd(g),
+		newBaselineCmd(g),
+		newDriftCmd(g),
+		newRunsCmd(g),
+		newReportCmd(g),
+		newMutateCmd(),
+		newServeCmd(g),
+		newReplayCmd(),
+		newTailCmd(),
+		newDLQCmd(),
+		newBenchCmd(),
+	)
+	// The completion command is cobra's (its scripts are written to the
+	// root's output as it is now: set it first); without a known shell it is a
+	// usage error like any other group's.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.NoArgs
+			c.RunE = newGroupCmd("", "").RunE
 		}
-		if rest[0] == "--" {
-			return append(positional, rest[1:]...), nil
+	}
+	return root
+}
+
+// newGroupCmd returns a command that only holds subcommands: without one
+// it prints its help to stderr and exits 2; an unknown one is refused.
+func newGroupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return usageErrorf("%s: want a subcommand", cmd.CommandPath())
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// version is the module version verdryx was built as: the VCS tag or
+// pseudo-version the go command stamped, else "devel".
+func version() string {
+	info, _ := debug.ReadBuildInfo()
+	return moduleVersion(info)
+}
+
+func moduleVersion(info *debug.BuildInfo) string {
+	if info != nil && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+// versionLine is what --version and version print: the version, the
+// commit (vcs.revision, vcs.modified) and the Go version, from the build
+// info.
+func versionLine() string {
+	info, _ := debug.ReadBuildInfo()
+	return versionText(info)
+}
+
+func versionText(info *debug.BuildInfo) string {
+	commit, modified := "unknown (built without VCS stamping)", ""
+	if info != nil {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = " (modified)"
+				}
+			}
 		}
-		positional = append(positional, rest[0])
-		rest = rest[1:]
+	}
+	return fmt.Sprintf("verdryx %s\ncommit %s%s\n%s %s/%s", moduleVersion(info), commit, modified, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the verdryx version, commit and Go version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+			return err
+		},
 	}
 }
 
@@ -190,7 +279,18 @@ func envOr(name, def string) string {
 	return def
 }
 
-// stderrIsTerminal reports whether w is a terminal, for progress bars.
+// envFirst returns the first of the environment variables names that is
+// set and non-empty, else def.
+func envFirst(def string, names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+// isTerminal reports whether w is a terminal, for progress bars.
 func isTerminal(w io.Writer) bool {
 	if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
 		w = u.Unwrap()

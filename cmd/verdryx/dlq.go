@@ -6,34 +6,41 @@ import (
 	"io"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/worker"
 )
 
-// cmdDLQ lists and re-drives dead letters.
-func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "ls" && args[0] != "replay") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stdout, "usage: verdryx dlq ls|replay [--filter TEXT] [--nats URL] [--json]")
-			return nil
-		}
-		return usageErrorf("dlq: want ls or replay")
-	}
-	sub := args[0]
-	fs := newFlagSet("dlq "+sub, "", map[string]string{
-		"ls":     "List the dead-letter stream: sequence, time, the subject each message came from and why it was terminated.",
-		"replay": "Re-drive dead letters to the subject they came from (each once), then delete them from the dead-letter stream.",
-	}[sub], stderr)
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", "NATS server URL (default: the embedded server of a local verdryx serve)")
+// newDLQCmd lists and re-drives dead letters.
+func newDLQCmd() *cobra.Command {
+	return newGroupCmd("dlq", "list (ls) and re-drive (replay) dead letters",
+		newDLQSubCmd("ls", "list dead letters with their reasons",
+			"List the dead-letter stream: sequence, time, the subject each message came from and why it was terminated."),
+		newDLQSubCmd("replay", "re-drive dead letters to where they came from",
+			"Re-drive dead letters to the subject they came from (each once), then delete them from the dead-letter stream."))
+}
+
+func newDLQSubCmd(sub, short, long string) *cobra.Command {
+	cmd := &cobra.Command{Use: sub, Short: short, Long: long}
+	fs := cmd.Flags()
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", "NATS server URL (default: the embedded server of a local verdryx serve; $NATS_URL, $VERDRYX_NATS_URL)")
 	filter := fs.String("filter", "", "only dead letters whose reason, subject or body contains this text")
 	asJSON := fs.Bool("json", false, "print JSON")
 	subjects := addSubjectFlags(fs)
-	pos, err := parseFlags(fs, args[1:])
-	if err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("dlq %s: unexpected argument %q", sub, pos[0])
+		}
+		return runDLQ(ctx, stdout, sub, nf, *filter, *asJSON, subjects)
 	}
-	if len(pos) > 0 {
-		return usageErrorf("dlq %s: unexpected argument %q", sub, pos[0])
+	return cmd
+}
+
+func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, filter string, asJSON bool, subjects *worker.Subjects) error {
+	if err := checkNATSURL(*nf.url); err != nil {
+		return err
 	}
 	nc, err := nf.connect(*nf.url, "verdryx-dlq")
 	if err != nil {
@@ -46,12 +53,12 @@ func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	dls, err := worker.ListDeadLetters(cctx, js, *subjects, *filter)
+	dls, err := worker.ListDeadLetters(cctx, js, *subjects, filter)
 	if err != nil {
 		return err
 	}
 	if sub == "ls" {
-		if *asJSON {
+		if asJSON {
 			return writeJSON(stdout, dls)
 		}
 		for _, d := range dls {
@@ -61,7 +68,7 @@ func cmdDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	}
 	n, err := worker.Redrive(cctx, js, *subjects, dls)
-	if *asJSON {
+	if asJSON {
 		if jerr := writeJSON(stdout, map[string]any{"redriven": n, "matched": len(dls)}); jerr != nil {
 			return jerr
 		}

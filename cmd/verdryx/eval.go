@@ -1,12 +1,14 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+	"path/filepath"
+
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"math"
 	"os"
@@ -21,6 +23,7 @@ import (
 
 // evalFlags are the flags eval and drift share.
 type evalFlags struct {
+	data    *string // the global --data
 	db      *string
 	events  *string
 	agentID *string
@@ -28,12 +31,13 @@ type evalFlags struct {
 	asJSON  *bool
 }
 
-func addEvalFlags(fs *flag.FlagSet) evalFlags {
+func addEvalFlags(fs *pflag.FlagSet, g *globals) evalFlags {
 	return evalFlags{
-		db:      fs.String("db", "", "store file (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db if that directory exists, else ./verdryx.db)"),
+		data:    &g.data,
+		db:      addDBFlag(fs),
 		events:  fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append agent-event envelopes to this NDJSON file (default $VERDRYX_EVENTS_PATH; off when empty)"),
 		agentID: fs.String("agent-id", "", "agent:// id of the agent measured; events without one are skipped, never invented"),
-		otlp:    fs.String("otlp", envOr("VERDRYX_OTLP_ENDPOINT", ""), "OTLP/HTTP collector base URL for one span per run/check (default $VERDRYX_OTLP_ENDPOINT; off when empty)"),
+		otlp:    addOTLPFlag(fs),
 		asJSON:  fs.Bool("json", false, "print the result as JSON"),
 	}
 }
@@ -44,13 +48,19 @@ type evalSinks struct {
 	store  *store.Store
 	events *envelope.Writer
 	spans  *producer.Spans
+	// spansErr is the span export's error, set by close: the collector
+	// failed (exit 3 when nothing else did).
+	spansErr error
 }
 
 func (s *evalSinks) close(ctx context.Context) error {
 	var errs []error
 	if s.spans != nil {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		errs = append(errs, s.spans.Shutdown(fctx))
+		if err := s.spans.Shutdown(fctx); err != nil {
+			s.spansErr = fmt.Errorf("--otlp: export spans: %w", err)
+			errs = append(errs, s.spansErr)
+		}
 		cancel()
 	}
 	if s.events != nil {
@@ -62,13 +72,38 @@ func (s *evalSinks) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// openEvalStore opens the resolved store; mustExist refuses to create a file
-// for commands that only read.
-func openEvalStore(ctx context.Context, flagDB string, mustExist bool) (*store.Store, error) {
-	path := store.ResolvePath(flagDB, store.Env{})
+// addDBFlag defines --db, the store file that overrides <data>/verdryx.db.
+func addDBFlag(fs *pflag.FlagSet) *string {
+	return fs.String("db", envOr("VERDRYX_DB", ""), "store file (default <data>/verdryx.db; $VERDRYX_DB)")
+}
+
+// dbPath is the store of a command: --db (or $VERDRYX_DB), else
+// <data>/verdryx.db.
+func dbPath(flagDB, data string) string {
+	if flagDB != "" {
+		return flagDB
+	}
+	return filepath.Join(data, "verdryx.db")
+}
+
+// openEvalStore opens the store of --db or --data; mustExist refuses to
+// create a file for commands that only read. A store in the data directory
+// creates that directory; a --db in a missing directory is refused with
+// what to do.
+func openEvalStore(ctx context.Context, flagDB, data string, mustExist bool) (*store.Store, error) {
+	path := dbPath(flagDB, data)
 	if mustExist {
 		if _, err := os.Stat(path); err != nil {
-			return nil, inputError(fmt.Errorf("no store at %s (run verdryx eval first, or pass --db): %w", path, err))
+			return nil, inputError(fmt.Errorf("no store at %s (run verdryx eval or the quickstart's verdryx serve first, or pass --data DIR or --db FILE)", path))
+		}
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if flagDB != "" {
+			return nil, inputError(fmt.Errorf("--db %s: directory %s does not exist (create it, or give a --db in an existing directory)", path, dir))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, inputError(fmt.Errorf("--data %s: %w", data, err))
 		}
 	}
 	st, err := store.Open(ctx, path, store.Options{})
@@ -79,8 +114,11 @@ func openEvalStore(ctx context.Context, flagDB string, mustExist bool) (*store.S
 }
 
 func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks, error) {
+	if err := checkURL(otlpFlagName, *c.otlp, "http", "https"); err != nil {
+		return nil, err
+	}
 	s := &evalSinks{}
-	st, err := openEvalStore(ctx, *c.db, mustExist)
+	st, err := openEvalStore(ctx, *c.db, *c.data, mustExist)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +140,7 @@ func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks
 		s.events = w
 	}
 	if *c.otlp != "" {
-		sp, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: *c.otlp, ServiceVersion: version})
+		sp, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: *c.otlp, ServiceVersion: version()})
 		if err != nil {
 			s.close(ctx)
 			return nil, inputError(fmt.Errorf("--otlp %s: %w", *c.otlp, err))
@@ -147,7 +185,7 @@ func (s *evalSinks) eventsNotWritten(stderr io.Writer) int64 {
 }
 
 func (s *evalSinks) deps() grading.Deps {
-	d := grading.Deps{Store: s.store, Version: version}
+	d := grading.Deps{Store: s.store, Version: version()}
 	if s.events != nil {
 		d.Events = producer.File{W: s.events}
 	}
@@ -177,89 +215,114 @@ func evalModels(anthropicBase, openaiBase string, timeout time.Duration) func(st
 // Exit 0: graded (and at or above --fail-under); 1: under the floor, or
 // unmeasured with a floor set, or some events were not written to --events
 // (the count is printed); 2: usage or input error.
-func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("eval", "EVALSET", "Grade a model against an eval set, store the run, emit events and spans.\n"+
-		"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n"+
-		"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n"+
-		"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error.", stderr)
-	c := addEvalFlags(fs)
+func newEvalCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval EVALSET",
+		Short: "grade a model against an eval set and store the run",
+		Long: "Grade a model against an eval set, store the run, emit events and spans.\n" +
+			"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n" +
+			"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n" +
+			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error.",
+	}
+	fs := cmd.Flags()
+	c := addEvalFlags(fs, g)
 	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
 	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
 	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
-	baseURL := fs.String("base-url", "", "Anthropic API base URL, e.g. a proxy (default $ANTHROPIC_BASE_URL)")
-	openaiBase := fs.String("openai-base-url", envOr("VERDRYX_OPENAI_BASE_URL", ""), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, else https://api.openai.com/v1)")
+	anthropicBase := fs.String("anthropic-base-url", "", "Anthropic API root, e.g. a proxy (default $ANTHROPIC_BASE_URL)")
+	openaiBase := fs.String("openai-base-url", envFirst("", "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL, else https://api.openai.com/v1)")
 	timeout := fs.Duration("timeout", 60*time.Second, "timeout per model or judge call (never retried)")
 	conc := fs.Int("concurrency", 4, "cases graded at once")
 	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
 	alpha := fs.Float64("alpha", grading.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
-	}
-	if *failUnder > 1 || math.IsNaN(*failUnder) {
-		return usageErrorf("eval: --fail-under %v is above 1", *failUnder)
-	}
-	if *conc < 1 {
-		return usageErrorf("eval: --concurrency must be at least 1")
-	}
-	if *alpha <= 0 || *alpha >= 1 {
-		return usageErrorf("eval: --alpha must be in (0, 1)")
-	}
-	// Load the set before opening anything, so a bad set touches nothing.
-	set, err := grading.LoadEvalSet(pos[0])
-	if err != nil {
-		return inputError(err)
-	}
-	resolve := evalModels(*baseURL, *openaiBase, *timeout)
-	if _, err := resolve(*model); err != nil {
-		return inputError(fmt.Errorf("--model: %w", err))
-	}
-	judgeModel, err := resolve(*judge)
-	if err != nil {
-		return inputError(fmt.Errorf("--judge: %w", err))
-	}
-	s, err := openEvalSinks(ctx, c, false)
-	if err != nil {
-		return err
-	}
-	deps := s.deps()
-	deps.Models = resolve
-	deps.Judge = &grading.Judge{Model: judgeModel}
-	deps.Concurrency = *conc
-	res, runErr := grading.Execute(ctx, deps, grading.Request{
-		Set: set, Model: *model, AgentID: *c.agentID,
-		BaselineID: *baseline, Window: *window, Alpha: *alpha,
-	})
-	closeErr := s.close(ctx)
-	if runErr != nil {
-		if errors.Is(runErr, grading.ErrBadRequest) {
-			return inputError(runErr)
+	lf := addLogFlags(fs, "warn")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) != 1 {
+			return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
 		}
-		return runErr
+		if *failUnder > 1 || math.IsNaN(*failUnder) {
+			return usageErrorf("eval: --fail-under %v is above 1", *failUnder)
+		}
+		if *conc < 1 {
+			return usageErrorf("eval: --concurrency must be at least 1")
+		}
+		if *alpha <= 0 || *alpha >= 1 {
+			return usageErrorf("eval: --alpha must be in (0, 1)")
+		}
+		logger, err := lf.logger(stderr, nil)
+		if err != nil {
+			return err
+		}
+		if err := checkURL("--anthropic-base-url", *anthropicBase, "http", "https"); err != nil {
+			return err
+		}
+		if err := checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL)", *openaiBase, "http", "https"); err != nil {
+			return err
+		}
+		// Load the set before opening anything, so a bad set touches nothing.
+		if err := checkNotEmpty(pos[0], "eval set"); err != nil {
+			return err
+		}
+		set, err := grading.LoadEvalSet(pos[0])
+		if err != nil {
+			return inputError(err)
+		}
+		resolve := evalModels(*anthropicBase, *openaiBase, *timeout)
+		if _, err := resolve(*model); err != nil {
+			return inputError(fmt.Errorf("--model: %w", err))
+		}
+		judgeModel, err := resolve(*judge)
+		if err != nil {
+			return inputError(fmt.Errorf("--judge: %w", err))
+		}
+		s, err := openEvalSinks(ctx, c, false)
+		if err != nil {
+			return err
+		}
+		deps := s.deps()
+		deps.Models = resolve
+		deps.Judge = &grading.Judge{Model: judgeModel}
+		deps.Concurrency = *conc
+		deps.Logger = logger
+		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
+		deps.OnCase = live.onCase
+		res, runErr := grading.Execute(ctx, deps, grading.Request{
+			Set: set, Model: *model, AgentID: *c.agentID,
+			BaselineID: *baseline, Window: *window, Alpha: *alpha,
+		})
+		live.finish()
+		closeErr := s.close(ctx)
+		if runErr != nil {
+			if errors.Is(runErr, grading.ErrBadRequest) {
+				return inputError(runErr)
+			}
+			return runErr
+		}
+		printWarnings(stderr, res.Problems)
+		if closeErr != nil {
+			fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
+		}
+		// A failed fsync on close removes events Execute counted as written.
+		unwritten := s.eventsNotWritten(stderr)
+		if s.events != nil {
+			res.EventsWritten = int(s.events.Written())
+		}
+		if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten); err != nil {
+			return err
+		}
+		return serviceError(s.spansErr)
 	}
-	printWarnings(stderr, res.Problems)
-	if closeErr != nil {
-		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
-	}
-	// A failed fsync on close removes events Execute counted as written.
-	unwritten := s.eventsNotWritten(stderr)
-	if s.events != nil {
-		res.EventsWritten = int(s.events.Written())
-	}
-	return reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, *junit, *failUnder, *requireSig, unwritten)
+	return cmd
 }
 
 // reportEval writes the JUnit file and prints the run, then decides the
 // exit: failed() when the mean is under failUnder (or unmeasured with a
 // floor), the drift check fails, or events or problems were lost.
-func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
+func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON, printedLive bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
 	passMark := 1.0
 	if failUnder >= 0 {
 		passMark = failUnder
@@ -270,11 +333,15 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 		}
 	}
 	if asJSON {
-		if err := writeEvalJSON(stdout, res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {
-		printEvalRun(stdout, res, storePath, events)
+		if !printedLive {
+			printEvalHeader(stdout, res.Run.EvalSetID, res.Run.EvalSetDigest, res.Run.Model, res.Run.Judge)
+			printEvalCases(stdout, res.Run.Scores)
+		}
+		printEvalFooter(stdout, res, storePath, events)
 		if res.Drift != nil {
 			printDrift(stdout, *res.Drift)
 		}
@@ -302,12 +369,6 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 	return nil
 }
 
-func writeEvalJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func evalCaseMark(s grading.Score) string {
 	switch {
 	case !s.Graded():
@@ -320,41 +381,64 @@ func evalCaseMark(s grading.Score) string {
 	return "FAIL"
 }
 
-func printEvalRun(w io.Writer, res grading.Result, dbPath, events string) {
-	r := res.Run
-	label := r.Model
-	if r.Model == grading.StubID {
+// printEvalHeader prints what is known of a run before its first case.
+func printEvalHeader(w io.Writer, setID, setDigest, model, judge string) {
+	label := model
+	if model == grading.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
-	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", r.EvalSetID, evalShortDigest(r.EvalSetDigest), label)
-	if r.Judge != "" {
-		fmt.Fprintf(w, "judge %s\n", evalJudgeLabel(r.Judge))
+	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", setID, evalShortDigest(setDigest), label)
+	if judge != "" {
+		fmt.Fprintf(w, "judge %s\n", evalJudgeLabel(judge))
 	}
+	fmt.Fprintln(w)
+}
+
+// caseWidth is the width of the case id column.
+func caseWidth(ids []string) int {
+	width := 4
+	for _, id := range ids {
+		width = max(width, len(id))
+	}
+	return width
+}
+
+func printEvalCases(w io.Writer, scores []grading.Score) {
+	ids := make([]string, len(scores))
+	for i, s := range scores {
+		ids[i] = s.CaseID
+	}
+	width := caseWidth(ids)
+	for _, s := range scores {
+		printEvalCase(w, s, width)
+	}
+}
+
+// printEvalCase prints one case's line and, when it did not pass, why.
+func printEvalCase(w io.Writer, s grading.Score, width int) {
+	val := fmt.Sprintf("%.3f", s.Value)
+	if !s.Graded() {
+		val = "  -  "
+	}
+	fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
+	if !s.Graded() {
+		fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
+		return
+	}
+	for _, ch := range s.Checks {
+		if !ch.OK {
+			fmt.Fprintf(w, "             x %s: %s\n", ch.Name, ch.Detail)
+		}
+	}
+}
+
+// printEvalFooter prints the run's totals after its cases.
+func printEvalFooter(w io.Writer, res grading.Result, dbPath, events string) {
+	r := res.Run
+	fmt.Fprintln(w)
 	if p := r.Provenance; p.CorpusDigest != "" {
 		fmt.Fprintf(w, "corpus %s, index %s\n", evalShortDigest(p.CorpusDigest), p.IndexGeneration)
 	}
-	fmt.Fprintln(w)
-	width := 4
-	for _, s := range r.Scores {
-		width = max(width, len(s.CaseID))
-	}
-	for _, s := range r.Scores {
-		val := fmt.Sprintf("%.3f", s.Value)
-		if !s.Graded() {
-			val = "  -  "
-		}
-		fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
-		if !s.Graded() {
-			fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
-			continue
-		}
-		for _, ch := range s.Checks {
-			if !ch.OK {
-				fmt.Fprintf(w, "             x %s: %s\n", ch.Name, ch.Detail)
-			}
-		}
-	}
-	fmt.Fprintln(w)
 	if r.MeanScore == nil {
 		fmt.Fprintf(w, "run %s: mean score unmeasured (0 of %d cases graded)\n", r.ID, r.Cases)
 	} else {
@@ -481,52 +565,61 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 }
 
 // cmdBaseline snapshots a stored run as a baseline.
-func cmdBaseline(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("baseline", "RUN_ID", "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.", stderr)
-	db := fs.String("db", "", "store file (resolved as for eval)")
+func newBaselineCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "baseline RUN_ID",
+		Short: "snapshot a stored run as a baseline",
+		Long:  "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.",
+	}
+	fs := cmd.Flags()
+	db := addDBFlag(fs)
 	label := fs.String("label", "", "a label for the baseline, e.g. v1")
 	asJSON := fs.Bool("json", false, "print the baseline as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
-	}
-	st, err := openEvalStore(ctx, *db, true)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	b, err := st.CreateBaseline(ctx, pos[0], *label, time.Now())
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) {
-			return inputError(err)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) != 1 {
+			return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
 		}
-		return err
+		st, err := openEvalStore(ctx, *db, g.data, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		b, err := st.CreateBaseline(ctx, pos[0], *label, time.Now())
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) {
+				return inputError(err)
+			}
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, b)
+		}
+		fmt.Fprintf(stdout, "baseline %s of run %s: mean score %.3f", b.ID, b.RunID, b.MeanScore)
+		if b.Label != "" {
+			fmt.Fprintf(stdout, " (label %q)", b.Label)
+		}
+		fmt.Fprintln(stdout)
+		return nil
 	}
-	if *asJSON {
-		return writeEvalJSON(stdout, b)
-	}
-	fmt.Fprintf(stdout, "baseline %s of run %s: mean score %.3f", b.ID, b.RunID, b.MeanScore)
-	if b.Label != "" {
-		fmt.Fprintf(stdout, " (label %q)", b.Label)
-	}
-	fmt.Fprintln(stdout)
-	return nil
+	return cmd
 }
 
 // cmdDrift compares the most recent runs with a baseline. Exit 0 on-track,
 // 1 regressed, 2 usage or input error (including a changed eval set).
-func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("drift", "", "Compare the most recent runs of the baseline's eval set and model with the baseline.\n"+
-		"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n"+
-		"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n"+
-		"Every report says whether the drop is significant (ci_high < 0, or paired p < --alpha); the verdict rule is unchanged.\n"+
-		"Exit 0: on-track (or, with --require-significance, a regression that is not significant); 1: regressed;\n"+
-		"2: usage or input error (a changed eval set is refused unless --allow-changed-set).", stderr)
-	c := addEvalFlags(fs)
+func newDriftCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "drift",
+		Short: "compare recent runs against a baseline",
+		Long: "Compare the most recent runs of the baseline's eval set and model with the baseline.\n" +
+			"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n" +
+			"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n" +
+			"Every report says whether the drop is significant (ci_high < 0, or paired p < --alpha); the verdict rule is unchanged.\n" +
+			"Exit 0: on-track (or, with --require-significance, a regression that is not significant); 1: regressed;\n" +
+			"2: usage or input error (a changed eval set is refused unless --allow-changed-set).",
+	}
+	fs := cmd.Flags()
+	c := addEvalFlags(fs, g)
 	baseline := fs.String("baseline", "", "baseline id (required)")
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
 	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
@@ -534,62 +627,61 @@ func cmdDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	seedFlag := fs.String("seed", "", "seed for the bootstrap and permutation draws (default: derived from the baseline and window run ids)")
 	alpha := fs.Float64("alpha", grading.DefaultAlpha, "a drop is significant when the bootstrap CI lies below 0 or the paired test's p < alpha")
 	requireSig := fs.Bool("require-significance", false, "exit 1 only for a significant regression (for CI gates on small sets)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageErrorf("drift: unexpected arguments %q", pos)
-	}
-	if *baseline == "" {
-		fs.Usage()
-		return usageErrorf("drift: --baseline is required")
-	}
-	if *window < 1 {
-		return usageErrorf("drift: --window must be at least 1")
-	}
-	if *threshold <= 0 || *threshold > 1 {
-		return usageErrorf("drift: --threshold must be in (0, 1]")
-	}
-	if *alpha <= 0 || *alpha >= 1 {
-		return usageErrorf("drift: --alpha must be in (0, 1)")
-	}
-	var seed *uint64
-	if *seedFlag != "" {
-		var v uint64
-		if _, err := fmt.Sscan(*seedFlag, &v); err != nil {
-			return usageErrorf("drift: --seed %q is not an unsigned integer", *seedFlag)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) != 0 {
+			return usageErrorf("drift: unexpected arguments %q", pos)
 		}
-		seed = &v
-	}
-	s, err := openEvalSinks(ctx, c, true)
-	if err != nil {
-		return err
-	}
-	started := time.Now()
-	rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
-		BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed, Alpha: *alpha,
-	})
-	if err != nil {
-		s.close(ctx)
-		if errors.Is(err, grading.ErrBadRequest) {
-			return inputError(err)
+		if *baseline == "" {
+			return usageErrorf("drift: --baseline is required")
 		}
-		return err
-	}
-	printWarnings(stderr, emitDrift(ctx, s, rep, *c.agentID, started))
-	unwritten := s.eventsNotWritten(stderr)
-	if *c.asJSON {
-		if err := writeEvalJSON(stdout, rep); err != nil {
+		if *window < 1 {
+			return usageErrorf("drift: --window must be at least 1")
+		}
+		if *threshold <= 0 || *threshold > 1 {
+			return usageErrorf("drift: --threshold must be in (0, 1]")
+		}
+		if *alpha <= 0 || *alpha >= 1 {
+			return usageErrorf("drift: --alpha must be in (0, 1)")
+		}
+		var seed *uint64
+		if *seedFlag != "" {
+			var v uint64
+			if _, err := fmt.Sscan(*seedFlag, &v); err != nil {
+				return usageErrorf("drift: --seed %q is not an unsigned integer", *seedFlag)
+			}
+			seed = &v
+		}
+		s, err := openEvalSinks(ctx, c, true)
+		if err != nil {
 			return err
 		}
-	} else {
-		printDrift(stdout, rep)
+		started := time.Now()
+		rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
+			BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed, Alpha: *alpha,
+		})
+		if err != nil {
+			s.close(ctx)
+			if errors.Is(err, grading.ErrBadRequest) {
+				return inputError(err)
+			}
+			return err
+		}
+		printWarnings(stderr, emitDrift(ctx, s, rep, *c.agentID, started))
+		unwritten := s.eventsNotWritten(stderr)
+		if *c.asJSON {
+			if err := writeJSON(stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			printDrift(stdout, rep)
+		}
+		if driftFails(rep, *requireSig) || unwritten > 0 {
+			return failed()
+		}
+		return nil
 	}
-	if driftFails(rep, *requireSig) || unwritten > 0 {
-		return failed()
-	}
-	return nil
+	return cmd
 }
 
 // emitDrift appends the drift events and the span of rep, closes the
@@ -648,43 +740,48 @@ func printDrift(w io.Writer, r grading.DriftReport) {
 }
 
 // cmdRuns lists stored runs.
-func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("runs", "", "List stored eval runs, most recent first.", stderr)
-	db := fs.String("db", "", "store file (resolved as for eval)")
+func newRunsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "list stored eval runs",
+		Long:  "List stored eval runs, most recent first.",
+	}
+	fs := cmd.Flags()
+	db := addDBFlag(fs)
 	asJSON := fs.Bool("json", false, "print the runs as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageErrorf("runs: unexpected arguments %q", pos)
-	}
-	st, err := openEvalStore(ctx, *db, true)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if runs == nil {
-			runs = []store.RunInfo{}
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) != 0 {
+			return usageErrorf("runs: unexpected arguments %q", pos)
 		}
-		return writeEvalJSON(stdout, runs)
-	}
-	if len(runs) == 0 {
-		fmt.Fprintln(stdout, "no runs stored")
+		st, err := openEvalStore(ctx, *db, g.data, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		runs, err := st.Runs(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if runs == nil {
+				runs = []store.RunInfo{}
+			}
+			return writeJSON(stdout, runs)
+		}
+		if len(runs) == 0 {
+			fmt.Fprintln(stdout, "no runs stored")
+			return nil
+		}
+		fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s\n", "RUN", "STARTED", "EVAL SET", "MODEL", "MEAN (graded/cases)")
+		for _, r := range runs {
+			mean := "unmeasured"
+			if r.MeanScore != nil {
+				mean = fmt.Sprintf("%.3f", *r.MeanScore)
+			}
+			fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s (%d/%d)\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, r.Graded, r.Cases)
+		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s\n", "RUN", "STARTED", "EVAL SET", "MODEL", "MEAN (graded/cases)")
-	for _, r := range runs {
-		mean := "unmeasured"
-		if r.MeanScore != nil {
-			mean = fmt.Sprintf("%.3f", *r.MeanScore)
-		}
-		fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s (%d/%d)\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, r.Graded, r.Cases)
-	}
-	return nil
+	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"encoding/xml"
@@ -103,7 +104,7 @@ func TestEvalExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"no eval set", []string{"eval", "--db", db}, exitUsage, "", "want exactly one EVALSET"},
-		{"unknown flag", []string{"eval", "--nope", good}, exitUsage, "", "flag provided but not defined"},
+		{"unknown flag", []string{"eval", "--nope", good}, exitUsage, "", "unknown flag: --nope (see 'verdryx eval --help')"},
 		{"invalid eval set names the field", []string{"eval", "--db", db, bad}, exitUsage, "", `bad.json: case #0 "j": field "rubric": required for grader llm_judge`},
 		{"missing eval set", []string{"eval", "--db", db, filepath.Join(dir, "absent.json")}, exitUsage, "", "read eval set"},
 		{"pass", []string{"eval", "--db", db, good}, exitOK, "mean score 1.000 over 4 graded of 4 cases", ""},
@@ -116,7 +117,7 @@ func TestEvalExitCodes(t *testing.T) {
 		{"drift needs a baseline", []string{"drift", "--db", db}, exitUsage, "", "--baseline is required"},
 		{"drift on an unknown baseline", []string{"drift", "--db", db, "--baseline", "bl-nope"}, exitUsage, "", "not found"},
 		{"runs on a missing store", []string{"runs", "--db", filepath.Join(dir, "absent.db")}, exitUsage, "", "no store at"},
-		{"help", []string{"eval", "--help"}, exitOK, "", "Exit 0: pass; 1: mean under --fail-under"},
+		{"help", []string{"eval", "--help"}, exitOK, "Exit 0: pass; 1: mean under --fail-under", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := runCLI(t, tc.args...)
@@ -464,4 +465,59 @@ func TestDriftRefusesGoldenEdit(t *testing.T) {
 	_, stderr, code = runCLI(t, "drift", "--db", db, "--baseline", bl.ID)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "measured a different eval set than the baseline (changed cases: numeric-source-verdigris-dose)")
+}
+
+// TestEvalLiveInCaseOrder feeds the per-case callback out of order: a
+// stdout that is not a terminal gets the lines in case order, each as
+// soon as the cases before it are done.
+func TestEvalLiveInCaseOrder(t *testing.T) {
+	set, err := grading.ParseEvalSet([]byte(`{"id":"s","cases":[
+		{"id":"c0","prompt":"p","grader":"exact","expected":"p"},
+		{"id":"c1","prompt":"p","grader":"exact","expected":"p"},
+		{"id":"c2","prompt":"p","grader":"exact","expected":"p"}]}`), "")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	l := newEvalLive(&out, io.Discard, set, grading.StubID, grading.StubID, false)
+	header := out.Len()
+	l.onCase(2, grading.Score{CaseID: "c2", Value: 1})
+	assert.Equal(t, header, out.Len(), "c2 waits for c0 and c1")
+	l.onCase(0, grading.Score{CaseID: "c0", Value: 1})
+	assert.Contains(t, out.String(), "c0")
+	assert.NotContains(t, out.String(), "c2")
+	l.onCase(1, grading.Score{CaseID: "c1", Value: 1})
+	l.finish()
+	body := out.String()[header:]
+	assert.Less(t, strings.Index(body, "c0"), strings.Index(body, "c1"))
+	assert.Less(t, strings.Index(body, "c1"), strings.Index(body, "c2"))
+}
+
+// TestEvalHonoursOTelEnv sends the span where the OpenTelemetry SDK's
+// standard variables say, with their headers, and no --otlp.
+func TestEvalHonoursOTelEnv(t *testing.T) {
+	cleanEvalEnv(t)
+	t.Setenv("VERDRYX_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	var hits atomic.Int32
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			hits.Add(1)
+			auth.Store(r.Header.Get("X-Tenant"))
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "X-Tenant=acme")
+	_, stderr, code := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	require.Equal(t, exitOK, code, stderr)
+	assert.EqualValues(t, 1, hits.Load())
+	assert.Equal(t, "acme", auth.Load())
+
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
+	_, stderr, code = runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--otlp")
 }

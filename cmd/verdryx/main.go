@@ -27,8 +27,9 @@ func report(err error, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
+		// Print err, not ee.err: err is what the redactor made of it.
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "verdryx: %v\n", ee.err)
+			fmt.Fprintf(stderr, "verdryx: %v\n", err)
 		}
 		return ee.code
 	}

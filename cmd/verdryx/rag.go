@@ -1,11 +1,13 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,7 +32,7 @@ const (
 
 // ragFlags are the provider and location flags shared by index and ask.
 type ragFlags struct {
-	data       string
+	data       string // the global --data
 	corpus     string
 	embedder   string
 	generator  string
@@ -41,15 +43,14 @@ type ragFlags struct {
 	timeout    time.Duration
 }
 
-func (f *ragFlags) register(fs *flag.FlagSet, withGenerator bool) {
-	fs.StringVar(&f.data, "data", defaultDataDir(), "data directory (the index lives in <data>/index); env VERDRYX_DATA")
+func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	if withGenerator {
 		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (default: the corpus the active index generation recorded; required with --memory)")
 	} else {
 		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (required; the generation records a copy)")
 	}
 	fs.StringVar(&f.embedder, "embedder", "offline", "embedder: offline (feature hashing, no network) or openai (paid, opt-in)")
-	fs.StringVar(&f.baseURL, "base-url", envOr("VERDRYX_OPENAI_BASE_URL", defaultBaseURL), "OpenAI-compatible API root for --embedder/--generator openai; env VERDRYX_OPENAI_BASE_URL")
+	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for --embedder/--generator openai ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
 	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
 	fs.DurationVar(&f.timeout, "timeout", index.DefaultOpenAITimeout, "timeout of each provider call (no retries)")
@@ -57,6 +58,20 @@ func (f *ragFlags) register(fs *flag.FlagSet, withGenerator bool) {
 		fs.StringVar(&f.generator, "generator", "offline", "generator: offline (extractive, no network) or openai (paid, opt-in)")
 		fs.StringVar(&f.genModel, "gen-model", defaultGenModel, "chat model for --generator openai")
 	}
+}
+
+// providerError marks err as an outside service's failure (exit 3) when a
+// provider is in use; the offline parts have no outside service.
+func (f *ragFlags) providerError(err error) error {
+	if f.embedder == "openai" || f.generator == "openai" {
+		return serviceError(err)
+	}
+	return err
+}
+
+// check validates the flags before any work starts.
+func (f *ragFlags) check() error {
+	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL)", f.baseURL, "http", "https")
 }
 
 func (f *ragFlags) newEmbedder() (index.Embedder, error) {
@@ -99,101 +114,131 @@ func (f *ragFlags) checkKey() error {
 	return nil
 }
 
-// cmdIndex dispatches index build, ls and gc.
-func cmdIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"build": indexBuild,
-		"ls":    indexList,
-		"gc":    indexGC,
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: verdryx index build|ls|gc [flags]")
-		if len(args) == 0 {
-			return &exitError{code: exitUsage}
-		}
-		return nil
-	}
-	f, ok := subs[args[0]]
-	if !ok {
-		return usageErrorf("index: unknown subcommand %q (want build, ls or gc)", args[0])
-	}
-	return f(ctx, args[1:], stdout, stderr)
+// newIndexCmd holds index build, ls and gc.
+func newIndexCmd(g *globals) *cobra.Command {
+	return newGroupCmd("index", "build, list and prune vector index generations",
+		newIndexBuildCmd(g), newIndexListCmd(g), newIndexGCCmd(g))
 }
 
-func indexBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("index build", "", "embed a corpus and publish it as the active index generation", stderr)
+func newIndexBuildCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "embed a corpus and publish it as the active index generation",
+		Long:  "embed a corpus and publish it as the active index generation",
+	}
+	fs := cmd.Flags()
 	var rf ragFlags
 	rf.register(fs, false)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("index build: unexpected argument %q", pos[0])
-	}
-	if rf.corpus == "" {
-		return usageErrorf("index build: --corpus is required")
-	}
-	file, err := os.ReadFile(rf.corpus)
-	if err != nil {
-		return inputError(fmt.Errorf("read corpus: %w", err))
-	}
-	corpus, err := rag.ParseCorpus(file)
-	if err != nil {
-		return inputError(fmt.Errorf("%s: %w", rf.corpus, err))
-	}
-	emb, err := rf.newEmbedder()
-	if err != nil {
-		return inputError(err)
-	}
-	store := index.NewStore(rf.data, index.StoreOptions{})
-	if err := store.Preflight(); err != nil { // before paying for embeddings
-		return inputError(err)
-	}
-	start := time.Now()
-	idx, err := rag.BuildIndex(ctx, corpus, emb)
-	if err != nil {
-		return err
-	}
-	m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file}, index.InfoOf(emb), time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
-	fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
-	return nil
-}
-
-func indexList(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("index ls", "", "list retained index generations, newest first", stderr)
-	data := fs.String("data", defaultDataDir(), "data directory; env VERDRYX_DATA")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	list, err := index.NewStore(*data, index.StoreOptions{}).List()
-	if err != nil {
-		return inputError(err)
-	}
-	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(*data, index.StoreOptions{}).Dir())
+	asJSON := fs.Bool("json", false, "print the generation's manifest as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("index build: unexpected argument %q", pos[0])
+		}
+		rf.data = g.data
+		if err := rf.check(); err != nil {
+			return err
+		}
+		if rf.corpus == "" {
+			return usageErrorf("index build: --corpus is required")
+		}
+		if err := checkNotEmpty(rf.corpus, "--corpus"); err != nil {
+			return err
+		}
+		file, err := os.ReadFile(rf.corpus)
+		if err != nil {
+			return inputError(fmt.Errorf("read corpus: %w", err))
+		}
+		corpus, err := rag.ParseCorpus(file)
+		if err != nil {
+			return inputError(fmt.Errorf("%s: %w", rf.corpus, err))
+		}
+		emb, err := rf.newEmbedder()
+		if err != nil {
+			return inputError(err)
+		}
+		store := index.NewStore(rf.data, index.StoreOptions{})
+		if err := store.Preflight(); err != nil { // before paying for embeddings
+			return inputError(err)
+		}
+		start := time.Now()
+		idx, err := rag.BuildIndex(ctx, corpus, emb)
+		if err != nil {
+			return rf.providerError(err)
+		}
+		m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file}, index.InfoOf(emb), time.Now())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(stdout, struct {
+				index.Manifest
+				Dir          string  `json:"dir"`
+				CorpusID     string  `json:"corpus_id"`
+				BuildSeconds float64 `json:"build_seconds"`
+			}{m, store.Dir(), corpus.ID, time.Since(start).Seconds()})
+		}
+		fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
+		fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTIVE\tGENERATION\tCREATED\tROWS\tDIMS\tEMBEDDER\tCORPUS")
-	for _, l := range list {
-		mark := ""
-		if l.Active {
-			mark = "*"
-		}
-		if l.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\tinvalid: %v\t\t\t\t\n", mark, l.ID, l.Err)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s/%s\t%s\n", mark, l.ID, l.CreatedAt.Format(time.RFC3339), l.Count, l.Dims,
-			l.Embedder.Name, l.Embedder.Model, ragShortDigest(l.CorpusDigest))
+	return cmd
+}
+
+func newIndexListCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "list retained index generations, newest first",
+		Long:  "list retained index generations, newest first",
 	}
-	return tw.Flush()
+	asJSON := cmd.Flags().Bool("json", false, "print the generations as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		stdout := cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("index ls: unexpected argument %q", pos[0])
+		}
+		list, err := index.NewStore(g.data, index.StoreOptions{}).List()
+		if err != nil {
+			return inputError(err)
+		}
+		if *asJSON {
+			type listed struct {
+				index.Manifest
+				Active bool   `json:"active"`
+				Error  string `json:"error,omitempty"`
+			}
+			out := []listed{}
+			for _, l := range list {
+				e := listed{Manifest: l.Manifest, Active: l.Active}
+				if l.Err != nil {
+					e.Error = l.Err.Error()
+				}
+				out = append(out, e)
+			}
+			return writeJSON(stdout, out)
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(stdout, "no generations in %s\n", index.NewStore(g.data, index.StoreOptions{}).Dir())
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ACTIVE\tGENERATION\tCREATED\tROWS\tDIMS\tEMBEDDER\tCORPUS")
+		for _, l := range list {
+			mark := ""
+			if l.Active {
+				mark = "*"
+			}
+			if l.Err != nil {
+				fmt.Fprintf(tw, "%s\t%s\tinvalid: %v\t\t\t\t\n", mark, l.ID, l.Err)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s/%s\t%s\n", mark, l.ID, l.CreatedAt.Format(time.RFC3339), l.Count, l.Dims,
+				l.Embedder.Name, l.Embedder.Model, ragShortDigest(l.CorpusDigest))
+		}
+		return tw.Flush()
+	}
+	return cmd
 }
 
 func ragShortDigest(d string) string {
@@ -203,95 +248,124 @@ func ragShortDigest(d string) string {
 	return d
 }
 
-func indexGC(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("index gc", "", "remove retained generations, keeping the active one and the --keep most recent others", stderr)
-	data := fs.String("data", defaultDataDir(), "data directory; env VERDRYX_DATA")
+func newIndexGCCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "remove old index generations",
+		Long:  "remove retained generations, keeping the active one and the --keep most recent others",
+	}
+	fs := cmd.Flags()
 	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
-	if _, err := parseFlags(fs, args); err != nil {
-		return err
+	asJSON := fs.Bool("json", false, "print the removed generations as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		stdout := cmd.OutOrStdout()
+		if len(pos) > 0 {
+			return usageErrorf("index gc: unexpected argument %q", pos[0])
+		}
+		if *keep < 0 {
+			return usageErrorf("index gc: --keep must not be negative")
+		}
+		removed, err := index.NewStore(g.data, index.StoreOptions{}).Prune(*keep)
+		if *asJSON {
+			if removed == nil {
+				removed = []string{}
+			}
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed}); jerr != nil || err != nil {
+				return errors.Join(err, jerr)
+			}
+			return nil
+		}
+		for _, id := range removed {
+			fmt.Fprintf(stdout, "removed %s\n", id)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d generation(s) removed\n", len(removed))
+		return nil
 	}
-	if *keep < 0 {
-		return usageErrorf("index gc: --keep must not be negative")
-	}
-	removed, err := index.NewStore(*data, index.StoreOptions{}).Prune(*keep)
-	for _, id := range removed {
-		fmt.Fprintf(stdout, "removed %s\n", id)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%d generation(s) removed\n", len(removed))
-	return nil
+	return cmd
 }
 
 // cmdAsk answers one question and prints the full record.
-func cmdAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ask", `"QUESTION"`, "ask the RAG pipeline a question and print the full record", stderr)
+func newAskCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ask QUESTION",
+		Short: "ask the RAG pipeline a question and print the full record",
+		Long:  "ask the RAG pipeline a question and print the full record",
+	}
+	fs := cmd.Flags()
 	var rf ragFlags
 	rf.register(fs, true)
 	asJSON := fs.Bool("json", false, "print the record as JSON")
 	memory := fs.Bool("memory", false, "build the index in memory instead of loading the active generation")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
-		return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
-	}
-	store := index.NewStore(rf.data, index.StoreOptions{})
-	corpusPath := rf.corpus
-	if corpusPath == "" {
-		if *memory {
-			return usageErrorf("ask: --memory needs --corpus")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		rf.data = g.data
+		if err := rf.check(); err != nil {
+			return err
 		}
-		corpusPath, _, err = store.ActiveCorpus()
-		if errors.Is(err, index.ErrNoActive) {
-			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
+		var err error
+		if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+			return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
 		}
+		store := index.NewStore(rf.data, index.StoreOptions{})
+		corpusPath := rf.corpus
+		if corpusPath == "" {
+			if *memory {
+				return usageErrorf("ask: --memory needs --corpus")
+			}
+			corpusPath, _, err = store.ActiveCorpus()
+			if errors.Is(err, index.ErrNoActive) {
+				return inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
+			}
+			if err != nil {
+				return inputError(err)
+			}
+		}
+		if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+			return err
+		}
+		corpus, err := rag.LoadCorpus(corpusPath)
 		if err != nil {
 			return inputError(err)
 		}
-	}
-	corpus, err := rag.LoadCorpus(corpusPath)
-	if err != nil {
-		return inputError(err)
-	}
-	emb, err := rf.newEmbedder()
-	if err != nil {
-		return inputError(err)
-	}
-	gen, err := rf.newGenerator()
-	if err != nil {
-		return inputError(err)
-	}
-	var p *rag.Pipeline
-	if *memory {
-		p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{})
-	} else {
-		// Open validates the generation (stale corpus or embedder) before
-		// any provider is called.
-		p, err = rag.Open(store, corpus, emb, gen, rag.Options{})
-		if errors.Is(err, index.ErrNoActive) {
-			return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, corpusPath, rf.data))
-		}
-		if errors.Is(err, index.ErrStale) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, index.ErrUnsafePath) {
+		emb, err := rf.newEmbedder()
+		if err != nil {
 			return inputError(err)
 		}
+		gen, err := rf.newGenerator()
+		if err != nil {
+			return inputError(err)
+		}
+		var p *rag.Pipeline
+		if *memory {
+			p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{})
+		} else {
+			// Open validates the generation (stale corpus or embedder) before
+			// any provider is called.
+			p, err = rag.Open(store, corpus, emb, gen, rag.Options{})
+			if errors.Is(err, index.ErrNoActive) {
+				return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, corpusPath, rf.data))
+			}
+			if errors.Is(err, index.ErrStale) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, index.ErrUnsafePath) {
+				return inputError(err)
+			}
+		}
+		if err != nil {
+			return rf.providerError(err)
+		}
+		rec, err := p.Ask(ctx, pos[0])
+		if err != nil {
+			return rf.providerError(err)
+		}
+		if *asJSON {
+			return writeJSON(stdout, rec)
+		}
+		printRecord(stdout, rec)
+		return nil
 	}
-	if err != nil {
-		return err
-	}
-	rec, err := p.Ask(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}
-	printRecord(stdout, rec)
-	return nil
+	return cmd
 }
 
 func printRecord(w io.Writer, rec rag.Record) {
@@ -341,55 +415,64 @@ type mutateReport struct {
 // pipeline, derives each named mutation of the correct answer and grades it
 // with the graders eval uses. It exits 1 if a mutant survives, a case fails
 // unmutated, or nothing was mutated.
-func cmdMutate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mutate", "[EVALSET]", "Check that the graders kill every named mutation of every golden case.\n"+
-		"EVALSET is the eval-set file eval takes; without it, --corpus and --golden name the files (every golden case is used).\n"+
-		"Exit 0: every mutant killed; 1: a survivor (each is named) or a case failing unmutated; 2: usage or input error.", stderr)
+func newMutateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mutate [EVALSET]",
+		Short: "check that the graders catch every named mutation of the golden set",
+		Long: "Check that the graders kill every named mutation of every golden case.\n" +
+			"EVALSET is the eval-set file eval takes; without it, --corpus and --golden name the files (every golden case is used).\n" +
+			"Exit 0: every mutant killed; 1: a survivor (each is named) or a case failing unmutated; 2: usage or input error.",
+	}
+	fs := cmd.Flags()
 	corpusPath := fs.String("corpus", "", "corpus JSON file (without EVALSET; with --golden)")
 	goldenPath := fs.String("golden", "", "golden cases JSON file (without EVALSET; with --corpus)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 {
-		return usageErrorf("mutate: want at most one EVALSET, have %d arguments", len(pos))
-	}
-	var set *grading.EvalSet
-	if len(pos) == 1 {
-		set, err = grading.LoadEvalSet(pos[0])
-	} else {
-		if *corpusPath == "" || *goldenPath == "" {
-			return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		var err error
+		if len(pos) > 1 {
+			return usageErrorf("mutate: want at most one EVALSET, have %d arguments", len(pos))
 		}
-		set, err = inlineRAGSet(*corpusPath, *goldenPath)
-	}
-	if err != nil {
-		return inputError(err)
-	}
-	corpus, cpath, ok := set.RAGCorpus()
-	if !ok {
-		return inputError(fmt.Errorf("mutate: eval set %s has no rag case", set.ID))
-	}
-	p, err := grading.OfflineRAG(ctx, cpath, nil)
-	if err != nil {
-		return err
-	}
-	rep, err := runMutations(ctx, set, corpus, p)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if err := writeEvalJSON(stdout, rep); err != nil {
+		var set *grading.EvalSet
+		if len(pos) == 1 {
+			if err := checkNotEmpty(pos[0], "eval set"); err != nil {
+				return err
+			}
+			set, err = grading.LoadEvalSet(pos[0])
+		} else {
+			if *corpusPath == "" || *goldenPath == "" {
+				return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
+			}
+			set, err = inlineRAGSet(*corpusPath, *goldenPath)
+		}
+		if err != nil {
+			return inputError(err)
+		}
+		corpus, cpath, ok := set.RAGCorpus()
+		if !ok {
+			return inputError(fmt.Errorf("mutate: eval set %s has no rag case", set.ID))
+		}
+		p, err := grading.OfflineRAG(ctx, cpath, nil)
+		if err != nil {
 			return err
 		}
-	} else {
-		printMutate(stdout, rep)
+		rep, err := runMutations(ctx, set, corpus, p)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if err := writeJSON(stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			printMutate(stdout, rep)
+		}
+		if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
+			return failed()
+		}
+		return nil
 	}
-	if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
-		return failed()
-	}
-	return nil
+	return cmd
 }
 
 // runMutations grades every golden case of set unmutated and under each

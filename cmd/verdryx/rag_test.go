@@ -263,7 +263,7 @@ func TestOpenAIProvidersByFlag(t *testing.T) {
 	}))
 	defer srv.Close()
 	data := t.TempDir()
-	flags := []string{"--data", data, "--corpus", ragCorpusPath, "--embedder", "openai", "--base-url", srv.URL + "/v1", "--embed-model", "fake-embed"}
+	flags := []string{"--data", data, "--corpus", ragCorpusPath, "--embedder", "openai", "--openai-base-url", srv.URL + "/v1", "--embed-model", "fake-embed"}
 	out, errOut, code := ragRun(t, append([]string{"index", "build"}, flags...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "embedder openai/fake-embed")

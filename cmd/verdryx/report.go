@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -20,68 +22,74 @@ import (
 // cmdReport writes the HTML report of the store (and traces) to a file.
 // Exit 0: written; 2: usage or input error (no store, bad --since,
 // unreadable traces).
-func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report", "", "Write one self-contained HTML page (no script, nothing fetched) with quality over time,\n"+
-		"a cases x runs grid, cost per outcome and SLO error budgets, and a provenance footer.\n"+
-		"Exit 0: written; 2: usage or input error.", stderr)
-	db := fs.String("db", "", "store file, must exist (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db if that directory exists, else ./verdryx.db)")
+func newReportCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "write one self-contained HTML page of quality, drift, cost and SLOs",
+		Long: "Write one self-contained HTML page (no script, nothing fetched) with quality over time,\n" +
+			"a cases x runs grid, cost per outcome and SLO error budgets, and a provenance footer.\n" +
+			"Exit 0: written; 2: usage or input error.",
+	}
+	fs := cmd.Flags()
+	db := addDBFlag(fs)
 	traces := fs.String("traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when empty: those sections say not measured)")
 	out := fs.String("out", "report.html", "file to write")
 	since := fs.String("since", "", "only runs started at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	gridRuns := fs.Int("grid-runs", 30, "most recent runs per eval set and model in the cases x runs grid")
 	driftChecks := fs.Int("drift-checks", 60, "most recent runs per eval set and model checked for drift against their baseline")
 	strict := fs.Bool("strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("report: unexpected argument %q", pos[0])
-	}
-	from, err := parseWhen("since", *since, false)
-	if err != nil {
-		return usageErrorf("report: %v", err)
-	}
-	if *gridRuns < 1 || *driftChecks < 1 {
-		return usageErrorf("report: --grid-runs and --drift-checks must be at least 1")
-	}
-	if *out == "" {
-		return usageErrorf("report: --out is empty")
-	}
-	path := store.ResolvePath(*db, store.Env{})
-	if _, err := os.Stat(path); err != nil {
-		return inputError(fmt.Errorf("report: --db: no store at %s (run verdryx eval first, or pass --db): %w", path, err))
-	}
-	st, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		return inputError(fmt.Errorf("report: --db %s: %w", path, err))
-	}
-	defer st.Close()
-	in, err := htmlreport.Load(ctx, st, from, *gridRuns)
-	if err != nil {
-		return err
-	}
-	in.Sources = append(in.Sources, "store "+path)
-	if *traces != "" {
-		r, err := outcome.NewReducer(outcome.Options{})
+	asJSON := fs.Bool("json", false, "print what was written as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("report: unexpected argument %q", pos[0])
+		}
+		from, err := parseWhen("since", *since, false)
+		if err != nil {
+			return usageErrorf("report: %v", err)
+		}
+		if *gridRuns < 1 || *driftChecks < 1 {
+			return usageErrorf("report: --grid-runs and --drift-checks must be at least 1")
+		}
+		if *out == "" {
+			return usageErrorf("report: --out is empty")
+		}
+		st, err := openEvalStore(ctx, *db, g.data, true)
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		defer st.Close()
+		path := st.Path()
+		in, err := htmlreport.Load(ctx, st, from, *gridRuns)
 		if err != nil {
 			return err
 		}
-		if _, err := reduceTraces(ctx, *traces, r, *strict, stderr); err != nil {
+		in.Sources = append(in.Sources, "store "+path)
+		if *traces != "" {
+			r, err := outcome.NewReducer(outcome.Options{})
+			if err != nil {
+				return err
+			}
+			if _, err := reduceTraces(ctx, *traces, r, *strict, stderr); err != nil {
+				return err
+			}
+			in.Traces, in.TraceSource = r, "traces "+*traces
+			in.Sources = append(in.Sources, in.TraceSource)
+		}
+		var buf bytes.Buffer
+		if err := htmlreport.Render(ctx, &buf, in, htmlreport.Options{Version: version(), GridRuns: *gridRuns, DriftChecks: *driftChecks}); err != nil {
 			return err
 		}
-		in.Traces, in.TraceSource = r, "traces "+*traces
-		in.Sources = append(in.Sources, in.TraceSource)
+		if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
+			return inputError(fmt.Errorf("report: --out %s: %w", *out, err))
+		}
+		if *asJSON {
+			return writeJSON(stdout, map[string]any{"out": *out, "bytes": buf.Len(), "runs": len(in.Runs)})
+		}
+		fmt.Fprintf(stdout, "wrote %s (%d bytes, %d runs)\n", *out, buf.Len(), len(in.Runs))
+		return nil
 	}
-	var buf bytes.Buffer
-	if err := htmlreport.Render(ctx, &buf, in, htmlreport.Options{Version: version, GridRuns: *gridRuns, DriftChecks: *driftChecks}); err != nil {
-		return err
-	}
-	if err := writeFileAtomic(*out, buf.Bytes()); err != nil {
-		return inputError(fmt.Errorf("report: --out %s: %w", *out, err))
-	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d runs)\n", *out, buf.Len(), len(in.Runs))
-	return nil
+	return cmd
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames
@@ -125,6 +133,6 @@ func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http
 		}
 		in.Traces, in.TraceSource = r, "the worker's stored trace calls"
 		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
-		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version})
+		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version()})
 	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})
 }

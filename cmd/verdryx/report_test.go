@@ -116,7 +116,7 @@ func TestServeReport(t *testing.T) {
 	done := make(chan error, 1)
 	var stdout, stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--data", data, "--nats.listen", "127.0.0.1:0", "--http", addr, "--rag.corpus", "",
+		done <- run(ctx, []string{"serve", "--data", data, "--nats-listen", "127.0.0.1:0", "--http", addr, "--rag-corpus", "",
 			"--replay", "../../testdata/traces/slo"}, &stdout, &stderr)
 	}()
 	defer func() {

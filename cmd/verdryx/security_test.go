@@ -23,12 +23,12 @@ import (
 func TestServeRefusesAnExposedUnauthenticatedListen(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
-		{"--nats.listen", "0.0.0.0:0", "--http", ""},
-		{"--nats.listen", ":0", "--http", ""},
-		{"--nats.listen", "127.0.0.1:0", "--http", "0.0.0.0:0"},
+		{"--nats-listen", "0.0.0.0:0", "--http", ""},
+		{"--nats-listen", ":0", "--http", ""},
+		{"--nats-listen", "127.0.0.1:0", "--http", "0.0.0.0:0"},
 	} {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"serve", "--data", dir, "--rag.corpus", "", "--once"}, args...), &stdout, &stderr)
+		err := run(context.Background(), append([]string{"serve", "--data", dir, "--rag-corpus", "", "--once"}, args...), &stdout, &stderr)
 		require.Error(t, err, "%v", args)
 		require.Contains(t, err.Error(), "is not a loopback address", "%v", args)
 		_, statErr := os.Stat(filepath.Join(dir, "nats"))
@@ -38,14 +38,14 @@ func TestServeRefusesAnExposedUnauthenticatedListen(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err := run(ctx, []string{"serve", "--data", dir, "--rag.corpus", "", "--once", "--nats.listen", "0.0.0.0:0", "--http", "",
-		"--nats.token", "tok-MARKER-SERVE"}, &stdout, &stderr)
+	err := run(ctx, []string{"serve", "--data", dir, "--rag-corpus", "", "--once", "--nats-listen", "0.0.0.0:0", "--http", "",
+		"--nats-token", "tok-MARKER-SERVE"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	require.NotContains(t, stdout.String()+stderr.String(), "tok-MARKER-SERVE")
-	// --nats.insecure starts open, with a warning.
+	// --nats-insecure starts open, with a warning.
 	stdout.Reset()
 	stderr.Reset()
-	err = run(ctx, []string{"serve", "--data", dir, "--rag.corpus", "", "--once", "--nats.listen", "0.0.0.0:0", "--http", "", "--nats.insecure"}, &stdout, &stderr)
+	err = run(ctx, []string{"serve", "--data", dir, "--rag-corpus", "", "--once", "--nats-listen", "0.0.0.0:0", "--http", "", "--nats-insecure"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	require.Contains(t, stderr.String(), "INSECURE")
 }
@@ -87,11 +87,11 @@ func TestSecretMarkersNeverLeak(t *testing.T) {
 	var all bytes.Buffer
 	for _, args := range [][]string{
 		{"eval", set, "--db", db, "--events", events, "--agent-id", "agent://acme.example/bot", "--model", "openai:gpt-x", "--openai-base-url", withUser, "--json"},
-		{"eval", set, "--db", db, "--events", events, "--agent-id", "agent://acme.example/bot", "--model", "claude-x", "--base-url", echo.URL},
+		{"eval", set, "--db", db, "--events", events, "--agent-id", "agent://acme.example/bot", "--model", "claude-x", "--anthropic-base-url", echo.URL},
 		{"eval", set, "--db", db, "--model", "stub", "--judge", "openai:gpt-x", "--openai-base-url", withUser},
-		{"ask", "--corpus", corpus, "--memory", "--generator", "openai", "--base-url", withUser, "what is the dose?"},
-		{"ask", "--corpus", corpus, "--memory", "--embedder", "openai", "--base-url", withUser, "what is the dose?"},
-		{"serve", "--data", filepath.Join(dir, "serve"), "--nats", natsURL, "--http", "", "--rag.corpus", ""},
+		{"ask", "--corpus", corpus, "--memory", "--generator", "openai", "--openai-base-url", withUser, "what is the dose?"},
+		{"ask", "--corpus", corpus, "--memory", "--embedder", "openai", "--openai-base-url", withUser, "what is the dose?"},
+		{"serve", "--data", filepath.Join(dir, "serve"), "--nats", natsURL, "--http", "", "--rag-corpus", ""},
 		{"replay", "--nats", natsURL, dir},
 		{"drift", "--db", db, "--baseline", "nope"},
 		{"slo", "--traces", filepath.Join("..", "..", "testdata", "traces", "basic")},

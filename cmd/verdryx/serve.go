@@ -1,15 +1,19 @@
 package main
 
 import (
+	"encoding/json"
+	"github.com/spf13/cobra"
+	"os"
+	"sync"
+
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,13 +31,13 @@ type natsFlags struct {
 	url, creds, tlsCA, tlsCert, tlsKey *string
 }
 
-func addNATSFlags(fs *flag.FlagSet, def string, help string) natsFlags {
+func addNATSFlags(fs *pflag.FlagSet, def string, help string) natsFlags {
 	return natsFlags{
-		url:     fs.String("nats", envOr("VERDRYX_NATS_URL", def), help),
-		creds:   fs.String("nats.creds", envOr("VERDRYX_NATS_CREDS", ""), "NATS credentials file"),
-		tlsCA:   fs.String("nats.tls-ca", envOr("VERDRYX_NATS_TLS_CA", ""), "CA certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CA)"),
-		tlsCert: fs.String("nats.tls-cert", envOr("VERDRYX_NATS_TLS_CERT", ""), "client certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CERT)"),
-		tlsKey:  fs.String("nats.tls-key", envOr("VERDRYX_NATS_TLS_KEY", ""), "client key file for TLS to NATS ($VERDRYX_NATS_TLS_KEY)"),
+		url:     fs.String("nats", envFirst(def, "NATS_URL", "VERDRYX_NATS_URL"), help),
+		creds:   fs.String("nats-creds", envFirst("", "NATS_CREDS", "VERDRYX_NATS_CREDS"), "NATS credentials file ($NATS_CREDS, $VERDRYX_NATS_CREDS)"),
+		tlsCA:   fs.String("nats-tls-ca", envOr("VERDRYX_NATS_TLS_CA", ""), "CA certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CA)"),
+		tlsCert: fs.String("nats-tls-cert", envOr("VERDRYX_NATS_TLS_CERT", ""), "client certificate file for TLS to NATS ($VERDRYX_NATS_TLS_CERT)"),
+		tlsKey:  fs.String("nats-tls-key", envOr("VERDRYX_NATS_TLS_KEY", ""), "client key file for TLS to NATS ($VERDRYX_NATS_TLS_KEY)"),
 	}
 }
 
@@ -63,124 +67,162 @@ func (n natsFlags) connect(url, name string, extra ...nats.Option) (*nats.Conn, 
 	opts := append(append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...), client...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", redact.URL(url), err)
+		return nil, serviceError(fmt.Errorf("connect to NATS at %s: %w (start one with verdryx serve, whose embedded server listens on 127.0.0.1:4222, or point --nats or $NATS_URL at a running server)", redact.URL(url), err))
 	}
 	return nc, nil
 }
 
-func addSubjectFlags(fs *flag.FlagSet) *worker.Subjects {
+func addSubjectFlags(fs *pflag.FlagSet) *worker.Subjects {
 	s := worker.DefaultSubjects()
-	fs.StringVar(&s.Traces, "subject.traces", s.Traces, "subject of per-call trace records and segment references")
-	fs.StringVar(&s.EvalRequests, "subject.eval", s.EvalRequests, "subject of eval requests")
-	fs.StringVar(&s.RAGAsk, "subject.ask", s.RAGAsk, "subject of RAG asks (core request/reply)")
-	fs.StringVar(&s.Events, "subject.events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
-	fs.StringVar(&s.Tail, "subject.tail", s.Tail, "subject tailed envelopes are forwarded to")
-	fs.StringVar(&s.DeadLetter, "subject.deadletter", s.DeadLetter, "dead-letter subject")
+	fs.StringVar(&s.Traces, "subject-traces", s.Traces, "subject of per-call trace records and segment references")
+	fs.StringVar(&s.EvalRequests, "subject-eval", s.EvalRequests, "subject of eval requests")
+	fs.StringVar(&s.RAGAsk, "subject-ask", s.RAGAsk, "subject of RAG asks (core request/reply)")
+	fs.StringVar(&s.Events, "subject-events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
+	fs.StringVar(&s.Tail, "subject-tail", s.Tail, "subject tailed envelopes are forwarded to")
+	fs.StringVar(&s.DeadLetter, "subject-deadletter", s.DeadLetter, "dead-letter subject")
 	return &s
 }
 
-func defaultDataDir() string { return envOr("VERDRYX_DATA", ".verdryx") }
-
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 // serveFlags are the flags of `verdryx serve`.
 type serveFlags struct {
-	data, listen, db, events, instance, http, otlp, tail, replay, corpus *string
-	once, verbose                                                        *bool
-	evalFiles, roots                                                     multiFlag
-	nats                                                                 natsFlags
-	subjects                                                             *worker.Subjects
-	sec                                                                  *securityFlags
+	listen, db, events, instance, http, otlp, tail, replay, corpus *string
+	once                                                           *bool
+	evalFiles, roots                                               []string
+	log                                                            *logFlags
+	nats                                                           natsFlags
+	subjects                                                       *worker.Subjects
+	sec                                                            *securityFlags
 }
 
-func addServeFlags(fs *flag.FlagSet) *serveFlags {
+func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f := &serveFlags{}
-	f.data = fs.String("data", defaultDataDir(), "data directory: embedded NATS store, SQLite store, tail offsets ($VERDRYX_DATA)")
-	f.nats = addNATSFlags(fs, "", "NATS server URL; empty starts the embedded server ($VERDRYX_NATS_URL)")
-	f.listen = fs.String("nats.listen", "127.0.0.1:4222", "embedded server listen address (port 0 picks a free port)")
+	f.nats = addNATSFlags(fs, "", "NATS server URL; empty starts the embedded server ($NATS_URL, $VERDRYX_NATS_URL)")
+	f.listen = fs.String("nats-listen", "127.0.0.1:4222", "embedded server listen address (port 0 picks a free port)")
 	f.db = fs.String("db", envOr("VERDRYX_DB", ""), "SQLite store (default <data>/verdryx.db; $VERDRYX_DB)")
 	f.events = fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "also append envelopes to this chained NDJSON file ($VERDRYX_EVENTS_PATH)")
 	f.instance = fs.String("instance", "", "instance name for this worker's event chain subject (default <host>-<hash of data dir>)")
 	f.http = fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
-	f.otlp = fs.String("otlp", envOr("VERDRYX_OTLP_ENDPOINT", ""), "OTLP/HTTP collector base URL ($VERDRYX_OTLP_ENDPOINT)")
+	f.otlp = addOTLPFlag(fs)
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
-	fs.Var(&f.evalFiles, "eval-request", "publish this eval-request JSON file at start (repeatable)")
-	f.corpus = fs.String("rag.corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
-	fs.Var(&f.roots, "root", "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
+	fs.StringArrayVar(&f.evalFiles, "eval-request", nil, "publish this eval-request JSON file at start (repeatable)")
+	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
+	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
-	f.verbose = fs.Bool("v", false, "debug logging")
+	f.log = addLogFlags(fs, "info")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
 	return f
 }
 
+// checkInputs refuses missing inputs before anything starts (exit 2).
+func (f *serveFlags) checkInputs() error {
+	if *f.replay != "" {
+		if st, err := os.Stat(*f.replay); err != nil {
+			return inputError(fmt.Errorf("--replay: %w", err))
+		} else if !st.IsDir() {
+			return usageErrorf("--replay %s: not a directory", *f.replay)
+		}
+	}
+	for _, p := range f.evalFiles {
+		if _, err := os.Stat(p); err != nil {
+			return inputError(fmt.Errorf("--eval-request: %w", err))
+		}
+	}
+	return nil
+}
+
 // options maps the flags to the worker's options.
-func (f *serveFlags) options(logger *slog.Logger, stdout, stderr io.Writer) (worker.Options, error) {
+func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io.Writer) (worker.Options, error) {
 	client, err := f.nats.clientOptions()
 	if err != nil {
 		return worker.Options{}, err
 	}
+	printed := &printedRequests{ids: map[string]bool{}}
 	return worker.Options{
-		DataDir: *f.data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec,
+		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
-		Once: *f.once, Subjects: *f.subjects, Version: version, Logger: logger,
-		Files:    f.sec.files,
-		Replies:  f.sec.replyPolicy(*f.subjects),
-		Report:   func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
-		OnResult: func(req worker.EvalRequest, res grading.Result) { printEvalResult(stdout, req, res) },
-		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
-			return replayWithProgress(ctx, js, subject, dir, false, stderr)
+		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger,
+		Files:   f.sec.files,
+		Replies: f.sec.replyPolicy(*f.subjects),
+		Report:  func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
+		OnResult: func(req worker.EvalRequest, res grading.Result) {
+			printed.add(req.RequestID)
+			printEvalResult(stdout, req, res, false)
 		},
-		Drained: func(ctx context.Context, st *store.Store) error { return printStoreReport(ctx, st, stdout) },
+		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
+			st, err := replayWithProgress(ctx, js, subject, dir, false, stderr)
+			if err == nil {
+				printReplayStats(stdout, st, dir, subject)
+			}
+			return st, err
+		},
+		Drained: func(ctx context.Context, st *store.Store) error {
+			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
+				return err
+			}
+			return printStoreReport(ctx, st, stdout)
+		},
 	}, nil
 }
 
 // cmdServe runs the worker. See the README section "The worker".
-func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "", "Run the worker: consume trace records, eval requests and RAG asks from NATS JetStream, optionally\n"+
-		"replay a Parquet directory and tail an NDJSON file, and publish hash-chained envelopes and spans.\n"+
-		"With no --nats an embedded NATS server with JetStream runs in-process, storing under --data.", stderr)
+func newServeCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the worker: NATS consumers, replay, tail and producers",
+		Long: "Run the worker: consume trace records, eval requests and RAG asks from NATS JetStream, optionally\n" +
+			"replay a Parquet directory and tail an NDJSON file, and publish hash-chained envelopes and spans.\n" +
+			"With no --nats an embedded NATS server with JetStream runs in-process, storing under --data.",
+	}
+	fs := cmd.Flags()
 	f := addServeFlags(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("serve: unexpected argument %q", pos[0])
-	}
-	level := slog.LevelInfo
-	if *f.verbose {
-		level = slog.LevelDebug
-	}
-	logger := slog.New(redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
-	if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
-		return err
-	}
-	opts, err := f.options(logger, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	w, err := worker.New(opts)
-	if err == nil {
-		err = w.Run(ctx)
-	}
-	var failed *worker.ReplayFailedError
-	switch {
-	case errors.As(err, &failed):
-		for _, s := range failed.Segments {
-			fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("serve: unexpected argument %q", pos[0])
 		}
-		return &exitError{code: exitFailure, err: err}
-	case errors.Is(err, worker.ErrInput):
-		return inputError(err)
+		logger, err := f.log.logger(stderr, redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler)
+		if err != nil {
+			return err
+		}
+		if err := checkNATSURL(*f.nats.url); err != nil {
+			return err
+		}
+		if err := checkURL(otlpFlagName, *f.otlp, "http", "https"); err != nil {
+			return err
+		}
+		if err := f.checkInputs(); err != nil {
+			return err
+		}
+		if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
+			return err
+		}
+		opts, err := f.options(g.data, logger, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		w, err := worker.New(opts)
+		if err == nil {
+			err = w.Run(ctx)
+		}
+		var failed *worker.ReplayFailedError
+		switch {
+		case errors.As(err, &failed):
+			for _, s := range failed.Segments {
+				fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
+			}
+			return &exitError{code: exitFailure, err: err}
+		case errors.Is(err, worker.ErrInput):
+			return inputError(err)
+		case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
+			return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
+		}
+		return err
 	}
-	return err
+	return cmd
 }
 
 func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
@@ -195,13 +237,90 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, di
 	return worker.Replay(ctx, js, subject, dir, worker.ReplayOptions{Strict: strict, Progress: progress})
 }
 
-func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
+// printedRequests are the eval requests serve printed a result line for.
+type printedRequests struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (p *printedRequests) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ids[id] = true
+}
+
+func (p *printedRequests) has(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[id]
+}
+
+// printDoneRequests prints, for each --eval-request file whose request
+// was done before this run (JetStream dropped the re-published request as
+// a duplicate, or the worker answered it from the store), the stored
+// result, saying so.
+func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer) error {
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return inputError(fmt.Errorf("--eval-request %s: %w", path, err))
+		}
+		var req worker.EvalRequest
+		if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" || printed.has(req.RequestID) {
+			continue
+		}
+		rec, ok, err := st.EvalRequestState(ctx, req.RequestID)
+		if err != nil {
+			return err
+		}
+		if !ok || rec.State != store.RequestDone {
+			continue
+		}
+		var res grading.Result
+		if err := json.Unmarshal(rec.Result, &res); err != nil {
+			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
+		}
+		printEvalResult(w, req, res, true)
+	}
+	return nil
+}
+
+// printEvalResult prints the line of one eval request's result; stored
+// says it was done before this run and is answered from the store.
+// replayJSON is replay's --json output.
+type replayJSON struct {
+	Dir        string   `json:"dir"`
+	Subject    string   `json:"subject"`
+	Segments   int      `json:"segments"`
+	Rows       int      `json:"rows"`
+	New        int      `json:"new"`
+	Duplicates int      `json:"duplicates"`
+	Ignored    int      `json:"ignored"`
+	Failed     []string `json:"failed"`
+}
+
+// printReplayStats prints what a replay published: new rows against rows
+// JetStream dropped as already stored (PubAck.Duplicate).
+func printReplayStats(w io.Writer, st worker.ReplayStats, dir, subject string) {
+	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, dir, subject, st.New, st.Duplicates, st.Ignored, len(st.Failed))
+	for _, f := range st.Failed {
+		fmt.Fprintf(w, "  failed: %s\n", f)
+	}
+}
+
+func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result, stored bool) {
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
 	}
-	fmt.Fprintf(w, "eval %s: run %s model %s: %d cases, %d graded, mean %s, %d events\n",
-		req.RequestID, res.Run.ID, res.Run.Model, res.Run.Cases, res.Run.GradedN, mean, res.EventsWritten)
+	// A stored result predates its events: their count is not in it.
+	tail := fmt.Sprintf("%d events", res.EventsWritten)
+	if stored {
+		tail = "already done: answered from the store"
+	}
+	fmt.Fprintf(w, "eval %s: run %s model %s: %d cases, %d graded, mean %s, %s\n",
+		req.RequestID, res.Run.ID, res.Run.Model, res.Run.Cases, res.Run.GradedN, mean, tail)
 	if res.Drift != nil {
 		fmt.Fprintf(w, "  drift vs %s: %s (delta %+.3f)\n", res.Drift.BaselineID, res.Drift.Verdict, res.Drift.Delta)
 	}
@@ -226,42 +345,66 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 }
 
 // cmdReplay publishes a Parquet directory to the traces subject.
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", "DIR", "Publish every row of a TokenFuse Parquet segment directory to the traces subject, in segment\n"+
-		"order, idempotently (each row carries a message id derived from the segment digest and row).", stderr)
+func newReplayCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "replay DIR",
+		Short: "publish a Parquet trace directory to the traces subject",
+		Long: "Publish every row of a TokenFuse Parquet segment directory to the traces subject, in segment\n" +
+			"order, idempotently (each row carries a message id derived from the segment digest and row).",
+	}
+	fs := cmd.Flags()
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", "NATS server URL (default: the embedded server of a local verdryx serve)")
 	strict := fs.Bool("strict", false, "stop at the first corrupt segment")
+	asJSON := fs.Bool("json", false, "print the counts as JSON")
+	lf := addLogFlags(fs, "info")
 	subjects := addSubjectFlags(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) != 1 {
+			return usageErrorf("replay: want exactly one directory")
+		}
+		if err := checkNATSURL(*nf.url); err != nil {
+			return err
+		}
+		logger, err := lf.logger(stderr, nil)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(pos[0]); err != nil {
+			return inputError(fmt.Errorf("replay: %w", err))
+		} else if !st.IsDir() {
+			return usageErrorf("replay: %s is not a directory", pos[0])
+		}
+		nc, err := nf.connect(*nf.url, "verdryx-replay")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
+			return err
+		}
+		st, err := replayWithProgress(ctx, js, subjects.Traces, pos[0], *strict, stderr)
+		if err != nil {
+			return inputError(err)
+		}
+		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
+		if *asJSON {
+			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Segments: st.Segments, Rows: st.Rows, New: st.New,
+				Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+			if err := writeJSON(stdout, out); err != nil {
+				return err
+			}
+		} else {
+			printReplayStats(stdout, st, pos[0], subjects.Traces)
+		}
+		if len(st.Failed) > 0 {
+			return failed()
+		}
+		return nil
 	}
-	if len(pos) != 1 {
-		return usageErrorf("replay: want exactly one directory")
-	}
-	nc, err := nf.connect(*nf.url, "verdryx-replay")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
-		return err
-	}
-	st, err := replayWithProgress(ctx, js, subjects.Traces, pos[0], *strict, stderr)
-	if err != nil {
-		return inputError(err)
-	}
-	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
-		st.Rows, st.Segments, pos[0], subjects.Traces, st.New, st.Duplicates, st.Ignored, len(st.Failed))
-	for _, f := range st.Failed {
-		fmt.Fprintf(stdout, "  failed: %s\n", f)
-	}
-	if len(st.Failed) > 0 {
-		return failed()
-	}
-	return nil
+	return cmd
 }

@@ -2,8 +2,8 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"log/slog"
 	"time"
 
@@ -21,22 +21,22 @@ type securityFlags struct {
 	httpPublic  bool
 	maxBytes    int64
 	fileTimeout time.Duration
-	replies     multiFlag
+	replies     []string
 }
 
-func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
+func addSecurityFlags(fs *pflag.FlagSet) *securityFlags {
 	s := &securityFlags{}
-	fs.StringVar(&s.sec.User, "nats.user", envOr("VERDRYX_NATS_USER", ""), "user clients of the embedded server must log in as; serve connects as it too ($VERDRYX_NATS_USER)")
-	fs.StringVar(&s.sec.Password, "nats.password", envOr("VERDRYX_NATS_PASSWORD", ""), "password of --nats.user ($VERDRYX_NATS_PASSWORD; prefer the env)")
-	fs.StringVar(&s.sec.Token, "nats.token", envOr("VERDRYX_NATS_TOKEN", ""), "token clients of the embedded server must present ($VERDRYX_NATS_TOKEN; prefer the env)")
-	fs.StringVar(&s.sec.ConfigFile, "nats.config", envOr("VERDRYX_NATS_CONFIG", ""), "nats-server config file for the embedded server: accounts, users with subject permissions, nkeys, JWT resolver ($VERDRYX_NATS_CONFIG; see docs/nats-permissions.conf)")
-	fs.StringVar(&s.sec.TLSCert, "nats.listen-tls-cert", envOr("VERDRYX_NATS_LISTEN_TLS_CERT", ""), "certificate file: the embedded server accepts TLS clients only ($VERDRYX_NATS_LISTEN_TLS_CERT)")
-	fs.StringVar(&s.sec.TLSKey, "nats.listen-tls-key", envOr("VERDRYX_NATS_LISTEN_TLS_KEY", ""), "key file of --nats.listen-tls-cert ($VERDRYX_NATS_LISTEN_TLS_KEY)")
-	fs.BoolVar(&s.insecure, "nats.insecure", false, "allow a non-loopback --nats.listen without authentication (warned on every start)")
-	fs.BoolVar(&s.httpPublic, "http.public", false, "allow a non-loopback --http address (/metrics has no authentication; warned on every start)")
-	fs.Int64Var(&s.maxBytes, "files.max-bytes", confine.DefaultMaxBytes, "largest file (eval set, corpus, golden, segment) a message may name")
-	fs.DurationVar(&s.fileTimeout, "files.timeout", confine.DefaultTimeout, "longest read of a file a message names")
-	fs.Var(&s.replies, "reply-subject", "subject pattern eval replies may be sent to (repeatable; default _INBOX.> and verdryx.reply.>); never a verdryx stream subject")
+	fs.StringVar(&s.sec.User, "nats-user", envOr("VERDRYX_NATS_USER", ""), "user clients of the embedded server must log in as; serve connects as it too ($VERDRYX_NATS_USER)")
+	fs.StringVar(&s.sec.Password, "nats-password", envOr("VERDRYX_NATS_PASSWORD", ""), "password of --nats-user ($VERDRYX_NATS_PASSWORD; prefer the env)")
+	fs.StringVar(&s.sec.Token, "nats-token", envOr("VERDRYX_NATS_TOKEN", ""), "token clients of the embedded server must present ($VERDRYX_NATS_TOKEN; prefer the env)")
+	fs.StringVar(&s.sec.ConfigFile, "nats-config", envOr("VERDRYX_NATS_CONFIG", ""), "nats-server config file for the embedded server: accounts, users with subject permissions, nkeys, JWT resolver ($VERDRYX_NATS_CONFIG; see docs/nats-permissions.conf)")
+	fs.StringVar(&s.sec.TLSCert, "nats-listen-tls-cert", envOr("VERDRYX_NATS_LISTEN_TLS_CERT", ""), "certificate file: the embedded server accepts TLS clients only ($VERDRYX_NATS_LISTEN_TLS_CERT)")
+	fs.StringVar(&s.sec.TLSKey, "nats-listen-tls-key", envOr("VERDRYX_NATS_LISTEN_TLS_KEY", ""), "key file of --nats-listen-tls-cert ($VERDRYX_NATS_LISTEN_TLS_KEY)")
+	fs.BoolVar(&s.insecure, "nats-insecure", false, "allow a non-loopback --nats-listen without authentication (warned on every start)")
+	fs.BoolVar(&s.httpPublic, "http-public", false, "allow a non-loopback --http address (/metrics has no authentication; warned on every start)")
+	fs.Int64Var(&s.maxBytes, "files-max-bytes", confine.DefaultMaxBytes, "largest file (eval set, corpus, golden, segment) a message may name")
+	fs.DurationVar(&s.fileTimeout, "files-timeout", confine.DefaultTimeout, "longest read of a file a message names")
+	fs.StringArrayVar(&s.replies, "reply-subject", nil, "subject pattern eval replies may be sent to (repeatable; default _INBOX.> and verdryx.reply.>); never a verdryx stream subject")
 	return s
 }
 
@@ -49,20 +49,20 @@ func (s *securityFlags) check(embedded bool, listen, httpAddr string, logger *sl
 		case s.insecure:
 			logger.Warn("INSECURE: the embedded NATS server listens beyond loopback without authentication; anyone who reaches it can publish eval requests and traces", "listen", listen)
 		default:
-			return usageErrorf("serve: --nats.listen %s is not a loopback address: give --nats.user/--nats.password, --nats.token or --nats.config (or --nats.insecure to run it open)", listen)
+			return usageErrorf("serve: --nats-listen %s is not a loopback address: give --nats-user/--nats-password, --nats-token or --nats-config (or --nats-insecure to run it open)", listen)
 		}
 		if s.sec.TLSCert == "" {
-			logger.Warn("the embedded NATS server listens beyond loopback without TLS (--nats.listen-tls-cert/--nats.listen-tls-key)", "listen", listen)
+			logger.Warn("the embedded NATS server listens beyond loopback without TLS (--nats-listen-tls-cert/--nats-listen-tls-key)", "listen", listen)
 		}
 	}
 	if httpAddr != "" && !worker.IsLoopback(httpAddr) {
 		if !s.httpPublic {
-			return usageErrorf("serve: --http %s is not a loopback address: /metrics and /readyz have no authentication (give --http.public to serve them anyway)", httpAddr)
+			return usageErrorf("serve: --http %s is not a loopback address: /metrics and /readyz have no authentication (give --http-public to serve them anyway)", httpAddr)
 		}
 		logger.Warn("INSECURE: /healthz, /readyz and /metrics are served beyond loopback without authentication", "http", httpAddr)
 	}
 	if s.maxBytes <= 0 || s.fileTimeout <= 0 {
-		return usageErrorf("serve: --files.max-bytes and --files.timeout must be positive")
+		return usageErrorf("serve: --files-max-bytes and --files-timeout must be positive")
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (s *securityFlags) clientAuth() []nats.Option {
 }
 
 // errNoTLSPair is returned for half a TLS key pair.
-var errNoTLSPair = errors.New("give both --nats.tls-cert and --nats.tls-key")
+var errNoTLSPair = errors.New("give both --nats-tls-cert and --nats-tls-key")
 
 func checkTLSPair(cert, key string) error {
 	if (cert == "") != (key == "") {

@@ -19,7 +19,7 @@ import (
 // serveOnce runs `serve --once` on its own data dir and loopback port.
 func serveOnce(t *testing.T, data string, args ...string) (string, string, int) {
 	t.Helper()
-	base := []string{"serve", "--once", "--data", data, "--nats.listen", "127.0.0.1:0", "--http", "", "--rag.corpus", ""}
+	base := []string{"serve", "--once", "--data", data, "--nats-listen", "127.0.0.1:0", "--http", "", "--rag-corpus", ""}
 	return runCLI(t, append(base, args...)...)
 }
 
@@ -107,7 +107,7 @@ func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
 	require.GreaterOrEqual(t, n, 8, "every fixture directory is checked")
 }
 
-// TestServeAskCorpus: with no --rag.corpus, serve answers RAG asks from the
+// TestServeAskCorpus: with no --rag-corpus, serve answers RAG asks from the
 // corpus the active index generation recorded, and disables them (logged
 // at info) when the data directory holds no generation.
 func TestServeAskCorpus(t *testing.T) {
@@ -115,7 +115,7 @@ func TestServeAskCorpus(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	data := t.TempDir()
 	assert.Empty(t, worker.AskCorpus("", data, logger))
-	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag.corpus and no index generation with a recorded corpus"`)
+	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag-corpus and no index generation with a recorded corpus"`)
 
 	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 	require.Equal(t, exitOK, code, errOut)

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/verdryx/verdryx/consumer/tail"
@@ -16,12 +17,16 @@ import (
 // their validation and chain verdict, call/outcome records with their key
 // fields. Exit 0 when no event was invalid or broke its chain, 1 otherwise,
 // 2 for usage errors and unreadable files.
-func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tail", "FILE",
-		"Follow an NDJSON file like tail -F (partial lines wait for their newline; truncation and rotation are followed).\n"+
-			"Agent-event envelopes are validated and their prev_hash chain checked as they arrive; call and outcome\n"+
-			"records are printed with their key fields. With --offset-file the position is saved after each line\n"+
-			"and a restart resumes there. Exit 0: no invalid event and no chain break; 1: some; 2: usage.", stderr)
+func newTailCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tail FILE",
+		Short: "follow an NDJSON events file",
+		Long: "Follow an NDJSON file like tail -F (partial lines wait for their newline; truncation and rotation are followed).\n" +
+			"Agent-event envelopes are validated and their prev_hash chain checked as they arrive; call and outcome\n" +
+			"records are printed with their key fields. With --offset-file the position is saved after each line\n" +
+			"and a restart resumes there. Exit 0: no invalid event, malformed line or chain break; 1: some; 2: usage.",
+	}
+	fs := cmd.Flags()
 	offsetFile := fs.String("offset-file", "", "save and resume the position in this file (written atomically)")
 	fromStart := fs.Bool("from-start", false, "with no saved position, read the file from its first byte (default: only new lines)")
 	once := fs.Bool("once", false, "exit when the file is read to its end instead of following it")
@@ -29,43 +34,46 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxLine := fs.Int("max-line", tail.DefaultMaxLineBytes, "longest line in bytes; a longer one is reported and skipped")
 	poll := fs.Duration("poll", tail.DefaultPollInterval, "how often to check the file for new data, truncation and rotation")
 	commitEvery := fs.Int("commit-every", tail.DefaultCommitEvery, "save the position every N lines (a crash may repeat up to N lines)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return usageErrorf("tail: want exactly one FILE, have %d arguments", len(pos))
-	}
-	if *maxLine <= 0 || *poll <= 0 || *commitEvery <= 0 {
-		return usageErrorf("tail: --max-line, --poll and --commit-every must be positive")
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	tl, err := tail.New(pos[0], tail.Options{
-		StatePath: *offsetFile, FromStart: *fromStart, Once: *once,
-		PollInterval: *poll, MaxLineBytes: *maxLine, CommitEvery: *commitEvery, Logger: logger,
-	})
-	if err != nil {
-		return inputError(err)
-	}
-	p := &tailPrinter{w: stdout, json: *asJSON}
-	if err := tl.Run(ctx, p.handle); err != nil {
-		if p.writeErr != nil {
+	lf := addLogFlags(fs, "info")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) != 1 {
+			return usageErrorf("tail: want exactly one FILE, have %d arguments", len(pos))
+		}
+		if *maxLine <= 0 || *poll <= 0 || *commitEvery <= 0 {
+			return usageErrorf("tail: --max-line, --poll and --commit-every must be positive")
+		}
+		logger, err := lf.logger(stderr, nil)
+		if err != nil {
 			return err
 		}
-		return inputError(err)
+		tl, err := tail.New(pos[0], tail.Options{
+			StatePath: *offsetFile, FromStart: *fromStart, Once: *once,
+			PollInterval: *poll, MaxLineBytes: *maxLine, CommitEvery: *commitEvery, Logger: logger,
+		})
+		if err != nil {
+			return inputError(err)
+		}
+		p := &tailPrinter{w: stdout, json: *asJSON}
+		if err := tl.Run(ctx, p.handle); err != nil {
+			if p.writeErr != nil {
+				return err
+			}
+			return inputError(err)
+		}
+		st := tl.Stats()
+		fmt.Fprintf(stderr, "tail: %d lines: %d events (%d chained, %d heads, %d unverifiable, %d breaks, %d invalid), %d records, %d other, %d malformed, %d skipped\n",
+			st.Lines, p.events, p.links[envelope.LinkChained], p.links[envelope.LinkHead], p.links[envelope.LinkUnverifiable],
+			p.links[envelope.LinkBreak], p.invalid, p.records, p.other, p.malformed, st.Oversize)
+		if *once && st.PartialBytes > 0 {
+			fmt.Fprintf(stderr, "tail: the last %d bytes are a partial line (no newline yet): not read\n", st.PartialBytes)
+		}
+		if p.invalid > 0 || p.malformed > 0 || p.links[envelope.LinkBreak] > 0 {
+			return failed()
+		}
+		return nil
 	}
-	st := tl.Stats()
-	fmt.Fprintf(stderr, "tail: %d lines: %d events (%d chained, %d heads, %d unverifiable, %d breaks, %d invalid), %d records, %d other, %d malformed, %d skipped\n",
-		st.Lines, p.events, p.links[envelope.LinkChained], p.links[envelope.LinkHead], p.links[envelope.LinkUnverifiable],
-		p.links[envelope.LinkBreak], p.invalid, p.records, p.other, p.malformed, st.Oversize)
-	if *once && st.PartialBytes > 0 {
-		fmt.Fprintf(stderr, "tail: the last %d bytes are a partial line (no newline yet): not read\n", st.PartialBytes)
-	}
-	if p.invalid > 0 || p.links[envelope.LinkBreak] > 0 {
-		return failed()
-	}
-	return nil
+	return cmd
 }
 
 // tailPrinter prints each tailed line and counts verdicts.
@@ -124,11 +132,7 @@ func (p *tailPrinter) handle(_ context.Context, ln tail.Line) error {
 	}
 	var err error
 	if p.json {
-		var b []byte
-		b, err = json.Marshal(out)
-		if err == nil {
-			_, err = fmt.Fprintf(p.w, "%s\n", b)
-		}
+		err = writeJSONLine(p.w, out)
 	} else {
 		_, err = fmt.Fprintln(p.w, tailText(out, c))
 	}

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"strings"
@@ -23,14 +24,16 @@ import (
 type traceFlags struct {
 	traces, from, to string
 	strict, asJSON   bool
+	allowEmpty       bool
 }
 
-func (t *traceFlags) register(fs *flag.FlagSet) {
+func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
 }
 
 // parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
@@ -104,82 +107,89 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 
 // cmdCostPerCorrect prints what each outcome costs per run, from a trace
 // directory or an outcome-record file.
-func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("cost-per-correct", "",
-		"Cost per outcome: each run's calls fold into one bucket (last non-empty outcome tag by step wins, (untagged)\n"+
-			"otherwise); blocked calls are counted but not costed. Reports runs, calls, blocked calls, total and mean\n"+
-			"cost per run per tag, an overall row, and all spend divided by resolved runs.", stderr)
+func newCostPerCorrectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cost-per-correct",
+		Short: "cost per outcome from TokenFuse Parquet traces or outcome records",
+		Long: "Cost per outcome: each run's calls fold into one bucket (last non-empty outcome tag by step wins, (untagged)\n" +
+			"otherwise); blocked calls are counted but not costed. Reports runs, calls, blocked calls, total and mean\n" +
+			"cost per run per tag, an overall row, and all spend divided by resolved runs.",
+	}
+	fs := cmd.Flags()
 	var tf traceFlags
 	tf.register(fs)
 	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records")
 	by := fs.String("by", "", "group by agent_id, key_id or model")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
-	}
-	if (tf.traces == "") == (*input == "") {
-		return usageErrorf("cost-per-correct: give exactly one of --traces DIR or --input FILE")
-	}
-	opts, err := tf.options(*by)
-	if err != nil {
-		return usageErrorf("cost-per-correct: %v", err)
-	}
-	r, err := outcome.NewReducer(opts)
-	if err != nil {
-		return usageErrorf("cost-per-correct: %v", err)
-	}
-	var dirStats *replay.DirStats
-	if *input != "" {
-		if err := outcome.ReadRecordsFile(*input, r); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
+		}
+		if (tf.traces == "") == (*input == "") {
+			return usageErrorf("cost-per-correct: give exactly one of --traces DIR or --input FILE")
+		}
+		opts, err := tf.options(*by)
+		if err != nil {
+			return usageErrorf("cost-per-correct: %v", err)
+		}
+		r, err := outcome.NewReducer(opts)
+		if err != nil {
+			return usageErrorf("cost-per-correct: %v", err)
+		}
+		var dirStats *replay.DirStats
+		if *input != "" {
+			if err := outcome.ReadRecordsFile(*input, r); err != nil {
+				return inputError(err)
+			}
+		} else {
+			st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+			if err != nil {
+				return err
+			}
+			dirStats = &st
+		}
+		rep, err := r.CheckedReport()
+		if err != nil {
 			return inputError(err)
 		}
-	} else {
-		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
-		if err != nil {
+		switch {
+		case tf.allowEmpty:
+		case *input != "" && rep.Stats.Calls == 0 && rep.Stats.Records == 0:
+			return usageErrorf("cost-per-correct: --input %s holds no records (give --allow-empty to report it anyway)", *input)
+		case dirStats != nil && dirStats.Segments+len(dirStats.Failed) == 0:
+			return usageErrorf("cost-per-correct: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
+		}
+		if tf.asJSON {
+			return writeJSON(stdout, struct {
+				*outcome.Report
+				Traces *replay.DirStats `json:"traces,omitempty"`
+			}{rep, dirStats})
+		}
+		if err := rep.WriteTable(stdout); err != nil {
 			return err
 		}
-		dirStats = &st
+		if dirStats != nil {
+			fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad, %d other files ignored\n",
+				dirStats.Segments, len(dirStats.Failed), dirStats.Ignored)
+		}
+		return nil
 	}
-	rep, err := r.CheckedReport()
-	if err != nil {
-		return inputError(err)
-	}
-	if tf.asJSON {
-		return writeJSON(stdout, struct {
-			*outcome.Report
-			Traces *replay.DirStats `json:"traces,omitempty"`
-		}{rep, dirStats})
-	}
-	if err := rep.WriteTable(stdout); err != nil {
-		return err
-	}
-	if dirStats != nil {
-		fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad, %d other files ignored\n",
-			dirStats.Segments, len(dirStats.Failed), dirStats.Ignored)
-	}
-	return nil
-}
-
-// writeJSON prints v as indented JSON without HTML escaping.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return cmd
 }
 
 // cmdSLO prints the four SLIs with their error budgets per agent and for
 // the fleet, and appends slo_burn events for alerting ones with --events.
-func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("slo", "",
-		"SLO indicators and error budgets from a trace directory: task_success, quality_floor (eval scores from\n"+
-			"--scores-db, joined by agent id), containment and cost_discipline, per agent id and for the fleet, with\n"+
-			"Wilson intervals, budget remaining, burn rate over the most recent 1/28 of the span and triggers.\n"+
-			"Fewer than --min-events events is reported as not measured, never as 0. With --events, an slo_burn\n"+
-			"event is appended for each exhausted or fast-burning indicator whose ci_high is below target.", stderr)
+func newSLOCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "slo",
+		Short: "SLO indicators and error budgets from traces",
+		Long: "SLO indicators and error budgets from a trace directory: task_success, quality_floor (eval scores from\n" +
+			"--scores-db, joined by agent id), containment and cost_discipline, per agent id and for the fleet, with\n" +
+			"Wilson intervals, budget remaining, burn rate over the most recent 1/28 of the span and triggers.\n" +
+			"Fewer than --min-events events is reported as not measured, never as 0. With --events, an slo_burn\n" +
+			"event is appended for each exhausted or fast-burning indicator whose ci_high is below target.",
+	}
+	fs := cmd.Flags()
 	var tf traceFlags
 	tf.register(fs)
 	d := outcome.DefaultSLOOptions()
@@ -190,56 +200,59 @@ func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	costMultiple := fs.Float64("cost-multiple", d.CostMultiple, "cost_discipline bound as a multiple of the fleet median run cost")
 	events := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append slo_burn events to this chained NDJSON file (env VERDRYX_EVENTS_PATH)")
 	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("slo: unexpected argument %q", pos[0])
-	}
-	if tf.traces == "" {
-		return usageErrorf("slo: --traces DIR is required")
-	}
-	opts, err := tf.options("")
-	if err != nil {
-		return usageErrorf("slo: %v", err)
-	}
-	sopts := outcome.SLOOptions{Target: *target, Confidence: *confidence, MinEvents: *minEvents,
-		QualityFloor: d.QualityFloor, CostMultiple: *costMultiple}
-	for _, g := range strings.Split(*good, ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			sopts.GoodOutcomes = append(sopts.GoodOutcomes, g)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) > 0 {
+			return usageErrorf("slo: unexpected argument %q", pos[0])
 		}
-	}
-	if err := sopts.Validate(); err != nil {
-		return usageErrorf("slo: %v", err)
-	}
-	if *scoresDB != "" {
-		scores, err := loadScores(ctx, *scoresDB)
+		if tf.traces == "" {
+			return usageErrorf("slo: --traces DIR is required")
+		}
+		opts, err := tf.options("")
 		if err != nil {
-			return inputError(err)
+			return usageErrorf("slo: %v", err)
 		}
-		sopts.Scores = scores
-	}
-	r, err := outcome.NewReducer(opts)
-	if err != nil {
-		return usageErrorf("slo: %v", err)
-	}
-	st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
-	if err != nil {
-		return err
-	}
-	rep, err := r.SLO(sopts, envelope.ValidAgentID)
-	if err != nil {
-		return usageErrorf("slo: %v", err)
-	}
-	var written int
-	if *events != "" {
-		if written, err = appendBurnEvents(*events, rep.BurnEvents(time.Now())); err != nil {
+		sopts := outcome.SLOOptions{Target: *target, Confidence: *confidence, MinEvents: *minEvents,
+			QualityFloor: d.QualityFloor, CostMultiple: *costMultiple}
+		for _, g := range strings.Split(*good, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				sopts.GoodOutcomes = append(sopts.GoodOutcomes, g)
+			}
+		}
+		if err := sopts.Validate(); err != nil {
+			return usageErrorf("slo: %v", err)
+		}
+		if *scoresDB != "" {
+			scores, err := loadScores(ctx, *scoresDB)
+			if err != nil {
+				return inputError(err)
+			}
+			sopts.Scores = scores
+		}
+		r, err := outcome.NewReducer(opts)
+		if err != nil {
+			return usageErrorf("slo: %v", err)
+		}
+		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+		if err != nil {
 			return err
 		}
+		if st.Segments+len(st.Failed) == 0 && !tf.allowEmpty {
+			return usageErrorf("slo: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
+		}
+		rep, err := r.SLO(sopts, envelope.ValidAgentID)
+		if err != nil {
+			return usageErrorf("slo: %v", err)
+		}
+		var written int
+		if *events != "" {
+			if written, err = appendBurnEvents(*events, rep.BurnEvents(time.Now())); err != nil {
+				return err
+			}
+		}
+		return printSLO(stdout, rep, st, tf.asJSON, *events, written)
 	}
-	return printSLO(stdout, rep, st, tf.asJSON, *events, written)
+	return cmd
 }
 
 // printSLO prints the SLO report with the replay counts and the events

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/verdryx/verdryx/envelope"
 )
@@ -12,15 +12,22 @@ import (
 // cmdVerify verifies the prev_hash chain of each file. Exit 0 when no file
 // has a break, a malformed line or an invalid on_behalf_of; 1 when any does
 // or cannot be read; 2 for usage errors.
-func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("verify", "FILE...", "Verify the agent-event prev_hash chain of NDJSON files, as agent-conform -chain does.\nExit 0: every chain verifies; 1: a break, a malformed line or an unreadable file; 2: usage.", stderr)
-	asJSON := fs.Bool("json", false, "print one JSON report per file")
-	files, err := parseFlags(fs, args)
-	if err != nil {
-		return err
+func newVerifyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify FILE...",
+		Short: "verify the prev_hash chain of agent-event NDJSON files",
+		Long:  "Verify the agent-event prev_hash chain of NDJSON files, as agent-conform -chain does.\nExit 0: every chain verifies; 1: a break, a malformed line or an unreadable file; 2: usage.",
 	}
+	fs := cmd.Flags()
+	asJSON := fs.Bool("json", false, "print one JSON report per file")
+	cmd.RunE = func(cmd *cobra.Command, files []string) error {
+		return runVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, *asJSON)
+	}
+	return cmd
+}
+
+func runVerify(stdout, stderr io.Writer, files []string, asJSON bool) error {
 	if len(files) == 0 {
-		fs.Usage()
 		return usageErrorf("verify: no files given")
 	}
 	bad := false
@@ -34,7 +41,7 @@ func cmdVerify(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if !rep.OK() {
 			bad = true
 		}
-		if *asJSON {
+		if asJSON {
 			if err := printVerifyJSON(stdout, path, rep); err != nil {
 				return err
 			}
@@ -96,10 +103,5 @@ func printVerifyJSON(w io.Writer, path string, rep envelope.Report) error {
 	for _, p := range rep.Invalid {
 		out.Invalid = append(out.Invalid, problem{p.Line, p.Err.Error()})
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	return writeJSONLine(w, out)
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -75,17 +78,44 @@ func TestTopLevel(t *testing.T) {
 	out, _, code := runCLI(t, "version")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "verdryx ")
+	require.Contains(t, out, "go1.")
+	out, _, code = runCLI(t, "--version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "verdryx ")
 	_, stderr, code := runCLI(t, "no-such-command")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `unknown command "no-such-command"`)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	require.Contains(t, stderr, "--help")
 	_, _, code = runCLI(t)
 	require.Equal(t, 2, code)
 	out, _, code = runCLI(t, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range commands() {
-		require.Contains(t, out, c.name)
+	for _, c := range newRoot(io.Discard, io.Discard).Commands() {
+		require.Contains(t, out, c.Name())
 	}
-	_, stderr, code = runCLI(t, "verify", "--help")
+	out, _, code = runCLI(t, "verify", "--help")
 	require.Equal(t, 0, code)
-	require.Contains(t, stderr, "usage: verdryx verify")
+	require.Contains(t, out, "verdryx verify FILE...")
+	out, _, code = runCLI(t, "help", "verify")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "verdryx verify FILE...")
+	_, stderr, code = runCLI(t, "verify", "--bogus", "x")
+	require.Equal(t, 2, code)
+	require.Equal(t, "verdryx: unknown flag: --bogus (see 'verdryx verify --help')\n", stderr)
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, _, code = runCLI(t, "completion", shell)
+		require.Equal(t, 0, code, shell)
+		require.Contains(t, out, "verdryx", shell)
+	}
+}
+
+func TestVersionText(t *testing.T) {
+	info := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123abc"}, {Key: "vcs.modified", Value: "true"}}}
+	have := versionText(info)
+	require.Contains(t, have, "verdryx v1.2.3\n")
+	require.Contains(t, have, "commit 0123abc (modified)\n")
+	require.Contains(t, have, runtime.Version())
+	require.Contains(t, versionText(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}), "verdryx devel\n")
 }

@@ -339,11 +339,11 @@ func (r *runner) startServe(ctx context.Context) error {
 	n := r.res.ServeStarts
 	c, err := r.spawn(fmt.Sprintf("serve-%02d", n), "serve",
 		"--data", r.data,
-		"--nats.listen", "127.0.0.1:"+strconv.Itoa(r.port),
+		"--nats-listen", "127.0.0.1:"+strconv.Itoa(r.port),
 		"--http=",
 		"--events", filepath.Join(r.data, "events.ndjson"),
 		"--root", filepath.Dir(r.evalSet),
-		"--rag.corpus=",
+		"--rag-corpus=",
 		"--instance", "chaos")
 	if err != nil {
 		return err
