@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/verdryx/verdryx/provider"
 	"github.com/verdryx/verdryx/redact"
 )
 
@@ -89,7 +90,11 @@ func (a *Anthropic) ID() string { return a.opts.Model }
 // and returns the text, the tool names called in order and the usage. An
 // error status wraps ErrStatus; an answer that does not decode, or has no
 // content, wraps ErrMalformed; a timeout returns the context error.
-func (a *Anthropic) Complete(ctx context.Context, call Call) (_ Completion, err error) {
+func (a *Anthropic) Complete(ctx context.Context, call Call) (c Completion, err error) {
+	ctx, span := provider.Start(ctx, provider.Call{Operation: provider.OpChat, Provider: provider.Anthropic, Model: a.opts.Model})
+	defer func() {
+		span.End(provider.Usage{InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, ResponseModel: c.ResponseModel}, err)
+	}()
 	// SDK errors may quote the answer body; never let the key through.
 	defer func() { err = redact.New(a.opts.APIKey).Error(err) }()
 	maxTokens := call.MaxTokens
@@ -115,7 +120,6 @@ func (a *Anthropic) Complete(ctx context.Context, call Call) (_ Completion, err 
 	if msg == nil || (msg.ID == "" && len(msg.Content) == 0) {
 		return Completion{}, fmt.Errorf("anthropic %s: %w: no message in the answer", a.opts.Model, ErrMalformed)
 	}
-	var c Completion
 	for _, block := range msg.Content {
 		switch block.Type {
 		case "text":
@@ -126,6 +130,7 @@ func (a *Anthropic) Complete(ctx context.Context, call Call) (_ Completion, err 
 	}
 	c.InputTokens = msg.Usage.InputTokens
 	c.OutputTokens = msg.Usage.OutputTokens
+	c.ResponseModel = string(msg.Model)
 	return c, nil
 }
 

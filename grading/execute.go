@@ -17,7 +17,9 @@ import (
 type Store interface {
 	SaveRun(ctx context.Context, run Run) error
 	Run(ctx context.Context, id string) (Run, error)
-	Baseline(ctx context.Context, id string) (Baseline, error)
+	// Baseline loads a baseline by id or label (store.Store resolves
+	// both; an id wins).
+	Baseline(ctx context.Context, idOrLabel string) (Baseline, error)
 	RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]Run, error)
 }
 
@@ -30,7 +32,9 @@ type EventSink interface {
 }
 
 // SpanSink records one finished span per eval run and drift check
-// (producer.Spans implements it). It must not block on the network.
+// (producer.Spans implements it). It must not block on the network. A sink
+// that is also a RunTracer records the eval run live, with its cases and
+// model calls, instead of one finished span after it.
 type SpanSink interface {
 	Span(ctx context.Context, name, runID, agentID string, start, end time.Time, data map[string]any)
 }
@@ -49,7 +53,8 @@ type Request struct {
 	// Model is "stub" or a provider model id; "" means stub.
 	Model   string `json:"model,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
-	// BaselineID, when set, runs a drift check after the run over the
+	// BaselineID (a baseline id or label), when set, runs a drift check
+	// after the run over the
 	// Window most recent runs (0 means 1: the new run alone).
 	BaselineID      string  `json:"baseline_id,omitempty"`
 	Window          int     `json:"window,omitempty"`
@@ -127,6 +132,9 @@ type Result struct {
 	EventsWritten int      `json:"events_written"`
 	EventsSkipped int      `json:"events_skipped"`
 	Problems      []string `json:"problems,omitempty"`
+	// traced is true when the run's span was recorded live while grading
+	// (Deps.Spans is a RunTracer): Spans then records only the drift check.
+	traced bool
 }
 
 // ErrBadRequest marks a request that can never succeed as sent (bad eval
@@ -190,6 +198,9 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	}
 	runner := &Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
 		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
+	if rt, ok := deps.Spans.(RunTracer); ok {
+		runner.Tracer = rt
+	}
 	if set.rag != nil {
 		build := deps.RAG
 		offline := build == nil
@@ -217,16 +228,13 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 // nothing: the caller commits the run (Deps.Store.SaveRun, or with the
 // request in one transaction) and then emits Events.
 func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
-	run, err := p.runner.Run(ctx, p.set, p.req.AgentID)
+	run, err := p.runner.run(ctx, p.set, p.req.AgentID, runID)
 	if err != nil {
 		return Result{}, err
 	}
-	if runID != "" {
-		run.ID = runID
-	}
 	run.RequestID = p.req.RequestID
 	redactRun(&run)
-	res := Result{Run: Summarize(run)}
+	res := Result{Run: Summarize(run), traced: p.runner.Tracer != nil}
 	if p.req.BaselineID == "" {
 		return res, nil
 	}
@@ -291,16 +299,19 @@ func Events(res Result) []envelope.Event {
 	return evs
 }
 
-// Spans records the result's spans: the eval run, and the drift check when
-// there was one. It does not block on the network.
+// Spans records the result's spans after grading: the eval run (unless
+// it was recorded live, see RunTracer), and the drift check when there was
+// one. It does not block on the network.
 func Spans(ctx context.Context, sink SpanSink, res Result, driftStart, driftEnd time.Time) {
 	if sink == nil {
 		return
 	}
 	run := res.Run
-	sink.Span(ctx, "verdryx.eval", run.ID, run.AgentID, run.StartedAt, run.FinishedAt, EvalRunData(run))
+	if !res.traced {
+		sink.Span(ctx, SpanEval, run.ID, run.AgentID, run.StartedAt, run.FinishedAt, EvalRunData(run))
+	}
 	if res.Drift != nil {
-		sink.Span(ctx, "verdryx.drift", res.Drift.BaselineRunID, run.AgentID, driftStart, driftEnd, DriftData(*res.Drift))
+		sink.Span(ctx, SpanDrift, res.Drift.BaselineRunID, run.AgentID, driftStart, driftEnd, DriftData(*res.Drift))
 	}
 }
 
@@ -360,6 +371,7 @@ func loadRequestSet(req Request, read ReadFileFunc) (*EvalSet, error) {
 
 // DriftRequest selects a drift check in a store.
 type DriftRequest struct {
+	// BaselineID is a baseline id or label; the report names the id.
 	BaselineID      string
 	Window          int // runs; <= 0 means 1
 	Threshold       float64

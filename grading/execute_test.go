@@ -88,6 +88,9 @@ func TestExecuteSavesEmitsAndChecksDrift(t *testing.T) {
 	require.NotNil(t, second.Drift)
 	assert.Equal(t, grading.VerdictOnTrack, second.Drift.Verdict)
 	assert.Equal(t, []string{second.Run.ID}, second.Drift.WindowRunIDs, "the baseline's own run is not in its window")
+	byLabel, err := grading.CheckDrift(ctx, st, grading.DriftRequest{BaselineID: "v1"})
+	require.NoError(t, err, "a drift check takes a baseline label")
+	assert.Equal(t, bl.ID, byLabel.BaselineID, "and reports the baseline's id")
 	require.NoError(t, w.Close())
 
 	// The result is JSON for the worker's reply.

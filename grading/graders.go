@@ -136,7 +136,7 @@ func JudgePrompt(rubric, task, output string) string {
 // not a single number returns an error wrapping ErrJudgeUnparseable; the
 // call's tokens and cost are still returned so they can be accounted.
 func (j *Judge) Grade(ctx context.Context, rubric, task, output string) (JudgeResult, error) {
-	c, err := j.Model.Complete(ctx, Call{
+	c, err := j.Model.Complete(withRole(ctx, "judge"), Call{
 		System:    judgeSystem,
 		Prompt:    JudgePrompt(rubric, task, output),
 		MaxTokens: 16,

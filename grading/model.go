@@ -9,6 +9,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdryx/verdryx/provider"
 )
 
 // Model is anything that answers a prompt: the model under evaluation or a
@@ -49,6 +51,9 @@ type Completion struct {
 	ToolCalls    []string
 	InputTokens  int64
 	OutputTokens int64
+	// ResponseModel is the model that answered as the provider named it;
+	// "" when it did not say.
+	ResponseModel string
 }
 
 // Errors an adapter returns, wrapped with detail; test with errors.Is.
@@ -86,7 +91,15 @@ const StubID = "stub"
 func (s *Stub) ID() string { return StubID }
 
 // Complete answers deterministically; it never fails unless ctx is done.
-func (s *Stub) Complete(ctx context.Context, req Call) (Completion, error) {
+// Like every adapter it records a GenAI chat span under the span in ctx
+// (provider "verdryx.stub", model "stub"), with the token counts of the
+// completion: those of a Canned answer, else 0 (the stub reports no usage
+// and none is estimated).
+func (s *Stub) Complete(ctx context.Context, req Call) (c Completion, err error) {
+	ctx, span := provider.Start(ctx, provider.Call{Operation: provider.OpChat, Provider: provider.Stub, Model: StubID})
+	defer func() {
+		span.End(provider.Usage{InputTokens: c.InputTokens, OutputTokens: c.OutputTokens, ResponseModel: StubID}, err)
+	}()
 	if err := ctx.Err(); err != nil {
 		return Completion{}, err
 	}

@@ -118,6 +118,11 @@ type Runner struct {
 	// Now returns the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Tracer, when set, records the run as it is graded: a run span, a
+	// child span per case with its gen_ai.evaluation.result event, and
+	// under each case the GenAI spans of its model and judge calls (made
+	// by the adapters from the context). Nil records nothing.
+	Tracer RunTracer
 	// OnCase, when set, is called as each case finishes, with the case's
 	// index in the set and its score. Calls are serialised (never two at
 	// once) but come in completion order, not case order.
@@ -128,6 +133,12 @@ type Runner struct {
 // only when ctx is done before every case finished; per-case failures are
 // recorded as unmeasured scores with their reason.
 func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, error) {
+	return r.run(ctx, set, agentID, "")
+}
+
+// run is Run with the run's id given (a new one when runID is empty), so
+// the run span's trace id derives from the id the run is stored under.
+func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (_ Run, err error) {
 	now := r.Now
 	if now == nil {
 		now = time.Now
@@ -148,12 +159,17 @@ func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, er
 		Version:       r.Version,
 		StartedAt:     now().UTC(),
 	}
-	run.ID = NewID("run", run.StartedAt)
+	run.ID = runID
+	if run.ID == "" {
+		run.ID = NewID("run", run.StartedAt)
+	}
 	if r.Judge != nil && slices.ContainsFunc(set.Cases, func(c Case) bool { return c.Kind() == GraderLLMJudge }) {
 		run.Judge = r.Judge.Model.ID() // recorded only when it grades something
 	}
 	run.Provenance = r.provenance(set, run)
 	run.Scores = make([]Score, len(set.Cases))
+	ctx, runSpan := r.startRun(ctx, &run)
+	defer func() { endRun(runSpan, run, now().UTC(), err) }()
 
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
@@ -169,8 +185,11 @@ func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, er
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
 			start := now()
-			s := r.gradeCase(ctx, set, &set.Cases[i])
-			s.Duration = now().Sub(start)
+			cctx, span := startCase(ctx, &set.Cases[i], start)
+			s := r.gradeCase(cctx, set, &set.Cases[i])
+			end := now()
+			s.Duration = end.Sub(start)
+			endCase(span, s, end)
 			run.Scores[i] = s
 			logger.Debug("case graded", "case", s.CaseID, "value", s.Value, "unmeasured", s.Unmeasured)
 			if r.OnCase != nil {
@@ -266,9 +285,9 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
 		if r.RAG == nil || set.rag == nil {
 			return unmeasured("no rag pipeline for model %s", r.Model.ID())
 		}
-		return r.gradeRAG(ctx, set, c, s)
+		return r.gradeRAG(withRole(ctx, "model"), set, c, s)
 	}
-	comp, err := r.Model.Complete(ctx, Call{Prompt: c.Prompt, Tools: c.Tools})
+	comp, err := r.Model.Complete(withRole(ctx, "model"), Call{Prompt: c.Prompt, Tools: c.Tools})
 	if err != nil {
 		return unmeasured("model %s: %v", r.Model.ID(), err)
 	}

@@ -46,6 +46,13 @@ func TestHashEmbedder(t *testing.T) {
 	assert.NotEqual(t, NewHashEmbedder(512).Model(), NewHashEmbedder(1024).Model(), "model must encode dimensions")
 }
 
+// embeddingsRequest is what the fake server decodes of a request.
+type embeddingsRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+}
+
 // fakeEmbeddings serves /embeddings with handle and counts requests.
 func fakeEmbeddings(t *testing.T, handle func(w http.ResponseWriter, req embeddingsRequest)) (*httptest.Server, *atomic.Int64) {
 	t.Helper()

@@ -475,6 +475,30 @@ func (s *Store) Check(want Expect) (Manifest, error) {
 	return m, nil
 }
 
+// Reusable reports whether the active generation can stand for a new build
+// of the same corpus with the same embedder: its corpus digest and embedder
+// (name and model, which for the built-in embedders encodes the dimensions)
+// equal want's, dims (when positive) equals its dimensions, it records its
+// corpus file, and that file and its vectors verify (ActiveCorpus, Load).
+// When it cannot, why says so (no active generation, stale, corrupt, ...)
+// and a new build is in order; err is only for failures to read the store
+// that a new build would hit too. It never writes.
+func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err error) {
+	if err := s.Preflight(); err != nil {
+		return Manifest{}, "", err
+	}
+	if _, m, err = s.Load(want); err != nil {
+		return Manifest{}, err.Error(), nil
+	}
+	if dims > 0 && m.Dims != dims {
+		return Manifest{}, fmt.Sprintf("generation %s has %d dimensions, want %d", m.ID, m.Dims, dims), nil
+	}
+	if _, _, err := s.ActiveCorpus(); err != nil {
+		return Manifest{}, err.Error(), nil
+	}
+	return m, "", nil
+}
+
 // ActiveCorpus returns the path of the corpus file the active generation
 // records, with the generation's manifest, after checking that the file is a
 // regular file whose SHA-256 is the one the manifest (and so its

@@ -370,3 +370,54 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.ErrorContains(t, err, "fingerprint")
 }
+
+func TestStoreReusable(t *testing.T) {
+	data := t.TempDir()
+	s := NewStore(data, StoreOptions{})
+	want := Expect{CorpusDigest: testDigest, Embedder: testEmb}
+	_, why, err := s.Reusable(want, 0)
+	require.NoError(t, err)
+	assert.Contains(t, why, "no active", "nothing to reuse yet")
+
+	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
+	require.NoError(t, err)
+	got, why, err := s.Reusable(want, 0)
+	require.NoError(t, err)
+	assert.Empty(t, why)
+	assert.Equal(t, m.ID, got.ID, "same corpus, same embedder: the active generation")
+	got, why, err = s.Reusable(want, 4)
+	require.NoError(t, err)
+	assert.Empty(t, why)
+	assert.Equal(t, m.ID, got.ID)
+
+	for name, tc := range map[string]struct {
+		want Expect
+		dims int
+	}{
+		"other corpus":   {Expect{CorpusDigest: "sha256:corpus-b", Embedder: testEmb}, 0},
+		"other embedder": {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: "openai", Model: "text-embedding-3-small"}}, 0},
+		"other model":    {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: testEmb.Name, Model: "hash-v1/d8"}}, 0},
+		"other dims":     {want, 8},
+	} {
+		_, why, err := s.Reusable(tc.want, tc.dims)
+		require.NoError(t, err, name)
+		assert.NotEmpty(t, why, name)
+	}
+
+	// A generation without its corpus file, or with damaged vectors, is
+	// rebuilt rather than reused.
+	noCorpus := NewStore(t.TempDir(), StoreOptions{})
+	saveSmall(t, noCorpus, time.Unix(100, 0))
+	_, why, err = noCorpus.Reusable(want, 0)
+	require.NoError(t, err)
+	assert.Contains(t, why, "records no corpus")
+
+	vec := filepath.Join(data, "index", "generations", m.ID, "vectors.f32")
+	b, err := os.ReadFile(vec)
+	require.NoError(t, err)
+	b[0] ^= 0xff
+	require.NoError(t, os.WriteFile(vec, b, 0o644))
+	_, why, err = s.Reusable(want, 0)
+	require.NoError(t, err)
+	assert.NotEmpty(t, why, "corrupt vectors are not reused")
+}

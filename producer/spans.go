@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -31,9 +32,12 @@ type SpanOptions struct {
 	ServiceVersion string
 }
 
-// Spans exports one OTLP span per eval run and per drift check over
-// OTLP/HTTP (protobuf). The trace id of a span is derived from its run id,
-// so an eval and a later drift check on the same run group together.
+// Spans exports OTLP spans over OTLP/HTTP (protobuf): one per drift
+// check, and per eval run either one finished span (Span) or a live run
+// span (StartRun) under which grading records a span per case and the
+// GenAI span of every model and judge call. The trace id of a run span is
+// derived from its run id, so an eval and a later drift check on the same
+// run group together.
 //
 // Spans is safe for concurrent use. Call Shutdown before the process exits:
 // it flushes what is queued and reports the export error, if any.
@@ -115,24 +119,46 @@ func randomSpanID() trace.SpanID {
 // attributes verdryx.run_id, verdryx.agent_id (when set) and verdryx.<key>
 // for each data key. It does not block on the network.
 func (s *Spans) Span(ctx context.Context, name, runID, agentID string, start, end time.Time, data map[string]any) {
-	ctx = context.WithValue(ctx, runIDKey{}, runID)
-	_, sp := s.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithNewRoot())
+	_, endSpan := s.StartRun(ctx, name, runID, agentID, start)
+	endSpan(end, data, nil)
+}
+
+// StartRun starts a root span named name at start, under the trace of
+// runID (TraceIDFor), with verdryx.run_id and verdryx.agent_id (when set),
+// and returns the context carrying it: spans started from that context
+// (the grading runner's case spans, the model adapters' GenAI call spans)
+// are its descendants in the same trace. The returned function ends it:
+// it sets verdryx.<key> for each data key (nil values left out), marks the
+// span failed when err is not nil, and ends it at end; call it once. It
+// implements grading.RunTracer.
+func (s *Spans) StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error)) {
+	ctx, sp := s.tracer.Start(context.WithValue(ctx, runIDKey{}, runID), name, trace.WithTimestamp(start),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithNewRoot())
 	attrs := []attribute.KeyValue{attribute.String("verdryx.run_id", runID)}
 	if agentID != "" {
 		attrs = append(attrs, attribute.String("verdryx.agent_id", agentID))
 	}
+	sp.SetAttributes(attrs...)
+	return ctx, func(end time.Time, data map[string]any, err error) { endRun(sp, end, data, err) }
+}
+
+// endRun sets the data attributes and the error of a run span and ends it.
+func endRun(sp trace.Span, end time.Time, data map[string]any, err error) {
 	keys := make([]string, 0, len(data))
 	for k := range data {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	attrs := make([]attribute.KeyValue, 0, len(keys))
 	for _, k := range keys {
 		if kv, ok := attr("verdryx."+k, data[k]); ok {
 			attrs = append(attrs, kv)
 		}
 	}
 	sp.SetAttributes(attrs...)
+	if err != nil {
+		sp.SetStatus(codes.Error, err.Error())
+	}
 	sp.End(trace.WithTimestamp(end))
 }
 

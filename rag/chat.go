@@ -2,18 +2,15 @@ package rag
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/verdryx/verdryx/index"
-	"github.com/verdryx/verdryx/redact"
+	"github.com/verdryx/verdryx/provider/openai"
 )
 
-// ChatOptions configures an OpenAI-compatible /v1/chat/completions client.
+// ChatOptions configures the OpenAI-compatible generator.
 type ChatOptions struct {
 	// BaseURL is the API root including the version path, for example
 	// "https://api.openai.com/v1"; the client posts to BaseURL +
@@ -21,19 +18,24 @@ type ChatOptions struct {
 	BaseURL string
 	// Model is the chat model id. Required.
 	Model string
-	// APIKey is sent as a bearer token when non-empty.
+	// APIKey is sent as a bearer token when non-empty; the OpenAI API
+	// itself refuses to be built without one.
 	APIKey string
-	// Timeout bounds each call; zero means index.DefaultOpenAITimeout.
+	// Timeout bounds each call; zero means openai.DefaultTimeout.
 	Timeout time.Duration
-	// Client is the HTTP client; nil means a new one with Timeout.
+	// Client is the HTTP transport; nil means a plain client.
 	Client *http.Client
 }
 
-// Chat is the OpenAI-compatible generator: one request per question at
-// temperature 0 with the pipeline's exact messages, no retries, and the
-// first choice's content returned verbatim. It is safe for concurrent use.
+// Chat is the OpenAI-compatible generator, over the shared client (package
+// provider/openai): one call per question at temperature 0 with the
+// pipeline's exact messages, no retries, and the first choice's content
+// returned verbatim. Each call is a GenAI span with the provider's token
+// usage under the span in the caller's context. It is safe for concurrent
+// use.
 type Chat struct {
-	opts ChatOptions
+	model  string
+	client *openai.Client
 }
 
 var _ Generator = (*Chat)(nil)
@@ -46,51 +48,33 @@ func NewChat(opts ChatOptions) (*Chat, error) {
 	if opts.Model == "" {
 		return nil, errors.New("openai chat: model is required")
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = index.DefaultOpenAITimeout
+	c, err := openai.New(openai.Options{BaseURL: opts.BaseURL, APIKey: opts.APIKey, Timeout: opts.Timeout, HTTPClient: opts.Client})
+	if err != nil {
+		return nil, fmt.Errorf("openai chat: %w", err)
 	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: opts.Timeout}
-	}
-	opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
-	return &Chat{opts: opts}, nil
+	return &Chat{model: opts.Model, client: c}, nil
 }
 
 // Name returns "openai-chat/<model>".
-func (g *Chat) Name() string { return "openai-chat/" + g.opts.Model }
+func (g *Chat) Name() string { return "openai-chat/" + g.model }
 
-// Generate sends req.Messages and returns the answer unchanged.
-func (g *Chat) Generate(ctx context.Context, req Request) (_ string, err error) {
-	defer func() { err = redact.New(g.opts.APIKey).Error(err) }()
-	body, err := json.Marshal(struct {
-		Model       string    `json:"model"`
-		Messages    []Message `json:"messages"`
-		Temperature float64   `json:"temperature"`
-	}{g.opts.Model, req.Messages, 0})
+// Generate sends req.Messages and returns the answer unchanged. An answer
+// without content, or with empty content, is an error.
+func (g *Chat) Generate(ctx context.Context, req Request) (string, error) {
+	msgs := make([]openai.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = openai.Message{Role: m.Role, Content: m.Content}
+	}
+	zero := 0.0
+	resp, err := g.client.Chat(ctx, openai.ChatRequest{Model: g.model, Messages: msgs, Temperature: &zero})
 	if err != nil {
-		return "", fmt.Errorf("openai chat: encode request: %w", err)
+		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
-	defer cancel()
-	raw, err := index.PostJSON(ctx, g.opts.Client, g.opts.BaseURL+"/chat/completions", g.opts.APIKey, body)
-	if err != nil {
-		return "", fmt.Errorf("openai chat: %w", err)
+	if !resp.HasText {
+		return "", fmt.Errorf("openai chat %s: response has no message content", g.model)
 	}
-	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content *string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
+	if resp.Text == "" {
+		return "", fmt.Errorf("openai chat %s: empty answer", g.model)
 	}
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return "", fmt.Errorf("openai chat: decode response: %w", err)
-	}
-	if len(resp.Choices) == 0 || resp.Choices[0].Message.Content == nil {
-		return "", errors.New("openai chat: response has no message content")
-	}
-	if *resp.Choices[0].Message.Content == "" {
-		return "", errors.New("openai chat: empty answer")
-	}
-	return *resp.Choices[0].Message.Content, nil
+	return resp.Text, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/provider"
 )
 
 // Request is what a generator receives for one question.
@@ -70,11 +71,21 @@ func NewExtractive(threshold float64) *Extractive {
 // Name returns "offline-extractive".
 func (g *Extractive) Name() string { return "offline-extractive" }
 
-// Generate answers from req.Chunks or abstains. It never fails.
-func (g *Extractive) Generate(_ context.Context, req Request) (string, error) {
+// Generate answers from req.Chunks or abstains. It never fails. It
+// records a GenAI chat span under the span in ctx (provider
+// "verdryx.stub", model "offline-extractive", 0 tokens: nothing is
+// counted or estimated), so an offline eval shows its model calls too.
+func (g *Extractive) Generate(ctx context.Context, req Request) (string, error) {
+	_, span := provider.Start(ctx, provider.Call{Operation: provider.OpChat, Provider: provider.Stub, Model: g.Name()})
+	answer := g.generate(req)
+	span.End(provider.Usage{ResponseModel: g.Name()}, nil)
+	return answer, nil
+}
+
+func (g *Extractive) generate(req Request) string {
 	q := termSet(req.Question)
 	if len(q) == 0 || len(req.Chunks) == 0 {
-		return Abstention, nil
+		return Abstention
 	}
 	cands := req.Chunks
 	var named []Chunk
@@ -117,7 +128,7 @@ func (g *Extractive) Generate(_ context.Context, req Request) (string, error) {
 		}
 	}
 	if best < 0 || bestSupport < g.threshold {
-		return Abstention, nil
+		return Abstention
 	}
 	c := cands[best]
 	subject := termSet(labelText(c.Metadata[req.SubjectField]))
@@ -142,7 +153,7 @@ func (g *Extractive) Generate(_ context.Context, req Request) (string, error) {
 	if src := labelText(c.Metadata[req.SourceField]); src != "" {
 		answer += fmt.Sprintf(" (%s: %s)", req.SourceField, src)
 	}
-	return answer, nil
+	return answer
 }
 
 // focusTerms are the question terms that are not the chunk's subject or

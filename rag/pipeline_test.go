@@ -204,7 +204,9 @@ func TestChatGenerator(t *testing.T) {
 		{"answer verbatim", 200, `{"choices":[{"message":{"role":"assistant","content":"  3 drams [x] (grimoire_id: G)\n"}}]}`, "  3 drams [x] (grimoire_id: G)\n", ""},
 		{"abstention", 200, `{"choices":[{"message":{"content":"INSUFFICIENT_CONTEXT"}}]}`, "INSUFFICIENT_CONTEXT", ""},
 		{"error body", 400, `{"error":{"message":"model not found","type":"invalid_request_error"}}`, "", "HTTP 400: model not found (invalid_request_error)"},
-		{"no choices", 200, `{"choices":[]}`, "", "no message content"},
+		{"no choices", 200, `{"choices":[]}`, "", "malformed response: no choices"},
+		{"null content", 200, `{"choices":[{"message":{"role":"assistant","content":null}}]}`, "", "no message content"},
+		{"empty content", 200, `{"choices":[{"message":{"role":"assistant","content":""}}]}`, "", "empty answer"},
 		{"not json", 200, `<html>`, "", "decode response"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

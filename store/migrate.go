@@ -73,5 +73,19 @@ ALTER TABLE eval_requests ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
 ALTER TABLE eval_requests ADD COLUMN emitted INTEGER NOT NULL DEFAULT 0;
 UPDATE eval_requests SET emitted = 2147483647;
 `,
+		// 4: a baseline label names one baseline. Stores written before
+		// this step may hold a label several times (every call made a new
+		// baseline): the newest keeps it, older ones stay reachable by id,
+		// unlabelled.
+		`
+UPDATE baselines SET label = '' WHERE label <> '' AND rowid NOT IN (
+	SELECT rowid FROM (
+		SELECT rowid, ROW_NUMBER() OVER (PARTITION BY label ORDER BY created_at DESC, rowid DESC) AS n
+		FROM baselines WHERE label <> ''
+	) WHERE n = 1
+);
+CREATE UNIQUE INDEX baselines_label ON baselines (label) WHERE label <> '';
+CREATE INDEX baselines_run ON baselines (eval_run_id);
+`,
 	}
 }

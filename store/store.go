@@ -27,6 +27,8 @@ var (
 	ErrNewerSchema = errors.New("store: schema is newer than this build")
 	ErrNotFound    = errors.New("store: not found")
 	ErrUnmeasured  = errors.New("store: run has no graded case")
+	// ErrLabelTaken: the baseline label names a baseline of another run.
+	ErrLabelTaken = errors.New("store: baseline label is taken")
 )
 
 // Options tune Open.
@@ -335,43 +337,145 @@ func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, 
 	return out, nil
 }
 
-// CreateBaseline snapshots a stored run's mean as a baseline. A run with no
-// graded case is refused with ErrUnmeasured: a baseline of an unmeasured
-// mean would be a made-up number.
+// CreateBaseline is PutBaseline without Force, for callers that need
+// only the baseline.
 func (s *Store) CreateBaseline(ctx context.Context, runID, label string, now time.Time) (grading.Baseline, error) {
-	run, err := s.Run(ctx, runID)
+	b, _, err := s.PutBaseline(ctx, BaselineSpec{RunID: runID, Label: label}, now)
+	return b, err
+}
+
+// BaselineSpec names the baseline PutBaseline makes.
+type BaselineSpec struct {
+	RunID string
+	// Label, when set, names the baseline; a label names at most one
+	// baseline in the store. "" makes an unlabelled baseline.
+	Label string
+	// Force moves Label from the run it names to RunID.
+	Force bool
+}
+
+// PutBaseline snapshots a stored run's mean as a baseline, idempotently:
+//
+//   - a label that already names a baseline of the same run returns that
+//     baseline (created false), as does an unlabelled spec for a run that
+//     already has an unlabelled baseline;
+//   - a label that names a baseline of another run is refused with
+//     ErrLabelTaken unless Force, which makes a new baseline with the label
+//     and leaves the old one reachable by its id, unlabelled;
+//   - otherwise a new baseline is made (created true).
+//
+// A run with no graded case is refused with ErrUnmeasured: a baseline of
+// an unmeasured mean would be a made-up number. A label that has the shape
+// of a baseline id ("bl-...") is refused: ids and labels share drift's
+// --baseline. It runs in one transaction.
+func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Time) (b grading.Baseline, created bool, err error) {
+	if strings.HasPrefix(spec.Label, "bl-") {
+		return grading.Baseline{}, false, fmt.Errorf("baseline label %q: labels may not start with \"bl-\" (baseline ids do)", spec.Label)
+	}
+	run, err := s.Run(ctx, spec.RunID)
 	if err != nil {
-		return grading.Baseline{}, err
+		return grading.Baseline{}, false, err
 	}
 	mean, ok := run.Mean()
 	if !ok {
-		return grading.Baseline{}, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", runID, ErrUnmeasured, len(run.Scores))
+		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", spec.RunID, ErrUnmeasured, len(run.Scores))
 	}
-	b := grading.Baseline{ID: grading.NewID("bl", now), RunID: runID, MeanScore: mean, CreatedAt: now.UTC(), Label: label}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
-		b.ID, b.RunID, b.MeanScore, formatTime(b.CreatedAt), b.Label)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return grading.Baseline{}, fmt.Errorf("baseline of run %s: %w", runID, err)
+		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+	}
+	defer tx.Rollback()
+	var existing grading.Baseline
+	var createdAt string
+	var q *sql.Row
+	if spec.Label != "" {
+		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines WHERE label = ?`, spec.Label)
+	} else {
+		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
+			WHERE eval_run_id = ? AND label = '' ORDER BY created_at, rowid LIMIT 1`, spec.RunID)
+	}
+	err = q.Scan(&existing.ID, &existing.RunID, &existing.MeanScore, &createdAt, &existing.Label)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+	case existing.RunID == spec.RunID:
+		if existing.CreatedAt, err = parseTime(createdAt); err != nil {
+			return grading.Baseline{}, false, fmt.Errorf("load baseline %s: created_at: %w", existing.ID, err)
+		}
+		return existing, false, nil
+	case !spec.Force:
+		return grading.Baseline{}, false, fmt.Errorf("baseline label %q: %w: it names %s (run %s); pass --force to move it to run %s",
+			spec.Label, ErrLabelTaken, existing.ID, existing.RunID, spec.RunID)
+	default:
+		if _, err := tx.ExecContext(ctx, `UPDATE baselines SET label = '' WHERE id = ?`, existing.ID); err != nil {
+			return grading.Baseline{}, false, fmt.Errorf("baseline label %q: release from %s: %w", spec.Label, existing.ID, err)
+		}
+	}
+	b = grading.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC(), Label: spec.Label}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
+		b.ID, b.RunID, b.MeanScore, formatTime(b.CreatedAt), b.Label); err != nil {
+		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+	}
+	return b, true, nil
+}
+
+// Baseline loads a baseline by id, else by label; neither is ErrNotFound.
+// An id wins over an equal label (labels cannot take the "bl-" id shape).
+func (s *Store) Baseline(ctx context.Context, idOrLabel string) (grading.Baseline, error) {
+	var b grading.Baseline
+	var created string
+	err := s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
+		WHERE id = ?1 OR (label = ?1 AND label <> '') ORDER BY id = ?1 DESC LIMIT 1`, idOrLabel).
+		Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label)
+	if errors.Is(err, sql.ErrNoRows) {
+		return grading.Baseline{}, fmt.Errorf("baseline %q (no baseline has this id or label; verdryx baselines lists them): %w", idOrLabel, ErrNotFound)
+	}
+	if err != nil {
+		return grading.Baseline{}, fmt.Errorf("load baseline %s: %w", idOrLabel, err)
+	}
+	if b.CreatedAt, err = parseTime(created); err != nil {
+		return grading.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", b.ID, err)
 	}
 	return b, nil
 }
 
-// Baseline loads a baseline by id; a missing one is ErrNotFound.
-func (s *Store) Baseline(ctx context.Context, id string) (grading.Baseline, error) {
-	var b grading.Baseline
-	var created string
-	err := s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines WHERE id = ?`, id).
-		Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label)
-	if errors.Is(err, sql.ErrNoRows) {
-		return grading.Baseline{}, fmt.Errorf("baseline %q: %w", id, ErrNotFound)
-	}
+// BaselineInfo is one row of BaselineList.
+type BaselineInfo struct {
+	grading.Baseline
+	// Cases is the number of cases of the baseline's run, graded or not.
+	Cases int `json:"case_count"`
+}
+
+// BaselineList lists every baseline, oldest first (by created_at, then
+// insertion order), with its run's case count. It only reads.
+func (s *Store) BaselineList(ctx context.Context) ([]BaselineInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT b.id, b.eval_run_id, b.mean_score, b.created_at, b.label,
+		(SELECT COUNT(*) FROM scores WHERE run_id = b.eval_run_id) + (SELECT COUNT(*) FROM unmeasured WHERE run_id = b.eval_run_id)
+		FROM baselines b ORDER BY b.created_at, b.rowid`)
 	if err != nil {
-		return grading.Baseline{}, fmt.Errorf("load baseline %s: %w", id, err)
+		return nil, fmt.Errorf("list baselines: %w", err)
 	}
-	if b.CreatedAt, err = parseTime(created); err != nil {
-		return grading.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", id, err)
+	defer rows.Close()
+	var out []BaselineInfo
+	for rows.Next() {
+		var bi BaselineInfo
+		var created string
+		if err := rows.Scan(&bi.ID, &bi.RunID, &bi.MeanScore, &created, &bi.Label, &bi.Cases); err != nil {
+			return nil, fmt.Errorf("list baselines: %w", err)
+		}
+		if bi.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("list baselines: %s created_at: %w", bi.ID, err)
+		}
+		out = append(out, bi)
 	}
-	return b, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list baselines: %w", err)
+	}
+	return out, nil
 }
 
 // AgentScores returns, per agent id, every graded case score of the runs

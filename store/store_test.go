@@ -275,3 +275,86 @@ func TestSegmentDoneAtIsStoredInTheStoreTimeFormat(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, at.Equal(back))
 }
+
+func TestBaselineLabels(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openTest(t)
+	for i, id := range []string{"r1", "r2"} {
+		require.NoError(t, st.SaveRun(ctx, sampleRun(id, "", t0.Add(time.Duration(i)*time.Minute), 1, 0.5, 0)))
+	}
+
+	b1, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0)
+	require.NoError(t, err)
+	assert.True(t, created)
+	again, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, created, "same run, same label: idempotent")
+	assert.Equal(t, b1, again, "the same baseline id")
+
+	_, _, err = st.PutBaseline(ctx, BaselineSpec{RunID: "r2", Label: "prod"}, t0)
+	require.ErrorIs(t, err, ErrLabelTaken, "a label is not moved silently")
+	assert.Contains(t, err.Error(), "--force")
+	byLabel, err := st.Baseline(ctx, "prod")
+	require.NoError(t, err)
+	assert.Equal(t, b1, byLabel, "a label resolves like an id")
+
+	b2, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r2", Label: "prod", Force: true}, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.NotEqual(t, b1.ID, b2.ID)
+	byLabel, err = st.Baseline(ctx, "prod")
+	require.NoError(t, err)
+	assert.Equal(t, "r2", byLabel.RunID, "--force moves the label")
+	old, err := st.Baseline(ctx, b1.ID)
+	require.NoError(t, err, "the old baseline stays reachable by id")
+	assert.Empty(t, old.Label)
+
+	u1, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1"}, t0)
+	require.NoError(t, err)
+	assert.False(t, created, "r1 already has an unlabelled baseline (the one the label left)")
+	assert.Equal(t, b1.ID, u1.ID)
+
+	_, _, err = st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "bl-20260101T000000Z-00000000"}, t0)
+	assert.ErrorContains(t, err, "may not start with")
+
+	list, err := st.BaselineList(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2, "no row for the idempotent calls")
+	assert.Equal(t, b1.ID, list[0].ID)
+	assert.Equal(t, b2.ID, list[1].ID)
+	assert.Equal(t, "prod", list[1].Label)
+	assert.Equal(t, "r2", list[1].RunID)
+	assert.Equal(t, 3, list[1].Cases, "graded and unmeasured cases of the run")
+}
+
+func TestMigrationDeduplicatesLabels(t *testing.T) {
+	// A version-3 store where two baselines share a label: after the
+	// upgrade the newest keeps it and the label is unique.
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v3.db")
+	raw, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	steps := migrations()
+	for _, step := range steps[:3] {
+		_, err = raw.Exec(step)
+		require.NoError(t, err)
+	}
+	_, err = raw.Exec(`PRAGMA user_version = 3;
+INSERT INTO eval_runs (id, eval_set_id, eval_set_digest, model, verdryx_version, started_at, finished_at, provenance) VALUES ('r1','s','d','stub','v','x','x','{}');
+INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES
+ ('bl-a','r1',1,'2026-01-01T00:00:00.000000000Z','v1'), ('bl-b','r1',1,'2026-01-02T00:00:00.000000000Z','v1'), ('bl-c','r1',1,'2026-01-01T00:00:00.000000000Z','')`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	st, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	b, err := st.Baseline(ctx, "v1")
+	require.NoError(t, err)
+	assert.Equal(t, "bl-b", b.ID, "the newest keeps the label")
+	a, err := st.Baseline(ctx, "bl-a")
+	require.NoError(t, err)
+	assert.Empty(t, a.Label)
+	_, err = st.db.ExecContext(ctx, `UPDATE baselines SET label = 'v1' WHERE id = 'bl-c'`)
+	assert.Error(t, err, "labels are unique from now on")
+}

@@ -179,6 +179,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newAskCmd(g),
 		newEvalCmd(g),
 		newBaselineCmd(g),
+		newBaselinesCmd(g),
 		newDriftCmd(g),
 		newRunsCmd(g),
 		newReportCmd(g),

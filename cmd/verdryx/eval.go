@@ -569,37 +569,96 @@ func newBaselineCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "baseline RUN_ID",
 		Short: "snapshot a stored run as a baseline",
-		Long:  "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.",
+		Long: "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.\n" +
+			"A label names one baseline: the same run and label again answers the existing baseline (no new one);\n" +
+			"a label that names another run's baseline is refused unless --force, which moves it (the old baseline\n" +
+			"stays reachable by its id). drift --baseline takes the id or the label.",
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
-	label := fs.String("label", "", "a label for the baseline, e.g. v1")
+	label := fs.String("label", "", "a label for the baseline, e.g. v1 (drift --baseline accepts it)")
+	force := fs.Bool("force", false, "move --label to this run when it names another run's baseline")
 	asJSON := fs.Bool("json", false, "print the baseline as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) != 1 {
 			return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
 		}
+		if *force && *label == "" {
+			return usageErrorf("baseline: --force moves a --label; give one")
+		}
 		st, err := openEvalStore(ctx, *db, g.data, true)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		b, err := st.CreateBaseline(ctx, pos[0], *label, time.Now())
+		b, created, err := st.PutBaseline(ctx, store.BaselineSpec{RunID: pos[0], Label: *label, Force: *force}, time.Now())
 		if err != nil {
-			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) || errors.Is(err, store.ErrLabelTaken) {
 				return inputError(err)
 			}
 			return err
 		}
 		if *asJSON {
-			return writeJSON(stdout, b)
+			return writeJSON(stdout, struct {
+				grading.Baseline
+				Created bool `json:"created"`
+			}{b, created})
 		}
-		fmt.Fprintf(stdout, "baseline %s of run %s: mean score %.3f", b.ID, b.RunID, b.MeanScore)
+		verb := "baseline"
+		if !created {
+			verb = "existing baseline"
+		}
+		fmt.Fprintf(stdout, "%s %s of run %s: mean score %.3f", verb, b.ID, b.RunID, b.MeanScore)
 		if b.Label != "" {
 			fmt.Fprintf(stdout, " (label %q)", b.Label)
 		}
 		fmt.Fprintln(stdout)
+		return nil
+	}
+	return cmd
+}
+
+// newBaselinesCmd lists the stored baselines.
+func newBaselinesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "baselines",
+		Short: "list stored baselines",
+		Long:  "List stored baselines, oldest first: id, label, run, creation time, the run's case count and mean score.",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	db := addDBFlag(fs)
+	asJSON := fs.Bool("json", false, "print the baselines as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
+		st, err := openEvalStore(ctx, *db, g.data, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		list, err := st.BaselineList(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if list == nil {
+				list = []store.BaselineInfo{}
+			}
+			return writeJSON(stdout, list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(stdout, "no baselines stored (verdryx baseline RUN_ID --label L makes one)")
+			return nil
+		}
+		fmt.Fprintf(stdout, "%-32s  %-12s  %-36s  %-20s  %5s  %s\n", "BASELINE", "LABEL", "RUN", "CREATED", "CASES", "MEAN")
+		for _, b := range list {
+			label := b.Label
+			if label == "" {
+				label = "-"
+			}
+			fmt.Fprintf(stdout, "%-32s  %-12s  %-36s  %-20s  %5d  %.3f\n", b.ID, label, b.RunID, b.CreatedAt.Format(time.RFC3339), b.Cases, b.MeanScore)
+		}
 		return nil
 	}
 	return cmd
@@ -620,7 +679,7 @@ func newDriftCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
-	baseline := fs.String("baseline", "", "baseline id (required)")
+	baseline := fs.String("baseline", "", "baseline id or label (required; verdryx baselines lists them)")
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
 	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
 	allow := fs.Bool("allow-changed-set", false, "compare runs whose eval set changed since the baseline (the report says so)")

@@ -72,14 +72,18 @@ func TestNewcomerPath(t *testing.T) {
 	assert.Greater(t, strings.Index(out, "mean score 1.000"), last, "totals after the cases")
 	assert.Contains(t, out, "saved to "+filepath.Join(".verdryx", "verdryx.db"))
 
-	// drift against the baseline finds both runs.
-	// TODO(issue 14, branch providers): use the label here once store/
-	// resolves labels: `drift --baseline v1` (grading.CheckDrift /
-	// store.Baseline looking a label up), and list it with `verdryx
-	// baselines`; today drift takes only the id.
-	out, stderr, code = runCLI(t, "drift", "--baseline", bl.ID)
+	// drift against the baseline, named by its label, finds both runs; the
+	// label is listed by `baselines`.
+	out, stderr, code = runCLI(t, "drift", "--baseline", "v1")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, stderr)
 	assert.Contains(t, out, "verdict on-track")
+	assert.Contains(t, out, bl.ID, "the report names the baseline's id")
+	out, stderr, code = runCLI(t, "baselines", "--json")
+	require.Equal(t, exitOK, code, stderr)
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	require.Len(t, listed, 1)
+	assert.Equal(t, "v1", listed[0]["label"])
 
 	// report reads the same store.
 	out, stderr, code = runCLI(t, "report", "--out", "report.html")

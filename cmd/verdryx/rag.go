@@ -124,12 +124,15 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "embed a corpus and publish it as the active index generation",
-		Long:  "embed a corpus and publish it as the active index generation",
+		Long: "Embed a corpus and publish it as the active index generation.\n" +
+			"When the active generation was built from the same corpus digest with the same embedder (name, model,\n" +
+			"dimensions) and verifies, it is reused and nothing is embedded; --force builds a new generation anyway.",
 	}
 	fs := cmd.Flags()
 	var rf ragFlags
 	rf.register(fs, false)
 	asJSON := fs.Bool("json", false, "print the generation's manifest as JSON")
+	force := fs.Bool("force", false, "build a new generation even when the active one matches the corpus and embedder")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) > 0 {
@@ -160,6 +163,18 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 		store := index.NewStore(rf.data, index.StoreOptions{})
 		if err := store.Preflight(); err != nil { // before paying for embeddings
 			return inputError(err)
+		}
+		if !*force {
+			m, why, err := store.Reusable(index.Expect{CorpusDigest: corpus.Digest(), Embedder: index.InfoOf(emb)}, rf.dims)
+			if err != nil {
+				return inputError(err)
+			}
+			if why == "" {
+				fmt.Fprintf(stdout, "generation %s reused in %s: same corpus digest and embedder (--force builds a new one)\n", m.ID, store.Dir())
+				fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model)
+				fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
+				return nil
+			}
 		}
 		start := time.Now()
 		idx, err := rag.BuildIndex(ctx, corpus, emb)

@@ -94,17 +94,35 @@ func TestIndexBuildListAskGC(t *testing.T) {
 	assert.Contains(t, out, "context payload:\n[CONTEXT id=")
 
 	for range 2 {
-		_, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+		out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "generation "+first[1]+" reused", "same corpus and embedder: no new generation")
 	}
 	out, _, code = ragRun(t, "index", "ls", "--data", data)
 	require.Equal(t, 0, code)
-	assert.Equal(t, 4, strings.Count(out, "\n"), out) // header + 3 generations
+	assert.Equal(t, 2, strings.Count(out, "\n"), out) // header + 1 generation
+	out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data, "--force")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "reused")
+	assert.NotContains(t, out, first[1], "--force builds a new generation")
+	out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "reused")
+	out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data, "--dims", "512")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "reused", "another embedder model: a new generation")
+	// Back to the default embedder for the ask below the gc.
+	out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data, "--force")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, "reused")
+	out, _, code = ragRun(t, "index", "ls", "--data", data)
+	require.Equal(t, 0, code)
+	assert.Equal(t, 5, strings.Count(out, "\n"), out) // header + 4 generations
 	assert.Equal(t, 1, strings.Count(out, "*"))
 
 	out, _, code = ragRun(t, "index", "gc", "--keep", "0", "--data", data)
 	require.Equal(t, 0, code)
-	assert.Contains(t, out, "2 generation(s) removed")
+	assert.Contains(t, out, "3 generation(s) removed")
 	out, _, _ = ragRun(t, "index", "ls", "--data", data)
 	assert.Equal(t, 2, strings.Count(out, "\n"), out)
 }

@@ -197,6 +197,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err := f.checkInputs(); err != nil {
 			return err
 		}
+		if err := f.checkInputs(); err != nil {
+			return err
+		}
 		if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
 			return err
 		}

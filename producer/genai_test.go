@@ -1,0 +1,176 @@
+package producer
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/verdryx/verdryx/grading"
+)
+
+var _ grading.RunTracer = (*Spans)(nil)
+
+// evalTrace runs set through grading.Execute with spans to an in-process
+// OTLP receiver and returns the result and every span received.
+func evalTrace(t *testing.T, deps grading.Deps, set string, model string) (grading.Result, []*tracepb.Span) {
+	t.Helper()
+	rcv := &otlpReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	ctx := context.Background()
+	sp, err := NewSpans(ctx, SpanOptions{Endpoint: srv.URL})
+	require.NoError(t, err)
+	deps.Spans = sp
+	res, err := grading.Execute(ctx, deps, grading.Request{EvalSet: json.RawMessage(set), Model: model, AgentID: "agent://acme.example/bot"})
+	require.NoError(t, err)
+	require.NoError(t, sp.Shutdown(ctx))
+	var out []*tracepb.Span
+	for _, g := range rcv.spans() {
+		out = append(out, g.span)
+	}
+	return res, out
+}
+
+func attrValue(kvs []*commonpb.KeyValue, key string) any {
+	for _, kv := range kvs {
+		if kv.Key == key {
+			switch v := kv.Value.Value.(type) {
+			case *commonpb.AnyValue_StringValue:
+				return v.StringValue
+			case *commonpb.AnyValue_IntValue:
+				return v.IntValue
+			case *commonpb.AnyValue_DoubleValue:
+				return v.DoubleValue
+			case *commonpb.AnyValue_BoolValue:
+				return v.BoolValue
+			}
+			return kv.Value.String()
+		}
+	}
+	return nil
+}
+
+// tree indexes spans by name and by parent.
+type tree struct {
+	byName   map[string][]*tracepb.Span
+	children map[string][]*tracepb.Span
+}
+
+func index(spans []*tracepb.Span) tree {
+	tr := tree{byName: map[string][]*tracepb.Span{}, children: map[string][]*tracepb.Span{}}
+	for _, s := range spans {
+		tr.byName[s.Name] = append(tr.byName[s.Name], s)
+		tr.children[string(s.ParentSpanId)] = append(tr.children[string(s.ParentSpanId)], s)
+	}
+	return tr
+}
+
+const genaiSet = `{"id":"genai","cases":[
+	{"id":"exact-ok","prompt":"yes","expected":"yes"},
+	{"id":"exact-bad","prompt":"no","expected":"yes"},
+	{"id":"judged","prompt":"Describe the moonpetal vapor","grader":"llm_judge","rubric":"mentions moonpetal vapor silver"},
+	{"id":"tagged","prompt":"case_resolved","grader":"outcome_tag"}]}`
+
+func TestEvalTraceGenAIStub(t *testing.T) {
+	res, spans := evalTrace(t, grading.Deps{}, genaiSet, "")
+	tr := index(spans)
+
+	require.Len(t, tr.byName[grading.SpanEval], 1, "one run span")
+	run := tr.byName[grading.SpanEval][0]
+	want := TraceIDFor(res.Run.ID)
+	assert.Equal(t, want[:], run.TraceId, "the run span's trace derives from the stored run id")
+	assert.Empty(t, run.ParentSpanId)
+	assert.Equal(t, res.Run.ID, attrValue(run.Attributes, "verdryx.run_id"))
+	assert.Equal(t, int64(4), attrValue(run.Attributes, "verdryx.cases"), "the run's data is set when it ends")
+
+	cases := tr.children[string(run.SpanId)]
+	require.Len(t, cases, 4, "one child span per case")
+	byCase := map[string]*tracepb.Span{}
+	for _, c := range cases {
+		assert.Equal(t, grading.SpanCase, c.Name)
+		assert.Equal(t, want[:], c.TraceId)
+		byCase[attrValue(c.Attributes, "verdryx.case_id").(string)] = c
+	}
+	// Evaluation events: name = grader, value, label.
+	for id, wantEv := range map[string]struct {
+		grader string
+		value  float64
+		label  string
+	}{
+		"exact-ok":  {"exact", 1, "pass"},
+		"exact-bad": {"exact", 0, "fail"},
+		"tagged":    {"outcome_tag", 1, "pass"},
+	} {
+		c := byCase[id]
+		require.NotNil(t, c, id)
+		require.Len(t, c.Events, 1, id)
+		ev := c.Events[0]
+		assert.Equal(t, "gen_ai.evaluation.result", ev.Name, id)
+		assert.Equal(t, wantEv.grader, attrValue(ev.Attributes, "gen_ai.evaluation.name"), id)
+		assert.Equal(t, wantEv.value, attrValue(ev.Attributes, "gen_ai.evaluation.score.value"), id)
+		assert.Equal(t, wantEv.label, attrValue(ev.Attributes, "gen_ai.evaluation.score.label"), id)
+	}
+	judged := byCase["judged"]
+	ev := judged.Events[0]
+	assert.Equal(t, "llm_judge", attrValue(ev.Attributes, "gen_ai.evaluation.name"))
+	assert.Equal(t, res.Run.Scores[2].Value, attrValue(ev.Attributes, "gen_ai.evaluation.score.value"))
+
+	// Model-call grandchildren: none for the outcome tag, one model call
+	// per exact case, a model and a judge call for the judged case.
+	assert.Empty(t, tr.children[string(byCase["tagged"].SpanId)], "outcome_tag calls no model")
+	assert.Len(t, tr.children[string(byCase["exact-ok"].SpanId)], 1)
+	calls := tr.children[string(judged.SpanId)]
+	require.Len(t, calls, 2, "the model call and the judge call")
+	roles := map[any]*tracepb.Span{}
+	for _, c := range calls {
+		roles[attrValue(c.Attributes, "verdryx.call.role")] = c
+		assert.Equal(t, "chat stub", c.Name)
+		assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, c.Kind)
+		assert.Equal(t, "chat", attrValue(c.Attributes, "gen_ai.operation.name"))
+		assert.Equal(t, "verdryx.stub", attrValue(c.Attributes, "gen_ai.provider.name"))
+		assert.Equal(t, "verdryx.stub", attrValue(c.Attributes, "gen_ai.system"))
+		assert.Equal(t, "stub", attrValue(c.Attributes, "gen_ai.request.model"))
+		assert.Equal(t, "stub", attrValue(c.Attributes, "gen_ai.response.model"))
+		assert.Equal(t, int64(0), attrValue(c.Attributes, "gen_ai.usage.input_tokens"), "the stub reports no usage")
+		assert.Equal(t, int64(0), attrValue(c.Attributes, "gen_ai.usage.output_tokens"))
+	}
+	assert.Contains(t, roles, "model")
+	assert.Contains(t, roles, "judge")
+	assert.Len(t, spans, 1+4+4, "run, cases, model calls: nothing else")
+}
+
+func TestEvalTraceGenAIProvider(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"llama3:8b-q4","choices":[{"index":0,"message":{"role":"assistant","content":"yes"}}],"usage":{"prompt_tokens":12,"completion_tokens":3}}`)
+	}))
+	defer srv.Close()
+	deps := grading.Deps{Models: func(id string) (grading.Model, error) {
+		return grading.NewOpenAI(grading.OpenAIOptions{Model: "llama3", BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+	}}
+	res, spans := evalTrace(t, deps, `{"id":"p","cases":[{"id":"a","prompt":"q","expected":"yes"}]}`, "openai:llama3")
+	tr := index(spans)
+	require.Len(t, tr.byName["chat llama3"], 1)
+	call := tr.byName["chat llama3"][0]
+	kase := tr.byName[grading.SpanCase][0]
+	run := tr.byName[grading.SpanEval][0]
+	assert.Equal(t, kase.SpanId, call.ParentSpanId, "the call is a child of its case")
+	assert.Equal(t, run.SpanId, kase.ParentSpanId, "the case is a child of the run")
+	assert.Equal(t, "openai", attrValue(call.Attributes, "gen_ai.provider.name"))
+	assert.Equal(t, "llama3", attrValue(call.Attributes, "gen_ai.request.model"))
+	assert.Equal(t, "llama3:8b-q4", attrValue(call.Attributes, "gen_ai.response.model"))
+	assert.Equal(t, int64(12), attrValue(call.Attributes, "gen_ai.usage.input_tokens"))
+	assert.Equal(t, int64(3), attrValue(call.Attributes, "gen_ai.usage.output_tokens"))
+	assert.Equal(t, int64(15), res.Run.Scores[0].Tokens, "the tokens of the span are the tokens stored")
+	assert.Equal(t, int64(15), attrValue(kase.Attributes, "verdryx.tokens"))
+}
