@@ -71,9 +71,15 @@ func NewSpans(ctx context.Context, opts SpanOptions) (*Spans, error) {
 	if opts.ServiceVersion != "" {
 		attrs = append(attrs, semconv.ServiceVersion(opts.ServiceVersion))
 	}
+	// The OpenTelemetry SDK's standard variables win over verdryx's
+	// defaults: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+	res, err := resource.New(ctx, resource.WithSchemaURL(semconv.SchemaURL), resource.WithAttributes(attrs...), resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("spans: resource from OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, attrs...)),
+		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(runIDGenerator{}),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)

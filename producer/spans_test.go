@@ -129,6 +129,29 @@ func TestSpansReachACollector(t *testing.T) {
 	assert.Equal(t, "regressed", attrMap(drift.span.Attributes)["verdryx.verdict"].GetStringValue())
 }
 
+// TestSpansHonourOTelResourceEnv: OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES shape the resource the collector sees.
+func TestSpansHonourOTelResourceEnv(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "quality-plane")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=staging,team=evals")
+	rcv := &otlpReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	ctx := context.Background()
+	sp, err := NewSpans(ctx, SpanOptions{Endpoint: srv.URL, ServiceVersion: "test"})
+	require.NoError(t, err)
+	sp.Span(ctx, "verdryx.eval", "run-1", "", time.Now(), time.Now(), nil)
+	require.NoError(t, sp.Shutdown(ctx))
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	require.Len(t, rcv.requests, 1)
+	res := attrMap(rcv.requests[0].ResourceSpans[0].Resource.Attributes)
+	assert.Equal(t, "quality-plane", res["service.name"].GetStringValue())
+	assert.Equal(t, "staging", res["deployment.environment.name"].GetStringValue())
+	assert.Equal(t, "evals", res["team"].GetStringValue())
+	assert.Equal(t, "test", res["service.version"].GetStringValue(), "verdryx's own attributes stay")
+}
+
 func TestSpansReportExportFailure(t *testing.T) {
 	rcv := &otlpReceiver{status: http.StatusServiceUnavailable}
 	srv := httptest.NewServer(rcv)
