@@ -46,6 +46,31 @@ type runState struct {
 	agent     int32
 	group     int32  // group symbol of an independent record (By set)
 	epoch     uint32 // transaction that last saved this state
+	outPos    uint64 // position (SetPos) of the outcome kept
+	agentPos  uint64 // position of the agent kept
+}
+
+// later reports whether a value at (step, pos) replaces one kept at
+// (keptStep, keptPos): the greater step wins, then the greater position;
+// an equal key (the same row offered again) replaces too, so a sequential
+// reduction keeps "later read wins on ties".
+func later(step uint32, pos uint64, keptStep uint32, keptPos uint64) bool {
+	return step > keptStep || (step == keptStep && pos >= keptPos)
+}
+
+// PosRowBits is the number of low bits of a position (Pos) that hold the
+// row index within its source.
+const PosRowBits = 40
+
+// Pos returns the position of row of source for SetPos: source in the high
+// 24 bits, row in the low PosRowBits. For a Parquet directory, source is the
+// segment's index in segment.List order and row the row index within the
+// segment, so positions order rows as a sequential replay reads them.
+// Rows at or past 1<<PosRowBits and sources past 1<<24 do not fit: callers
+// with other inputs (NDJSON line numbers, JetStream stream sequences) pass
+// their own monotone sequence to SetPos instead.
+func Pos(source uint32, row uint64) uint64 {
+	return uint64(source)<<PosRowBits | row&(1<<PosRowBits-1)
 }
 
 type groupAcc struct {
@@ -74,9 +99,26 @@ type Reducer struct {
 	flat    []runState           // flat {outcome, cost_usd} records
 	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
 	stats   Stats
+	pos     uint64 // position of the next row offered (SetPos)
 	tx      txn
 	err     error // first sum overflow (checked.go)
 }
+
+// SetPos sets the position of the next call offered; each call offered
+// (Add, each row of AddBatch, AddRecord; inside the window or not) takes the
+// current position and advances it by one. Positions are the tie-break of
+// "last outcome by step": of two non-empty outcomes (or agent ids) of a run
+// at the same step, the one at the greater position is kept, whichever was
+// added first and in whichever reducer (see Merge). A reducer starts at
+// position 0, so feeding one reducer in read order without calling SetPos
+// keeps the later call. To make reductions split over several reducers
+// equal the sequential one, give every call its position in the sequential
+// order: Pos(segment, row) for segment rows, a line number or a stream
+// sequence for records.
+func (r *Reducer) SetPos(pos uint64) { r.pos = pos }
+
+// CurrentPos returns the position the next call offered will take.
+func (r *Reducer) CurrentPos() uint64 { return r.pos }
 
 // NewReducer returns an empty reducer.
 func NewReducer(opts Options) (*Reducer, error) {
@@ -140,8 +182,10 @@ func (r *Reducer) sync() {
 	}
 }
 
-// Add folds one call. Calls may come in any order: the outcome kept for a run
-// is the non-empty one at the highest step, ties going to the later Add.
+// Add folds one call at the current position (SetPos) and advances it.
+// Calls may come in any order: the outcome kept for a run is the non-empty
+// one at the highest step, ties going to the greater position (without
+// SetPos, the later Add).
 func (r *Reducer) Add(c calls.Call) {
 	var run int32 = -1
 	if c.HasRunID {
@@ -166,13 +210,15 @@ func (r *Reducer) Add(c calls.Call) {
 	if !c.HasStep {
 		step = 0
 	}
-	r.addRow(run, c.TSMillis, dec, c.CostMicroUSD, step, agent, out, group)
+	r.addRow(run, c.TSMillis, dec, c.CostMicroUSD, step, agent, out, group, r.pos)
+	r.pos++
 }
 
 // AddRecord folds a flat {outcome, cost_usd} record, already reduced to a
 // run: it counts as one run of one call. An empty outcome reads as untagged.
 func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 	r.stats.Records++
+	r.pos++
 	r.flat = append(r.flat, runState{
 		calls:   1,
 		cost:    costMicroUSD,
@@ -182,7 +228,8 @@ func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 }
 
 // AddBatch folds every row of b, whose string ids come from RunSymbols and
-// Symbols. The columns of Fields must be present.
+// Symbols, row i at the current position + i; the position advances by
+// b.Len. The columns of Fields must be present.
 func (r *Reducer) AddBatch(b *calls.Batch) {
 	r.sync()
 	n := b.Len
@@ -203,13 +250,15 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 			if groups != nil {
 				g = groups[i]
 			}
-			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g)
+			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g, r.pos+uint64(i))
 		}
+		r.pos += uint64(n)
 		return
 	}
 	// The hot path: no window, no grouping, runs known.
 	r.stats.Calls += int64(n)
-	runs, class, epoch := r.runs, r.class, r.tx.epoch
+	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
+	r.pos += uint64(n)
 	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
 	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
 	for i := range n {
@@ -228,12 +277,12 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		default:
 			r.addCost(&rs.cost, cost[i], run[i])
 		}
-		st := step[i]
-		if o := out[i]; o != 0 && st >= rs.outStep {
-			rs.outcome, rs.outStep = o, st
+		st, p := step[i], pos+uint64(i)
+		if o := out[i]; o != 0 && later(st, p, rs.outStep, rs.outPos) {
+			rs.outcome, rs.outStep, rs.outPos = o, st, p
 		}
-		if a := agent[i]; a != 0 && st >= rs.agentStep {
-			rs.agent, rs.agentStep = a, st
+		if a := agent[i]; a != 0 && later(st, p, rs.agentStep, rs.agentPos) {
+			rs.agent, rs.agentStep, rs.agentPos = a, st, p
 		}
 		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
 			rs.lastTS = t
@@ -241,7 +290,7 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 	}
 }
 
-func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32) {
+func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32, pos uint64) {
 	r.stats.Calls++
 	if r.windowed && (ts < r.from || ts >= r.to) {
 		r.stats.OutsideWindow++
@@ -269,11 +318,11 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 	if cls != calls.ClassAllowed {
 		rs.refused++
 	}
-	if out != 0 && step >= rs.outStep {
-		rs.outcome, rs.outStep = out, step
+	if out != 0 && later(step, pos, rs.outStep, rs.outPos) {
+		rs.outcome, rs.outStep, rs.outPos = out, step, pos
 	}
-	if agent != 0 && step >= rs.agentStep {
-		rs.agent, rs.agentStep = agent, step
+	if agent != 0 && later(step, pos, rs.agentStep, rs.agentPos) {
+		rs.agent, rs.agentStep, rs.agentPos = agent, step, pos
 	}
 	if ts > rs.lastTS || rs.calls == 1 {
 		rs.lastTS = ts
@@ -318,6 +367,7 @@ type txn struct {
 	anonLen int
 	flatLen int
 	stats   Stats
+	pos     uint64
 }
 
 // Begin opens a transaction: everything added until Commit can be undone by
@@ -332,6 +382,7 @@ func (r *Reducer) Begin() {
 	t.anonLen = len(r.anon)
 	t.flatLen = len(r.flat)
 	t.stats = r.stats
+	t.pos = r.pos
 }
 
 // Commit keeps everything added since Begin.
@@ -361,6 +412,7 @@ func (r *Reducer) Rollback() {
 	r.anon = r.anon[:t.anonLen]
 	r.flat = r.flat[:t.flatLen]
 	r.stats = t.stats
+	r.pos = t.pos
 	t.open = false
 	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
 }

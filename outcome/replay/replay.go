@@ -57,12 +57,13 @@ func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOpti
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	st := DirStats{Ignored: ignored}
 	sc := segment.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
-	for _, seg := range segs {
+	for i, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		var rows int64
 		r.Begin()
+		r.SetPos(outcome.Pos(uint32(i), 0))
 		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
 			rows += int64(b.Len)
 			r.AddBatch(b)
