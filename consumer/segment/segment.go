@@ -69,6 +69,7 @@ type Scanner struct {
 // run_id values into runs and every other string into syms.
 func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 	s := &Scanner{fields: fields, runs: runs, syms: syms, rows: DefaultBatchRows}
+	runCache, symCache := newInternCache(runs), newInternCache(syms)
 	n := s.rows
 	b := &s.batch
 	for f := range calls.NumFields {
@@ -77,10 +78,10 @@ func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 		}
 		c := &s.cols[f]
 		c.field = f
-		c.table = syms
+		c.table, c.cache = syms, symCache
 		switch f {
 		case calls.FieldRunID:
-			c.table = runs
+			c.table, c.cache = runs, runCache
 			b.RunID = make([]int32, n)
 		case calls.FieldTSMillis:
 			b.TSMillis = make([]int64, n)
