@@ -158,6 +158,10 @@ func (r *Reducer) Fields() calls.FieldSet {
 	return s
 }
 
+// Options returns the options r was made with: a reducer made with them
+// can be merged into r.
+func (r *Reducer) Options() Options { return r.opts }
+
 // RunSymbols is the table a Batch's RunID ids must come from.
 func (r *Reducer) RunSymbols() *calls.Symbols { return r.runSyms }
 
