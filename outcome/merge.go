@@ -57,9 +57,10 @@ func (r *Reducer) Merge(o *Reducer) error {
 	}
 	for i := range o.anon {
 		a := o.anon[i]
-		a.outcome, a.agent, a.group = symMap[a.outcome], symMap[a.agent], symMap[a.group]
+		a.outcome, a.agent = symMap[a.outcome], symMap[a.agent]
 		a.epoch = r.tx.epoch
 		r.anon = append(r.anon, a)
+		r.anonGrp = append(r.anonGrp, symMap[o.anonGrp[i]])
 	}
 	for i := range o.flat {
 		f := o.flat[i]
@@ -98,7 +99,7 @@ func (r *Reducer) mergeRun(rs, src *runState, symMap []int32, id int32) error {
 	if rs.calls == 0 {
 		epoch := rs.epoch
 		*rs = *src
-		rs.outcome, rs.agent, rs.group = symMap[src.outcome], symMap[src.agent], symMap[src.group]
+		rs.outcome, rs.agent = symMap[src.outcome], symMap[src.agent]
 		rs.epoch = epoch
 		return nil
 	}

@@ -2,8 +2,10 @@ package outcome
 
 import (
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"time"
+	"unsafe"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
 // Options configures a Reducer.
@@ -42,13 +44,17 @@ type runState struct {
 	refused   uint32 // blocked + wardryx_deny/hold
 	outStep   uint32 // step of the outcome kept
 	agentStep uint32
-	outcome   int32 // symbol id of the last non-empty outcome, 0 = none
-	agent     int32
-	group     int32  // group symbol of an independent record (By set)
+	outcome   int32  // symbol id of the last non-empty outcome, 0 = none
+	agent     int32  // symbol id of the agent id kept, 0 = none
 	epoch     uint32 // transaction that last saved this state
 	outPos    uint64 // position (SetPos) of the outcome kept
 	agentPos  uint64 // position of the agent kept
 }
+
+// runState is 64 bytes, one cache line: an interleaved reduction touches
+// the states of rows at random, so its size is its cost (the constant
+// below does not compile otherwise).
+const _ = -uint(unsafe.Sizeof(runState{}) ^ 64)
 
 // later reports whether a value at (step, pos) replaces one kept at
 // (keptStep, keptPos): the greater step wins, then the greater position;
@@ -96,6 +102,7 @@ type Reducer struct {
 	class   []calls.Class // decision class by symbol id
 	runs    []runState
 	anon    []runState           // independent calls (no run_id), one run each
+	anonGrp []int32              // group symbol of each anon entry (By set)
 	flat    []runState           // flat {outcome, cost_usd} records
 	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
 	stats   Stats
@@ -307,7 +314,8 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 			r.stats.DroppedUntagged++
 			return
 		}
-		r.anon = append(r.anon, runState{group: group})
+		r.anon = append(r.anon, runState{})
+		r.anonGrp = append(r.anonGrp, group)
 		rs = &r.anon[len(r.anon)-1]
 	} else {
 		rs = &r.runs[run]
@@ -414,6 +422,7 @@ func (r *Reducer) Rollback() {
 		}
 	}
 	r.anon = r.anon[:t.anonLen]
+	r.anonGrp = r.anonGrp[:t.anonLen]
 	r.flat = r.flat[:t.flatLen]
 	r.stats = t.stats
 	r.pos = t.pos

@@ -66,7 +66,7 @@ func (r *Reducer) MarshalBinary() ([]byte, error) {
 	// Symbols referred to, sorted: old id -> reference (0 = "").
 	used := make([]bool, r.syms.Len())
 	mark := func(rs *runState) {
-		used[rs.outcome], used[rs.agent], used[rs.group] = true, true, true
+		used[rs.outcome], used[rs.agent] = true, true
 	}
 	var live []int32
 	for i := range r.runs {
@@ -77,6 +77,7 @@ func (r *Reducer) MarshalBinary() ([]byte, error) {
 	}
 	for i := range r.anon {
 		mark(&r.anon[i])
+		used[r.anonGrp[i]] = true
 	}
 	for i := range r.flat {
 		mark(&r.flat[i])
@@ -150,13 +151,13 @@ func (r *Reducer) MarshalBinary() ([]byte, error) {
 			}
 		}
 	}
-	b = putSorted(b, r.anon, func(e []byte, rs *runState) []byte {
-		e = binary.AppendUvarint(e, ref[rs.group])
-		return putRunBody(e, rs, ref)
+	b = putSorted(b, len(r.anon), func(e []byte, i int) []byte {
+		e = binary.AppendUvarint(e, ref[r.anonGrp[i]])
+		return putRunBody(e, &r.anon[i], ref)
 	})
-	b = putSorted(b, r.flat, func(e []byte, rs *runState) []byte {
-		e = binary.AppendUvarint(e, ref[rs.outcome])
-		return binary.AppendVarint(e, rs.cost)
+	b = putSorted(b, len(r.flat), func(e []byte, i int) []byte {
+		e = binary.AppendUvarint(e, ref[r.flat[i].outcome])
+		return binary.AppendVarint(e, r.flat[i].cost)
 	})
 	return binary.LittleEndian.AppendUint32(b, checksum(b)), nil
 }
@@ -204,12 +205,12 @@ func putRunBody(b []byte, rs *runState, ref []uint64) []byte {
 	return b
 }
 
-// putSorted appends the count of list and its entries, each encoded by enc,
-// in byte order (so the bytes do not depend on the order of adding).
-func putSorted(b []byte, list []runState, enc func([]byte, *runState) []byte) []byte {
-	entries := make([][]byte, len(list))
-	for i := range list {
-		entries[i] = enc(nil, &list[i])
+// putSorted appends n and n entries, entry i encoded by enc, in byte order
+// (so the bytes do not depend on the order of adding).
+func putSorted(b []byte, n int, enc func([]byte, int) []byte) []byte {
+	entries := make([][]byte, n)
+	for i := range entries {
+		entries[i] = enc(nil, i)
 	}
 	slices.SortFunc(entries, bytes.Compare)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
@@ -455,9 +456,10 @@ func decodeState(body []byte) (*Reducer, error) {
 	nAnon := d.count("independent calls")
 	for i := 0; i < nAnon && d.err == nil; i++ {
 		var rs runState
-		rs.group = syms[d.bounded("group symbol", uint64(len(syms)-1))]
+		grp := syms[d.bounded("group symbol", uint64(len(syms)-1))]
 		d.runBody(&rs, syms)
 		r.anon = append(r.anon, rs)
+		r.anonGrp = append(r.anonGrp, grp)
 	}
 	nFlat := d.count("flat records")
 	for i := 0; i < nFlat && d.err == nil; i++ {
