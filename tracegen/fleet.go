@@ -80,8 +80,8 @@ type liveRun struct {
 // GenerateFleet writes a directory of segments shaped by opts into dir
 // (which must exist). The content is a pure function of opts.
 func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
-	if opts.Rows <= 0 || opts.MeanCallsPerRun <= 0 || opts.Concurrent <= 0 || opts.SegmentRows <= 0 {
-		return FleetSummary{}, errors.New("tracegen: fleet needs positive Rows, MeanCallsPerRun, Concurrent and SegmentRows")
+	if opts.Rows <= 0 || opts.MeanCallsPerRun <= 0 || (opts.Concurrent <= 0 && !opts.AllInFlight) || opts.SegmentRows <= 0 {
+		return FleetSummary{}, errors.New("tracegen: fleet needs positive Rows, MeanCallsPerRun, Concurrent (or AllInFlight) and SegmentRows")
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	decisions := []string{"budget_exceeded", "policy_violation", "loop_detected", "killed", "wasm_policy",
