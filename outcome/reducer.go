@@ -278,14 +278,15 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 			r.touch(run[i], rs)
 		}
 		rs.calls++
-		switch class[dec[i]] {
-		case calls.ClassBlocked:
+		cls := class[dec[i]]
+		if cls != calls.ClassAllowed {
+			rs.refused++
+		}
+		if cls == calls.ClassBlocked {
 			rs.blocked++
-			rs.refused++
-		case calls.ClassWardryx:
-			rs.refused++
-			r.addCost(&rs.cost, cost[i], run[i])
-		default:
+		} else if s, ok := addInt64(rs.cost, cost[i]); ok {
+			rs.cost = s
+		} else {
 			r.addCost(&rs.cost, cost[i], run[i])
 		}
 		st, p := step[i], pos+uint64(i)

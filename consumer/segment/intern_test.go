@@ -13,12 +13,24 @@ import (
 // the table behind the cache's back, with empty and long keys, the cache
 // answers what the table answers.
 func TestInternCacheAgreesWithTable(t *testing.T) {
+	for _, weak := range []bool{false, true} {
+		t.Run(fmt.Sprintf("weak=%v", weak), func(t *testing.T) { testInternCache(t, weak) })
+	}
+}
+
+func testInternCache(t *testing.T, weak bool) {
 	table := calls.NewSymbols()
 	c := newInternCache(table)
+	n := 50_000
+	if weak {
+		// Every key of a length has the same hash: every comparison runs.
+		c.weakHash = func(b []byte) uint64 { return uint64(len(b))<<32 | uint64(len(b)) }
+		n = 1_500
+	}
 	table.InternString("interned-elsewhere-7")
-	long := string(make([]byte, maxCachedKey+1))
+	long := "a-key-longer-than-the-inline-bytes"
 	keys := []string{"", long}
-	for i := range 50_000 {
+	for i := range n {
 		keys = append(keys, fmt.Sprintf("interned-elsewhere-%d", i%5000), fmt.Sprintf("run-%d", i))
 	}
 	for round := range 2 {
@@ -34,5 +46,7 @@ func TestInternCacheAgreesWithTable(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, id, dst[i])
 	}
-	require.Equal(t, 55_002, table.Len()) // "", long, 5000 + 50000 distinct
+	require.Equal(t, 2+min(n, 5000)+n, table.Len()) // "", long, interned-elsewhere-*, run-*
+	require.Positive(t, len(c.arena))
 }
+
