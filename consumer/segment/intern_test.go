@@ -49,4 +49,3 @@ func testInternCache(t *testing.T, weak bool) {
 	require.Equal(t, 2+min(n, 5000)+n, table.Len()) // "", long, interned-elsewhere-*, run-*
 	require.Positive(t, len(c.arena))
 }
-
