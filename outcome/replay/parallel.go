@@ -156,17 +156,16 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 				if _, isBad := bad[w.seg]; isBad {
 					continue
 				}
-				p.Begin()
+				// No transaction: a row group that fails leaves the pass's
+				// reducers to be thrown away (the pass is redone without its
+				// segment), so there is nothing to roll back, and not saving
+				// every run a row group touches keeps the workers' memory
+				// traffic down.
 				p.SetPos(outcome.Pos(uint32(w.seg), uint64(w.firstRow)))
 				err := sc.ScanRowGroup(segs[w.seg].Path, w.gi, func(b *calls.Batch) error {
 					p.AddBatch(b)
 					return nil
 				})
-				if err != nil {
-					p.Rollback()
-				} else {
-					p.Commit()
-				}
 				mu.Lock()
 				t := &tallies[w.seg]
 				if err != nil && (t.failed == nil || w.gi < t.failedGroup) {
