@@ -129,13 +129,33 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 		}
 		parts[i] = p
 	}
+	// Worker w owns the contiguous run work[w*len/procs : (w+1)*len/procs]
+	// and takes its row groups in order; when its own run is done it takes
+	// from the others' (work stealing). Contiguous runs keep a worker's row
+	// groups close in time, so in a directory whose runs are short next to
+	// its span each worker meets mostly its own runs: less interned twice,
+	// less to merge.
 	var (
-		next  atomic.Int64
+		next  = make([]atomic.Int64, procs)
+		end   = make([]int64, procs)
 		mu    sync.Mutex // tallies, report
 		wg    sync.WaitGroup
 		errs  = make([]error, procs)
 		abort atomic.Bool
 	)
+	for w := range procs {
+		next[w].Store(int64(w * len(work) / procs))
+		end[w] = int64((w + 1) * len(work) / procs)
+	}
+	take := func(w int) int {
+		for i := range procs {
+			v := (w + i) % procs
+			if k := next[v].Add(1) - 1; k < end[v] {
+				return int(k)
+			}
+		}
+		return -1
+	}
 	for wi := range procs {
 		wg.Add(1)
 		go func() {
@@ -143,8 +163,8 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 			p := parts[wi]
 			sc := segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
 			for !abort.Load() {
-				k := int(next.Add(1) - 1)
-				if k >= len(work) {
+				k := take(wi)
+				if k < 0 {
 					return
 				}
 				if err := ctx.Err(); err != nil {
