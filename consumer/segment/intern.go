@@ -99,7 +99,7 @@ func (c *internCache) insert(b []byte, h uint64, id int32) {
 	if uint64(len(c.arena))+uint64(len(b)) > maxCachedKey {
 		return // too much to remember: the table still answers
 	}
-	if 4*(c.used+1) > 3*len(c.slots) {
+	if 8*(c.used+1) > 7*len(c.slots) {
 		c.grow()
 	}
 	s := cacheSlot{tag: uint32(h >> 32), id: id, n: uint32(len(b))}
