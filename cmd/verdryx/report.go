@@ -70,7 +70,7 @@ func newReportCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := reduceTraces(ctx, *traces, r, *strict, stderr); err != nil {
+			if _, err := reduceTraces(ctx, *traces, r, *strict, 0, stderr); err != nil {
 				return err
 			}
 			in.Traces, in.TraceSource = r, "traces "+*traces

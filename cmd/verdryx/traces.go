@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ type traceFlags struct {
 	traces, from, to string
 	strict, asJSON   bool
 	allowEmpty       bool
+	procs            int
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
@@ -34,6 +36,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
+	fs.IntVar(&t.procs, "procs", runtime.GOMAXPROCS(0), "row groups of --traces reduced in parallel, 0 = GOMAXPROCS (the report is the same for any value)")
 }
 
 // parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
@@ -67,9 +70,9 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 	return outcome.Options{By: by, From: from, To: to}, nil
 }
 
-// reduceTraces replays dir into r, with a progress bar on a terminal stderr
-// and one line per skipped segment.
-func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (replay.DirStats, error) {
+// reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
+// a progress bar on a terminal stderr and one line per skipped segment.
+func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (replay.DirStats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return replay.DirStats{}, inputError(err)
@@ -77,7 +80,13 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	if len(segs) == 0 {
 		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
 	}
-	opts := replay.DirOptions{Strict: strict}
+	if procs < 0 {
+		return replay.DirStats{}, usageErrorf("--procs %d: want at least 1 (0: GOMAXPROCS)", procs)
+	}
+	if procs == 0 {
+		procs = runtime.GOMAXPROCS(0)
+	}
+	opts := replay.DirOptions{Strict: strict, Procs: procs}
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {
@@ -142,7 +151,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 				return inputError(err)
 			}
 		} else {
-			st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+			st, err := reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr)
 			if err != nil {
 				return err
 			}
@@ -233,7 +242,7 @@ func newSLOCmd() *cobra.Command {
 		if err != nil {
 			return usageErrorf("slo: %v", err)
 		}
-		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr)
 		if err != nil {
 			return err
 		}
