@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"sort"
 	"strings"
 	"time"
@@ -22,8 +23,9 @@ import (
 
 // SpanOptions configure NewSpans.
 type SpanOptions struct {
-	// Endpoint is the collector's base URL (for example
-	// http://localhost:4318); spans are posted to Endpoint + "/v1/traces".
+	// Endpoint is the collector's root URL (for example
+	// http://localhost:4318: spans are posted to Endpoint + "/v1/traces")
+	// or a full traces URL (any other path; see TracesURL).
 	// A URL that already ends in /v1/traces is used as is.
 	Endpoint string
 	// Timeout bounds each export; 0 means 10 s. Exports are not retried.
@@ -55,10 +57,7 @@ func NewSpans(ctx context.Context, opts SpanOptions) (*Spans, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	url := strings.TrimRight(opts.Endpoint, "/")
-	if !strings.HasSuffix(url, "/v1/traces") {
-		url += "/v1/traces"
-	}
+	url := TracesURL(opts.Endpoint)
 	exp, err := otlptracehttp.New(ctx,
 		otlptracehttp.WithEndpointURL(url),
 		otlptracehttp.WithTimeout(opts.Timeout),
@@ -84,6 +83,18 @@ func NewSpans(ctx context.Context, opts SpanOptions) (*Spans, error) {
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
 	return &Spans{tp: tp, tracer: tp.Tracer("github.com/verdryx/verdryx")}, nil
+}
+
+// TracesURL is where spans for endpoint are posted: a root URL (no path,
+// or "/") gets /v1/traces appended; a URL with any other path is a full
+// traces URL, used as given.
+func TracesURL(endpoint string) string {
+	u, err := neturl.Parse(endpoint)
+	if err != nil || strings.Trim(u.Path, "/") != "" {
+		return endpoint
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }
 
 // TraceIDFor derives the trace id of a run: the first 16 bytes of

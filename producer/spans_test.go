@@ -166,6 +166,18 @@ func TestSpansReportExportFailure(t *testing.T) {
 	assert.Equal(t, "/v1/traces", rcv.paths[0], "an endpoint already ending in /v1/traces is used as is")
 }
 
+func TestTracesURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://c:4318":             "http://c:4318/v1/traces",
+		"http://c:4318/":            "http://c:4318/v1/traces",
+		"http://c:4318/v1/traces":   "http://c:4318/v1/traces",
+		"http://c:4318/custom/path": "http://c:4318/custom/path",
+		"https://c/otlp/v1/traces":  "https://c/otlp/v1/traces",
+	} {
+		assert.Equal(t, want, TracesURL(in), in)
+	}
+}
+
 func TestTraceIDFor(t *testing.T) {
 	a, b := TraceIDFor("run-1"), TraceIDFor("run-1")
 	assert.Equal(t, a, b)

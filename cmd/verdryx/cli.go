@@ -174,7 +174,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(),
 		newVerifyCmd(),
 		newCostPerCorrectCmd(),
-		newSLOCmd(),
+		newSLOCmd(g),
 		newIndexCmd(g),
 		newAskCmd(g),
 		newEvalCmd(g),
@@ -190,6 +190,20 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDLQCmd(),
 		newBenchCmd(),
 	)
+	// help TOPIC: the topic's help on stdout; an unknown topic is a usage
+	// error naming it, like an unknown command.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || target == nil {
+				return usageErrorf("unknown help topic %q", strings.Join(args, " "))
+			}
+			target.SetOut(cmd.OutOrStdout())
+			return target.Help()
+		},
+	})
 	// The completion command is cobra's (its scripts are written to the
 	// root's output as it is now: set it first); without a known shell it is a
 	// usage error like any other group's.

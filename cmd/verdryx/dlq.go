@@ -59,6 +59,9 @@ func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, fil
 	}
 	if sub == "ls" {
 		if asJSON {
+			if dls == nil {
+				dls = []worker.DeadLetter{}
+			}
 			return writeJSON(stdout, dls)
 		}
 		for _, d := range dls {

@@ -48,8 +48,9 @@ type evalSinks struct {
 	store  *store.Store
 	events *envelope.Writer
 	spans  *producer.Spans
-	// spansErr is the span export's error, set by close: the collector
-	// failed (exit 3 when nothing else did).
+	// spansErr is the span export's error, set by close (and not part of
+	// what close returns): the collector failed (exit 3 when nothing else
+	// did).
 	spansErr error
 }
 
@@ -59,7 +60,6 @@ func (s *evalSinks) close(ctx context.Context) error {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		if err := s.spans.Shutdown(fctx); err != nil {
 			s.spansErr = fmt.Errorf("--otlp: export spans: %w", err)
-			errs = append(errs, s.spansErr)
 		}
 		cancel()
 	}
@@ -230,7 +230,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
 	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
-	anthropicBase := fs.String("anthropic-base-url", "", "Anthropic API root, e.g. a proxy (default $ANTHROPIC_BASE_URL)")
+	anthropicBase := fs.String("anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Anthropic API root, e.g. a proxy ($ANTHROPIC_BASE_URL)")
 	openaiBase := fs.String("openai-base-url", envFirst("", "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL, else https://api.openai.com/v1)")
 	timeout := fs.Duration("timeout", 60*time.Second, "timeout per model or judge call (never retried)")
 	conc := fs.Int("concurrency", 4, "cases graded at once")
@@ -257,10 +257,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := checkURL("--anthropic-base-url", *anthropicBase, "http", "https"); err != nil {
+		if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", *anthropicBase, "http", "https"); err != nil {
 			return err
 		}
-		if err := checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL)", *openaiBase, "http", "https"); err != nil {
+		if err := checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", *openaiBase, "http", "https"); err != nil {
 			return err
 		}
 		// Load the set before opening anything, so a bad set touches nothing.
@@ -312,6 +312,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 			res.EventsWritten = int(s.events.Written())
 		}
 		if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten); err != nil {
+			if s.spansErr != nil {
+				fmt.Fprintf(stderr, "verdryx: warning: %v\n", s.spansErr)
+			}
 			return err
 		}
 		return serviceError(s.spansErr)
@@ -345,6 +348,11 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 		if res.Drift != nil {
 			printDrift(stdout, *res.Drift)
 		}
+	}
+	// Not one case could be graded: the model or judge failed every call,
+	// an outside service failing (exit 3), whatever the floor says.
+	if un := res.Run.Unmeasured(); len(res.Run.Scores) > 0 && len(un) == len(res.Run.Scores) {
+		return serviceError(fmt.Errorf("no case could be graded: every one of the %d cases is unmeasured (first: %s: %s); the run is stored", len(un), un[0].CaseID, un[0].Unmeasured))
 	}
 	fail := false
 	if failUnder >= 0 {
@@ -760,6 +768,9 @@ func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agent
 	}
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if s.spansErr != nil {
+		problems = append(problems, s.spansErr.Error())
 	}
 	return problems
 }

@@ -139,20 +139,23 @@ func TestEvalUnmeasuredIsNeverZero(t *testing.T) {
 	db := filepath.Join(dir, "v.db")
 	args := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL}
 
-	stdout, _, code := runCLI(t, append(args, set)...)
-	assert.Equal(t, exitOK, code)
+	// Every case unmeasured: the provider failed, exit 3; the run is
+	// still printed and stored, and its mean is unmeasured, not 0.
+	stdout, stderr, code := runCLI(t, append(args, set)...)
+	assert.Equal(t, exitService, code)
+	assert.Contains(t, stderr, "no case could be graded")
 	assert.Contains(t, stdout, "mean score unmeasured (0 of 3 cases graded)")
 	assert.Contains(t, stdout, "UNMEASURED")
 	assert.Contains(t, stdout, "provider answered an error status")
 	assert.Contains(t, stdout, "HTTP 503: down")
 	assert.NotContains(t, stdout, "0.000 over")
 
-	_, stderr, code := runCLI(t, append(args, "--fail-under", "0.1", set)...)
-	assert.Equal(t, exitFailure, code, "an unmeasured mean never passes a floor")
+	_, stderr, code = runCLI(t, append(args, "--fail-under", "0.1", set)...)
+	assert.Equal(t, exitService, code, "an unmeasured mean never passes a floor; the service failure decides the code")
 	assert.Contains(t, stderr, "unmeasured")
 
 	stdout, _, code = runCLI(t, append(args, "--json", set)...)
-	require.Equal(t, exitOK, code)
+	require.Equal(t, exitService, code)
 	var res grading.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.Nil(t, res.Run.MeanScore)
@@ -516,6 +519,22 @@ func TestEvalHonoursOTelEnv(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.EqualValues(t, 1, hits.Load())
 	assert.Equal(t, "acme", auth.Load())
+
+	// The traces variable is a full URL, used as given.
+	var custom atomic.Int32
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if r.URL.Path == "/custom/path" {
+			custom.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv2.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", srv2.URL+"/custom/path")
+	_, stderr, code = runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))
+	require.Equal(t, exitOK, code, stderr)
+	assert.EqualValues(t, 1, custom.Load(), "posted to the traces URL as given")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
 	_, stderr, code = runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), numberedSet(t, dir, "s.json", 2, nil))

@@ -59,6 +59,10 @@ func TestExitCodes(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, nil, 0o644))
 	emptyDir := filepath.Join(dir, "emptydir")
 	require.NoError(t, os.Mkdir(emptyDir, 0o755))
+	busyLn, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busyLn.Close()
+	busy := busyLn.Addr().String()
 	absent := filepath.Join(dir, "absent")
 	chain := filepath.Join(dir, "chain.ndjson")
 	writeTestChain(t, chain, 3)
@@ -96,6 +100,9 @@ func TestExitCodes(t *testing.T) {
 		{"verify ok", []string{"verify", chain}, exitOK, ""},
 		{"verify break", []string{"verify", tampered}, exitFailure, ""},
 		{"verify without files", []string{"verify"}, exitUsage, ""},
+		{"verify missing file", []string{"verify", absent}, exitUsage, "cannot verify"},
+		{"verify empty file", []string{"verify", empty}, exitUsage, "empty"},
+		{"help on an unknown topic", []string{"help", "nosuch"}, exitUsage, "unknown help topic"},
 
 		{"tail ok", []string{"tail", "--once", "--from-start", chain}, exitOK, ""},
 		{"tail break", []string{"tail", "--once", "--from-start", tampered}, exitFailure, ""},
@@ -150,6 +157,13 @@ func TestExitCodes(t *testing.T) {
 		{"serve nats down", []string{"serve", "--data", data, "--once", "--http=", "--nats", deadNATS}, exitService, ""},
 		{"replay", []string{"replay", "--nats", nats, filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
 		{"replay missing dir", []string{"replay", "--nats", nats, absent}, exitUsage, ""},
+		{"replay empty dir", []string{"replay", "--nats", nats, emptyDir}, exitUsage, "no TokenFuse segments"},
+		{"replay empty dir allowed", []string{"replay", "--nats", nats, "--allow-empty", emptyDir}, exitOK, ""},
+		{"replay missing creds", []string{"replay", "--nats", nats, "--nats-creds", absent, filepath.Join(testdata, "traces", "basic")}, exitUsage, "--nats-creds"},
+		{"serve empty replay dir", []string{"serve", "--data", data, "--once", "--replay", emptyDir}, exitUsage, "no TokenFuse segments"},
+		{"serve empty eval request", []string{"serve", "--data", data, "--once", "--eval-request", empty}, exitUsage, "is empty"},
+		{"serve busy http port", []string{"serve", "--data", data, "--once", "--http", busy}, exitUsage, "--http"},
+		{"report empty traces dir", []string{"report", "--db", db, "--traces", emptyDir, "--out", filepath.Join(dir, "r2.html")}, exitUsage, "no TokenFuse segments"},
 		{"replay no server", []string{"replay", "--nats", deadNATS, filepath.Join(testdata, "traces", "basic")}, exitService, "verdryx serve"},
 		{"dlq ls", []string{"dlq", "ls", "--nats", nats}, exitOK, ""},
 		{"dlq no server", []string{"dlq", "ls", "--nats", deadNATS}, exitService, ""},

@@ -57,14 +57,23 @@ func (l *logFlags) logger(w io.Writer, wrap func(slog.Handler) slog.Handler) (*s
 // errors.
 const otlpFlagName = "--otlp ($VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT)"
 
-// addOTLPFlag defines --otlp. Its default is the first set of
-// $VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (a full URL)
-// and $OTEL_EXPORTER_OTLP_ENDPOINT (a base URL; /v1/traces is appended).
-// The exporter itself honours $OTEL_EXPORTER_OTLP_HEADERS and
-// $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
+// addOTLPFlag defines --otlp: a collector root (`http://host:4318`, to
+// which /v1/traces is appended) or a full traces URL (any other path is
+// used as given). Its default is the first set of $VERDRYX_OTLP_ENDPOINT
+// (read like the flag), $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (a full URL,
+// used as given) and $OTEL_EXPORTER_OTLP_ENDPOINT (a base URL, possibly
+// with a path prefix: /v1/traces is appended to it), as the OpenTelemetry
+// SDK reads them. The exporter itself honours $OTEL_EXPORTER_OTLP_HEADERS
+// and $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
 func addOTLPFlag(fs *pflag.FlagSet) *string {
-	return fs.String("otlp", envFirst("", "VERDRYX_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-		"OTLP/HTTP collector URL for spans; off when empty ($VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT)")
+	def := envFirst("", "VERDRYX_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	if def == "" {
+		if base := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
+			def = strings.TrimRight(base, "/") + "/v1/traces"
+		}
+	}
+	return fs.String("otlp", def,
+		"OTLP/HTTP collector for spans: a root URL (/v1/traces is appended) or a full traces URL; off when empty ($VERDRYX_OTLP_ENDPOINT, $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT)")
 }
 
 // checkURL refuses a value of the flag name that is not an absolute URL

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -50,7 +51,11 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (required; the generation records a copy)")
 	}
 	fs.StringVar(&f.embedder, "embedder", "offline", "embedder: offline (feature hashing, no network) or openai (paid, opt-in)")
-	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for --embedder/--generator openai ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
+	what := "--embedder openai"
+	if withGenerator {
+		what = "--embedder/--generator openai"
+	}
+	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for "+what+" ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
 	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
 	fs.DurationVar(&f.timeout, "timeout", index.DefaultOpenAITimeout, "timeout of each provider call (no retries)")
@@ -71,7 +76,7 @@ func (f *ragFlags) providerError(err error) error {
 
 // check validates the flags before any work starts.
 func (f *ragFlags) check() error {
-	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL)", f.baseURL, "http", "https")
+	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", f.baseURL, "http", "https")
 }
 
 func (f *ragFlags) newEmbedder() (index.Embedder, error) {
@@ -321,8 +326,11 @@ func newAskCmd(g *globals) *cobra.Command {
 			return err
 		}
 		var err error
-		if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		if len(pos) != 1 {
 			return usageErrorf("ask: want exactly one question argument, have %d", len(pos))
+		}
+		if strings.TrimSpace(pos[0]) == "" {
+			return usageErrorf("ask: the question is empty")
 		}
 		store := index.NewStore(rf.data, index.StoreOptions{})
 		corpusPath := rf.corpus
@@ -392,8 +400,11 @@ func printRecord(w io.Writer, rec rag.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RANK\tID\tSIMILARITY\tDISTANCE\tMETADATA")
 	for i, c := range rec.Chunks {
-		md, _ := json.Marshal(c.Metadata)
-		fmt.Fprintf(tw, "%d\t%s\t%.6f\t%.6f\t%s\n", i+1, c.ID, c.Similarity, c.Distance, md)
+		var md bytes.Buffer
+		enc := json.NewEncoder(&md)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(c.Metadata)
+		fmt.Fprintf(tw, "%d\t%s\t%.6f\t%.6f\t%s\n", i+1, c.ID, c.Similarity, c.Distance, bytes.TrimSpace(md.Bytes()))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ncontext payload:\n%s\n", rec.ContextPayload)

@@ -32,6 +32,7 @@ func newReportCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
+	allowEmpty := fs.Bool("allow-empty", false, "render when --traces holds no segments (default: exit 2 saying it is empty)")
 	traces := fs.String("traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when empty: those sections say not measured)")
 	out := fs.String("out", "report.html", "file to write")
 	since := fs.String("since", "", "only runs started at or after this time (RFC 3339, or a date meaning its midnight UTC)")
@@ -66,6 +67,9 @@ func newReportCmd(g *globals) *cobra.Command {
 		}
 		in.Sources = append(in.Sources, "store "+path)
 		if *traces != "" {
+			if err := checkTraceDir("--traces", *traces, *allowEmpty); err != nil {
+				return err
+			}
 			r, err := outcome.NewReducer(outcome.Options{})
 			if err != nil {
 				return err

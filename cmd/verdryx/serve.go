@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"net"
+	"path/filepath"
+
 	"github.com/spf13/cobra"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"os"
 	"sync"
 
@@ -41,10 +46,27 @@ func addNATSFlags(fs *pflag.FlagSet, def string, help string) natsFlags {
 	}
 }
 
-// clientOptions returns the credentials and TLS options of the flags.
+// clientOptions returns the credentials and TLS options of the flags. A
+// named file that cannot be read is an input error (exit 2) naming its
+// flag, before any connection is tried.
 func (n natsFlags) clientOptions() ([]nats.Option, error) {
 	if err := checkTLSPair(*n.tlsCert, *n.tlsKey); err != nil {
-		return nil, err
+		return nil, inputError(err)
+	}
+	for _, f := range []struct{ name, path string }{
+		{"--nats-creds ($NATS_CREDS, $VERDRYX_NATS_CREDS)", *n.creds},
+		{"--nats-tls-ca ($VERDRYX_NATS_TLS_CA)", *n.tlsCA},
+		{"--nats-tls-cert ($VERDRYX_NATS_TLS_CERT)", *n.tlsCert},
+		{"--nats-tls-key ($VERDRYX_NATS_TLS_KEY)", *n.tlsKey},
+	} {
+		if f.path == "" {
+			continue
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return nil, usageErrorf("%s: %v", f.name, err)
+		}
+		fh.Close()
 	}
 	var opts []nats.Option
 	if *n.creds != "" {
@@ -86,7 +108,7 @@ func addSubjectFlags(fs *pflag.FlagSet) *worker.Subjects {
 // serveFlags are the flags of `verdryx serve`.
 type serveFlags struct {
 	listen, db, events, instance, http, otlp, tail, replay, corpus *string
-	once                                                           *bool
+	once, allowEmpty                                               *bool
 	evalFiles, roots                                               []string
 	log                                                            *logFlags
 	nats                                                           natsFlags
@@ -108,6 +130,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	fs.StringArrayVar(&f.evalFiles, "eval-request", nil, "publish this eval-request JSON file at start (repeatable)")
 	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
+	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.log = addLogFlags(fs, "info")
 	f.subjects = addSubjectFlags(fs)
@@ -115,21 +138,83 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	return f
 }
 
-// checkInputs refuses missing inputs before anything starts (exit 2).
+// checkInputs refuses missing, empty or malformed inputs and unusable
+// addresses before anything starts (exit 2), naming the flag.
 func (f *serveFlags) checkInputs() error {
 	if *f.replay != "" {
-		if st, err := os.Stat(*f.replay); err != nil {
-			return inputError(fmt.Errorf("--replay: %w", err))
-		} else if !st.IsDir() {
-			return usageErrorf("--replay %s: not a directory", *f.replay)
+		if err := checkTraceDir("--replay", *f.replay, *f.allowEmpty); err != nil {
+			return err
 		}
 	}
 	for _, p := range f.evalFiles {
-		if _, err := os.Stat(p); err != nil {
+		b, err := os.ReadFile(p)
+		switch {
+		case err != nil:
 			return inputError(fmt.Errorf("--eval-request: %w", err))
+		case len(bytes.TrimSpace(b)) == 0:
+			return usageErrorf("--eval-request %s: the file is empty (want one eval-request JSON object)", p)
+		case !json.Valid(b) || bytes.TrimSpace(b)[0] != '{':
+			var v map[string]any
+			err := json.Unmarshal(b, &v)
+			return usageErrorf("--eval-request %s: not one JSON object: %v", p, err)
+		}
+	}
+	if *f.tail != "" && *f.once {
+		if _, err := os.Stat(*f.tail); err != nil {
+			return inputError(fmt.Errorf("--tail (with --once): %w", err))
+		}
+	}
+	if *f.db != "" {
+		if dir := filepath.Dir(*f.db); !dirExists(dir) {
+			return usageErrorf("--db %s: directory %s does not exist (create it, or give a --db in an existing directory)", *f.db, dir)
+		}
+	}
+	if *f.http != "" {
+		if err := checkListen("--http", *f.http); err != nil {
+			return err
+		}
+	}
+	if *f.nats.url == "" && *f.listen != "" {
+		if err := checkListen("--nats-listen", *f.listen); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkTraceDir refuses a trace directory that is missing, not a
+// directory, or (unless allowEmpty) holds no TokenFuse segments.
+func checkTraceDir(flag, dir string, allowEmpty bool) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: %w", flag, err))
+	}
+	if !st.IsDir() {
+		return usageErrorf("%s %s: not a directory", flag, dir)
+	}
+	segs, _, err := segment.List(dir)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: %w", flag, err))
+	}
+	if len(segs) == 0 && !allowEmpty {
+		return usageErrorf("%s %s holds no TokenFuse segments (give --allow-empty to go on anyway)", flag, dir)
+	}
+	return nil
+}
+
+func dirExists(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
+}
+
+// checkListen refuses an address another process already listens on, so
+// a busy port is named at once instead of after a start-up timeout.
+func checkListen(flag, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErrorf("%s %s: %v (pick another address with %s; port 0 picks a free one)", flag, addr, err, flag)
+	}
+	return ln.Close()
 }
 
 // options maps the flags to the worker's options.
@@ -192,9 +277,6 @@ func newServeCmd(g *globals) *cobra.Command {
 			return err
 		}
 		if err := checkURL(otlpFlagName, *f.otlp, "http", "https"); err != nil {
-			return err
-		}
-		if err := f.checkInputs(); err != nil {
 			return err
 		}
 		if err := f.checkInputs(); err != nil {
@@ -361,6 +443,7 @@ func newReplayCmd() *cobra.Command {
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
 	lf := addLogFlags(fs, "info")
 	subjects := addSubjectFlags(fs)
+	allowEmpty := fs.Bool("allow-empty", false, "succeed on a directory without segments (default: exit 2 saying it is empty)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) != 1 {
@@ -373,10 +456,8 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if st, err := os.Stat(pos[0]); err != nil {
-			return inputError(fmt.Errorf("replay: %w", err))
-		} else if !st.IsDir() {
-			return usageErrorf("replay: %s is not a directory", pos[0])
+		if err := checkTraceDir("replay", pos[0], *allowEmpty); err != nil {
+			return err
 		}
 		nc, err := nf.connect(*nf.url, "verdryx-replay")
 		if err != nil {

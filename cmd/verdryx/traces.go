@@ -188,7 +188,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 
 // cmdSLO prints the four SLIs with their error budgets per agent and for
 // the fleet, and appends slo_burn events for alerting ones with --events.
-func newSLOCmd() *cobra.Command {
+func newSLOCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "slo",
 		Short: "SLO indicators and error budgets from traces",
@@ -208,7 +208,7 @@ func newSLOCmd() *cobra.Command {
 	good := fs.String("good-outcomes", strings.Join(d.GoodOutcomes, ","), "comma-separated outcome tags task_success counts as good")
 	costMultiple := fs.Float64("cost-multiple", d.CostMultiple, "cost_discipline bound as a multiple of the fleet median run cost")
 	events := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append slo_burn events to this chained NDJSON file (env VERDRYX_EVENTS_PATH)")
-	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist")
+	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist (default: the data directory's store, or $VERDRYX_DB, when there is one)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) > 0 {
@@ -230,6 +230,12 @@ func newSLOCmd() *cobra.Command {
 		}
 		if err := sopts.Validate(); err != nil {
 			return usageErrorf("slo: %v", err)
+		}
+		if *scoresDB == "" {
+			// The store the quickstart and eval made, when there is one.
+			if p := dbPath(envOr("VERDRYX_DB", ""), g.data); fileExists(p) {
+				*scoresDB = p
+			}
 		}
 		if *scoresDB != "" {
 			scores, err := loadScores(ctx, *scoresDB)
@@ -326,4 +332,10 @@ func appendBurnEvents(path string, evs []envelope.Event) (int, error) {
 		return n, fmt.Errorf("close events file: %w", err)
 	}
 	return n, nil
+}
+
+// fileExists reports whether path names an existing regular file.
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

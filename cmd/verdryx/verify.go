@@ -9,33 +9,40 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 )
 
-// cmdVerify verifies the prev_hash chain of each file. Exit 0 when no file
-// has a break, a malformed line or an invalid on_behalf_of; 1 when any does
-// or cannot be read; 2 for usage errors.
+// newVerifyCmd verifies the prev_hash chain of each file. Exit 0 when no
+// file has a break, a malformed line or an invalid on_behalf_of; 1 when any
+// does; 2 for usage errors and for a file that cannot be read or (unless
+// --allow-empty) holds no lines.
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify FILE...",
 		Short: "verify the prev_hash chain of agent-event NDJSON files",
-		Long:  "Verify the agent-event prev_hash chain of NDJSON files, as agent-conform -chain does.\nExit 0: every chain verifies; 1: a break, a malformed line or an unreadable file; 2: usage.",
+		Long:  "Verify the agent-event prev_hash chain of NDJSON files, as agent-conform -chain does.\nExit 0: every chain verifies; 1: a break, a malformed line or an invalid event; 2: usage, or a file that cannot be read or is empty (unless --allow-empty).",
 	}
 	fs := cmd.Flags()
 	asJSON := fs.Bool("json", false, "print one JSON report per file")
+	allowEmpty := fs.Bool("allow-empty", false, "accept a file with no lines (default: exit 2 saying it is empty)")
 	cmd.RunE = func(cmd *cobra.Command, files []string) error {
-		return runVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, *asJSON)
+		return runVerify(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, *asJSON, *allowEmpty)
 	}
 	return cmd
 }
 
-func runVerify(stdout, stderr io.Writer, files []string, asJSON bool) error {
+func runVerify(stdout, stderr io.Writer, files []string, asJSON, allowEmpty bool) error {
 	if len(files) == 0 {
 		return usageErrorf("verify: no files given")
 	}
-	bad := false
+	bad, unusable := false, 0
 	for _, path := range files {
 		rep, err := envelope.VerifyFile(path)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: cannot verify: %v\n", path, err)
-			bad = true
+			unusable++
+			continue
+		}
+		if rep.Events == 0 && len(rep.Malformed) == 0 && !allowEmpty {
+			fmt.Fprintf(stderr, "%s: empty: no events to verify (give --allow-empty to accept it)\n", path)
+			unusable++
 			continue
 		}
 		if !rep.OK() {
@@ -48,6 +55,9 @@ func runVerify(stdout, stderr io.Writer, files []string, asJSON bool) error {
 			continue
 		}
 		printVerify(stdout, path, rep)
+	}
+	if unusable > 0 {
+		return usageErrorf("verify: %d of %d files could not be verified (unreadable or empty)", unusable, len(files))
 	}
 	if bad {
 		return failed()

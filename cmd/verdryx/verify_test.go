@@ -65,8 +65,16 @@ func TestVerifyCommand(t *testing.T) {
 	require.Contains(t, out, `"breaks":[{"Line":4`)
 
 	_, stderr, code := runCLI(t, "verify", filepath.Join(dir, "missing.ndjson"))
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "an unreadable file is an input error")
 	require.Contains(t, stderr, "missing.ndjson: cannot verify")
+
+	empty := filepath.Join(dir, "empty.ndjson")
+	require.NoError(t, os.WriteFile(empty, []byte("\n\n"), 0o644))
+	_, stderr, code = runCLI(t, "verify", good, empty)
+	require.Equal(t, 2, code, "an empty file is an input error")
+	require.Contains(t, stderr, "empty.ndjson: empty")
+	_, _, code = runCLI(t, "verify", "--allow-empty", good, empty)
+	require.Equal(t, 0, code)
 
 	_, _, code = runCLI(t, "verify")
 	require.Equal(t, 2, code)
