@@ -73,5 +73,10 @@ ALTER TABLE eval_requests ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
 ALTER TABLE eval_requests ADD COLUMN emitted INTEGER NOT NULL DEFAULT 0;
 UPDATE eval_requests SET emitted = 2147483647;
 `,
+		// 4: trace state keyed by partition (store/partitions.go): per
+		// partition its applied stream sequence and the snapshot revision
+		// it descends from, the dedupe keys of the calls it applied (128-bit
+		// digests) and the reduction state of each of its runs.
+		partitionSchema,
 	}
 }

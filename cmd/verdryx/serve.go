@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,6 +75,8 @@ func addSubjectFlags(fs *flag.FlagSet) *worker.Subjects {
 	fs.StringVar(&s.Events, "subject.events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
 	fs.StringVar(&s.Tail, "subject.tail", s.Tail, "subject tailed envelopes are forwarded to")
 	fs.StringVar(&s.DeadLetter, "subject.deadletter", s.DeadLetter, "dead-letter subject")
+	fs.IntVar(&s.Partitions, "partitions", s.Partitions, "trace partitions: records go to <subject.traces>.<FNV-1a(run_id) mod N>; every worker and publisher must agree")
+	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the streams and buckets created (3 on a three-node cluster; 0 means 1)")
 	return &s
 }
 
@@ -90,6 +91,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type serveFlags struct {
 	data, listen, db, events, instance, http, otlp, tail, replay, corpus *string
 	once, verbose                                                        *bool
+	pinnedTTL, snapshotEvery                                             *time.Duration
 	evalFiles, roots                                                     multiFlag
 	nats                                                                 natsFlags
 	subjects                                                             *worker.Subjects
@@ -113,6 +115,8 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.Var(&f.roots, "root", "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.verbose = fs.Bool("v", false, "debug logging")
+	f.pinnedTTL = fs.Duration("pinned-ttl", worker.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "at most this often a partition owner writes its snapshot; acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
 	return f
@@ -130,13 +134,16 @@ func (f *serveFlags) options(logger *slog.Logger, stdout, stderr io.Writer) (wor
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
 		Once: *f.once, Subjects: *f.subjects, Version: version, Logger: logger,
-		Files:    f.sec.files,
-		Replies:  f.sec.replyPolicy(*f.subjects),
-		Report:   func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
-		OnResult: func(req worker.EvalRequest, res grading.Result) { printEvalResult(stdout, req, res) },
-		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
-			return replayWithProgress(ctx, js, subject, dir, false, stderr)
+		Files:   f.sec.files,
+		Replies: f.sec.replyPolicy(*f.subjects),
+		Report: func(st *store.Store, traces func(context.Context) (*worker.Aggregate, error)) http.Handler {
+			return reportHandler(st, traces, 5*time.Second, logger)
 		},
+		OnResult: func(req worker.EvalRequest, res grading.Result) { printEvalResult(stdout, req, res) },
+		Replay: func(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string) (worker.ReplayStats, error) {
+			return replayWithProgress(ctx, js, s, dir, false, stderr)
+		},
+		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery,
 		Drained: func(ctx context.Context, st *store.Store) error { return printStoreReport(ctx, st, stdout) },
 	}, nil
 }
@@ -183,7 +190,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
 	var progress func(int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
@@ -192,7 +199,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, di
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return worker.Replay(ctx, js, subject, dir, worker.ReplayOptions{Strict: strict, Progress: progress})
+	return worker.Replay(ctx, js, s.Traces, dir, worker.ReplayOptions{Strict: strict, Progress: progress, Partitions: s.Partitions})
 }
 
 func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
@@ -207,14 +214,15 @@ func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result) {
 	}
 }
 
-// printStoreReport prints the cost-per-outcome report of every trace call
-// the worker has stored.
+// printStoreReport prints the cost-per-outcome report of the trace
+// partitions in the worker's store (the whole fleet's for a single worker).
 func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
-	r, err := outcome.NewReducer(outcome.Options{})
+	agg, err := worker.LocalAggregate(ctx, st)
 	if err != nil {
 		return err
 	}
-	if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
+	r, err := agg.Reducer(outcome.Options{})
+	if err != nil {
 		return err
 	}
 	rep, err := r.CheckedReport()
@@ -251,12 +259,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
 		return err
 	}
-	st, err := replayWithProgress(ctx, js, subjects.Traces, pos[0], *strict, stderr)
+	st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr)
 	if err != nil {
 		return inputError(err)
 	}
-	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
-		st.Rows, st.Segments, pos[0], subjects.Traces, st.New, st.Duplicates, st.Ignored, len(st.Failed))
+	fmt.Fprintf(stdout, "replayed %d rows from %d segments of %s to %s.<0..%d>: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, pos[0], subjects.Traces, max(subjects.Partitions, 1)-1, st.New, st.Duplicates, st.Ignored, len(st.Failed))
 	for _, f := range st.Failed {
 		fmt.Fprintf(stdout, "  failed: %s\n", f)
 	}
