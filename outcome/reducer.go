@@ -2,8 +2,10 @@ package outcome
 
 import (
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"time"
+	"unsafe"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
 // Options configures a Reducer.
@@ -42,10 +44,39 @@ type runState struct {
 	refused   uint32 // blocked + wardryx_deny/hold
 	outStep   uint32 // step of the outcome kept
 	agentStep uint32
-	outcome   int32 // symbol id of the last non-empty outcome, 0 = none
-	agent     int32
-	group     int32  // group symbol of an independent record (By set)
+	outcome   int32  // symbol id of the last non-empty outcome, 0 = none
+	agent     int32  // symbol id of the agent id kept, 0 = none
 	epoch     uint32 // transaction that last saved this state
+	outPos    uint64 // position (SetPos) of the outcome kept
+	agentPos  uint64 // position of the agent kept
+}
+
+// runState is 64 bytes, one cache line: an interleaved reduction touches
+// the states of rows at random, so its size is its cost (the constant
+// below does not compile otherwise).
+const _ = -uint(unsafe.Sizeof(runState{}) ^ 64)
+
+// later reports whether a value at (step, pos) replaces one kept at
+// (keptStep, keptPos): the greater step wins, then the greater position;
+// an equal key (the same row offered again) replaces too, so a sequential
+// reduction keeps "later read wins on ties".
+func later(step uint32, pos uint64, keptStep uint32, keptPos uint64) bool {
+	return step > keptStep || (step == keptStep && pos >= keptPos)
+}
+
+// PosRowBits is the number of low bits of a position (Pos) that hold the
+// row index within its source.
+const PosRowBits = 40
+
+// Pos returns the position of row of source for SetPos: source in the high
+// 24 bits, row in the low PosRowBits. For a Parquet directory, source is the
+// segment's index in segment.List order and row the row index within the
+// segment, so positions order rows as a sequential replay reads them.
+// Rows at or past 1<<PosRowBits and sources past 1<<24 do not fit: callers
+// with other inputs (NDJSON line numbers, JetStream stream sequences) pass
+// their own monotone sequence to SetPos instead.
+func Pos(source uint32, row uint64) uint64 {
+	return uint64(source)<<PosRowBits | row&(1<<PosRowBits-1)
 }
 
 type groupAcc struct {
@@ -71,12 +102,30 @@ type Reducer struct {
 	class   []calls.Class // decision class by symbol id
 	runs    []runState
 	anon    []runState           // independent calls (no run_id), one run each
+	anonGrp []int32              // group symbol of each anon entry (By set)
 	flat    []runState           // flat {outcome, cost_usd} records
 	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
 	stats   Stats
+	pos     uint64 // position of the next row offered (SetPos)
 	tx      txn
 	err     error // first sum overflow (checked.go)
 }
+
+// SetPos sets the position of the next call offered; each call offered
+// (Add, each row of AddBatch, AddRecord; inside the window or not) takes the
+// current position and advances it by one. Positions are the tie-break of
+// "last outcome by step": of two non-empty outcomes (or agent ids) of a run
+// at the same step, the one at the greater position is kept, whichever was
+// added first and in whichever reducer (see Merge). A reducer starts at
+// position 0, so feeding one reducer in read order without calling SetPos
+// keeps the later call. To make reductions split over several reducers
+// equal the sequential one, give every call its position in the sequential
+// order: Pos(segment, row) for segment rows, a line number or a stream
+// sequence for records.
+func (r *Reducer) SetPos(pos uint64) { r.pos = pos }
+
+// CurrentPos returns the position the next call offered will take.
+func (r *Reducer) CurrentPos() uint64 { return r.pos }
 
 // NewReducer returns an empty reducer.
 func NewReducer(opts Options) (*Reducer, error) {
@@ -116,6 +165,10 @@ func (r *Reducer) Fields() calls.FieldSet {
 	return s
 }
 
+// Options returns the options r was made with: a reducer made with them
+// can be merged into r.
+func (r *Reducer) Options() Options { return r.opts }
+
 // RunSymbols is the table a Batch's RunID ids must come from.
 func (r *Reducer) RunSymbols() *calls.Symbols { return r.runSyms }
 
@@ -140,8 +193,10 @@ func (r *Reducer) sync() {
 	}
 }
 
-// Add folds one call. Calls may come in any order: the outcome kept for a run
-// is the non-empty one at the highest step, ties going to the later Add.
+// Add folds one call at the current position (SetPos) and advances it.
+// Calls may come in any order: the outcome kept for a run is the non-empty
+// one at the highest step, ties going to the greater position (without
+// SetPos, the later Add).
 func (r *Reducer) Add(c calls.Call) {
 	var run int32 = -1
 	if c.HasRunID {
@@ -166,13 +221,15 @@ func (r *Reducer) Add(c calls.Call) {
 	if !c.HasStep {
 		step = 0
 	}
-	r.addRow(run, c.TSMillis, dec, c.CostMicroUSD, step, agent, out, group)
+	r.addRow(run, c.TSMillis, dec, c.CostMicroUSD, step, agent, out, group, r.pos)
+	r.pos++
 }
 
 // AddRecord folds a flat {outcome, cost_usd} record, already reduced to a
 // run: it counts as one run of one call. An empty outcome reads as untagged.
 func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 	r.stats.Records++
+	r.pos++
 	r.flat = append(r.flat, runState{
 		calls:   1,
 		cost:    costMicroUSD,
@@ -182,7 +239,8 @@ func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 }
 
 // AddBatch folds every row of b, whose string ids come from RunSymbols and
-// Symbols. The columns of Fields must be present.
+// Symbols, row i at the current position + i; the position advances by
+// b.Len. The columns of Fields must be present.
 func (r *Reducer) AddBatch(b *calls.Batch) {
 	r.sync()
 	n := b.Len
@@ -203,13 +261,15 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 			if groups != nil {
 				g = groups[i]
 			}
-			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g)
+			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g, r.pos+uint64(i))
 		}
+		r.pos += uint64(n)
 		return
 	}
 	// The hot path: no window, no grouping, runs known.
 	r.stats.Calls += int64(n)
-	runs, class, epoch := r.runs, r.class, r.tx.epoch
+	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
+	r.pos += uint64(n)
 	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
 	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
 	for i := range n {
@@ -218,22 +278,23 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 			r.touch(run[i], rs)
 		}
 		rs.calls++
-		switch class[dec[i]] {
-		case calls.ClassBlocked:
+		cls := class[dec[i]]
+		if cls != calls.ClassAllowed {
+			rs.refused++
+		}
+		if cls == calls.ClassBlocked {
 			rs.blocked++
-			rs.refused++
-		case calls.ClassWardryx:
-			rs.refused++
-			r.addCost(&rs.cost, cost[i], run[i])
-		default:
+		} else if s, ok := addInt64(rs.cost, cost[i]); ok {
+			rs.cost = s
+		} else {
 			r.addCost(&rs.cost, cost[i], run[i])
 		}
-		st := step[i]
-		if o := out[i]; o != 0 && st >= rs.outStep {
-			rs.outcome, rs.outStep = o, st
+		st, p := step[i], pos+uint64(i)
+		if o := out[i]; o != 0 && later(st, p, rs.outStep, rs.outPos) {
+			rs.outcome, rs.outStep, rs.outPos = o, st, p
 		}
-		if a := agent[i]; a != 0 && st >= rs.agentStep {
-			rs.agent, rs.agentStep = a, st
+		if a := agent[i]; a != 0 && later(st, p, rs.agentStep, rs.agentPos) {
+			rs.agent, rs.agentStep, rs.agentPos = a, st, p
 		}
 		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
 			rs.lastTS = t
@@ -241,7 +302,7 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 	}
 }
 
-func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32) {
+func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32, pos uint64) {
 	r.stats.Calls++
 	if r.windowed && (ts < r.from || ts >= r.to) {
 		r.stats.OutsideWindow++
@@ -254,7 +315,8 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 			r.stats.DroppedUntagged++
 			return
 		}
-		r.anon = append(r.anon, runState{group: group})
+		r.anon = append(r.anon, runState{})
+		r.anonGrp = append(r.anonGrp, group)
 		rs = &r.anon[len(r.anon)-1]
 	} else {
 		rs = &r.runs[run]
@@ -269,11 +331,11 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 	if cls != calls.ClassAllowed {
 		rs.refused++
 	}
-	if out != 0 && step >= rs.outStep {
-		rs.outcome, rs.outStep = out, step
+	if out != 0 && later(step, pos, rs.outStep, rs.outPos) {
+		rs.outcome, rs.outStep, rs.outPos = out, step, pos
 	}
-	if agent != 0 && step >= rs.agentStep {
-		rs.agent, rs.agentStep = agent, step
+	if agent != 0 && later(step, pos, rs.agentStep, rs.agentPos) {
+		rs.agent, rs.agentStep, rs.agentPos = agent, step, pos
 	}
 	if ts > rs.lastTS || rs.calls == 1 {
 		rs.lastTS = ts
@@ -318,6 +380,7 @@ type txn struct {
 	anonLen int
 	flatLen int
 	stats   Stats
+	pos     uint64
 }
 
 // Begin opens a transaction: everything added until Commit can be undone by
@@ -332,6 +395,7 @@ func (r *Reducer) Begin() {
 	t.anonLen = len(r.anon)
 	t.flatLen = len(r.flat)
 	t.stats = r.stats
+	t.pos = r.pos
 }
 
 // Commit keeps everything added since Begin.
@@ -359,8 +423,10 @@ func (r *Reducer) Rollback() {
 		}
 	}
 	r.anon = r.anon[:t.anonLen]
+	r.anonGrp = r.anonGrp[:t.anonLen]
 	r.flat = r.flat[:t.flatLen]
 	r.stats = t.stats
+	r.pos = t.pos
 	t.open = false
 	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
 }

@@ -95,11 +95,13 @@ func (r *Reducer) Report() *Report {
 			}
 		}
 	}
-	for _, list := range [][]runState{r.anon, r.flat} {
-		for i := range list {
-			rs := &list[i]
-			add(rs.group, rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
-		}
+	for i := range r.anon {
+		rs := &r.anon[i]
+		add(r.anonGrp[i], rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
+	}
+	for i := range r.flat {
+		rs := &r.flat[i]
+		add(0, rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
 	}
 
 	groups := make(map[int32]*GroupReport)

@@ -20,6 +20,12 @@ type FleetOptions struct {
 	// Concurrent is the number of runs in flight at once: their calls
 	// interleave, so runs span row groups and segments.
 	Concurrent int
+	// AllInFlight puts every run in flight for the whole directory (the
+	// widest interleave): about Rows / MeanCallsPerRun runs are drawn up
+	// front and their calls shuffled together, so each row group holds
+	// calls of nearly every run. Concurrent is ignored, and the directory
+	// holds the sum of the drawn run lengths, close to but not exactly Rows.
+	AllInFlight bool
 	// SegmentRows and RowGroupRows cut files and row groups.
 	SegmentRows  int64
 	RowGroupRows int64
@@ -74,8 +80,8 @@ type liveRun struct {
 // GenerateFleet writes a directory of segments shaped by opts into dir
 // (which must exist). The content is a pure function of opts.
 func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
-	if opts.Rows <= 0 || opts.MeanCallsPerRun <= 0 || opts.Concurrent <= 0 || opts.SegmentRows <= 0 {
-		return FleetSummary{}, errors.New("tracegen: fleet needs positive Rows, MeanCallsPerRun, Concurrent and SegmentRows")
+	if opts.Rows <= 0 || opts.MeanCallsPerRun <= 0 || (opts.Concurrent <= 0 && !opts.AllInFlight) || opts.SegmentRows <= 0 {
+		return FleetSummary{}, errors.New("tracegen: fleet needs positive Rows, MeanCallsPerRun, Concurrent (or AllInFlight) and SegmentRows")
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	decisions := []string{"budget_exceeded", "policy_violation", "loop_detected", "killed", "wasm_policy",
@@ -107,9 +113,28 @@ func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
 		}
 		return r
 	}
-	live := make([]liveRun, opts.Concurrent)
-	for i := range live {
-		live[i] = newRun()
+	var live []liveRun
+	var order []int32 // AllInFlight: the run of each row
+	if opts.AllInFlight {
+		live = make([]liveRun, max(1, opts.Rows/int64(opts.MeanCallsPerRun)))
+		total := int64(0)
+		for i := range live {
+			live[i] = newRun()
+			total += int64(live[i].left)
+		}
+		order = make([]int32, 0, total)
+		for i := range live {
+			for range live[i].left {
+				order = append(order, int32(i))
+			}
+		}
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		opts.Rows = total
+	} else {
+		live = make([]liveRun, opts.Concurrent)
+		for i := range live {
+			live[i] = newRun()
+		}
 	}
 	start := opts.Start.UnixMilli()
 	span := opts.Span.Milliseconds()
@@ -130,7 +155,12 @@ func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
 		}
 		for i := int64(0); i < n; i++ {
 			row := sum.Rows + i
-			k := rng.IntN(len(live))
+			var k int
+			if order != nil {
+				k = int(order[row])
+			} else {
+				k = rng.IntN(len(live))
+			}
 			r := &live[k]
 			c := calls.Call{
 				TSMillis: start + span*row/opts.Rows,
@@ -168,7 +198,9 @@ func GenerateFleet(dir string, opts FleetOptions) (FleetSummary, error) {
 			r.left--
 			if r.left == 0 {
 				c.Outcome = r.outcome
-				live[k] = newRun()
+				if order == nil {
+					live[k] = newRun()
+				}
 			} else if r.early != "" && r.left == 1 {
 				c.Outcome = r.early
 			}

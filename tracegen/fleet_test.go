@@ -56,3 +56,21 @@ func TestGenerateFleetDeterministic(t *testing.T) {
 func TestSegmentName(t *testing.T) {
 	require.Equal(t, "calls-1a2b-ff-00000012.parquet", SegmentName(0x1a2b, 0xff, 12))
 }
+
+func TestGenerateFleetAllInFlight(t *testing.T) {
+	opts := DefaultFleetOptions()
+	opts.Rows = 20_000
+	opts.SegmentRows = 8_000
+	opts.RowGroupRows = 2_000
+	opts.AllInFlight = true
+	dir := t.TempDir()
+	sum, err := GenerateFleet(dir, opts)
+	require.NoError(t, err)
+	// 200 runs of mean 100 calls: every run starts, the rows are the sum
+	// of their lengths.
+	require.Equal(t, int64(200), sum.Runs)
+	require.InDelta(t, 20_000, float64(sum.Rows), 3_000)
+	again, err := GenerateFleet(t.TempDir(), opts)
+	require.NoError(t, err)
+	require.Equal(t, sum, again)
+}

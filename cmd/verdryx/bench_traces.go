@@ -15,15 +15,18 @@ import (
 // prints its figures.
 func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench traces", "",
-		"Generate a TokenFuse trace directory (or reuse the segments already in --dir) and measure the full\n"+
-			"reduction (cost per outcome + SLOs) against a bare page scan of the same columns: rows/s of each,\n"+
-			"their ratio and the peak RSS (VmHWM, reset before each measured pass). Best of --rounds.", stderr)
+		"Generate TokenFuse trace directories of two shapes, the generator's 1,000 runs in flight and --in-flight\n"+
+			"(default: every run in flight), into --dir/in-flight-N (reused when there), or take the segments already\n"+
+			"in --dir as the one shape, and measure the full reduction (cost per outcome + SLOs, row groups on --procs\n"+
+			"workers) against a bare page scan of the same columns on as many: rows/s of each, their ratio, CPU time\n"+
+			"and the peak RSS (VmHWM, reset before each measured pass). Best of --rounds.", stderr)
 	d := tracegen.DefaultFleetOptions()
 	rows := fs.Int64("rows", d.Rows, "rows to generate")
 	dir := fs.String("dir", "", "directory for the segments (default: a temporary directory, removed after); existing segments there are reused")
 	rounds := fs.Int("rounds", 3, "measured passes of each kind; the best is reported")
-	procs := fs.Int("procs", 1, "GOMAXPROCS during the measured passes (the reduction is single-threaded)")
-	rowGroup := fs.Int64("row-group", d.RowGroupRows, "rows per row group (100k-1M is typical)")
+	procs := fs.Int("procs", 1, "GOMAXPROCS during the measured passes, and the workers of the scan and of the reduction")
+	rowGroup := fs.Int64("row-group", traces.DefaultRowGroupRows, "rows per row group (100k-1M is typical)")
+	inFlight := fs.Int("in-flight", 0, "runs in flight (interleaved) in the second shape; 0 = every run")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -32,21 +35,21 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(pos) > 0 {
 		return usageErrorf("bench traces: unexpected argument %q", pos[0])
 	}
-	if *rows <= 0 || *rounds <= 0 || *procs <= 0 || *rowGroup <= 0 {
-		return usageErrorf("bench traces: --rows, --rounds, --procs and --row-group must be positive")
+	if *rows <= 0 || *rounds <= 0 || *procs <= 0 || *rowGroup <= 0 || *inFlight < 0 {
+		return usageErrorf("bench traces: --rows, --rounds, --procs and --row-group must be positive, --in-flight at least 0")
 	}
-	opts := traces.Options{Rows: *rows, Dir: *dir, Rounds: *rounds, Procs: *procs, RowGroupRows: *rowGroup}
+	opts := traces.Options{Rows: *rows, Dir: *dir, Rounds: *rounds, Procs: *procs, RowGroupRows: *rowGroup, InFlight: *inFlight}
 	if isTerminal(stderr) {
 		var bar *progressbar.ProgressBar
 		last := int64(0)
 		opts.OnGenerate = func(done int64) {
 			if bar == nil {
-				bar = progressbar.NewOptions64(*rows, progressbar.OptionSetWriter(stderr),
+				bar = progressbar.NewOptions64(2**rows, progressbar.OptionSetWriter(stderr),
 					progressbar.OptionSetDescription("generating traces"), progressbar.OptionClearOnFinish())
 			}
 			_ = bar.Add64(done - last)
 			last = done
-			if done >= *rows {
+			if done >= 2**rows {
 				_ = bar.Finish()
 			}
 		}
@@ -66,13 +69,15 @@ func benchTraces(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func printBenchTraces(stdout io.Writer, res traces.Result) {
-	fmt.Fprintf(stdout, "bench traces: %d rows, %d runs, %d segments, %.1f MiB, row groups of %d rows",
-		res.Rows, res.Runs, res.Segments, float64(res.Bytes)/(1<<20), res.RowGroupRows)
-	if res.Generated {
-		fmt.Fprintf(stdout, " (generated in %.1fs)", res.GenerateSeconds)
+	fmt.Fprintf(stdout, "bench traces: columns %s; GOMAXPROCS=%d; best of %d\n", res.Columns, res.GOMAXPROCS, res.Rounds)
+	for _, sh := range res.Shapes {
+		fmt.Fprintf(stdout, "\n%s: %d rows, %d runs, %d segments, %d row groups of %d rows, %.1f MiB",
+			sh.Name, sh.Rows, sh.Runs, sh.Segments, sh.RowGroups, sh.RowGroupRows, float64(sh.Bytes)/(1<<20))
+		if sh.Generated {
+			fmt.Fprintf(stdout, " (generated in %.1fs)", sh.GenerateSeconds)
+		}
+		fmt.Fprintf(stdout, "\n  page scan:      %6.1fM rows/s  (%.3fs, cpu %.3fs)  peak RSS %.1f MiB\n", sh.ScanRowsPerSec/1e6, sh.ScanSeconds, sh.ScanCPUSeconds, sh.ScanPeakRSSMiB)
+		fmt.Fprintf(stdout, "  full reduction: %6.1fM rows/s  (%.3fs, cpu %.3fs)  peak RSS %.1f MiB\n", sh.ReduceRowsPerSec/1e6, sh.ReduceSeconds, sh.ReduceCPUSeconds, sh.PeakRSSMiB)
+		fmt.Fprintf(stdout, "  reduction takes %.2fx the page scan's time\n", sh.Ratio)
 	}
-	fmt.Fprintf(stdout, "\ncolumns: %s; GOMAXPROCS=%d; best of %d\n", res.Columns, res.GOMAXPROCS, res.Rounds)
-	fmt.Fprintf(stdout, "page scan:      %6.1fM rows/s  (%.3fs)  peak RSS %.1f MiB\n", res.ScanRowsPerSec/1e6, res.ScanSeconds, res.ScanPeakRSSMiB)
-	fmt.Fprintf(stdout, "full reduction: %6.1fM rows/s  (%.3fs)  peak RSS %.1f MiB\n", res.ReduceRowsPerSec/1e6, res.ReduceSeconds, res.PeakRSSMiB)
-	fmt.Fprintf(stdout, "reduction takes %.2fx the page scan's time\n", res.Ratio)
 }

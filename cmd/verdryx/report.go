@@ -67,7 +67,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if _, err := reduceTraces(ctx, *traces, r, *strict, stderr); err != nil {
+		if _, err := reduceTraces(ctx, *traces, r, *strict, 0, stderr); err != nil {
 			return err
 		}
 		in.Traces, in.TraceSource = r, "traces "+*traces

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 type traceFlags struct {
 	traces, from, to string
 	strict, asJSON   bool
+	procs            int
 	nats             natsFlags
 	partitions       int
 }
@@ -59,6 +61,7 @@ func (t *traceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
+	fs.IntVar(&t.procs, "procs", runtime.GOMAXPROCS(0), "row groups of --traces reduced in parallel, 0 = GOMAXPROCS (the report is the same for any value)")
 }
 
 // parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
@@ -92,9 +95,9 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 	return outcome.Options{By: by, From: from, To: to}, nil
 }
 
-// reduceTraces replays dir into r, with a progress bar on a terminal stderr
-// and one line per skipped segment.
-func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, stderr io.Writer) (replay.DirStats, error) {
+// reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
+// a progress bar on a terminal stderr and one line per skipped segment.
+func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (replay.DirStats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return replay.DirStats{}, inputError(err)
@@ -102,7 +105,13 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	if len(segs) == 0 {
 		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
 	}
-	opts := replay.DirOptions{Strict: strict}
+	if procs < 0 {
+		return replay.DirStats{}, usageErrorf("--procs %d: want at least 1 (0: GOMAXPROCS)", procs)
+	}
+	if procs == 0 {
+		procs = runtime.GOMAXPROCS(0)
+	}
+	opts := replay.DirOptions{Strict: strict, Procs: procs}
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {
@@ -169,7 +178,7 @@ func cmdCostPerCorrect(ctx context.Context, args []string, stdout, stderr io.Wri
 			return inputError(err)
 		}
 	} else {
-		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, stderr)
+		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr)
 		if err != nil {
 			return err
 		}
@@ -269,7 +278,7 @@ func cmdSLO(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if r, err = tf.fleetReducer(ctx, opts); err != nil {
 			return err
 		}
-	} else if st, err = reduceTraces(ctx, tf.traces, r, tf.strict, stderr); err != nil {
+	} else if st, err = reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr); err != nil {
 		return err
 	}
 	rep, err := r.SLO(sopts, envelope.ValidAgentID)

@@ -183,11 +183,12 @@ func TestBenchTracesSmall(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var res traces.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, int64(20000), res.Rows)
-	require.True(t, res.Generated)
-	require.Greater(t, res.ReduceRowsPerSec, 0.0)
-	require.Greater(t, res.ScanRowsPerSec, 0.0)
-	require.Greater(t, res.Runs, int64(0))
+	require.Len(t, res.Shapes, 2)
+	require.Equal(t, int64(20000), res.Shapes[0].Rows)
+	require.True(t, res.Shapes[0].Generated)
+	require.Greater(t, res.Shapes[1].ReduceRowsPerSec, 0.0)
+	require.Greater(t, res.Shapes[1].ScanRowsPerSec, 0.0)
+	require.Greater(t, res.Shapes[1].Runs, int64(0))
 	// A second run reuses the segments.
 	out, _, code = tracesRun(t, "bench", "traces", "--rounds", "1", "--dir", dir)
 	require.Equal(t, 0, code)

@@ -17,7 +17,8 @@ type cursor struct {
 	index  int  // leaf column index in the file, -1 when absent
 	maxDef byte // definition level of a present value
 	table  *calls.Symbols
-	nulls  []bool // batch null flags (step, tool_calls)
+	cache  *internCache // in front of table
+	nulls  []bool       // batch null flags (step, tool_calls)
 
 	pages parquet.Pages
 	page  parquet.Page
@@ -119,7 +120,9 @@ func (c *cursor) next() error {
 			c.i32 = idx
 			c.byDic = true
 			if dict != c.dict {
-				c.mapDictionary(dict)
+				if err := c.mapDictionary(dict); err != nil {
+					return err
+				}
 			}
 		case parquet.Int64:
 			dv := dict.Page().Data()
@@ -164,18 +167,34 @@ func (c *cursor) next() error {
 	return nil
 }
 
-// mapDictionary interns every entry of d once, so that each row costs one
-// slice index instead of a hash lookup.
-func (c *cursor) mapDictionary(d parquet.Dictionary) {
-	c.dict = d
-	n := d.Len()
+// mapDictionary maps every entry of d to its symbol id once per dictionary
+// (a column chunk has one), so that each row costs one slice index instead
+// of a hash lookup, whatever the dictionary's size. The entries are read
+// straight out of the dictionary page and looked up through the cursor's
+// internCache.
+func (c *cursor) mapDictionary(d parquet.Dictionary) error {
+	c.dict = nil
+	dv := d.Page().Data()
+	data, offs := dv.ByteArray()
+	n := len(offs) - 1
+	if n < 0 {
+		n = 0
+	}
+	if n != d.Len() {
+		return fmt.Errorf("dictionary of %d entries has %d offsets", d.Len(), len(offs))
+	}
+	for i := range n {
+		if offs[i] > offs[i+1] || int(offs[i+1]) > len(data) {
+			return fmt.Errorf("dictionary entry %d: bad offsets", i)
+		}
+	}
 	if cap(c.dictMap) < n {
 		c.dictMap = make([]int32, n)
 	}
 	c.dictMap = c.dictMap[:n]
-	for i := range n {
-		c.dictMap[i] = c.table.Intern(d.Index(int32(i)).ByteArray())
-	}
+	c.cache.lookupAll(c.dictMap, n, func(i int) []byte { return data[offs[i]:offs[i+1]] })
+	c.dict = d
+	return nil
 }
 
 // take prepares the next k (<= want) rows, loading a page if needed.
@@ -287,7 +306,7 @@ func (c *cursor) fillStrings(dst []int32) (anyNull bool, err error) {
 		case c.def == nil:
 			for j := range out {
 				v := c.vpos + j
-				out[j] = c.table.Intern(c.data[c.offs[v]:c.offs[v+1]])
+				out[j] = c.cache.lookup(c.data[c.offs[v]:c.offs[v+1]])
 			}
 			c.vpos += k
 		default:
@@ -304,7 +323,7 @@ func (c *cursor) fillStrings(dst []int32) (anyNull bool, err error) {
 					}
 					out[j] = c.dictMap[ix]
 				} else {
-					out[j] = c.table.Intern(c.data[c.offs[c.vpos]:c.offs[c.vpos+1]])
+					out[j] = c.cache.lookup(c.data[c.offs[c.vpos]:c.offs[c.vpos+1]])
 				}
 				c.vpos++
 			}

@@ -69,6 +69,7 @@ type Scanner struct {
 // run_id values into runs and every other string into syms.
 func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 	s := &Scanner{fields: fields, runs: runs, syms: syms, rows: DefaultBatchRows}
+	runCache, symCache := newInternCache(runs), newInternCache(syms)
 	n := s.rows
 	b := &s.batch
 	for f := range calls.NumFields {
@@ -77,10 +78,10 @@ func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 		}
 		c := &s.cols[f]
 		c.field = f
-		c.table = syms
+		c.table, c.cache = syms, symCache
 		switch f {
 		case calls.FieldRunID:
-			c.table = runs
+			c.table, c.cache = runs, runCache
 			b.RunID = make([]int32, n)
 		case calls.FieldTSMillis:
 			b.TSMillis = make([]int64, n)
@@ -155,29 +156,84 @@ func typeName(f calls.Field) string {
 // passed to fn stay passed (see outcome.Reducer.Begin for making a segment
 // all or nothing). An error from fn is returned as is.
 func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
-	name := filepath.Base(path)
-	f, err := os.Open(path)
+	f, pf, name, err := s.open(path)
 	if err != nil {
-		return fmt.Errorf("open segment: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat segment: %w", err)
-	}
-	pf, err := OpenParquet(f, st.Size())
-	if err != nil {
-		return &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
-	}
-	if err := s.bind(pf, name); err != nil {
 		return err
 	}
+	defer f.Close()
 	for gi, rg := range pf.RowGroups() {
 		if err := s.scanRowGroup(rg, gi, name, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ScanRowGroup reads row group gi (0-based, in file order) of the segment
+// at path, as ScanFile reads each of its row groups: several Scanners may
+// read the row groups of one file in parallel, each its own. Errors are
+// those of ScanFile; a gi the file does not have is a *Error.
+func (s *Scanner) ScanRowGroup(path string, gi int, fn func(*calls.Batch) error) error {
+	f, pf, name, err := s.open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rgs := pf.RowGroups()
+	if gi < 0 || gi >= len(rgs) {
+		return &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: no row group %d (the file has %d)", ErrCorrupt, gi, len(rgs))}
+	}
+	return s.scanRowGroup(rgs[gi], gi, name, fn)
+}
+
+// RowGroups returns the number of rows of each row group of the segment
+// at path, in file order (from the footer; no page is read). A footer that
+// does not decode is a *Error.
+func RowGroups(path string) ([]int64, error) {
+	f, pf, _, err := openSegment(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []int64
+	for _, rg := range pf.RowGroups() {
+		rows = append(rows, rg.NumRows())
+	}
+	return rows, nil
+}
+
+// open opens the segment at path and binds the scanner's columns to it.
+func (s *Scanner) open(path string) (*os.File, *parquet.File, string, error) {
+	f, pf, name, err := openSegment(path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := s.bind(pf, name); err != nil {
+		f.Close()
+		return nil, nil, "", err
+	}
+	return f, pf, name, nil
+}
+
+// openSegment opens and parses the footer of the segment at path; the
+// caller closes the file.
+func openSegment(path string) (*os.File, *parquet.File, string, error) {
+	name := filepath.Base(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("open segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, "", fmt.Errorf("stat segment: %w", err)
+	}
+	pf, err := OpenParquet(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, "", &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+	}
+	return f, pf, name, nil
 }
 
 // OpenParquet opens a segment with the options every reader here uses (no

@@ -19,8 +19,14 @@ type DirOptions struct {
 	// recorded in DirStats.Failed and the replay goes on.
 	Strict bool
 	// OnSegment, if non-nil, is called after each segment (read or failed)
-	// with the segment; for progress reporting.
+	// with the segment; for progress reporting. With Procs > 1 it is called
+	// from the workers (one call at a time), in no set order.
 	OnSegment func(segment.Segment)
+	// Procs is the number of goroutines reducing row groups in parallel,
+	// each into its own reducer, merged into the caller's at the end; 0 or
+	// 1 reduces in the calling goroutine. Either way the result is the
+	// sequential replay's, field for field.
+	Procs int
 }
 
 // SegmentFailure is a segment the replay skipped.
@@ -53,16 +59,25 @@ func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOpti
 	return ReduceSegments(ctx, segs, ignored, r, opts)
 }
 
-// ReduceSegments is ReduceDir over a listed set of segments.
+// ReduceSegments is ReduceDir over a listed set of segments. Row i of
+// segs[k] is added at position outcome.Pos(k, i). With opts.Procs > 1 the
+// row groups are reduced in parallel and merged into r (which must have no
+// open transaction); a bad segment is still left out whole, and with
+// Strict the error returned is that of the first bad segment in segs order
+// and r is left unchanged.
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+	if opts.Procs > 1 {
+		return reduceParallel(ctx, segs, ignored, r, opts)
+	}
 	st := DirStats{Ignored: ignored}
 	sc := segment.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
-	for _, seg := range segs {
+	for i, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		var rows int64
 		r.Begin()
+		r.SetPos(outcome.Pos(uint32(i), 0))
 		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
 			rows += int64(b.Len)
 			r.AddBatch(b)

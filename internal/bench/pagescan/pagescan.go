@@ -21,6 +21,16 @@ import (
 // returns the rows scanned and the checksum (so the work cannot be
 // optimised away).
 func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error) {
+	return scan(path, fields, -1)
+}
+
+// ScanRowGroup is Scan of row group gi only: the unit of a parallel scan.
+func ScanRowGroup(path string, fields calls.FieldSet, gi int) (rows int64, sum uint64, err error) {
+	return scan(path, fields, gi)
+}
+
+// scan scans row group only, or every row group when only < 0.
+func scan(path string, fields calls.FieldSet, only int) (rows int64, sum uint64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("open segment: %w", err)
@@ -42,7 +52,14 @@ func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error
 			}
 		}
 	}
-	for _, rg := range pf.RowGroups() {
+	rgs := pf.RowGroups()
+	if only >= len(rgs) {
+		return 0, 0, fmt.Errorf("segment %s: no row group %d", path, only)
+	}
+	for gi, rg := range rgs {
+		if only >= 0 && gi != only {
+			continue
+		}
 		rows += rg.NumRows()
 		chunks := rg.ColumnChunks()
 		for _, ci := range cols {

@@ -1,0 +1,126 @@
+package outcome
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrIncompatible marks a Merge or UnmarshalBinary of reducers whose
+// options (By, From, To) differ: their states do not add up.
+var ErrIncompatible = errors.New("reducers have different options")
+
+// Merge folds o's state into r, as if every call and record added to o had
+// been added to r: runs are united by run id, counts and costs summed, the
+// latest call time kept, and of each run's outcome (and agent id) the one
+// with the greater (step, position) key is kept (see SetPos). When every
+// call was offered at its position in one sequential order, merging any
+// split of the calls, in any order and grouping, gives the Report and SLO
+// of the sequential reduction, field for field.
+//
+// Both reducers must have equal Options (else ErrIncompatible) and no open
+// transaction. o is not changed and may be merged again elsewhere; merging
+// the same calls twice counts them twice. A cost sum that overflows
+// saturates and becomes r's Err, as in Add. r's position (SetPos) is left
+// as it is. Merge reads o while writing r: neither may be used
+// concurrently, and r must not be o.
+func (r *Reducer) Merge(o *Reducer) error {
+	switch {
+	case r == o:
+		return errors.New("merge: a reducer cannot be merged into itself")
+	case r.tx.open || o.tx.open:
+		return errors.New("merge: a transaction is open (Commit or Rollback first)")
+	case !sameOptions(r.opts, o.opts):
+		return fmt.Errorf("merge: %w", ErrIncompatible)
+	}
+	r.sync()
+	symMap := make([]int32, o.syms.Len())
+	for i := range symMap {
+		symMap[i] = r.syms.InternString(o.syms.Name(int32(i)))
+	}
+	r.sync()
+	runMap := make([]int32, len(o.runs))
+	for i := range o.runs {
+		src := &o.runs[i]
+		if src.calls == 0 {
+			runMap[i] = -1
+			continue
+		}
+		id := r.runSyms.InternString(o.runSyms.Name(int32(i)))
+		runMap[i] = id
+		r.sync()
+		rs := &r.runs[id]
+		r.touch(id, rs)
+		if err := r.mergeRun(rs, src, symMap, id); err != nil {
+			return err
+		}
+	}
+	for i := range o.anon {
+		a := o.anon[i]
+		a.outcome, a.agent = symMap[a.outcome], symMap[a.agent]
+		a.epoch = r.tx.epoch
+		r.anon = append(r.anon, a)
+		r.anonGrp = append(r.anonGrp, symMap[o.anonGrp[i]])
+	}
+	for i := range o.flat {
+		f := o.flat[i]
+		f.outcome = symMap[f.outcome]
+		f.epoch = r.tx.epoch
+		r.flat = append(r.flat, f)
+	}
+	for k, acc := range o.groups {
+		run := runMap[k>>32]
+		if run < 0 {
+			continue // cannot happen: a group entry implies a call
+		}
+		key := uint64(run)<<32 | uint64(uint32(symMap[int32(uint32(k))]))
+		g := r.groups[key]
+		if g == nil {
+			g = &groupAcc{epoch: r.tx.epoch}
+			r.groups[key] = g
+		}
+		g.calls += acc.calls
+		g.blocked += acc.blocked
+		r.addCost(&g.cost, acc.cost, run)
+	}
+	r.stats.Calls += o.stats.Calls
+	r.stats.OutsideWindow += o.stats.OutsideWindow
+	r.stats.DroppedUntagged += o.stats.DroppedUntagged
+	r.stats.Records += o.stats.Records
+	if r.err == nil && o.err != nil {
+		r.err = o.err
+	}
+	return nil
+}
+
+// mergeRun folds the state src of another reducer (symbols through symMap)
+// into rs, run id of r.
+func (r *Reducer) mergeRun(rs, src *runState, symMap []int32, id int32) error {
+	if rs.calls == 0 {
+		epoch := rs.epoch
+		*rs = *src
+		rs.outcome, rs.agent = symMap[src.outcome], symMap[src.agent]
+		rs.epoch = epoch
+		return nil
+	}
+	if uint64(rs.calls)+uint64(src.calls) > math.MaxUint32 {
+		return fmt.Errorf("merge: run %q: more than %d calls", r.runSyms.Name(id), uint32(math.MaxUint32))
+	}
+	rs.calls += src.calls
+	rs.blocked += src.blocked
+	rs.refused += src.refused
+	r.addCost(&rs.cost, src.cost, id)
+	rs.lastTS = max(rs.lastTS, src.lastTS)
+	if src.outcome != 0 && (rs.outcome == 0 || later(src.outStep, src.outPos, rs.outStep, rs.outPos)) {
+		rs.outcome, rs.outStep, rs.outPos = symMap[src.outcome], src.outStep, src.outPos
+	}
+	if src.agent != 0 && (rs.agent == 0 || later(src.agentStep, src.agentPos, rs.agentStep, rs.agentPos)) {
+		rs.agent, rs.agentStep, rs.agentPos = symMap[src.agent], src.agentStep, src.agentPos
+	}
+	return nil
+}
+
+// sameOptions reports whether two reducers reduce alike.
+func sameOptions(a, b Options) bool {
+	return a.By == b.By && a.From.Equal(b.From) && a.To.Equal(b.To)
+}

@@ -1,0 +1,337 @@
+package outcome
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/calls"
+)
+
+// input is one thing offered to a reducer: a call or a flat record.
+type input struct {
+	call   calls.Call
+	record bool
+}
+
+const mergeT0Unix = 1793491200 // 2026-11-01T00:00:00Z
+
+func mergeT0() time.Time { return time.Unix(mergeT0Unix, 0).UTC() }
+
+// genInputs returns n random inputs built to hit every rule: few steps per
+// run (equal-step ties of different tags and agents), blocked and wardryx
+// decisions, calls outside a [t0+1h, t0+5h) window, independent calls
+// (tagged and untagged) and flat records.
+func genInputs(rng *rand.Rand, n, runs int) []input {
+	tags := []string{"", "", "", "case_resolved", "escalated", "abandoned"}
+	agents := []string{"", "agent://fleet.example/a", "agent://fleet.example/b", "not-canonical"}
+	decisions := []string{"allow", "allow", "allow", "cache_hit", "loop_detected", "killed", "wardryx_deny", "wardryx_hold"}
+	models := []string{"m1", "m2", "m3"}
+	out := make([]input, n)
+	for i := range out {
+		c := calls.Call{
+			RunID: fmt.Sprintf("run-%03d", rng.IntN(runs)), HasRunID: true,
+			Step: uint32(rng.IntN(4)), HasStep: true,
+			Decision:     decisions[rng.IntN(len(decisions))],
+			CostMicroUSD: int64(rng.IntN(1000)),
+			Outcome:      tags[rng.IntN(len(tags))],
+			AgentID:      agents[rng.IntN(len(agents))],
+			Model:        models[rng.IntN(len(models))],
+			KeyID:        fmt.Sprintf("k%d", rng.IntN(3)),
+			TSMillis:     mergeT0().Add(time.Duration(rng.IntN(6*3600)) * time.Second).UnixMilli(),
+		}
+		switch p := rng.IntN(100); {
+		case p < 5:
+			c.RunID, c.HasRunID = "", false
+		case p < 7:
+			out[i] = input{call: calls.Call{Outcome: c.Outcome, CostMicroUSD: c.CostMicroUSD}, record: true}
+			continue
+		}
+		out[i] = input{call: c}
+	}
+	return out
+}
+
+func offer(r *Reducer, in input) {
+	if in.record {
+		r.AddRecord(in.call.Outcome, in.call.CostMicroUSD)
+		return
+	}
+	r.Add(in.call)
+}
+
+// addBatch offers ins (calls with run ids) to r as one Batch.
+func addBatch(r *Reducer, ins []input) {
+	b := calls.Batch{Len: len(ins), HasRunID: true}
+	g := r.Fields()
+	for _, in := range ins {
+		c := in.call
+		b.TSMillis = append(b.TSMillis, c.TSMillis)
+		b.RunID = append(b.RunID, r.RunSymbols().InternString(c.RunID))
+		b.Decision = append(b.Decision, r.Symbols().InternString(c.Decision))
+		b.CostMicroUSD = append(b.CostMicroUSD, c.CostMicroUSD)
+		b.Step = append(b.Step, c.Step)
+		b.AgentID = append(b.AgentID, r.Symbols().InternString(c.AgentID))
+		b.Outcome = append(b.Outcome, r.Symbols().InternString(c.Outcome))
+		if g.Has(calls.FieldModel) {
+			b.Model = append(b.Model, r.Symbols().InternString(c.Model))
+		}
+		if g.Has(calls.FieldKeyID) {
+			b.KeyID = append(b.KeyID, r.Symbols().InternString(c.KeyID))
+		}
+	}
+	r.AddBatch(&b)
+}
+
+type reduced struct {
+	Report *Report
+	SLO    *SLOReport
+	Stats  Stats
+	State  []byte
+}
+
+func reduce(t *testing.T, r *Reducer) reduced {
+	t.Helper()
+	opts := DefaultSLOOptions()
+	opts.MinEvents = 1
+	slo, err := r.SLO(opts, func(s string) bool { return len(s) > 6 && s[:6] == "agent:" })
+	require.NoError(t, err)
+	state, err := r.MarshalBinary()
+	require.NoError(t, err)
+	return reduced{r.Report(), slo, r.Stats(), state}
+}
+
+func mergeOptions() []Options {
+	return []Options{
+		{},
+		{By: calls.ColModel},
+		{By: calls.ColAgentID},
+		{From: mergeT0().Add(time.Hour), To: mergeT0().Add(5 * time.Hour)},
+		{By: calls.ColKeyID, From: mergeT0().Add(2 * time.Hour)},
+	}
+}
+
+// TestMergeEqualsSequential splits the inputs among K reducers in random
+// orders (whole shuffles with a position per call, and contiguous chunks fed
+// as batches), merges them in a random order, some through
+// MarshalBinary/UnmarshalBinary, and wants the sequential reduction's
+// report, SLO report, stats and state bytes, field for field.
+func TestMergeEqualsSequential(t *testing.T) {
+	for seed := range uint64(12) {
+		for oi, opts := range mergeOptions() {
+			t.Run(fmt.Sprintf("seed=%d/opts=%d", seed, oi), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(oi)))
+				ins := genInputs(rng, 200+rng.IntN(600), 5+rng.IntN(60))
+				seq := newReducer(t, opts)
+				for _, in := range ins {
+					offer(seq, in)
+				}
+				want := reduce(t, seq)
+				for _, k := range []int{1, 2, 3, 7} {
+					parts := make([]*Reducer, k)
+					for i := range parts {
+						parts[i] = newReducer(t, opts)
+					}
+					if rng.IntN(2) == 0 {
+						// Every input alone, at its position, anywhere.
+						for _, i := range rng.Perm(len(ins)) {
+							p := parts[rng.IntN(k)]
+							p.SetPos(uint64(i))
+							offer(p, ins[i])
+						}
+					} else {
+						// Contiguous chunks ("row groups") in random order.
+						var cuts []int
+						for i := 0; i < len(ins); i += 1 + rng.IntN(40) {
+							cuts = append(cuts, i)
+						}
+						for _, ci := range rng.Perm(len(cuts)) {
+							lo, hi := cuts[ci], len(ins)
+							if ci+1 < len(cuts) {
+								hi = cuts[ci+1]
+							}
+							p := parts[rng.IntN(k)]
+							p.SetPos(uint64(lo))
+							chunk := ins[lo:hi]
+							if batchable(chunk) && rng.IntN(2) == 0 {
+								addBatch(p, chunk)
+							} else {
+								for _, in := range chunk {
+									offer(p, in)
+								}
+							}
+						}
+					}
+					merged := newReducer(t, opts)
+					for _, i := range rng.Perm(k) {
+						p := parts[i]
+						if rng.IntN(2) == 0 {
+							b, err := p.MarshalBinary()
+							require.NoError(t, err)
+							p = &Reducer{}
+							require.NoError(t, p.UnmarshalBinary(b))
+						}
+						require.NoError(t, merged.Merge(p))
+					}
+					got := reduce(t, merged)
+					require.Equal(t, want.Report, got.Report, "k=%d", k)
+					require.Equal(t, want.SLO, got.SLO, "k=%d", k)
+					require.Equal(t, want.Stats, got.Stats, "k=%d", k)
+					require.Equal(t, want.State, got.State, "k=%d: state bytes", k)
+				}
+			})
+		}
+	}
+}
+
+func batchable(ins []input) bool {
+	for _, in := range ins {
+		if in.record || !in.call.HasRunID {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMergeEqualStepTie pins the tie rule across reducers: two tags at the
+// same step, the one at the greater position wins whichever reducer saw it
+// and whichever is merged first.
+func TestMergeEqualStepTie(t *testing.T) {
+	for _, order := range [][2]int{{0, 1}, {1, 0}} {
+		a, b := newReducer(t, Options{}), newReducer(t, Options{})
+		b.SetPos(10)
+		b.Add(call("r", 3, "allow", 1, "escalated"))
+		a.SetPos(5)
+		a.Add(call("r", 3, "allow", 1, "abandoned"))
+		a.Add(call("r", 2, "allow", 1, "case_resolved"))
+		m := newReducer(t, Options{})
+		parts := []*Reducer{a, b}
+		require.NoError(t, m.Merge(parts[order[0]]))
+		require.NoError(t, m.Merge(parts[order[1]]))
+		require.Equal(t, []row{{"escalated", 1, 3, 0, 3}}, rows(t, m))
+	}
+}
+
+func TestMergeRefusals(t *testing.T) {
+	a := newReducer(t, Options{})
+	require.Error(t, a.Merge(a))
+	require.ErrorIs(t, a.Merge(newReducer(t, Options{By: calls.ColModel})), ErrIncompatible)
+	require.ErrorIs(t, a.Merge(newReducer(t, Options{From: mergeT0()})), ErrIncompatible)
+	b := newReducer(t, Options{})
+	b.Begin()
+	require.ErrorContains(t, a.Merge(b), "transaction")
+	_, err := b.MarshalBinary()
+	require.ErrorContains(t, err, "transaction")
+	b.Commit()
+	require.NoError(t, a.Merge(b))
+}
+
+func TestMergeKeepsOverflow(t *testing.T) {
+	a, b := newReducer(t, Options{}), newReducer(t, Options{})
+	a.Add(call("r", 0, "allow", 1<<62, "case_resolved"))
+	b.Add(call("r", 1, "allow", 1<<62, ""))
+	b.Add(call("r", 2, "allow", 1<<62, ""))
+	require.NoError(t, a.Merge(b))
+	require.ErrorIs(t, a.Err(), ErrOverflow)
+	_, err := a.CheckedReport()
+	require.ErrorIs(t, err, ErrOverflow)
+
+	state, err := a.MarshalBinary()
+	require.NoError(t, err)
+	var back Reducer
+	require.NoError(t, back.UnmarshalBinary(state))
+	require.ErrorIs(t, back.Err(), ErrOverflow)
+	require.Equal(t, a.Err().Error(), back.Err().Error())
+}
+
+func TestStateRoundTripAndCorruption(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	ins := genInputs(rng, 300, 20)
+	r := newReducer(t, Options{By: calls.ColModel, From: mergeT0().Add(time.Hour)})
+	for _, in := range ins {
+		offer(r, in)
+	}
+	state, err := r.MarshalBinary()
+	require.NoError(t, err)
+	var back Reducer
+	require.NoError(t, back.UnmarshalBinary(state))
+	require.Equal(t, reduce(t, r), reduce(t, &back))
+
+	// Every truncation and every single-bit flip is refused (the checksum
+	// catches flips; bounds checks and the checksum catch truncations).
+	for n := range len(state) {
+		require.ErrorIs(t, new(Reducer).UnmarshalBinary(state[:n]), ErrCorruptState, "truncated to %d", n)
+	}
+	for i := 0; i < len(state); i += 1 + i/64 {
+		bad := append([]byte(nil), state...)
+		bad[i] ^= 0x10
+		err := back.UnmarshalBinary(bad)
+		require.ErrorIs(t, err, ErrCorruptState, "flip at %d", i)
+	}
+	// A failed unmarshal leaves the receiver as it was.
+	require.Equal(t, reduce(t, r), reduce(t, &back))
+}
+
+// FuzzUnmarshalState: no input makes UnmarshalBinary panic, and what it
+// accepts re-encodes to bytes that decode to the same state.
+func FuzzUnmarshalState(f *testing.F) {
+	for i, opts := range mergeOptions() {
+		r, _ := NewReducer(opts)
+		for _, in := range genInputs(rand.New(rand.NewPCG(uint64(i), 1)), 40, 5) {
+			offer(r, in)
+		}
+		b, _ := r.MarshalBinary()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r Reducer
+		if err := r.UnmarshalBinary(data); err != nil {
+			if !errors.Is(err, ErrCorruptState) {
+				t.Fatalf("error not marked ErrCorruptState: %v", err)
+			}
+			return
+		}
+		again, err := r.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r2 Reducer
+		if err := r2.UnmarshalBinary(again); err != nil {
+			t.Fatalf("re-encoded state refused: %v", err)
+		}
+		third, _ := r2.MarshalBinary()
+		if string(third) != string(again) {
+			t.Fatalf("re-encoding is not stable")
+		}
+		r.Report()
+	})
+}
+
+// FuzzDecodeStateBody fuzzes the decoder behind the checksum, which random
+// bytes would almost never pass.
+func FuzzDecodeStateBody(f *testing.F) {
+	r, _ := NewReducer(Options{By: calls.ColAgentID})
+	for _, in := range genInputs(rand.New(rand.NewPCG(3, 3)), 40, 5) {
+		offer(r, in)
+	}
+	b, _ := r.MarshalBinary()
+	f.Add(b[len(stateMagic)+1 : len(b)-4])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		nr, err := decodeState(body)
+		if err != nil {
+			return
+		}
+		nr.Report()
+		opts := DefaultSLOOptions()
+		if _, err := nr.SLO(opts, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nr.MarshalBinary(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
