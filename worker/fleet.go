@@ -163,12 +163,28 @@ type Fleet struct {
 // EnsurePartitionBuckets creates (or binds) the KV bucket PartitionsBucket
 // with the given replicas (0 means 1).
 func EnsurePartitionBuckets(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PartitionsBucket, History: 1, Replicas: max(replicas, 1),
-		Description: "verdryx: per-partition snapshot pointers, snapshots and aggregates"})
-	if err != nil {
-		return nil, fmt.Errorf("kv bucket %s: %w", PartitionsBucket, err)
+	if kv, err := js.KeyValue(ctx, PartitionsBucket); err == nil {
+		return kv, nil
 	}
-	return kv, nil
+	// Several workers starting together on a fresh cluster race to create
+	// the replicated bucket; a create that times out while another lands
+	// is tried again.
+	var err error
+	for try := 0; try < 5; try++ {
+		var kv jetstream.KeyValue
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PartitionsBucket, History: 1, Replicas: max(replicas, 1),
+			Description: "verdryx: per-partition snapshot pointers, snapshots and aggregates"})
+		if err == nil {
+			return kv, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if kv, gerr := js.KeyValue(ctx, PartitionsBucket); gerr == nil {
+			return kv, nil
+		}
+	}
+	return nil, fmt.Errorf("kv bucket %s: %w", PartitionsBucket, err)
 }
 
 // NewFleet ensures the partition consumers and buckets (the streams must

@@ -10,14 +10,15 @@ import (
 // the ratio to the reference it measures in the same run.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	subs := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"traces": benchTraces,
-		"index":  benchIndex,
-		"worker": benchWorker,
-		"chain":  benchChain,
-		"chaos":  benchChaos,
+		"traces":  benchTraces,
+		"index":   benchIndex,
+		"worker":  benchWorker,
+		"chain":   benchChain,
+		"chaos":   benchChaos,
+		"cluster": benchCluster,
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain|chaos [flags]")
+		fmt.Fprintln(stderr, "usage: verdryx bench traces|index|worker|chain|chaos|cluster [flags]")
 		if len(args) == 0 {
 			return &exitError{code: exitUsage}
 		}
@@ -25,7 +26,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	f, ok := subs[args[0]]
 	if !ok {
-		return usageErrorf("bench: unknown benchmark %q (want traces, index, worker, chain or chaos)", args[0])
+		return usageErrorf("bench: unknown benchmark %q (want traces, index, worker, chain, chaos or cluster)", args[0])
 	}
 	return f(ctx, args[1:], stdout, stderr)
 }
