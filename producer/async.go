@@ -44,10 +44,11 @@ type AsyncPublisher struct {
 }
 
 type pending struct {
-	fut   jetstream.PubAckFuture
-	data  []byte
-	id    string
-	tries int
+	fut     jetstream.PubAckFuture
+	subject string
+	data    []byte
+	id      string
+	tries   int
 }
 
 // NewAsyncPublisher returns a publisher to subject through js.
@@ -70,14 +71,20 @@ func (p *AsyncPublisher) Stats() AsyncStats { return p.st }
 // message is sent, not when it is acknowledged (see Drain), or with ctx's
 // error.
 func (p *AsyncPublisher) Publish(ctx context.Context, data []byte, id string) error {
+	return p.PublishTo(ctx, p.subject, data, id)
+}
+
+// PublishTo is Publish to another subject than the publisher's (a
+// partition subject, say); order and backpressure are shared with Publish.
+func (p *AsyncPublisher) PublishTo(ctx context.Context, subject string, data []byte, id string) error {
 	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
 		return err
 	}
-	fut, err := p.send(ctx, data, id)
+	fut, err := p.send(ctx, subject, data, id)
 	if err != nil {
 		return err
 	}
-	p.window = append(p.window, pending{fut: fut, data: data, id: id, tries: 1})
+	p.window = append(p.window, pending{fut: fut, subject: subject, data: data, id: id, tries: 1})
 	p.st.Published++
 	return nil
 }
@@ -88,9 +95,9 @@ func (p *AsyncPublisher) Drain(ctx context.Context) error { return p.drain(ctx, 
 
 // send publishes asynchronously, waiting while the client's own pending
 // limit is reached instead of failing.
-func (p *AsyncPublisher) send(ctx context.Context, data []byte, id string) (jetstream.PubAckFuture, error) {
+func (p *AsyncPublisher) send(ctx context.Context, subject string, data []byte, id string) (jetstream.PubAckFuture, error) {
 	for {
-		fut, err := p.js.PublishAsync(p.subject, data, jetstream.WithMsgID(id))
+		fut, err := p.js.PublishAsync(subject, data, jetstream.WithMsgID(id))
 		if err == nil {
 			return fut, nil
 		}
@@ -132,7 +139,7 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 			if head.tries >= 5 {
 				return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
 			}
-			fut, err := p.send(ctx, head.data, head.id)
+			fut, err := p.send(ctx, head.subject, head.data, head.id)
 			if err != nil {
 				return fmt.Errorf("publish %s: %w", head.id, err)
 			}

@@ -87,5 +87,10 @@ UPDATE baselines SET label = '' WHERE label <> '' AND rowid NOT IN (
 CREATE UNIQUE INDEX baselines_label ON baselines (label) WHERE label <> '';
 CREATE INDEX baselines_run ON baselines (eval_run_id);
 `,
+		// 5: trace state keyed by partition (store/partitions.go): per
+		// partition its applied stream sequence and the snapshot revision
+		// it descends from, the dedupe keys of the calls it applied (128-bit
+		// digests) and the reduction state of each of its runs.
+		partitionSchema,
 	}
 }

@@ -36,11 +36,16 @@ type ReplayOptions struct {
 	// Progress, when set, is called with the running count of acknowledged
 	// rows.
 	Progress func(rows int)
+	// Partitions is the partition count: each row goes to
+	// <subject>.<PartitionOf(run_id)> (a row without run id: of its RowKey).
+	// 0 means DefaultPartitions.
+	Partitions int
 }
 
 // Replay publishes every row of every segment in dir, in segment order
-// (nanos, then sequence, from the file names) and row order, to subject as
-// per-call JSON records. Each row carries Nats-Msg-Id SegmentRowID(digest,
+// (nanos, then sequence, from the file names) and row order, to its
+// partition subject under subject (see PartitionOf) as per-call JSON
+// records. Each row carries Nats-Msg-Id SegmentRowID(digest,
 // row), and the trace handler deduplicates on the same key, so replaying a
 // directory twice never counts a row twice.
 //
@@ -85,7 +90,12 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			if err != nil {
 				return err
 			}
-			if err := p.Publish(ctx, b, SegmentRowID(digest, row)); err != nil {
+			id := SegmentRowID(digest, row)
+			part := PartitionOf(MsgIDKey(id), opts.Partitions)
+			if c.HasRunID {
+				part = PartitionOf(c.RunID, opts.Partitions)
+			}
+			if err := p.PublishTo(ctx, TraceSubject(subject, part), b, id); err != nil {
 				return fmt.Errorf("publish row %d: %w", row, err)
 			}
 			row++

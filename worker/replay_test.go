@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer/pull"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/tracegen"
@@ -44,17 +41,13 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	require.Equal(t, 4000, st.Duplicates)
 
 	// And what was stored reduces exactly as the directory does.
-	stStore := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(stStore, TraceOptions{}), pull.Options{Name: "traces", Batch: 256})
-	waitStored(t, stStore, 4000)
-	waitDrained(t, e.traces)
-	var direct []calls.Call
-	segs, _, err := segment.List(dir)
+	startFleet(t, e.js, e.subjects, "replay", FleetOptions{})
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	for _, s := range segs {
-		require.NoError(t, segment.Read(s.Path, func(c calls.Call) error { direct = append(direct, c); return nil }))
-	}
-	require.Equal(t, reportOf(t, direct), storeReport(t, stStore))
+	_, err = replay.ReduceDir(ctx, dir, r, replay.DirOptions{})
+	require.NoError(t, err)
+	require.JSONEq(t, string(reportJSON(t, r)), string(mergedJSON(t, e.js, e.subjects)))
 }
 
 func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
@@ -71,10 +64,12 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 	require.NoError(t, err)
 	direct, err := replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
 	require.NoError(t, err)
-	info, err := e.traces.Info(context.Background())
+	stream, err := e.js.Stream(context.Background(), e.subjects.TracesStream)
+	require.NoError(t, err)
+	info, err := stream.Info(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, direct.Rows, st.Rows)
-	require.EqualValues(t, direct.Rows, info.NumPending, "only the good segment's rows were published")
+	require.EqualValues(t, direct.Rows, info.State.Msgs, "only the good segment's rows were published")
 
 	_, err = Replay(testCtx(t, 10*time.Second), e.js, e.subjects.Traces, dir, ReplayOptions{Strict: true})
 	require.Error(t, err)

@@ -26,8 +26,10 @@ func runOnce(t *testing.T, fixture string, mutate func(*Options)) (calls int64, 
 	opts.Listen, opts.HTTPAddr, opts.Once, opts.ReplayDir = "127.0.0.1:0", "", true, dir
 	calls = -1
 	opts.Drained = func(ctx context.Context, st *store.Store) error {
-		n, err := st.CallCount(ctx)
-		calls = n
+		agg, err := LocalAggregate(ctx, st)
+		if err == nil {
+			calls = agg.Calls()
+		}
 		return err
 	}
 	if mutate != nil {

@@ -17,6 +17,14 @@ type Subjects struct {
 	Events       string // verdryx publishes its envelopes on Events.<instance> (stream EventsStream)
 	Tail         string // envelopes read by the tailer are forwarded here (stream EventsStream)
 	DeadLetter   string // terminated messages with their reason (stream DeadLetterStream)
+	// Partitions is the partition count of the traces subject: records go
+	// to Traces.<p> (see PartitionOf); records published to the bare
+	// Traces subject are routed there by the worker. 0 means
+	// DefaultPartitions. Every publisher and worker must agree on it.
+	Partitions int
+	// Replicas of every stream and bucket the worker creates (3 on a
+	// three-node cluster); 0 means 1.
+	Replicas int
 
 	TracesStream     string
 	EvalStream       string
@@ -33,6 +41,7 @@ func DefaultSubjects() Subjects {
 		Events:           "verdryx.events",
 		Tail:             "verdryx.tail.events",
 		DeadLetter:       "verdryx.deadletter",
+		Partitions:       DefaultPartitions,
 		TracesStream:     "VERDRYX_TRACES",
 		EvalStream:       "VERDRYX_EVAL",
 		EventsStream:     "VERDRYX_EVENTS",
@@ -52,24 +61,28 @@ const (
 const EvalAckWait = 30 * time.Second
 
 // EnsureStreams creates (or updates) the streams and durable pull consumers
-// the worker needs. It is idempotent and safe to run from every worker.
+// the worker needs; traces is the consumer of the bare traces subject (the
+// partition consumers are EnsurePartitions'). It is idempotent and safe to run from every worker.
 // Consumers redeliver without limit (MaxDeliver -1): a message that fails
 // transiently is retried until it succeeds, and one that can never succeed
 // is terminated and dead-lettered by the handler, not by a delivery count.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
 	streams := []jetstream.StreamConfig{
-		{Name: s.TracesStream, Subjects: []string{s.Traces}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
+		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
 		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
 		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
 		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage},
 	}
 	for _, cfg := range streams {
+		cfg.Replicas = max(s.Replicas, 1)
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return nil, nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 	}
+	// The bare traces subject's consumer: the worker routes what arrives
+	// there to the partition subjects (legacy producers).
 	traces, err = js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
-		Durable: TracesConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		Durable: TracesConsumer, FilterSubject: s.Traces, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
 		MaxDeliver: -1, MaxAckPending: 20000,
 	})
 	if err != nil {

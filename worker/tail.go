@@ -19,8 +19,9 @@ import (
 // link, including the chain seeded from the line before a saved offset on a
 // restart, and records counting as chain links): agent-event envelopes are
 // published to the tail subject (a chain break is logged and counted, the
-// event still forwarded); call and outcome records and segment references
-// to the traces subject, where the trace handler ingests them; invalid
+// event still forwarded); call records to their partition subject (see
+// PartitionOf) and segment references to every partition subject, where the
+// partition owners ingest them; invalid
 // events, malformed lines and objects that are not a usable trace record go
 // to the dead letters with their reason.
 //
@@ -111,7 +112,22 @@ func (f *TailForwarder) handle(ctx context.Context, l tail.Line) error {
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
 	f.count("record")
-	return f.publish(ctx, f.subjects.Traces, line, id)
+	n := f.subjects.partitions()
+	if rec.Segment != "" {
+		// Every partition takes its own rows of a referenced segment.
+		for p := range n {
+			if err := f.publish(ctx, TraceSubject(f.subjects.Traces, p), line, fmt.Sprintf("%s:p%d", id, p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p, err := RecordPartition(&rec, id, n)
+	if err != nil {
+		f.count("invalid")
+		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
+	}
+	return f.publish(ctx, TraceSubject(f.subjects.Traces, p), line, id)
 }
 
 func (f *TailForwarder) publish(ctx context.Context, subject string, data []byte, id string) error {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/producer"
@@ -23,8 +22,7 @@ import (
 // letters with their reason; nothing is published twice on a restart.
 func TestTailForwarder(t *testing.T) {
 	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces"})
+	w := startFleet(t, e.js, e.subjects, "tail", FleetOptions{})
 
 	ev, _, err := envelope.Seal(envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r1", map[string]any{"cases": 1}, time.Now()), "")
 	require.NoError(t, err)
@@ -56,7 +54,7 @@ func TestTailForwarder(t *testing.T) {
 	m, err = deadSub.NextMsg(5 * time.Second)
 	require.NoError(t, err)
 	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "line 3: malformed JSON")
-	waitStored(t, st, 1)
+	waitFleetCalls(t, w, 1)
 
 	// Restart: the offset is persisted, so no line is handled (hence none
 	// published) again. Counting what the forwarder handles, rather than
@@ -70,10 +68,11 @@ func TestTailForwarder(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	require.Equal(t, []string{"record"}, forward())
-	waitStored(t, st, 2)
-	n, err := st.CallCount(context.Background())
+	waitFleetCalls(t, w, 2)
+	waitFleetDrained(t, e.js, e.subjects, 10*time.Second)
+	agg, err := LocalAggregate(context.Background(), w.f.st)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
+	require.EqualValues(t, 2, agg.Calls())
 }
 
 // tailVerdict is what a classifier said about one line.

@@ -121,10 +121,7 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error
 			errs[i] = pull.Permanent("invalid trace record", err)
 			continue
 		}
-		msgID := m.Headers().Get(HeaderOrigMsgID) // a re-driven dead letter keeps its identity
-		if msgID == "" {
-			msgID = m.Headers().Get(nats.MsgIdHdr)
-		}
+		msgID := traceMsgID(m.Headers())
 		key, err := RecordKey(&rec, msgID)
 		if err != nil {
 			errs[i] = pull.Permanent("invalid trace record", err)
@@ -147,6 +144,24 @@ func (h *TraceHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error
 		}
 	}
 	return errs
+}
+
+// HeaderRouted marks a trace record the worker routed from the bare traces
+// subject to its partition: its Nats-Msg-Id is the routing's own, and its
+// identity is HeaderOrigMsgID (possibly empty).
+const HeaderRouted = "Verdryx-Routed"
+
+// traceMsgID returns the message id a trace message's identity uses: the
+// original id of a re-driven dead letter or a routed record, else its
+// Nats-Msg-Id (never a routing id).
+func traceMsgID(h nats.Header) string {
+	if id := h.Get(HeaderOrigMsgID); id != "" {
+		return id
+	}
+	if h.Get(HeaderRouted) != "" {
+		return ""
+	}
+	return h.Get(nats.MsgIdHdr)
 }
 
 // readSegment reads every row of a referenced segment. A segment already

@@ -34,7 +34,7 @@ type ReplyPolicy struct {
 
 // StreamSubjects returns every subject bound to a verdryx stream.
 func (s Subjects) StreamSubjects() []string {
-	return []string{s.Traces, s.EvalRequests, s.Events + ".>", s.Tail, s.DeadLetter}
+	return []string{s.Traces, s.Traces + ".*", s.EvalRequests, s.Events + ".>", s.Tail, s.DeadLetter}
 }
 
 // Check returns nil when subject may receive a reply, else an error

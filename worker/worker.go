@@ -115,12 +115,17 @@ type Options struct {
 	// Replies decides which reply subjects eval requests and asks are
 	// answered on; the zero value allows _INBOX.> and verdryx.reply.>.
 	Replies ReplyPolicy
-	// Report, when set, builds the /report handler over the store.
-	Report func(*store.Store) http.Handler
+	// Report, when set, builds the /report handler over the store and the
+	// fleet's merged trace aggregate (ReadAggregate over the connection).
+	Report func(st *store.Store, traces func(context.Context) (*Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
 	OnResult func(EvalRequest, grading.Result)
-	// Replay publishes ReplayDir; nil means Replay with default options.
-	Replay func(ctx context.Context, js jetstream.JetStream, subject, dir string) (ReplayStats, error)
+	// Replay publishes ReplayDir to the partitions of s.Traces; nil means
+	// Replay with default options.
+	Replay func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error)
+	// PinnedTTL and SnapshotEvery tune the partition consumers (see
+	// FleetOptions); 0 means the defaults.
+	PinnedTTL, SnapshotEvery time.Duration
 	// Drained, when set and Once, is called after the ordered shutdown of
 	// a run that drained its inputs (or was signalled), with the store
 	// still open.
@@ -158,8 +163,8 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Files = func(r Roots) *confine.Reader { return &confine.Reader{Roots: r} }
 	}
 	if o.Replay == nil {
-		o.Replay = func(ctx context.Context, js jetstream.JetStream, subject, dir string) (ReplayStats, error) {
-			return Replay(ctx, js, subject, dir, ReplayOptions{})
+		o.Replay = func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error) {
+			return Replay(ctx, js, s.Traces, dir, ReplayOptions{Partitions: s.Partitions})
 		}
 	}
 	return o
@@ -326,8 +331,9 @@ type running struct {
 	nc       *nats.Conn
 	closed   chan struct{} // closed when nc has closed
 	js       jetstream.JetStream
-	traces   jetstream.Consumer
+	traces   jetstream.Consumer // the bare traces subject (routed)
 	eval     jetstream.Consumer
+	fleet    *Fleet
 	lease    *Lease
 	chain    *producer.NATSChain
 	fileW    *envelope.Writer
@@ -455,6 +461,10 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	if err != nil {
 		return err
 	}
+	{
+		fctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return r.fleet.Run(fctx) }, func(error) { cancel() })
+	}
 	for _, p := range pullers {
 		cctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return p.Run(cctx) }, func(error) { cancel() })
@@ -475,7 +485,7 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 			return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load()
 		}}
 		if o.Report != nil {
-			hs.Report = o.Report(r.st)
+			hs.Report = o.Report(r.st, func(ctx context.Context) (*Aggregate, error) { return ReadAggregate(ctx, r.js, o.Subjects) })
 		}
 		addr, err := hs.Listen()
 		if err != nil {
@@ -489,13 +499,16 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	{
 		wctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error {
-			return watchLag(wctx, r.traces, r.eval, r.metrics, o.Once, r.tailDone, o.Logger)
+			cons := r.fleet.Consumers()
+			cons["eval"] = r.eval
+			return watchLag(wctx, cons, r.metrics, o.Once, r.tailDone, o.Logger)
 		}, func(error) { cancel() })
 	}
 	return nil
 }
 
-// pullers builds the trace and eval consumers. Readiness follows them: a
+// pullers builds the eval consumer and the partitioned trace consumers
+// (r.fleet). Readiness follows them: a
 // consumer whose last batch failed transiently (a failing store) makes
 // the worker unready until a batch commits again.
 func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
@@ -517,8 +530,9 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 				o.OnResult(req, res)
 			}
 		}})
-	tracesPull, err := pull.New(r.traces, NewTraceHandler(r.st, TraceOptions{Roots: r.roots, Files: o.Files(r.roots)}),
-		pull.Options{Name: "traces", Batch: 512, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
+	r.fleet, err = NewFleet(ctx, r.js, r.st, r.traces, FleetOptions{Subjects: o.Subjects, Instance: o.Instance,
+		Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
+		Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
 	if err != nil {
 		return nil, err
 	}
@@ -527,7 +541,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*pull.Puller{tracesPull, evalPull}, nil
+	return []*pull.Puller{evalPull}, nil
 }
 
 // asks adds the RAG ask server when there is a corpus to answer from.
@@ -608,9 +622,9 @@ func (r *running) shutdown() {
 var errDrained = errors.New("inputs drained")
 
 // watchLag updates the lag gauges every 500 ms; with once it returns
-// errDrained when both consumers have nothing pending or unacked, twice in
+// errDrained when every consumer has nothing pending or unacked, twice in
 // a row, and the tail has reached its end.
-func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *Metrics, once bool, tailDone <-chan struct{}, logger *slog.Logger) error {
+func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *Metrics, once bool, tailDone <-chan struct{}, logger *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	idle := 0
@@ -621,7 +635,7 @@ func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *Metrics, 
 		case <-tick.C:
 		}
 		busy := false
-		for name, c := range map[string]jetstream.Consumer{"traces": traces, "eval": eval} {
+		for name, c := range consumers {
 			info, err := c.Info(ctx)
 			if err != nil {
 				logger.Debug("consumer info", "err", err)
@@ -657,7 +671,7 @@ func watchLag(ctx context.Context, traces, eval jetstream.Consumer, m *Metrics, 
 func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err error) {
 	o := &r.w.opts
 	if o.ReplayDir != "" {
-		st, err := o.Replay(ctx, r.js, o.Subjects.Traces, o.ReplayDir)
+		st, err := o.Replay(ctx, r.js, o.Subjects, o.ReplayDir)
 		if err != nil {
 			return nil, err
 		}

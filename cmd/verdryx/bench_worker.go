@@ -47,7 +47,7 @@ func newBenchWorkerCmd() *cobra.Command {
 		}
 		fmt.Fprintf(stdout, "raw JetStream consume+ack:      %10.0f msgs/s (%s)\n", res.RawPerSec, res.Raw.Round(time.Millisecond))
 		fmt.Fprintf(stdout, "worker (store commit, then ack): %10.0f records/s (%s, %d stored, %d not acked)\n", res.WorkerPerSec, res.Worker.Round(time.Millisecond), res.Stored, res.NotAcked)
-		fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.50)\n", res.Ratio)
+		fmt.Fprintf(stdout, "worker / raw: %.2f (target >= 0.70)\n", res.Ratio)
 		return res.Check()
 	}
 	return cmd

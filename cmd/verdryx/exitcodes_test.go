@@ -177,6 +177,7 @@ func TestExitCodes(t *testing.T) {
 		{"bench worker bad records", []string{"bench", "worker", "--records", "0"}, exitUsage, ""},
 		{"bench chaos bad records", []string{"bench", "chaos", "--records", "1"}, exitUsage, ""},
 		{"bench ingest bad records", []string{"bench", "ingest", "--records", "0"}, exitUsage, ""},
+		{"bench cluster bad workers", []string{"bench", "cluster", "--workers", "0"}, exitUsage, ""},
 		{"bench unknown", []string{"bench", "nope"}, exitUsage, ""},
 	}
 	// Every runnable command of the tree has at least one row here (or in

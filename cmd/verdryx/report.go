@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/worker"
 	"io"
 	"log/slog"
 	"net/http"
@@ -122,20 +122,21 @@ func writeFileAtomic(path string, data []byte) error {
 // reportHandler serves the report of the worker's store at /report: eval
 // runs and baselines, and cost and SLOs from the trace calls the worker
 // has stored; rendered on request and cached for ttl.
-func reportHandler(st *store.Store, ttl time.Duration, logger *slog.Logger) http.Handler {
+func reportHandler(st *store.Store, traces func(context.Context) (*worker.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
 	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer) error {
 		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
 		if err != nil {
 			return err
 		}
-		r, err := outcome.NewReducer(outcome.Options{})
+		agg, err := traces(ctx)
+		if err != nil {
+			return fmt.Errorf("report: trace partitions: %w", err)
+		}
+		r, err := agg.Reducer(outcome.Options{})
 		if err != nil {
 			return err
 		}
-		if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
-			return fmt.Errorf("report: read trace calls of %s: %w", st.Path(), err)
-		}
-		in.Traces, in.TraceSource = r, "the worker's stored trace calls"
+		in.Traces, in.TraceSource = r, "the merged trace partitions of the fleet"
 		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
 		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version()})
 	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})

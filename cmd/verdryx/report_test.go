@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/worker"
 	"io"
 	"net"
 	"net/http"
@@ -181,9 +181,10 @@ func TestServeReport(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(data, "verdryx.db"), store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	r, err := outcome.NewReducer(outcome.Options{})
+	agg, err := worker.LocalAggregate(context.Background(), st)
 	require.NoError(t, err)
-	require.NoError(t, st.EachCall(context.Background(), func(c calls.Call) error { r.Add(c); return nil }))
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
 	g := r.Report().Groups[0]
 	require.NotNil(t, g.CostPerResolvedUSD)
 	assert.Equal(t, fmt.Sprintf("$%.6f per resolved outcome", *g.CostPerResolvedUSD), strings.SplitN(lastHead, " (", 2)[0])

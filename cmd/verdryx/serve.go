@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
-	"github.com/verdryx/verdryx/calls"
 	"io"
 	"log/slog"
 	"net/http"
@@ -102,6 +101,8 @@ func addSubjectFlags(fs *pflag.FlagSet) *worker.Subjects {
 	fs.StringVar(&s.Events, "subject-events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
 	fs.StringVar(&s.Tail, "subject-tail", s.Tail, "subject tailed envelopes are forwarded to")
 	fs.StringVar(&s.DeadLetter, "subject-deadletter", s.DeadLetter, "dead-letter subject")
+	fs.IntVar(&s.Partitions, "partitions", s.Partitions, "trace partitions: records go to <subject-traces>.<FNV-1a(run_id) mod N>; every worker and publisher must agree")
+	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the streams and buckets created (3 on a three-node cluster; 0 means 1)")
 	return &s
 }
 
@@ -114,6 +115,7 @@ type serveFlags struct {
 	nats                                                           natsFlags
 	subjects                                                       *worker.Subjects
 	sec                                                            *securityFlags
+	pinnedTTL, snapshotEvery                                       *time.Duration
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -133,6 +135,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.log = addLogFlags(fs, "info")
+	f.pinnedTTL = fs.Duration("pinned-ttl", worker.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "at most this often a partition owner writes its snapshot; acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
 	return f
@@ -232,18 +236,21 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
-		Report:  func(st *store.Store) http.Handler { return reportHandler(st, 5*time.Second, logger) },
+		Report: func(st *store.Store, traces func(context.Context) (*worker.Aggregate, error)) http.Handler {
+			return reportHandler(st, traces, 5*time.Second, logger)
+		},
 		OnResult: func(req worker.EvalRequest, res grading.Result) {
 			printed.add(req.RequestID)
 			printEvalResult(stdout, req, res, false)
 		},
-		Replay: func(ctx context.Context, js jetstream.JetStream, subject, dir string) (worker.ReplayStats, error) {
-			st, err := replayWithProgress(ctx, js, subject, dir, false, stderr)
+		Replay: func(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string) (worker.ReplayStats, error) {
+			st, err := replayWithProgress(ctx, js, s, dir, false, stderr)
 			if err == nil {
-				printReplayStats(stdout, st, dir, subject)
+				printReplayStats(stdout, st, dir, s)
 			}
 			return st, err
 		},
+		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery,
 		Drained: func(ctx context.Context, st *store.Store) error {
 			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
 				return err
@@ -310,7 +317,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
 	var progress func(int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
@@ -319,7 +326,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, subject, di
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return worker.Replay(ctx, js, subject, dir, worker.ReplayOptions{Strict: strict, Progress: progress})
+	return worker.Replay(ctx, js, s.Traces, dir, worker.ReplayOptions{Strict: strict, Progress: progress, Partitions: s.Partitions})
 }
 
 // printedRequests are the eval requests serve printed a result line for.
@@ -376,6 +383,7 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 type replayJSON struct {
 	Dir        string   `json:"dir"`
 	Subject    string   `json:"subject"`
+	Partitions int      `json:"partitions"`
 	Segments   int      `json:"segments"`
 	Rows       int      `json:"rows"`
 	New        int      `json:"new"`
@@ -386,9 +394,9 @@ type replayJSON struct {
 
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
-func printReplayStats(w io.Writer, st worker.ReplayStats, dir, subject string) {
-	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
-		st.Rows, st.Segments, dir, subject, st.New, st.Duplicates, st.Ignored, len(st.Failed))
+func printReplayStats(w io.Writer, st worker.ReplayStats, dir string, s worker.Subjects) {
+	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s.<0..%d>: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
+		st.Rows, st.Segments, dir, s.Traces, max(s.Partitions, 1)-1, st.New, st.Duplicates, st.Ignored, len(st.Failed))
 	for _, f := range st.Failed {
 		fmt.Fprintf(w, "  failed: %s\n", f)
 	}
@@ -411,14 +419,15 @@ func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result, st
 	}
 }
 
-// printStoreReport prints the cost-per-outcome report of every trace call
-// the worker has stored.
+// printStoreReport prints the cost-per-outcome report of the trace
+// partitions in the worker's store (the whole fleet's for a single worker).
 func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
-	r, err := outcome.NewReducer(outcome.Options{})
+	agg, err := worker.LocalAggregate(ctx, st)
 	if err != nil {
 		return err
 	}
-	if err := st.EachCall(ctx, func(c calls.Call) error { r.Add(c); return nil }); err != nil {
+	r, err := agg.Reducer(outcome.Options{})
+	if err != nil {
 		return err
 	}
 	rep, err := r.CheckedReport()
@@ -471,19 +480,19 @@ func newReplayCmd() *cobra.Command {
 		if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
 			return err
 		}
-		st, err := replayWithProgress(ctx, js, subjects.Traces, pos[0], *strict, stderr)
+		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr)
 		if err != nil {
 			return inputError(err)
 		}
 		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		if *asJSON {
-			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Segments: st.Segments, Rows: st.Rows, New: st.New,
+			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Partitions: max(subjects.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
 				Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
 			if err := writeJSON(stdout, out); err != nil {
 				return err
 			}
 		} else {
-			printReplayStats(stdout, st, pos[0], subjects.Traces)
+			printReplayStats(stdout, st, pos[0], *subjects)
 		}
 		if len(st.Failed) > 0 {
 			return failed()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -19,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/worker"
 )
 
 // traceFlags are the input flags cost-per-correct and slo share.
@@ -27,9 +29,45 @@ type traceFlags struct {
 	strict, asJSON   bool
 	allowEmpty       bool
 	procs            int
+	nats             natsFlags
+	partitions       int
+}
+
+// fleetReducer reads the merged partition aggregates the workers published
+// on the NATS server of --nats into a reducer.
+func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options) (*outcome.Reducer, error) {
+	if err := checkNATSURL(*t.nats.url); err != nil {
+		return nil, err
+	}
+	nc, err := t.nats.connect(*t.nats.url, "verdryx-report")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	s := worker.DefaultSubjects()
+	s.Partitions = t.partitions
+	agg, err := worker.ReadAggregate(ctx, js, s)
+	if err != nil {
+		return nil, fmt.Errorf("--nats: %w", err)
+	}
+	return agg.Reducer(opts)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
+	t.nats = addNATSFlags(fs, "", "read the merged trace partitions the workers published on this NATS server instead of --traces")
+	*t.nats.url = "" // not $NATS_URL: --traces must keep working where it is set
+	fs.IntVar(&t.partitions, "partitions", worker.DefaultPartitions, "trace partitions of the fleet read with --nats")
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
@@ -134,8 +172,8 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
 		}
-		if (tf.traces == "") == (*input == "") {
-			return usageErrorf("cost-per-correct: give exactly one of --traces DIR or --input FILE")
+		if n := btoi(tf.traces != "") + btoi(*input != "") + btoi(*tf.nats.url != ""); n != 1 {
+			return usageErrorf("cost-per-correct: give exactly one of --traces DIR, --input FILE or --nats URL")
 		}
 		opts, err := tf.options(*by)
 		if err != nil {
@@ -146,7 +184,11 @@ func newCostPerCorrectCmd() *cobra.Command {
 			return usageErrorf("cost-per-correct: %v", err)
 		}
 		var dirStats *replay.DirStats
-		if *input != "" {
+		if *tf.nats.url != "" {
+			if r, err = tf.fleetReducer(ctx, opts); err != nil {
+				return err
+			}
+		} else if *input != "" {
 			if err := outcome.ReadRecordsFile(*input, r); err != nil {
 				return inputError(err)
 			}
@@ -214,8 +256,8 @@ func newSLOCmd(g *globals) *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("slo: unexpected argument %q", pos[0])
 		}
-		if tf.traces == "" {
-			return usageErrorf("slo: --traces DIR is required")
+		if (tf.traces == "") == (*tf.nats.url == "") {
+			return usageErrorf("slo: give exactly one of --traces DIR or --nats URL")
 		}
 		opts, err := tf.options("")
 		if err != nil {
@@ -248,11 +290,14 @@ func newSLOCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return usageErrorf("slo: %v", err)
 		}
-		st, err := reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr)
-		if err != nil {
+		var st replay.DirStats
+		if *tf.nats.url != "" {
+			if r, err = tf.fleetReducer(ctx, opts); err != nil {
+				return err
+			}
+		} else if st, err = reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr); err != nil {
 			return err
-		}
-		if st.Segments+len(st.Failed) == 0 && !tf.allowEmpty {
+		} else if st.Segments+len(st.Failed) == 0 && !tf.allowEmpty {
 			return usageErrorf("slo: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
 		}
 		rep, err := r.SLO(sopts, envelope.ValidAgentID)

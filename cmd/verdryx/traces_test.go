@@ -112,7 +112,7 @@ func TestCostPerCorrectInput(t *testing.T) {
 func TestCostPerCorrectUsageAndBadSegments(t *testing.T) {
 	_, errOut, code := tracesRun(t, "cost-per-correct")
 	require.Equal(t, 2, code)
-	require.Contains(t, errOut, "exactly one of --traces DIR or --input FILE")
+	require.Contains(t, errOut, "exactly one of --traces DIR, --input FILE or --nats URL")
 	_, _, code = tracesRun(t, "cost-per-correct", "--traces", "x", "--input", "y")
 	require.Equal(t, 2, code)
 	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("basic"), "--by", "decision")

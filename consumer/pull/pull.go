@@ -71,6 +71,13 @@ func Transient(reason string, err error) error {
 	return &Error{Kind: KindTransient, Reason: reason, Err: err}
 }
 
+// ErrDeferred, returned for a message, tells the Puller that the handler
+// committed its effect but settles the message itself later (it holds the
+// ack until a further step is durable, say a snapshot). The Puller neither
+// acks nor counts it; the handler must ack or nak it, and a message it
+// never settles is redelivered after the consumer's AckWait.
+var ErrDeferred = errors.New("pull: settled later by the handler")
+
 // kindOf returns the error's kind; unclassified errors are transient.
 func kindOf(err error) Kind {
 	var e *Error
@@ -125,10 +132,14 @@ type Options struct {
 	// Healthy, when set, is called with false after a batch with a
 	// transient failure and with true after a batch without one
 	// (readiness follows it).
-	Healthy    func(ok bool)
-	Logger     *slog.Logger // nil discards
-	Counters   Counters     // nil ignores
-	DeadLetter DeadLetterer // nil: permanent failures are only terminated
+	Healthy func(ok bool)
+	// PriorityGroup, when set, pulls as a member of this priority group of
+	// the consumer (a pinned-client consumer delivers to one member at a
+	// time).
+	PriorityGroup string
+	Logger        *slog.Logger // nil discards
+	Counters      Counters     // nil ignores
+	DeadLetter    DeadLetterer // nil: permanent failures are only terminated
 }
 
 // Puller consumes one durable JetStream consumer in batches and acks, naks
@@ -163,6 +174,9 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 	return &Puller{cons: cons, h: h, opts: opts, log: log, warn: newLimitedLog(log, 10*time.Second)}, nil
 }
 
+// drainTimeout bounds the wait for a consume drain on shutdown.
+const drainTimeout = 10 * time.Second
+
 // Run consumes until ctx is canceled, then stops fetching, finishes the
 // messages already delivered and returns nil. Messages are handed to the
 // handler in batches: the first waits, the rest are whatever is already
@@ -170,11 +184,16 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 // backlog is handled in large batches.
 func (p *Puller) Run(ctx context.Context) error {
 	buf := make(chan jetstream.Msg, p.opts.Batch*2)
-	cc, err := p.cons.Consume(func(m jetstream.Msg) { buf <- m },
-		jetstream.PullMaxMessages(p.opts.Batch*2),
+	copts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(p.opts.Batch * 2),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			p.log.Debug("consume", "err", err)
-		}))
+		})}
+	if p.opts.PriorityGroup != "" {
+		// A member that is not pinned holds its pull request open until it
+		// expires, and a drain waits for that: keep it short.
+		copts = append(copts, jetstream.PullPriorityGroup(p.opts.PriorityGroup), jetstream.PullExpiry(5*time.Second))
+	}
+	cc, err := p.cons.Consume(func(m jetstream.Msg) { buf <- m }, copts...)
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", p.opts.Name, err)
 	}
@@ -189,7 +208,10 @@ func (p *Puller) Run(ctx context.Context) error {
 			// Drain delivers what is already buffered client-side through
 			// the callback, which may block on buf: keep reading buf until
 			// the drain completes, then finish what was delivered.
+			// A drain never completes on a closed connection: give up
+			// waiting after drainTimeout and stop the subscription.
 			cc.Drain()
+			giveUp := time.NewTimer(drainTimeout)
 			for {
 				select {
 				case m := <-buf:
@@ -200,9 +222,13 @@ func (p *Puller) Run(ctx context.Context) error {
 					}
 					continue
 				case <-cc.Closed():
+				case <-giveUp.C:
+					p.log.Warn("drain did not complete; stopping", "after", drainTimeout)
+					cc.Stop()
 				}
 				break
 			}
+			giveUp.Stop()
 			for {
 				select {
 				case m := <-buf:
@@ -244,6 +270,9 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 		var err error
 		if i < len(errs) {
 			err = errs[i]
+		}
+		if errors.Is(err, ErrDeferred) {
+			continue
 		}
 		if err == nil {
 			if aerr := m.Ack(); aerr != nil {

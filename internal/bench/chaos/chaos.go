@@ -106,8 +106,9 @@ type Result struct {
 	StoreCalls  int64 `json:"store_calls"`
 	StoreRuns   int64 `json:"store_runs"`
 	// Lost counts calls of the directory missing from the store, Duplicated
-	// calls the store holds more often than the directory (both matched on
-	// every field of the call).
+	// calls the store holds more often than the directory, run by run (the
+	// store keeps each run's reduction state, not its calls: a loss and a
+	// duplicate within one run show in ReportDiffs instead).
 	Lost       int64 `json:"lost"`
 	Duplicated int64 `json:"duplicated"`
 	// ReportDiffs lists each field of the per-outcome report that differs

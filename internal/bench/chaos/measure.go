@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,7 +38,7 @@ func (r *runner) measure(ctx context.Context) error {
 // call (lost, duplicated) and as cost-per-outcome reports field by field
 // (the directory's from a `verdryx cost-per-correct --json` child).
 func (r *runner) checkTraces(ctx context.Context) error {
-	direct, n, err := directCalls(r.traces)
+	direct, n, err := directRunCalls(r.traces)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
@@ -49,26 +48,23 @@ func (r *runner) checkTraces(ctx context.Context) error {
 		return fmt.Errorf("chaos: open the worker's store: %w", err)
 	}
 	defer st.Close()
-	red, err := outcome.NewReducer(outcome.Options{})
+	agg, err := worker.LocalAggregate(ctx, st)
+	if err != nil {
+		return fmt.Errorf("chaos: read the worker's store: %w", err)
+	}
+	red, err := agg.Reducer(outcome.Options{})
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
-	stored := make(map[callPrint]int, len(direct))
-	if err := st.EachCall(ctx, func(c calls.Call) error {
-		stored[fingerprint(c)]++
-		red.Add(c)
-		r.res.StoreCalls++
-		return nil
-	}); err != nil {
-		return fmt.Errorf("chaos: read the worker's store: %w", err)
-	}
-	for p, want := range direct {
-		if got := stored[p]; got < want {
+	r.res.StoreCalls = agg.Calls()
+	stored := agg.Runs()
+	for run, want := range direct {
+		if got := stored[run]; got < want {
 			r.res.Lost += int64(want - got)
 		}
 	}
-	for p, got := range stored {
-		if want := direct[p]; got > want {
+	for run, got := range stored {
+		if want := direct[run]; got > want {
 			r.res.Duplicated += int64(got - want)
 		}
 	}

@@ -126,3 +126,36 @@ func directCalls(dir string) (map[callPrint]int, int64, error) {
 	}
 	return counts, n, nil
 }
+
+// directRunCalls counts the calls of each run of the directory's readable
+// segments, and all of them (independent calls included).
+func directRunCalls(dir string) (map[string]uint64, int64, error) {
+	segs, _, err := segment.List(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", dir, err)
+	}
+	counts := make(map[string]uint64)
+	var n int64
+	for _, s := range segs {
+		seg := map[string]uint64{}
+		var segN int64
+		err := segment.Read(s.Path, func(c calls.Call) error {
+			if c.HasRunID {
+				seg[c.RunID]++
+			}
+			segN++
+			return nil
+		})
+		if err != nil {
+			if segment.IsError(err) {
+				continue
+			}
+			return nil, 0, fmt.Errorf("read %s: %w", s.Path, err)
+		}
+		for run, k := range seg {
+			counts[run] += k
+		}
+		n += segN
+	}
+	return counts, n, nil
+}

@@ -1,10 +1,12 @@
 // Package ingest holds the ingest harnesses. Run is `verdryx bench worker`:
-// trace records processed end to end by the worker's trace consumer
-// (batched fetch, one SQLite transaction per batch, acks after commit)
-// beside the raw JetStream consume-with-ack rate, on the same embedded
-// server and stream, in one run. RunNDJSON is `verdryx bench ingest`: a
-// generated per-call NDJSON file read by encoding/json, by the record
-// decoder and by the whole cost-per-correct --input reduction, in one run.
+// trace records published to their partitions and processed end to end by
+// the worker's partitioned trace consumers (a pinned pull per partition,
+// one SQLite transaction per batch, acks after the store commit and the
+// partition snapshot) beside the raw JetStream consume-with-ack rate of the
+// same messages, on the same embedded server and stream, in one run.
+// RunNDJSON is `verdryx bench ingest`: a generated per-call NDJSON file read
+// by encoding/json, by the record decoder and by the whole cost-per-correct
+// --input reduction, in one run.
 package ingest
 
 import (
@@ -21,7 +23,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -104,7 +105,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	res := Result{Records: opts.Records}
 
 	start := time.Now()
-	if err := publishRecords(js, subjects.Traces, opts.Records); err != nil {
+	if err := publishRecords(js, subjects, opts.Records); err != nil {
 		return Result{}, err
 	}
 	res.Publish = time.Since(start)
@@ -124,8 +125,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	return res, nil
 }
 
-// publishRecords publishes n generated per-call records to subject.
-func publishRecords(js jetstream.JetStream, subject string, n int) error {
+// publishRecords publishes n generated per-call records to their
+// partition subjects.
+func publishRecords(js jetstream.JetStream, s worker.Subjects, n int) error {
 	for i := 0; i < n; i++ {
 		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
 		c := calls.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
@@ -135,7 +137,7 @@ func publishRecords(js jetstream.JetStream, subject string, n int) error {
 			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[i%3]
 		}
 		b, _ := json.Marshal(worker.RecordOf(c))
-		if _, err := js.PublishAsync(subject, b); err != nil {
+		if _, err := js.PublishAsync(worker.TraceSubject(s.Traces, worker.PartitionOf(run, s.Partitions)), b); err != nil {
 			return err
 		}
 	}
@@ -168,8 +170,8 @@ func rawConsume(ctx context.Context, js jetstream.JetStream, stream string, n in
 	return d, nil
 }
 
-// workerConsume times the worker's trace consumer storing n records
-// into a fresh store at dbPath; it returns the calls stored and the
+// workerConsume times the worker's partitioned trace consumers storing n
+// records into a fresh store at dbPath; it returns the calls stored and the
 // messages settled other than by an ack.
 func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
 	st, err := store.Open(ctx, dbPath, store.Options{})
@@ -182,14 +184,14 @@ func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.
 		return 0, 0, 0, err
 	}
 	counter := &ackCounter{}
-	p, err := pull.New(traces, worker.NewTraceHandler(st, worker.TraceOptions{}), pull.Options{Name: "traces", Batch: batch, Counters: counter})
+	f, err := worker.NewFleet(ctx, js, st, traces, worker.FleetOptions{Subjects: subjects, Instance: "bench", Batch: batch, Counters: counter})
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	start := time.Now()
-	go func() { errc <- p.Run(pctx) }()
+	go func() { errc <- f.Run(pctx) }()
 	for counter.acked.Load()+counter.other.Load() < int64(n) {
 		select {
 		case err := <-errc:
@@ -200,7 +202,12 @@ func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.
 	}
 	d = time.Since(start)
 	cancel()
-	<-errc
-	stored, err = st.CallCount(ctx)
-	return d, stored, counter.other.Load(), err
+	if err := <-errc; err != nil {
+		return 0, 0, 0, err
+	}
+	agg, err := worker.LocalAggregate(ctx, st)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return d, agg.Calls(), counter.other.Load(), nil
 }

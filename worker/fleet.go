@@ -1,0 +1,812 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/confine"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/store"
+)
+
+// PartitionsBucket names the KV bucket holding each partition's pointer
+// (key "partition.<p>": the newest snapshot and aggregate, their stream
+// sequence and writer; its revision orders owners) and, under keys
+// "snap.<p>.<writer>.<slot>.<i>" and "agg.<p>.<writer>.<slot>.<i>", the
+// snapshots (run states and dedupe keys) and aggregates (run states) cut
+// into chunks of at most blobChunk bytes (KV values are bounded by the
+// server's max payload). A writer alternates between two slots, never
+// writing the one the pointer names, so the bucket holds at most two
+// snapshots per partition and writer, and a stale writer can only
+// overwrite its own unreferenced slot. KV puts are synchronous: the object store's
+// asynchronous Put leaks a goroutine now and then in nats.go v1.55
+// (resetPendingAcksOnReconnect racing cleanupReplySub).
+const PartitionsBucket = "verdryx-partitions"
+
+// DefaultSnapshotEvery is how often, at most, an owner writes a
+// partition's snapshot while records arrive; acks wait for it.
+const DefaultSnapshotEvery = time.Second
+
+// partitionKey is partition p's key in the PartitionsBucket KV bucket.
+func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
+
+// partPointer is the value of a partition's KV key.
+type partPointer struct {
+	Partition  int       `json:"partition"`
+	Partitions int       `json:"partitions"`
+	LastSeq    uint64    `json:"last_seq"`
+	Snapshot   blobRef   `json:"snapshot"`
+	Aggregate  blobRef   `json:"aggregate"`
+	Writer     string    `json:"writer"`
+	Runs       int       `json:"runs"`
+	Keys       int       `json:"keys"`
+	Written    time.Time `json:"written"`
+}
+
+// blobRef names a chunked value in the PartitionsBucket KV bucket.
+type blobRef struct {
+	Prefix string `json:"prefix"`
+	Chunks int    `json:"chunks"`
+	SHA256 string `json:"sha256"`
+	Size   int    `json:"size"`
+}
+
+// blobChunk is the largest chunk of a snapshot or aggregate (under the
+// default 1 MiB max payload).
+const blobChunk = 512 << 10
+
+func putBlob(ctx context.Context, kv jetstream.KeyValue, prefix string, data []byte) (blobRef, error) {
+	sum := sha256.Sum256(data)
+	ref := blobRef{Prefix: prefix, SHA256: hex.EncodeToString(sum[:]), Size: len(data)}
+	for off := 0; off == 0 || off < len(data); off += blobChunk {
+		end := min(off+blobChunk, len(data))
+		if _, err := kv.Put(ctx, prefix+"."+strconv.Itoa(ref.Chunks), data[off:end]); err != nil {
+			return blobRef{}, fmt.Errorf("put %s: %w", prefix, err)
+		}
+		ref.Chunks++
+	}
+	return ref, nil
+}
+
+// errBlobChanged is a chunked value overwritten while it was read (its
+// writer moved on two snapshots): read the pointer again.
+var errBlobChanged = errors.New("digest mismatch (overwritten while read)")
+
+// getBlob reads a chunked value and checks its digest.
+func getBlob(ctx context.Context, kv jetstream.KeyValue, ref blobRef) ([]byte, error) {
+	data := make([]byte, 0, ref.Size)
+	for i := range ref.Chunks {
+		e, err := kv.Get(ctx, ref.Prefix+"."+strconv.Itoa(i))
+		if err != nil {
+			return nil, fmt.Errorf("get %s chunk %d: %w", ref.Prefix, i, err)
+		}
+		data = append(data, e.Value()...)
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != ref.SHA256 {
+		return nil, fmt.Errorf("get %s: %w", ref.Prefix, errBlobChanged)
+	}
+	return data, nil
+}
+
+// FleetOptions configure a Fleet.
+type FleetOptions struct {
+	Subjects Subjects
+	// Instance names this worker in snapshot object names and logs.
+	Instance string
+	// Roots and Files confine segment references (see TraceOptions).
+	Roots Roots
+	Files *confine.Reader
+	// SnapshotEvery: see DefaultSnapshotEvery; 0 means that.
+	SnapshotEvery time.Duration
+	// PinnedTTL: see DefaultPinnedTTL; 0 means that.
+	PinnedTTL time.Duration
+	// AckWait of the partition consumers; 0 means 30 s.
+	AckWait time.Duration
+	// Batch is the most messages per store transaction; 0 means 512.
+	Batch      int
+	Logger     *slog.Logger
+	Counters   pull.Counters
+	DeadLetter pull.DeadLetterer
+	// Healthy follows the partition pullers (see pull.Options.Healthy).
+	Healthy func(ok bool)
+}
+
+// Fleet consumes the partitioned traces: one pinned-client puller per
+// partition (every worker pulls every partition; JetStream delivers each to
+// one worker at a time), partition state in the worker's store, snapshots
+// and aggregates in the PartitionsBucket buckets, and the router that moves
+// records published to the bare traces subject onto their partitions.
+//
+// Ownership: on the first batch of a partition it does not hold (a new pin,
+// a restart, a takeover), a worker loads the partition's newest snapshot
+// when it is not the one its own store descends from, catches up from the
+// stream after the snapshot's sequence with an ordered consumer (up to the
+// highest sequence the durable consumer delivered: anything later the
+// durable delivers itself), and applies the batch with dedupe. Each batch
+// is committed to the store in one transaction (keys, run states, head);
+// the acks are held until the partition's next snapshot is written (at most
+// SnapshotEvery later, and always on a clean stop), so every acked record
+// is in the newest snapshot and every other one is redelivered. The
+// snapshot pointer is written with compare-and-set on the KV revision the
+// writer's state descends from: a worker that lost the partition cannot
+// overwrite its new owner's state; it drops the partition and naks what it
+// holds.
+type Fleet struct {
+	js     jetstream.JetStream
+	st     *store.Store
+	opts   FleetOptions
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	parts  []*partHandler
+	router jetstream.Consumer
+	log    *slog.Logger
+	// storeMu serialises the partitions' store writes: SQLite has one
+	// writer, and writers contending for it back off by sleeping.
+	storeMu sync.Mutex
+}
+
+// EnsurePartitionBuckets creates (or binds) the KV bucket PartitionsBucket
+// with the given replicas (0 means 1).
+func EnsurePartitionBuckets(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	if kv, err := js.KeyValue(ctx, PartitionsBucket); err == nil {
+		return kv, nil
+	}
+	// Several workers starting together on a fresh cluster race to create
+	// the replicated bucket; a create that times out while another lands
+	// is tried again.
+	var err error
+	for try := 0; try < 5; try++ {
+		var kv jetstream.KeyValue
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PartitionsBucket, History: 1, Replicas: max(replicas, 1),
+			Description: "verdryx: per-partition snapshot pointers, snapshots and aggregates"})
+		if err == nil {
+			return kv, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if kv, gerr := js.KeyValue(ctx, PartitionsBucket); gerr == nil {
+			return kv, nil
+		}
+	}
+	return nil, fmt.Errorf("kv bucket %s: %w", PartitionsBucket, err)
+}
+
+// NewFleet ensures the partition consumers and buckets (the streams must
+// exist: EnsureStreams) and returns the fleet consumer of this worker.
+// router is the bare traces subject's consumer (nil: no routing).
+func NewFleet(ctx context.Context, js jetstream.JetStream, st *store.Store, router jetstream.Consumer, opts FleetOptions) (*Fleet, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.SnapshotEvery <= 0 {
+		opts.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 512
+	}
+	if opts.Files == nil {
+		opts.Files = &confine.Reader{Roots: opts.Roots}
+	}
+	if opts.Subjects == (Subjects{}) {
+		opts.Subjects = DefaultSubjects()
+	}
+	cons, err := EnsurePartitions(ctx, js, opts.Subjects, PartitionOptions{PinnedTTL: opts.PinnedTTL, AckWait: opts.AckWait})
+	if err != nil {
+		return nil, err
+	}
+	stream, err := js.Stream(ctx, opts.Subjects.TracesStream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", opts.Subjects.TracesStream, err)
+	}
+	kv, err := EnsurePartitionBuckets(ctx, js, opts.Subjects.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router,
+		log: opts.Logger.With("component", "fleet")}
+	for p, c := range cons {
+		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: TraceSubject(opts.Subjects.Traces, p)})
+	}
+	return f, nil
+}
+
+// Consumers returns the partition consumers by name, and the router's.
+func (f *Fleet) Consumers() map[string]jetstream.Consumer {
+	out := map[string]jetstream.Consumer{}
+	for _, h := range f.parts {
+		out["traces-"+strconv.Itoa(h.p)] = h.cons
+	}
+	if f.router != nil {
+		out["traces"] = f.router
+	}
+	return out
+}
+
+// Run consumes every partition (and routes the bare subject) until ctx is
+// done; then it stops pulling, finishes and commits what was delivered,
+// writes the snapshot of every partition it holds, acks, and unpins the
+// partitions pinned to it so another worker takes them over at once. It
+// returns nil on a clean stop.
+func (f *Fleet) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errc := make(chan error, len(f.parts)+1)
+	start := func(c jetstream.Consumer, h pull.BatchHandler, name, group string) error {
+		p, err := pull.New(c, h, pull.Options{Name: name, Batch: f.opts.Batch, Logger: f.opts.Logger, Counters: f.opts.Counters,
+			DeadLetter: f.opts.DeadLetter, Healthy: f.opts.Healthy, PriorityGroup: group})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Run(ctx); err != nil {
+				errc <- err
+			}
+		}()
+		return nil
+	}
+	for _, h := range f.parts {
+		if err := start(h.cons, h, "traces", PartitionGroup); err != nil {
+			return err
+		}
+	}
+	if f.router != nil {
+		if err := start(f.router, &router{f: f}, "traces-router", ""); err != nil {
+			return err
+		}
+	}
+	// Snapshots of partitions whose acks wait.
+	tick := time.NewTicker(f.opts.SnapshotEvery / 10)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			for _, h := range f.parts {
+				if ctx.Err() == nil {
+					h.flush(ctx, false)
+				}
+			}
+		}
+	}
+	wg.Wait()
+	close(errc)
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for _, h := range f.parts {
+		h.flush(stop, true)
+		h.unpin(stop)
+	}
+	return <-errc
+}
+
+// partHandler is one partition's consumer side.
+type partHandler struct {
+	f       *Fleet
+	p       int
+	cons    jetstream.Consumer
+	subject string
+
+	mu        sync.Mutex
+	state     *partState // nil: not held (load on the next batch)
+	rev       uint64     // KV revision the state descends from
+	blobs     []blobRef  // what the pointer at rev names
+	held      []pull.Msg
+	dirty     bool
+	lastSnap  time.Time
+	pinID     string
+	lastBatch time.Time
+}
+
+// errLost is a snapshot whose compare-and-set failed: another worker wrote
+// the partition since this one loaded it.
+var errLost = errors.New("partition taken over by another worker")
+
+// HandleBatch implements pull.BatchHandler: it applies the batch (loading
+// the partition first when it is not held), commits it, and holds the acks
+// for the next snapshot.
+func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastBatch = time.Now()
+	errs := make([]error, len(msgs))
+	if pin := msgs[0].Headers().Get("Nats-Pin-Id"); pin != "" {
+		h.pinID = pin
+	}
+	if h.state == nil {
+		if err := h.gain(ctx); err != nil {
+			h.f.log.Warn("take over partition", "partition", h.p, "err", err)
+			for i := range errs {
+				errs[i] = pull.Transient("take over partition "+strconv.Itoa(h.p), err)
+			}
+			return errs
+		}
+	}
+	s := h.state
+	before := s.lastSeq
+	for i, m := range msgs {
+		mark := s.mark()
+		if err := h.apply(ctx, s, m); err != nil {
+			s.rollbackTo(mark)
+			errs[i] = err
+		}
+	}
+	if err := h.commit(ctx, before); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = pull.Transient("store partition "+strconv.Itoa(h.p), err)
+			}
+		}
+		return errs
+	}
+	for i, m := range msgs {
+		if errs[i] == nil {
+			errs[i] = pull.ErrDeferred
+			h.held = append(h.held, m)
+		}
+	}
+	// A full batch means a backlog: snapshot at most every SnapshotEvery.
+	// A short one means the consumer caught up: snapshot soon, so acks do
+	// not wait for the ticker.
+	since := time.Since(h.lastSnap)
+	if since >= h.f.opts.SnapshotEvery || len(msgs) < h.f.opts.Batch && since >= h.f.opts.SnapshotEvery/10 {
+		h.flushLocked(ctx)
+	}
+	return errs
+}
+
+// commit stores what the applied batch changed, or undoes it.
+func (h *partHandler) commit(ctx context.Context, before uint64) error {
+	s := h.state
+	if s.mark() == 0 && s.lastSeq == before {
+		s.settle(true)
+		return nil
+	}
+	h.f.storeMu.Lock()
+	err := h.f.st.CommitPartition(ctx, h.p, s.pending(h.rev))
+	h.f.storeMu.Unlock()
+	if err != nil {
+		s.lastSeq = before
+	}
+	s.settle(err == nil)
+	if err == nil {
+		h.dirty = true
+	}
+	return err
+}
+
+// apply folds one message into s: a record's call, or the partition's rows
+// of a referenced segment. Calls already applied (same dedupe key) are
+// skipped. Errors are classified for the pull loop.
+func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg) error {
+	seq := uint64(0)
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	rec, err := DecodeCallRecord(m.Data())
+	if err != nil {
+		return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+	}
+	if rec.Segment != "" {
+		err = h.applySegment(ctx, s, rec.Segment, seq)
+	} else {
+		err = h.applyRecord(s, &rec, traceMsgID(m.Headers()), seq)
+	}
+	if err == nil && seq > s.lastSeq {
+		s.lastSeq = seq
+	}
+	return err
+}
+
+func (h *partHandler) applyRecord(s *partState, rec *CallRecord, msgID string, seq uint64) error {
+	c, err := rec.Call()
+	if err != nil {
+		return pull.Permanent("invalid trace record", err)
+	}
+	key, err := RecordKey(rec, msgID)
+	if err != nil {
+		return pull.Permanent("invalid trace record", err)
+	}
+	want := PartitionOf(key, s.parts)
+	if c.HasRunID {
+		want = PartitionOf(c.RunID, s.parts)
+	}
+	if want != h.p {
+		return pull.Permanent("trace record on the wrong partition",
+			fmt.Errorf("stream seq %d: belongs to partition %d of %d, published to %s", seq, want, s.parts, h.subject))
+	}
+	k := hashKey(key)
+	if s.has(k) {
+		return nil
+	}
+	if err := s.apply(k, &c, seq<<20); err != nil {
+		return pull.Permanent("cost sum overflow", fmt.Errorf("trace record (stream seq %d): %w", seq, err))
+	}
+	return nil
+}
+
+// applySegment applies the rows of this partition of a referenced segment,
+// all or none; a segment already applied to the partition is skipped.
+func (h *partHandler) applySegment(ctx context.Context, s *partState, name string, seq uint64) error {
+	path, data, err := h.f.opts.Files.ReadResolved(ctx, name)
+	if err != nil {
+		return pull.Permanent("segment refused", err)
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	done := segmentDoneKey(digest)
+	if s.has(done) {
+		return nil
+	}
+	row := uint64(0)
+	err = segment.ReadBytes(path, data, func(c calls.Call) error {
+		defer func() { row++ }()
+		key := RowKey(digest, row)
+		part := PartitionOf(key, s.parts)
+		if c.HasRunID {
+			part = PartitionOf(c.RunID, s.parts)
+		}
+		if part != h.p {
+			return nil
+		}
+		k := hashKey(key)
+		if s.has(k) {
+			return nil
+		}
+		if err := s.apply(k, &c, seq<<20|row); err != nil {
+			return pull.Permanent("cost sum overflow", fmt.Errorf("segment %s row %d: %w", name, row, err))
+		}
+		return nil
+	})
+	if err != nil {
+		var pe *pull.Error
+		if errors.As(err, &pe) {
+			return err
+		}
+		return pull.Permanent("segment corrupt", err)
+	}
+	s.addKey(done)
+	return nil
+}
+
+// gain loads the partition: the shared snapshot when the local state does
+// not descend from it, else the local state; then catches up.
+func (h *partHandler) gain(ctx context.Context) error {
+	parts := h.f.opts.Subjects.partitions()
+	var ptr partPointer
+	var rev uint64
+	entry, err := h.f.kv.Get(ctx, partitionKey(h.p))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return fmt.Errorf("read partition %d pointer: %w", h.p, err)
+	default:
+		rev = entry.Revision()
+		if err := json.Unmarshal(entry.Value(), &ptr); err != nil {
+			return fmt.Errorf("partition %d pointer: %w", h.p, err)
+		}
+		if ptr.Partitions != parts {
+			return fmt.Errorf("partition %d was published with %d partitions, this worker uses %d (--partitions)", h.p, ptr.Partitions, parts)
+		}
+	}
+	head, local, err := h.f.st.PartitionHead(ctx, h.p)
+	if err != nil {
+		return err
+	}
+	var s *partState
+	switch {
+	case rev != 0 && (!local || head.BaseRev != rev):
+		b, err := getBlob(ctx, h.f.kv, ptr.Snapshot)
+		if err != nil {
+			return fmt.Errorf("partition %d snapshot: %w", h.p, err)
+		}
+		if s, err = decodePartState(b); err != nil {
+			return err
+		}
+		if s.part != h.p || s.parts != parts {
+			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.part, s.parts)
+		}
+		h.f.storeMu.Lock()
+		err = h.f.st.ReplacePartition(ctx, h.p, s.full(rev))
+		h.f.storeMu.Unlock()
+		if err != nil {
+			return err
+		}
+		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", len(s.runs))
+	case local:
+		s = newPartState(h.p, parts)
+		if err := s.setMeta(head.Meta); err != nil {
+			return err
+		}
+		s.lastSeq = head.LastSeq
+		if err := h.f.st.EachPartitionKey(ctx, h.p, func(k store.Key) { s.keys[k] = struct{}{} }); err != nil {
+			return err
+		}
+		if err := h.f.st.EachPartitionRun(ctx, h.p, func(run, state []byte) error {
+			a, err := decodeRunAgg(state)
+			if err != nil {
+				return fmt.Errorf("partition %d run %q: %w", h.p, run, err)
+			}
+			s.runs[string(run)] = &a
+			return nil
+		}); err != nil {
+			return err
+		}
+		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", len(s.runs))
+	default:
+		s = newPartState(h.p, parts)
+	}
+	h.state, h.rev, h.blobs = s, rev, nil
+	if rev != 0 {
+		h.blobs = []blobRef{ptr.Snapshot, ptr.Aggregate}
+	}
+	if err := h.catchUp(ctx); err != nil {
+		h.state = nil
+		return err
+	}
+	h.dirty = true
+	return nil
+}
+
+// catchUp applies the partition's records after the state's sequence up to
+// the highest the durable consumer delivered, read with an ordered
+// consumer. Records that fail permanently are skipped here (the durable
+// consumer dead-letters them).
+func (h *partHandler) catchUp(ctx context.Context) error {
+	info, err := h.cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("partition %d consumer info: %w", h.p, err)
+	}
+	s := h.state
+	// Up to what the durable consumer delivered (it delivers the rest
+	// itself), and no further than the partition's newest record, so the
+	// catch-up ends on a record it reads rather than on a timeout.
+	target := info.Delivered.Stream
+	last, err := lastSeqOf(ctx, h.f.stream, h.subject)
+	if err != nil {
+		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
+	}
+	target = min(target, last)
+	if target <= s.lastSeq {
+		return nil
+	}
+	oc, err := h.f.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{h.subject},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.lastSeq + 1, MaxResetAttempts: 5})
+	if err != nil {
+		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
+	}
+	it, err := oc.Messages(jetstream.PullMaxMessages(h.f.opts.Batch))
+	if err != nil {
+		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
+	}
+	defer it.Stop()
+	applied := 0
+	for s.lastSeq < target {
+		before, n := s.lastSeq, 0
+		idle := false
+		for n < h.f.opts.Batch && s.lastSeq < target {
+			m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+			if errors.Is(err, nats.ErrTimeout) {
+				idle = true
+				break
+			}
+			if err != nil {
+				s.settle(false)
+				s.lastSeq = before
+				return fmt.Errorf("partition %d catch-up: %w", h.p, err)
+			}
+			if md, merr := m.Metadata(); merr == nil && md.Sequence.Stream > target {
+				idle = true // past the target: the durable consumer delivers it
+				break
+			}
+			n++
+			mark := s.mark()
+			if err := h.apply(ctx, s, m); err != nil {
+				s.rollbackTo(mark)
+				if md, merr := m.Metadata(); merr == nil && md.Sequence.Stream > s.lastSeq {
+					s.lastSeq = md.Sequence.Stream
+				}
+			}
+		}
+		if err := h.commit(ctx, before); err != nil {
+			return err
+		}
+		applied += n
+		if idle {
+			break
+		}
+	}
+	h.f.log.Info("partition caught up", "partition", h.p, "records", applied, "last_seq", s.lastSeq)
+	return nil
+}
+
+// flush writes the snapshot when acks wait for it and it is due (or
+// always, with final), then acks them.
+func (h *partHandler) flush(ctx context.Context, final bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Due when SnapshotEvery passed, or when acks wait and no batch came
+	// for a tenth of it (the consumer has caught up).
+	every := h.f.opts.SnapshotEvery
+	idle := len(h.held) > 0 && time.Since(h.lastBatch) >= every/10
+	if !final && !idle && time.Since(h.lastSnap) < every {
+		return
+	}
+	h.flushLocked(ctx)
+}
+
+func (h *partHandler) flushLocked(ctx context.Context) {
+	if h.state == nil || (!h.dirty && len(h.held) == 0) {
+		return
+	}
+	err := h.snapshot(ctx)
+	switch {
+	case errors.Is(err, errLost):
+		h.f.log.Warn("partition lost", "partition", h.p, "naked", len(h.held))
+		h.state = nil
+		for _, m := range h.held {
+			_ = m.NakWithDelay(0)
+		}
+		if c := h.f.opts.Counters; c != nil {
+			c.Naked("traces", len(h.held))
+		}
+		h.held = h.held[:0]
+		return
+	case err != nil:
+		// Keep the acks held: the next flush tries again, and what times
+		// out is redelivered and deduplicated.
+		h.f.log.Warn("partition snapshot", "partition", h.p, "err", err)
+		return
+	}
+	for _, m := range h.held {
+		if err := m.Ack(); err != nil {
+			h.f.log.Debug("ack", "err", err)
+		}
+	}
+	if c := h.f.opts.Counters; c != nil {
+		c.Acked("traces", len(h.held))
+	}
+	h.held = h.held[:0]
+	h.dirty = false
+}
+
+// snapshot writes the partition's snapshot and aggregate, then moves its
+// KV pointer to them with compare-and-set on h.rev.
+func (h *partHandler) snapshot(ctx context.Context) error {
+	s := h.state
+	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
+	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
+		name = fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
+	}
+	snap, err := putBlob(ctx, h.f.kv, "snap."+name, s.encode(true))
+	if err != nil {
+		return err
+	}
+	agg, err := putBlob(ctx, h.f.kv, "agg."+name, s.encode(false))
+	if err != nil {
+		return err
+	}
+	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: snap,
+		Aggregate: agg, Writer: h.f.opts.Instance, Runs: len(s.runs), Keys: len(s.keys), Written: time.Now().UTC()})
+	var rev uint64
+	if h.rev == 0 {
+		rev, err = h.f.kv.Create(ctx, partitionKey(h.p), ptr)
+	} else {
+		rev, err = h.f.kv.Update(ctx, partitionKey(h.p), ptr, h.rev)
+	}
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return errLost
+		}
+		return fmt.Errorf("partition %d pointer: %w", h.p, err)
+	}
+	h.rev, h.blobs, h.lastSnap = rev, []blobRef{snap, agg}, time.Now()
+	h.f.storeMu.Lock()
+	err = h.f.st.SetPartitionBase(ctx, h.p, rev)
+	h.f.storeMu.Unlock()
+	if err != nil {
+		// Harmless: the next gain reloads the snapshot instead of the
+		// local state.
+		h.f.log.Warn("record snapshot revision", "partition", h.p, "err", err)
+	}
+	return nil
+}
+
+// unpin releases the partition when it is pinned to this worker, so
+// another worker takes it over without waiting out the PinnedTTL.
+func (h *partHandler) unpin(ctx context.Context) {
+	h.mu.Lock()
+	pin := h.pinID
+	h.state = nil
+	h.mu.Unlock()
+	if pin == "" {
+		return
+	}
+	info, err := h.cons.Info(ctx)
+	if err != nil {
+		return
+	}
+	for _, g := range info.PriorityGroups {
+		if g.Group == PartitionGroup && g.PinnedClientID == pin {
+			if err := h.f.stream.UnpinConsumer(ctx, PartitionConsumer(h.p), PartitionGroup); err != nil {
+				h.f.log.Debug("unpin", "partition", h.p, "err", err)
+			}
+		}
+	}
+}
+
+// router moves records published to the bare traces subject to their
+// partition subjects: a record to its run's (or key's) partition with its
+// identity kept (HeaderOrigMsgID, HeaderRouted), a segment reference to
+// every partition (each takes its own rows). The routed copies carry
+// message ids derived from the bare message's stream sequence, so routing
+// again after a crash stores nothing twice.
+type router struct{ f *Fleet }
+
+func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
+	errs := make([]error, len(msgs))
+	s := r.f.opts.Subjects
+	n := s.partitions()
+	for i, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			errs[i] = pull.Transient("route trace record", err)
+			continue
+		}
+		seq := md.Sequence.Stream
+		rec, err := DecodeCallRecord(m.Data())
+		if err != nil {
+			errs[i] = pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+			continue
+		}
+		id := traceMsgID(m.Headers())
+		targets := []int{}
+		if rec.Segment != "" {
+			for p := range n {
+				targets = append(targets, p)
+			}
+		} else {
+			if _, err := rec.Call(); err != nil {
+				errs[i] = pull.Permanent("invalid trace record", err)
+				continue
+			}
+			p, err := RecordPartition(&rec, id, n)
+			if err != nil {
+				errs[i] = pull.Permanent("invalid trace record", err)
+				continue
+			}
+			targets = append(targets, p)
+		}
+		for _, p := range targets {
+			out := nats.NewMsg(TraceSubject(s.Traces, p))
+			out.Data = m.Data()
+			out.Header.Set(HeaderRouted, "1")
+			if id != "" {
+				out.Header.Set(HeaderOrigMsgID, id)
+			}
+			if _, err := producer.Store(ctx, r.f.js, out, fmt.Sprintf("route:%d:%d", seq, p)); err != nil {
+				errs[i] = pull.Transient("route trace record", err)
+				break
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+// TestPartitionMatchesServerMapping: a record published to a run-keyed
+// subject under the documented mapping lands on the partition PartitionOf
+// computes, so producers may rely on the server's partition().
+func TestPartitionMatchesServerMapping(t *testing.T) {
+	dir := t.TempDir()
+	ns, err := StartEmbedded(filepath.Join(dir, "nats"), "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	require.NoError(t, ns.GlobalAccount().AddMapping("verdryx.traces.run.*", "verdryx.traces.{{partition(8,1)}}"))
+	nc, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := testCtx(t, 20*time.Second)
+	s := DefaultSubjects()
+	_, _, err = EnsureStreams(ctx, js, s, 0)
+	require.NoError(t, err)
+	ids := []string{"r1", "run-42", "agent-run_7", "ÆØÅ-unicode", "0", strings.Repeat("x", 200)}
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("run-%d", i))
+	}
+	seen := map[int]bool{}
+	for _, id := range ids {
+		ack, err := js.Publish(ctx, "verdryx.traces.run."+id, []byte(`{"run_id":`+strconv.Quote(id)+`,"decision":"allow"}`))
+		require.NoError(t, err)
+		m, err := js.Stream(ctx, s.TracesStream)
+		require.NoError(t, err)
+		raw, err := m.GetMsg(ctx, ack.Sequence)
+		require.NoError(t, err)
+		want := PartitionOf(id, 8)
+		require.Equal(t, TraceSubject(s.Traces, want), raw.Subject, "run id %q", id)
+		seen[want] = true
+	}
+	require.Len(t, seen, 8, "the ids spread over every partition")
+}
+
+// fleetDir generates a trace directory and returns its direct
+// cost-per-correct report as JSON.
+func fleetDir(t *testing.T, rows int64, seed uint64) (dir string, want []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	_, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{Rows: rows, MeanCallsPerRun: 20, Concurrent: 50,
+		SegmentRows: rows / 4, RowGroupRows: rows / 8, Agents: 5, Seed: seed, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Span: 24 * time.Hour})
+	require.NoError(t, err)
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	_, err = replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+	require.NoError(t, err)
+	return dir, reportJSON(t, r)
+}
+
+func reportJSON(t *testing.T, r *outcome.Reducer) []byte {
+	t.Helper()
+	rep, err := r.CheckedReport()
+	require.NoError(t, err)
+	slo, err := r.SLO(outcome.DefaultSLOOptions(), func(string) bool { return true })
+	require.NoError(t, err)
+	b, err := json.MarshalIndent(struct {
+		Cost *outcome.Report    `json:"cost"`
+		SLO  *outcome.SLOReport `json:"slo"`
+	}{rep, slo}, "", " ")
+	require.NoError(t, err)
+	return b
+}
+
+// fleetWorker runs a Fleet over its own store until stop.
+type fleetWorker struct {
+	f      *Fleet
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+func startFleet(t *testing.T, js jetstream.JetStream, s Subjects, name string, opts FleetOptions) *fleetWorker {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	st := openStore(t, filepath.Join(t.TempDir(), name+".db"))
+	traces, _, err := EnsureStreams(ctx, js, s, 0)
+	require.NoError(t, err)
+	opts.Subjects, opts.Instance = s, name
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = 200 * time.Millisecond
+	}
+	opts.Logger = testLogger(t).With("worker", name)
+	f, err := NewFleet(ctx, js, st, traces, opts)
+	require.NoError(t, err)
+	fctx, cancel := context.WithCancel(context.Background())
+	w := &fleetWorker{f: f, cancel: cancel, done: make(chan error, 1)}
+	go func() { w.done <- f.Run(fctx) }()
+	t.Cleanup(func() { w.stop(t) })
+	return w
+}
+
+func (w *fleetWorker) stop(t *testing.T) {
+	w.once.Do(func() {
+		w.cancel()
+		select {
+		case err := <-w.done:
+			require.NoError(t, err)
+		case <-time.After(60 * time.Second):
+			buf := make([]byte, 1<<22)
+			n := runtime.Stack(buf, true)
+			_ = os.WriteFile(filepath.Join(os.TempDir(), "fleet-stop-stacks.txt"), buf[:n], 0o644)
+			t.Error("fleet did not stop in 60s")
+		}
+	})
+}
+
+// waitDrained polls until every trace consumer has nothing pending or
+// unacked.
+func waitFleetDrained(t *testing.T, js jetstream.JetStream, s Subjects, total time.Duration) {
+	t.Helper()
+	ctx := testCtx(t, total+10*time.Second)
+	checkFor(t, total, 100*time.Millisecond, func() error {
+		names := []string{TracesConsumer}
+		for p := range s.partitions() {
+			names = append(names, PartitionConsumer(p))
+		}
+		for _, n := range names {
+			c, err := js.Consumer(ctx, s.TracesStream, n)
+			if err != nil {
+				return err
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				return fmt.Errorf("%s: %d pending, %d unacked", n, info.NumPending, info.NumAckPending)
+			}
+		}
+		return nil
+	})
+}
+
+func mergedJSON(t *testing.T, js jetstream.JetStream, s Subjects) []byte {
+	t.Helper()
+	agg, err := ReadAggregate(testCtx(t, 30*time.Second), js, s)
+	require.NoError(t, err)
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
+	return reportJSON(t, r)
+}
+
+// TestFleetOneWorkerMatchesDirectReduction: a directory replayed twice to
+// the partitions plus records on the bare (legacy) subject, consumed by one
+// worker, gives exactly the direct reduction, merged from the published
+// aggregates and from the worker's own store.
+func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
+	e := newEnv(t)
+	dir, want := fleetDir(t, 6000, 3)
+	ctx := testCtx(t, 60*time.Second)
+	st, err := Replay(ctx, e.js, e.subjects.Traces, dir, ReplayOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 6000, st.New)
+	// The merged report refuses while partitions were never published.
+	_, err = ReadAggregate(ctx, e.js, e.subjects)
+	var missing *MissingPartitionsError
+	require.ErrorAs(t, err, &missing)
+	require.Len(t, missing.Partitions, 8)
+
+	w := startFleet(t, e.js, e.subjects, "solo", FleetOptions{})
+	// Replayed again: every row is a duplicate.
+	st, err = Replay(ctx, e.js, e.subjects.Traces, dir, ReplayOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 6000, st.Duplicates)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+
+	// Legacy producers: records on the bare subject are routed; the same
+	// record without an id twice counts once, equal steps both count.
+	for _, raw := range []string{
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":5}`,
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":5}`,
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":7,"outcome":"case_resolved"}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), agg.Runs()["legacy-1"])
+	require.Equal(t, int64(6002), agg.Calls())
+	local, err := LocalAggregate(ctx, w.f.st)
+	require.NoError(t, err)
+	require.Equal(t, agg.Runs(), local.Runs())
+}
+
+// waitFleetCalls polls the worker's store until it holds n calls.
+func waitFleetCalls(t *testing.T, w *fleetWorker, n int64) {
+	t.Helper()
+	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		agg, err := LocalAggregate(context.Background(), w.f.st)
+		if err != nil {
+			return err
+		}
+		if got := agg.Calls(); got != n {
+			return fmt.Errorf("stored %d calls, want %d", got, n)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,137 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Partitioning of trace records by run.
+//
+// A trace record goes to the subject <Subjects.Traces>.<p>, where p is
+// PartitionOf(run_id, Subjects.Partitions): the FNV-1a 32-bit hash of the
+// run id's bytes modulo the partition count. That is the hash nats-server's
+// subject-mapping function partition(n, wildcard-index...) applies to the
+// wildcard token(s) (server/subject_transform.go, getHashPartition), so a
+// producer publishing to verdryx.traces.run.<run_id> under the mapping
+//
+//	verdryx.traces.run.*  ->  verdryx.traces.{{partition(8,1)}}
+//
+// lands on the same partition as verdryx's own publishers (a run id that is
+// not a valid subject token, one holding '.', '*', '>' or whitespace, or an
+// empty one, cannot use that route: publish it to the bare subject, which
+// the worker routes). A record without run_id (an independent call) is
+// partitioned by its dedupe key (RecordKey); a segment row without a run id
+// by its RowKey. Every call of a run is therefore reduced by the one worker
+// that owns the run's partition, and partition aggregates simply add up.
+
+// DefaultPartitions is the default partition count of the traces subject.
+const DefaultPartitions = 8
+
+// PartitionGroup is the priority group of every partition consumer: with
+// the pinned-client policy, one client at a time receives a partition.
+const PartitionGroup = "verdryx"
+
+// DefaultPinnedTTL is how long a partition stays pinned to a client that
+// stopped pulling (a dead worker) before another worker takes it over.
+const DefaultPinnedTTL = 10 * time.Second
+
+// PartitionOf returns FNV-1a 32 of key modulo n (n <= 0 means
+// DefaultPartitions). It allocates nothing.
+func PartitionOf(key string, n int) int {
+	if n <= 0 {
+		n = DefaultPartitions
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// TraceSubject is the subject of partition p under the traces subject base.
+func TraceSubject(base string, p int) string { return base + "." + strconv.Itoa(p) }
+
+// PartitionConsumer is the durable consumer name of partition p.
+func PartitionConsumer(p int) string { return TracesConsumer + "-" + strconv.Itoa(p) }
+
+// partitions returns s.Partitions, or the default.
+func (s Subjects) partitions() int {
+	if s.Partitions <= 0 {
+		return DefaultPartitions
+	}
+	return s.Partitions
+}
+
+// RecordPartition returns the partition of a decoded per-call record
+// published with message id msgID: by run id, else by its dedupe key.
+func RecordPartition(rec *CallRecord, msgID string, n int) (int, error) {
+	if rec.RunID != nil {
+		return PartitionOf(*rec.RunID, n), nil
+	}
+	key, err := RecordKey(rec, msgID)
+	if err != nil {
+		return 0, err
+	}
+	return PartitionOf(key, n), nil
+}
+
+// PartitionOptions tune EnsurePartitions.
+type PartitionOptions struct {
+	// PinnedTTL: see DefaultPinnedTTL; 0 means that.
+	PinnedTTL time.Duration
+	// MaxAckPending per partition consumer; 0 means 50,000 (the worker
+	// holds acks until the partition's snapshot is written).
+	MaxAckPending int
+	// AckWait: how long a record delivered to a worker that died waits
+	// before it is redelivered; 0 means 30 s.
+	AckWait time.Duration
+}
+
+// EnsurePartitions creates (or updates) the durable consumer of every
+// partition of the traces stream: filtered to its partition subject,
+// explicit ack, unlimited redelivery, and the pinned-client priority policy
+// with group PartitionGroup. It is idempotent and safe from every worker.
+// The streams must exist (EnsureStreams).
+func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s Subjects, opts PartitionOptions) ([]jetstream.Consumer, error) {
+	if opts.PinnedTTL <= 0 {
+		opts.PinnedTTL = DefaultPinnedTTL
+	}
+	if opts.MaxAckPending <= 0 {
+		opts.MaxAckPending = 50000
+	}
+	if opts.AckWait <= 0 {
+		opts.AckWait = 30 * time.Second
+	}
+	out := make([]jetstream.Consumer, s.partitions())
+	for p := range out {
+		c, err := js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
+			Durable: PartitionConsumer(p), FilterSubject: TraceSubject(s.Traces, p),
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: opts.AckWait, MaxDeliver: -1, MaxAckPending: opts.MaxAckPending,
+			PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: opts.PinnedTTL, PriorityGroups: []string{PartitionGroup},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", PartitionConsumer(p), err)
+		}
+		out[p] = c
+	}
+	return out, nil
+}
+
+// lastSeqOf returns the stream sequence of the newest message on subject,
+// 0 when there is none.
+func lastSeqOf(ctx context.Context, stream jetstream.Stream, subject string) (uint64, error) {
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last message of %s: %w", subject, err)
+	}
+	return m.Sequence, nil
+}

@@ -1,0 +1,492 @@
+package worker
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/store"
+)
+
+// runAgg is the reduction state of one run (or one independent call): what
+// outcome's cost-per-outcome and SLO reports need of it, exactly. The
+// outcome and agent kept are the non-empty ones with the highest (step,
+// order) — order being the stream sequence (and row of a segment
+// reference) — which is "last by step, later read wins on ties" made
+// independent of the order calls are applied in.
+type runAgg struct {
+	calls, blocked, refused uint64
+	cost                    int64 // micro-USD of non-blocked calls
+	lastTS                  int64 // newest ts_millis
+	outcome, agent          string
+	outStep, agentStep      uint32
+	outOrder, agentOrder    uint64
+}
+
+// later reports whether (step, order) comes after (s2, o2).
+func later(step uint32, order uint64, s2 uint32, o2 uint64) bool {
+	return step > s2 || step == s2 && order >= o2
+}
+
+// add folds one call in; it fails, changing nothing, when the run's cost
+// would overflow.
+func (a *runAgg) add(c *calls.Call, order uint64) error {
+	cls := calls.Classify(c.Decision)
+	cost := a.cost
+	if cls != calls.ClassBlocked {
+		var ok bool
+		if cost, ok = addInt64(a.cost, c.CostMicroUSD); !ok {
+			return fmt.Errorf("run %q: field cost_microusd %d: %w", c.RunID, c.CostMicroUSD, ErrOverflow)
+		}
+	}
+	a.cost = cost
+	a.calls++
+	switch cls {
+	case calls.ClassBlocked:
+		a.blocked++
+		a.refused++
+	case calls.ClassWardryx:
+		a.refused++
+	}
+	step := c.Step
+	if !c.HasStep {
+		step = 0
+	}
+	if c.Outcome != "" && (a.outcome == "" || later(step, order, a.outStep, a.outOrder)) {
+		a.outcome, a.outStep, a.outOrder = c.Outcome, step, order
+	}
+	if c.AgentID != "" && (a.agent == "" || later(step, order, a.agentStep, a.agentOrder)) {
+		a.agent, a.agentStep, a.agentOrder = c.AgentID, step, order
+	}
+	if c.TSMillis > a.lastTS || a.calls == 1 {
+		a.lastTS = c.TSMillis
+	}
+	return nil
+}
+
+func (a *runAgg) encode(b []byte) []byte {
+	b = binary.AppendUvarint(b, a.calls)
+	b = binary.AppendUvarint(b, a.blocked)
+	b = binary.AppendUvarint(b, a.refused)
+	b = binary.AppendVarint(b, a.cost)
+	b = binary.AppendVarint(b, a.lastTS)
+	b = appendString(b, a.outcome)
+	b = binary.AppendUvarint(b, uint64(a.outStep))
+	b = binary.AppendUvarint(b, a.outOrder)
+	b = appendString(b, a.agent)
+	b = binary.AppendUvarint(b, uint64(a.agentStep))
+	return binary.AppendUvarint(b, a.agentOrder)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads what the encoders above wrote; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated or malformed varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated or malformed varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("a length of %d past the end", n)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 && d.err == nil {
+		d.err = fmt.Errorf("%d overflows uint32", v)
+	}
+	return uint32(v)
+}
+
+func decodeRunAgg(b []byte) (runAgg, error) {
+	d := decoder{b: b}
+	var a runAgg
+	a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
+	a.cost, a.lastTS = d.varint(), d.varint()
+	a.outcome = string(d.bytes())
+	a.outStep, a.outOrder = d.uint32(), d.uvarint()
+	a.agent = string(d.bytes())
+	a.agentStep, a.agentOrder = d.uint32(), d.uvarint()
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err == nil && (a.blocked > a.refused || a.refused > a.calls) {
+		d.err = errors.New("inconsistent call counts")
+	}
+	if d.err != nil {
+		return runAgg{}, fmt.Errorf("run state: %w", d.err)
+	}
+	return a, nil
+}
+
+// Run names in partition state: a run by its id, an independent call (a
+// record without run_id, a run of one call) by its dedupe key.
+const (
+	runPrefix   = 'r'
+	independent = 'i'
+)
+
+// partState is one partition's reduction state: every run's aggregate, the
+// dedupe keys of the calls applied, the untagged independent calls dropped
+// (they count as calls in the report's stats) and the highest stream
+// sequence applied. Not safe for concurrent use.
+type partState struct {
+	part, parts int
+	lastSeq     uint64
+	dropped     uint64
+	runs        map[string]*runAgg
+	keys        map[store.Key]struct{}
+
+	// The batch being applied: undo log and what to commit.
+	undo    []undoEntry
+	newKeys []store.Key
+	touched map[string]struct{}
+}
+
+type undoEntry struct {
+	run     string
+	prev    runAgg
+	had     bool
+	key     store.Key
+	dropped bool
+}
+
+func newPartState(part, parts int) *partState {
+	return &partState{part: part, parts: parts, runs: map[string]*runAgg{}, keys: map[store.Key]struct{}{}, touched: map[string]struct{}{}}
+}
+
+// hashKey is the stored form of a dedupe key: 128 bits of its SHA-256.
+func hashKey(key string) store.Key {
+	sum := sha256.Sum256([]byte(key))
+	return store.Key(sum[:store.KeySize])
+}
+
+// segmentDoneKey marks, in a partition's keys, a segment whose rows of the
+// partition were all applied.
+func segmentDoneKey(digest string) store.Key { return hashKey("segdone:" + digest) }
+
+// has reports whether a key was applied.
+func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
+
+// mark returns the undo position to roll a message back to.
+func (s *partState) mark() int { return len(s.undo) }
+
+// addKey records a key applied without a call (a segment marker).
+func (s *partState) addKey(k store.Key) {
+	s.keys[k] = struct{}{}
+	s.newKeys = append(s.newKeys, k)
+	s.undo = append(s.undo, undoEntry{key: k})
+}
+
+// apply folds one call identified by key (already checked new) with its
+// order; an error (a cost overflow) changes nothing.
+func (s *partState) apply(key store.Key, c *calls.Call, order uint64) error {
+	var name string
+	if c.HasRunID {
+		name = string(runPrefix) + c.RunID
+	} else {
+		if c.Outcome == "" {
+			s.keys[key] = struct{}{}
+			s.newKeys = append(s.newKeys, key)
+			s.undo = append(s.undo, undoEntry{key: key, dropped: true})
+			s.dropped++
+			return nil
+		}
+		name = string(independent) + string(key[:])
+	}
+	a, had := s.runs[name]
+	var prev runAgg
+	if had {
+		prev = *a
+	} else {
+		a = &runAgg{}
+	}
+	if err := a.add(c, order); err != nil {
+		return err
+	}
+	s.runs[name] = a
+	s.keys[key] = struct{}{}
+	s.newKeys = append(s.newKeys, key)
+	s.touched[name] = struct{}{}
+	s.undo = append(s.undo, undoEntry{run: name, prev: prev, had: had, key: key})
+	return nil
+}
+
+// rollbackTo undoes everything applied since mark m.
+func (s *partState) rollbackTo(m int) {
+	for i := len(s.undo) - 1; i >= m; i-- {
+		u := s.undo[i]
+		delete(s.keys, u.key)
+		switch {
+		case u.dropped:
+			s.dropped--
+		case u.run == "":
+		case u.had:
+			*s.runs[u.run] = u.prev
+		default:
+			delete(s.runs, u.run)
+		}
+	}
+	s.undo = s.undo[:m]
+	// newKeys and touched are rebuilt from the undo log on commit.
+}
+
+// pending returns what the applied batch changes, to commit.
+func (s *partState) pending(baseRev uint64) store.PartitionCommit {
+	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()}}
+	seen := map[string]bool{}
+	for _, u := range s.undo {
+		c.Keys = append(c.Keys, u.key)
+		if u.run != "" && !seen[u.run] {
+			seen[u.run] = true
+			c.Runs = append(c.Runs, store.RunState{Run: []byte(u.run), State: s.runs[u.run].encode(nil)})
+		}
+	}
+	return c
+}
+
+// settle ends a batch: committed keeps it, otherwise it is undone.
+func (s *partState) settle(committed bool) {
+	if !committed {
+		s.rollbackTo(0)
+	}
+	s.undo, s.newKeys = s.undo[:0], s.newKeys[:0]
+	clear(s.touched)
+}
+
+func (s *partState) meta() []byte {
+	b := binary.AppendUvarint(nil, uint64(s.parts))
+	return binary.AppendUvarint(b, s.dropped)
+}
+
+func (s *partState) setMeta(b []byte) error {
+	d := decoder{b: b}
+	parts, dropped := d.uvarint(), d.uvarint()
+	if d.err != nil {
+		return fmt.Errorf("partition %d meta: %w", s.part, d.err)
+	}
+	if int(parts) != s.parts {
+		return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", s.part, parts, s.parts)
+	}
+	s.dropped = dropped
+	return nil
+}
+
+// full returns the whole state as a commit (to replace a stored partition).
+func (s *partState) full(baseRev uint64) store.PartitionCommit {
+	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()}}
+	c.Keys = slices.Collect(maps.Keys(s.keys))
+	for name, a := range s.runs {
+		c.Runs = append(c.Runs, store.RunState{Run: []byte(name), State: a.encode(nil)})
+	}
+	return c
+}
+
+// Snapshot and aggregate encoding (the objects of the verdryx-partitions
+// object store): magic, version, partition, partition count, last applied
+// stream sequence, meta, the run states sorted by name, then (snapshots
+// only) the dedupe keys sorted. Varints throughout, strings
+// length-prefixed.
+var snapMagic = []byte("VDXPART1")
+
+func (s *partState) encode(withKeys bool) []byte {
+	b := append([]byte(nil), snapMagic...)
+	b = binary.AppendUvarint(b, uint64(s.part))
+	b = binary.AppendUvarint(b, uint64(s.parts))
+	b = binary.AppendUvarint(b, s.lastSeq)
+	b = binary.AppendUvarint(b, s.dropped)
+	names := slices.Sorted(maps.Keys(s.runs))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	var tmp []byte
+	for _, n := range names {
+		b = appendString(b, n)
+		tmp = s.runs[n].encode(tmp[:0])
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+	}
+	if !withKeys {
+		return binary.AppendUvarint(b, 0)
+	}
+	keys := slices.SortedFunc(maps.Keys(s.keys), func(x, y store.Key) int { return bytes.Compare(x[:], y[:]) })
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = append(b, k[:]...)
+	}
+	return b
+}
+
+// decodePartState reads an encoded snapshot or aggregate.
+func decodePartState(b []byte) (*partState, error) {
+	if !bytes.HasPrefix(b, snapMagic) {
+		return nil, errors.New("partition snapshot: bad magic")
+	}
+	d := decoder{b: b[len(snapMagic):]}
+	part, parts := d.uvarint(), d.uvarint()
+	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
+		d.err = fmt.Errorf("partition %d of %d", part, parts)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition snapshot: %w", d.err)
+	}
+	s := newPartState(int(part), int(parts))
+	s.lastSeq, s.dropped = d.uvarint(), d.uvarint()
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := string(d.bytes())
+		st := d.bytes()
+		if d.err != nil {
+			break
+		}
+		a, err := decodeRunAgg(st)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+		}
+		s.runs[name] = &a
+	}
+	nk := d.uvarint()
+	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {
+		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition %d snapshot: %w", part, d.err)
+	}
+	for i := uint64(0); i < nk; i++ {
+		s.keys[store.Key(d.b[i*store.KeySize:(i+1)*store.KeySize])] = struct{}{}
+	}
+	return s, nil
+}
+
+// Aggregate is the union of partition states: every run is in exactly one
+// partition, so the union is the whole fleet's reduction state.
+type Aggregate struct {
+	parts map[int]*partState
+}
+
+// Partitions returns the partitions the aggregate holds, ascending.
+func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)) }
+
+// Calls returns how many calls the aggregate holds (dropped untagged
+// independent calls included).
+func (g *Aggregate) Calls() int64 {
+	var n uint64
+	for _, s := range g.parts {
+		n += s.dropped
+		for _, a := range s.runs {
+			n += a.calls
+		}
+	}
+	return int64(n)
+}
+
+// Runs returns each run's call count (independent calls not included).
+func (g *Aggregate) Runs() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, s := range g.parts {
+		for name, a := range s.runs {
+			if name[0] == runPrefix {
+				out[name[1:]] += a.calls
+			}
+		}
+	}
+	return out
+}
+
+// Reducer returns an outcome.Reducer holding exactly the aggregate's
+// runs: each run is folded in as calls that reproduce its state (its call,
+// blocked and refused counts, its cost on one non-blocked call, its
+// outcome, agent and newest ts), so the reducer's reports equal those of
+// reducing the original calls. Cost is O(calls).
+func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
+	r, err := outcome.NewReducer(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range g.Partitions() {
+		s := g.parts[p]
+		for _, name := range slices.Sorted(maps.Keys(s.runs)) {
+			feedRun(r, name, s.runs[name])
+		}
+		for range s.dropped {
+			r.Add(calls.Call{Decision: "allow"})
+		}
+	}
+	return r, nil
+}
+
+// feedRun adds calls to r reproducing run state a.
+func feedRun(r *outcome.Reducer, name string, a *runAgg) {
+	base := calls.Call{TSMillis: a.lastTS, HasStep: true}
+	if name[0] == runPrefix {
+		base.RunID, base.HasRunID = name[1:], true
+	}
+	blocked, wardryx, allowed := a.blocked, a.refused-a.blocked, a.calls-a.refused
+	carrier := base
+	carrier.Outcome, carrier.AgentID, carrier.CostMicroUSD = a.outcome, a.agent, a.cost
+	switch {
+	case allowed > 0:
+		carrier.Decision = "allow"
+		allowed--
+	case wardryx > 0:
+		carrier.Decision = "wardryx_deny"
+		wardryx--
+	default:
+		carrier.Decision = "budget_exceeded" // cost is 0: blocked calls are not costed
+		blocked--
+	}
+	r.Add(carrier)
+	for _, k := range []struct {
+		n   uint64
+		dec string
+	}{{blocked, "budget_exceeded"}, {wardryx, "wardryx_deny"}, {allowed, "allow"}} {
+		c := base
+		c.Decision = k.dec
+		for range k.n {
+			r.Add(c)
+		}
+	}
+}
