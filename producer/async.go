@@ -59,6 +59,16 @@ func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions
 	if opts.AckTimeout <= 0 {
 		opts.AckTimeout = 30 * time.Second
 	}
+	// Publish through a JetStream context of our own whose client-side
+	// futures time out after AckTimeout too: without that timeout a future
+	// whose ack was lost (a node died with it) holds one of the client's
+	// async-pending slots forever, and once they are all held every
+	// publish stalls (ErrTooManyStalledMsgs) however long the caller waits.
+	if nc := js.Conn(); nc != nil {
+		if own, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(opts.AckTimeout)); err == nil {
+			js = own
+		}
+	}
 	return &AsyncPublisher{js: js, subject: subject, opts: opts}
 }
 
