@@ -63,7 +63,7 @@ func runChaosBinary(t *testing.T, args ...string) (map[string]any, chaos.Result,
 // report equal to cost-per-correct's, every eval request run once and every
 // chain verified without an event emitted twice.
 func TestBenchChaosReport(t *testing.T) {
-	raw, res, code := runChaosBinary(t, "--kills", "2", "--records", "5000", "--evals", "3", "--seed", "7", "--drain-timeout", "30s")
+	raw, res, code := runChaosBinary(t, "--kills", "2", "--records", "5000", "--evals", "3", "--seed", "7", "--drain-timeout", "75s") // more than the eval AckWait (30 s): a request in flight at a kill is redelivered only after it
 
 	for _, k := range []string{"kills", "records", "lost", "duplicated", "eval_requests", "eval_runs", "chains_verified",
 		"chains", "elapsed_s", "problems", "ok", "report_diffs", "eval_runs_by_request", "direct_calls", "store_calls"} {
