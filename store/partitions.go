@@ -70,21 +70,39 @@ const keysPerRow = 4096
 // all of it is stored or none. The keys must be new to the partition (the
 // caller deduplicates). It is safe for concurrent use (SQLite serialises
 // writers).
-func (s *Store) CommitPartition(ctx context.Context, part int, c PartitionCommit) (err error) {
+func (s *Store) CommitPartition(ctx context.Context, part int, c PartitionCommit) error {
+	return s.CommitPartitions(ctx, []PartCommit{{Part: part, Commit: c}})
+}
+
+// PartCommit is one partition's commit in a group (CommitPartitions).
+type PartCommit struct {
+	Part   int
+	Commit PartitionCommit
+}
+
+// CommitPartitions applies the commits of several partitions in one
+// transaction (one sync to disk for all of them): either all of them are
+// stored or none. Commits of one partition apply in order.
+func (s *Store) CommitPartitions(ctx context.Context, cs []PartCommit) (err error) {
+	if len(cs) == 0 {
+		return nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("commit partition %d: %w", part, err)
+		return fmt.Errorf("commit partition %d: %w", cs[0].Part, err)
 	}
 	defer func() {
 		if err != nil {
 			tx.Rollback()
 		}
 	}()
-	if err = commitPartition(ctx, tx, part, c); err != nil {
-		return err
+	for _, c := range cs {
+		if err = commitPartition(ctx, tx, c.Part, c.Commit); err != nil {
+			return err
+		}
 	}
 	if err = tx.Commit(); err != nil {
-		return fmt.Errorf("commit partition %d: %w", part, err)
+		return fmt.Errorf("commit partition %d: %w", cs[0].Part, err)
 	}
 	return nil
 }

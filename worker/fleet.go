@@ -158,6 +158,51 @@ type Fleet struct {
 	// storeMu serialises the partitions' store writes: SQLite has one
 	// writer, and writers contending for it back off by sleeping.
 	storeMu sync.Mutex
+	// commitQ holds the partition commits waiting for storeMu; whoever
+	// takes storeMu next commits all of them in one transaction (group
+	// commit: one sync to disk for the partitions that queued during the
+	// previous one).
+	commitMu sync.Mutex
+	commitQ  []*commitReq
+}
+
+// commitReq is one partition commit waiting in Fleet.commitQ.
+type commitReq struct {
+	pc   store.PartCommit
+	done chan error // receives the result once
+}
+
+// commitPartition stores c for partition p, in one transaction with the
+// commits other partitions queued meanwhile. It returns once c is durably
+// committed, or with the error of the transaction that would have held
+// it, in which case none of that transaction is stored.
+func (f *Fleet) commitPartition(ctx context.Context, p int, c store.PartitionCommit) error {
+	req := &commitReq{pc: store.PartCommit{Part: p, Commit: c}, done: make(chan error, 1)}
+	f.commitMu.Lock()
+	f.commitQ = append(f.commitQ, req)
+	f.commitMu.Unlock()
+	f.storeMu.Lock()
+	defer f.storeMu.Unlock()
+	select {
+	case err := <-req.done: // committed by the previous holder of storeMu
+		return err
+	default:
+	}
+	f.commitMu.Lock()
+	group := f.commitQ
+	f.commitQ = nil
+	f.commitMu.Unlock()
+	// req is in group: it was queued before storeMu was taken, and whoever
+	// took the queue since answered it before releasing storeMu.
+	cs := make([]store.PartCommit, len(group))
+	for i, r := range group {
+		cs[i] = r.pc
+	}
+	err := f.st.CommitPartitions(ctx, cs)
+	for _, r := range group {
+		r.done <- err
+	}
+	return <-req.done
 }
 
 // EnsurePartitionBuckets creates (or binds) the KV bucket PartitionsBucket
@@ -314,6 +359,7 @@ type partHandler struct {
 	lastSnap  time.Time
 	pinID     string
 	lastBatch time.Time
+	buf       []byte // snapshot encoding buffer, reused
 }
 
 // errLost is a snapshot whose compare-and-set failed: another worker wrote
@@ -363,14 +409,29 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error 
 			h.held = append(h.held, m)
 		}
 	}
-	// A full batch means a backlog: snapshot at most every SnapshotEvery.
-	// A short one means the consumer caught up: snapshot soon, so acks do
-	// not wait for the ticker.
+	// While a backlog remains, snapshot at most every SnapshotEvery: a
+	// snapshot is written whole, so its cost grows with the partition. Once
+	// the consumer has caught up, snapshot soon, so acks do not wait for
+	// the ticker.
 	since := time.Since(h.lastSnap)
-	if since >= h.f.opts.SnapshotEvery || len(msgs) < h.f.opts.Batch && since >= h.f.opts.SnapshotEvery/10 {
+	if since >= h.f.opts.SnapshotEvery || caughtUp(msgs, h.f.opts.Batch) && since >= h.f.opts.SnapshotEvery/10 {
 		h.flushLocked(ctx)
 	}
 	return errs
+}
+
+// caughtUp reports whether a batch ends the consumer's backlog: its last
+// message has no message pending after it (JetStream's count in the
+// delivery metadata). A batch short of batch messages whose metadata
+// cannot be read counts as caught up. A short batch alone says only that
+// the client's buffer ran dry, which a backlog does too when the handler
+// is quicker than the fetches.
+func caughtUp(msgs []pull.Msg, batch int) bool {
+	md, err := msgs[len(msgs)-1].Metadata()
+	if err != nil {
+		return len(msgs) < batch
+	}
+	return md.NumPending == 0
 }
 
 // commit stores what the applied batch changed, or undoes it.
@@ -380,9 +441,7 @@ func (h *partHandler) commit(ctx context.Context, before uint64) error {
 		s.settle(true)
 		return nil
 	}
-	h.f.storeMu.Lock()
-	err := h.f.st.CommitPartition(ctx, h.p, s.pending(h.rev))
-	h.f.storeMu.Unlock()
+	err := h.f.commitPartition(ctx, h.p, s.pending(h.rev))
 	if err != nil {
 		s.lastSeq = before
 	}
@@ -537,7 +596,7 @@ func (h *partHandler) gain(ctx context.Context) error {
 			return err
 		}
 		s.lastSeq = head.LastSeq
-		if err := h.f.st.EachPartitionKey(ctx, h.p, func(k store.Key) { s.keys[k] = struct{}{} }); err != nil {
+		if err := h.f.st.EachPartitionKey(ctx, h.p, s.loadKey); err != nil {
 			return err
 		}
 		if err := h.f.st.EachPartitionRun(ctx, h.p, func(run, state []byte) error {
@@ -696,11 +755,15 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
 		name = fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
 	}
-	snap, err := putBlob(ctx, h.f.kv, "snap."+name, s.encode(true))
+	// The KV puts are synchronous, so the buffer is free again once they
+	// return.
+	snapData, aggData, buf := s.encodeBoth(h.buf)
+	h.buf = buf
+	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
 	if err != nil {
 		return err
 	}
-	agg, err := putBlob(ctx, h.f.kv, "agg."+name, s.encode(false))
+	agg, err := putBlob(ctx, h.f.kv, "agg."+name, aggData)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func RecordKey(rec *CallRecord, msgID string) (string, error) {
 
 // recordDigest hashes the canonical bytes of a record (see the keys above).
 func recordDigest(rec *CallRecord) ([sha256.Size]byte, error) {
-	var b []byte
+	b := make([]byte, 0, 512) // on the stack for the usual record
 	str := func(p *string) {
 		if p == nil {
 			b = append(b, 0)

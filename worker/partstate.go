@@ -181,6 +181,10 @@ type partState struct {
 	dropped     uint64
 	runs        map[string]*runAgg
 	keys        map[store.Key]struct{}
+	// keyLog holds the committed keys of keys, KeySize bytes each, in the
+	// order they were committed: a snapshot copies it as is instead of
+	// collecting and sorting the key set each time.
+	keyLog []byte
 
 	// The batch being applied: undo log and what to commit.
 	undo    []undoEntry
@@ -209,6 +213,16 @@ func hashKey(key string) store.Key {
 // segmentDoneKey marks, in a partition's keys, a segment whose rows of the
 // partition were all applied.
 func segmentDoneKey(digest string) store.Key { return hashKey("segdone:" + digest) }
+
+// loadKey adds a key of a loaded state (a snapshot, the store) to the
+// committed keys.
+func (s *partState) loadKey(k store.Key) {
+	if _, ok := s.keys[k]; ok {
+		return
+	}
+	s.keys[k] = struct{}{}
+	s.keyLog = append(s.keyLog, k[:]...)
+}
 
 // has reports whether a key was applied.
 func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
@@ -295,6 +309,9 @@ func (s *partState) settle(committed bool) {
 	if !committed {
 		s.rollbackTo(0)
 	}
+	for _, u := range s.undo {
+		s.keyLog = append(s.keyLog, u.key[:]...)
+	}
 	s.undo, s.newKeys = s.undo[:0], s.newKeys[:0]
 	clear(s.touched)
 }
@@ -330,12 +347,15 @@ func (s *partState) full(baseRev uint64) store.PartitionCommit {
 // Snapshot and aggregate encoding (the objects of the verdryx-partitions
 // object store): magic, version, partition, partition count, last applied
 // stream sequence, meta, the run states sorted by name, then (snapshots
-// only) the dedupe keys sorted. Varints throughout, strings
-// length-prefixed.
+// only) the dedupe keys in the order they were committed (an aggregate has
+// a key count of 0). Varints throughout, strings length-prefixed.
 var snapMagic = []byte("VDXPART1")
 
-func (s *partState) encode(withKeys bool) []byte {
-	b := append([]byte(nil), snapMagic...)
+// encodeBoth encodes the snapshot and the aggregate in one pass over the
+// run states, into buf (reused when large enough): both share everything
+// up to the key count. The results alias the returned buffer.
+func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
+	b := append(buf[:0], snapMagic...)
 	b = binary.AppendUvarint(b, uint64(s.part))
 	b = binary.AppendUvarint(b, uint64(s.parts))
 	b = binary.AppendUvarint(b, s.lastSeq)
@@ -349,15 +369,16 @@ func (s *partState) encode(withKeys bool) []byte {
 		b = binary.AppendUvarint(b, uint64(len(tmp)))
 		b = append(b, tmp...)
 	}
-	if !withKeys {
-		return binary.AppendUvarint(b, 0)
-	}
-	keys := slices.SortedFunc(maps.Keys(s.keys), func(x, y store.Key) int { return bytes.Compare(x[:], y[:]) })
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = append(b, k[:]...)
-	}
-	return b
+	common := len(b)
+	nk := len(s.keyLog) / store.KeySize
+	// The snapshot, then a copy of the shared prefix and the aggregate's
+	// empty key list after it, in the same buffer.
+	b = binary.AppendUvarint(b, uint64(nk))
+	b = append(b, s.keyLog...)
+	snapEnd := len(b)
+	b = append(b, b[:common]...)
+	b = binary.AppendUvarint(b, 0)
+	return b[:snapEnd:snapEnd], b[snapEnd:], b
 }
 
 // decodePartState reads an encoded snapshot or aggregate.
@@ -395,8 +416,9 @@ func decodePartState(b []byte) (*partState, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("partition %d snapshot: %w", part, d.err)
 	}
+	s.keyLog = make([]byte, 0, len(d.b))
 	for i := uint64(0); i < nk; i++ {
-		s.keys[store.Key(d.b[i*store.KeySize:(i+1)*store.KeySize])] = struct{}{}
+		s.loadKey(store.Key(d.b[i*store.KeySize : (i+1)*store.KeySize]))
 	}
 	return s, nil
 }
