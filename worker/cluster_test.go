@@ -54,7 +54,7 @@ func TestClusterFleetMatchesDirectReduction(t *testing.T) {
 		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
 	}
 	start := time.Now()
-	c, err := natscluster.Start(t.TempDir(), 3, 30*time.Second)
+	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
 	require.NoError(t, err)
 	defer c.Shutdown()
 	const rows = 24000
@@ -110,7 +110,7 @@ func TestClusterFleetMatchesDirectReduction(t *testing.T) {
 	t.Logf("node 2 down at %d rows published, %d calls applied (%s)", published.Load(), fleetProgress(t, ws), time.Since(start))
 	progressOrWait(rows*2/3, 5*time.Second)
 	require.NoError(t, c.RestartNode(2))
-	require.NoError(t, c.WaitReady(30*time.Second))
+	require.NoError(t, c.WaitReady(60*time.Second))
 	t.Logf("node 2 back at %d rows published, %d calls applied (%s)", published.Load(), fleetProgress(t, ws), time.Since(start))
 	require.NoError(t, <-replayed)
 	waitFleetDrained(t, adm, s, 180*time.Second)

@@ -94,7 +94,7 @@ func (c *Cluster) startNode(i int) error {
 		return fmt.Errorf("natscluster: node %d: %w", i, err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(20 * time.Second) {
+	if !s.ReadyForConnections(60 * time.Second) {
 		s.Shutdown()
 		return fmt.Errorf("natscluster: node %d not ready", i)
 	}
