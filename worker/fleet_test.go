@@ -202,6 +202,20 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
 		require.NoError(t, err)
 	}
+	// A consumer's pending count follows a publish asynchronously in the
+	// server, so right after these publishes "drained" can be read before
+	// the router has seen them: wait for the routed records to be
+	// published in their partition's aggregate first.
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		agg, err := ReadAggregate(ctx, e.js, e.subjects)
+		if err != nil {
+			return err
+		}
+		if got := agg.Runs()["legacy-1"]; got != 2 {
+			return fmt.Errorf("legacy-1 has %d calls in the aggregate, want 2", got)
+		}
+		return nil
+	})
 	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
 	w.stop(t)
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
