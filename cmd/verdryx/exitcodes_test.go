@@ -175,6 +175,7 @@ func TestExitCodes(t *testing.T) {
 		{"bench index bad sizes", []string{"bench", "index", "--n", "x"}, exitUsage, ""},
 		{"bench traces bad rows", []string{"bench", "traces", "--rows", "0"}, exitUsage, ""},
 		{"bench worker bad records", []string{"bench", "worker", "--records", "0"}, exitUsage, ""},
+		{"bench worker bad rounds", []string{"bench", "worker", "--rounds", "0"}, exitUsage, "--rounds"},
 		{"bench chaos bad records", []string{"bench", "chaos", "--records", "1"}, exitUsage, ""},
 		{"bench ingest bad records", []string{"bench", "ingest", "--records", "0"}, exitUsage, ""},
 		{"bench cluster bad workers", []string{"bench", "cluster", "--workers", "0"}, exitUsage, ""},
