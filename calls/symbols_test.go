@@ -1,0 +1,80 @@
+package calls
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSymbolsAgreeWithAMap: through growth and chunk changes, with empty,
+// long and binary strings interned from bytes and from strings, every id
+// names its string, equal strings get one id, and a caller's bytes changed
+// after Intern do not change what was interned.
+func TestSymbolsAgreeWithAMap(t *testing.T) {
+	s := NewSymbols()
+	require.Equal(t, 1, s.Len())
+	require.Equal(t, "", s.Name(0))
+	want := map[string]int32{"": 0}
+	rng := rand.New(rand.NewPCG(7, 7))
+	buf := make([]byte, 0, 64<<10)
+	for i := range 200_000 {
+		var v string
+		switch rng.IntN(6) {
+		case 0:
+			v = fmt.Sprintf("run-%d", rng.IntN(50_000)) // repeats
+		case 1:
+			v = strings.Repeat("x", rng.IntN(40_000)) // long, past a chunk
+		case 2:
+			b := make([]byte, rng.IntN(20))
+			for j := range b {
+				b[j] = byte(rng.UintN(256))
+			}
+			v = string(b)
+		default:
+			v = fmt.Sprintf("agent://acme.example/bot-%d-%d", i, rng.IntN(3))
+		}
+		var id int32
+		if rng.IntN(2) == 0 {
+			buf = append(buf[:0], v...)
+			id = s.Intern(buf)
+			for j := range buf {
+				buf[j] = '!' // the caller reuses its buffer
+			}
+		} else {
+			id = s.InternString(v)
+		}
+		if old, ok := want[v]; ok {
+			require.Equal(t, old, id, "%.30q interned twice", v)
+		} else {
+			require.Equal(t, int32(len(want)), id, "ids are dense")
+			want[v] = id
+		}
+	}
+	require.Equal(t, len(want), s.Len())
+	for v, id := range want {
+		require.Equal(t, v, s.Name(id))
+		got, ok := s.Lookup(v)
+		require.True(t, ok)
+		require.Equal(t, id, got)
+	}
+	_, ok := s.Lookup("never interned")
+	require.False(t, ok)
+}
+
+func BenchmarkSymbolsIntern(b *testing.B) {
+	keys := make([][]byte, 100_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "run-%08d", i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := NewSymbols()
+		for _, k := range keys {
+			s.Intern(k)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/new")
+}
