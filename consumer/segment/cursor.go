@@ -214,23 +214,27 @@ func (c *cursor) take(want int) (int, error) {
 }
 
 // fill writes the next n rows of the column into its batch column and
-// reports whether any was null.
+// reports whether any was null. A numeric column whose n rows are all in
+// the current page, none null, is not copied: the batch column is set to
+// the page's values (valid until the cursor leaves the page, which is
+// after the batch is handed out; the Scanner points the batch back at its
+// own buffers before each batch).
 func (c *cursor) fill(b *calls.Batch, n int) (anyNull bool, err error) {
 	switch c.field {
 	case calls.FieldTSMillis:
-		return fillNum(c, b.TSMillis[:n], c.i64p, nil)
+		return fillNum(c, &b.TSMillis, n, c.i64p, nil)
 	case calls.FieldCostMicroUSD:
-		return fillNum(c, b.CostMicroUSD[:n], c.i64p, nil)
+		return fillNum(c, &b.CostMicroUSD, n, c.i64p, nil)
 	case calls.FieldSavedMicroUSD:
-		return fillNum(c, b.SavedMicroUSD[:n], c.i64p, nil)
+		return fillNum(c, &b.SavedMicroUSD, n, c.i64p, nil)
 	case calls.FieldInputTokens:
-		return fillNum(c, b.InputTokens[:n], c.u64p, nil)
+		return fillNum(c, &b.InputTokens, n, c.u64p, nil)
 	case calls.FieldOutputTokens:
-		return fillNum(c, b.OutputTokens[:n], c.u64p, nil)
+		return fillNum(c, &b.OutputTokens, n, c.u64p, nil)
 	case calls.FieldStep:
-		return fillNum(c, b.Step[:n], c.u32p, c.nulls[:n])
+		return fillNum(c, &b.Step, n, c.u32p, c.nulls[:n])
 	case calls.FieldToolCalls:
-		return fillNum(c, b.ToolCalls[:n], c.u32p, c.nulls[:n])
+		return fillNum(c, &b.ToolCalls, n, c.u32p, c.nulls[:n])
 	}
 	return c.fillStrings(b.Strings(c.field)[:n])
 }
@@ -243,9 +247,25 @@ func (c *cursor) u32p() []uint32 {
 	return unsafeSlice[int32, uint32](c.i32)
 }
 
-// fillNum copies the next len(dst) values of a numeric column into dst,
-// zero for nulls; when nulls is non-nil it also records which were null.
-func fillNum[T int64 | uint64 | uint32](c *cursor, dst []T, vals func() []T, nulls []bool) (anyNull bool, err error) {
+// fillNum fills the next n values of a numeric column into *col (the
+// Scanner's buffer on entry, of at least n), zero for nulls; when nulls is
+// non-nil it also records which were null. When the n values are the next
+// n of the current page and none is null, *col is set to them instead.
+func fillNum[T int64 | uint64 | uint32](c *cursor, col *[]T, n int, vals func() []T, nulls []bool) (anyNull bool, err error) {
+	k, err := c.take(n)
+	if err != nil {
+		return false, err
+	}
+	if k == n && c.def == nil {
+		*col = vals()[c.vpos : c.vpos+n : c.vpos+n]
+		if nulls != nil {
+			clear(nulls)
+		}
+		c.pos += n
+		c.vpos += n
+		return false, nil
+	}
+	dst := (*col)[:n]
 	for len(dst) > 0 {
 		k, err := c.take(len(dst))
 		if err != nil {

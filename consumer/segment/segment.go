@@ -61,6 +61,7 @@ type Scanner struct {
 	syms   *calls.Symbols
 	rows   int
 	batch  calls.Batch
+	own    calls.Batch // the numeric columns' buffers (batch may point at pages)
 	cols   [calls.NumFields]cursor
 	allNul []bool
 }
@@ -117,6 +118,7 @@ func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 			b.Unit = make([]int32, n)
 		}
 	}
+	s.own = *b
 	s.allNul = make([]bool, n)
 	for i := range s.allNul {
 		s.allNul[i] = true
@@ -317,6 +319,11 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 	for done := int64(0); done < total; {
 		n := int(min(int64(s.rows), total-done))
 		b.Len = n
+		// The previous batch's numeric columns may point into pages the
+		// cursors are about to release: back to the scanner's buffers.
+		b.TSMillis, b.CostMicroUSD, b.SavedMicroUSD = s.own.TSMillis, s.own.CostMicroUSD, s.own.SavedMicroUSD
+		b.InputTokens, b.OutputTokens = s.own.InputTokens, s.own.OutputTokens
+		b.Step, b.ToolCalls = s.own.Step, s.own.ToolCalls
 		b.StepNull, b.ToolNull = nil, nil
 		for f := range calls.NumFields {
 			if !s.fields.Has(f) {
