@@ -37,9 +37,18 @@ import (
 // (resetPendingAcksOnReconnect racing cleanupReplySub).
 const PartitionsBucket = "verdryx-partitions"
 
-// DefaultSnapshotEvery is how often, at most, an owner writes a
-// partition's snapshot while records arrive; acks wait for it.
+// DefaultSnapshotEvery is the longest an owner waits between a partition's
+// snapshots while records arrive; acks wait for the snapshot. A partition
+// whose snapshot is cheap is snapshotted more often (see snapshotDue).
 const DefaultSnapshotEvery = time.Second
+
+// snapshotShare bounds the time an owner spends writing a partition's
+// snapshots while a backlog drains: the next snapshot waits at least
+// snapshotShare times as long as the last one took. A snapshot is written
+// whole, so a partition with a long history snapshots less often, while a
+// small one does not hold its acks (and JetStream's pending state, which
+// the server re-encodes as acks arrive) for a whole SnapshotEvery.
+const snapshotShare = 10
 
 // partitionKey is partition p's key in the PartitionsBucket KV bucket.
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
@@ -350,16 +359,19 @@ type partHandler struct {
 	cons    jetstream.Consumer
 	subject string
 
-	mu        sync.Mutex
-	state     *partState // nil: not held (load on the next batch)
-	rev       uint64     // KV revision the state descends from
-	blobs     []blobRef  // what the pointer at rev names
-	held      []pull.Msg
-	dirty     bool
-	lastSnap  time.Time
-	pinID     string
-	lastBatch time.Time
-	buf       []byte // snapshot encoding buffer, reused
+	mu       sync.Mutex
+	state    *partState // nil: not held (load on the next batch)
+	rev      uint64     // KV revision the state descends from
+	blobs    []blobRef  // what the pointer at rev names
+	held     []pull.Msg
+	dirty    bool
+	lastSnap time.Time
+	// lastSnapTook is how long the last snapshot took to write (encode,
+	// blobs, pointer); 0 before the first.
+	lastSnapTook time.Duration
+	pinID        string
+	lastBatch    time.Time
+	buf          []byte // snapshot encoding buffer, reused
 }
 
 // errLost is a snapshot whose compare-and-set failed: another worker wrote
@@ -409,15 +421,23 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error 
 			h.held = append(h.held, m)
 		}
 	}
-	// While a backlog remains, snapshot at most every SnapshotEvery: a
-	// snapshot is written whole, so its cost grows with the partition. Once
-	// the consumer has caught up, snapshot soon, so acks do not wait for
-	// the ticker.
+	// While a backlog remains, snapshot when snapshotDue: a snapshot is
+	// written whole, so its cost grows with the partition. Once the
+	// consumer has caught up, snapshot soon, so acks do not wait for the
+	// ticker.
 	since := time.Since(h.lastSnap)
-	if since >= h.f.opts.SnapshotEvery || caughtUp(msgs, h.f.opts.Batch) && since >= h.f.opts.SnapshotEvery/10 {
+	if since >= h.snapshotDue() || caughtUp(msgs, h.f.opts.Batch) && since >= h.f.opts.SnapshotEvery/10 {
 		h.flushLocked(ctx)
 	}
 	return errs
+}
+
+// snapshotDue is how long after the last snapshot the next one is due
+// while records arrive: snapshotShare times the last snapshot's duration,
+// at least a twentieth and at most the whole of SnapshotEvery.
+func (h *partHandler) snapshotDue() time.Duration {
+	every := h.f.opts.SnapshotEvery
+	return min(max(snapshotShare*h.lastSnapTook, every/20), every)
 }
 
 // caughtUp reports whether a batch ends the consumer's backlog: its last
@@ -702,11 +722,11 @@ func (h *partHandler) catchUp(ctx context.Context) error {
 func (h *partHandler) flush(ctx context.Context, final bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	// Due when SnapshotEvery passed, or when acks wait and no batch came
-	// for a tenth of it (the consumer has caught up).
+	// Due when snapshotDue passed, or when acks wait and no batch came
+	// for a tenth of SnapshotEvery (the consumer has caught up).
 	every := h.f.opts.SnapshotEvery
 	idle := len(h.held) > 0 && time.Since(h.lastBatch) >= every/10
-	if !final && !idle && time.Since(h.lastSnap) < every {
+	if !final && !idle && time.Since(h.lastSnap) < h.snapshotDue() {
 		return
 	}
 	h.flushLocked(ctx)
@@ -751,6 +771,7 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 // KV pointer to them with compare-and-set on h.rev.
 func (h *partHandler) snapshot(ctx context.Context) error {
 	s := h.state
+	start := time.Now()
 	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
 	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
 		name = fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
@@ -782,6 +803,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		return fmt.Errorf("partition %d pointer: %w", h.p, err)
 	}
 	h.rev, h.blobs, h.lastSnap = rev, []blobRef{snap, agg}, time.Now()
+	h.lastSnapTook = h.lastSnap.Sub(start)
 	h.f.storeMu.Lock()
 	err = h.f.st.SetPartitionBase(ctx, h.p, rev)
 	h.f.storeMu.Unlock()

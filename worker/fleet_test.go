@@ -241,3 +241,17 @@ func waitFleetCalls(t *testing.T, w *fleetWorker, n int64) {
 		return nil
 	})
 }
+
+// TestSnapshotDueFollowsTheSnapshotsCost: a cheap snapshot is repeated at
+// a twentieth of SnapshotEvery, a costly one waits snapshotShare times its
+// duration, never longer than SnapshotEvery.
+func TestSnapshotDueFollowsTheSnapshotsCost(t *testing.T) {
+	h := &partHandler{f: &Fleet{opts: FleetOptions{SnapshotEvery: time.Second}}}
+	require.Equal(t, 50*time.Millisecond, h.snapshotDue(), "before the first snapshot")
+	h.lastSnapTook = 2 * time.Millisecond
+	require.Equal(t, 50*time.Millisecond, h.snapshotDue())
+	h.lastSnapTook = 30 * time.Millisecond
+	require.Equal(t, 300*time.Millisecond, h.snapshotDue())
+	h.lastSnapTook = 400 * time.Millisecond
+	require.Equal(t, time.Second, h.snapshotDue())
+}
