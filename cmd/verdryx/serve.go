@@ -136,7 +136,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.log = addLogFlags(fs, "info")
 	f.pinnedTTL = fs.Duration("pinned-ttl", worker.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
-	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "at most this often a partition owner writes its snapshot; acks wait for it")
+	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
 	return f
