@@ -127,9 +127,11 @@ type FleetOptions struct {
 	// AckWait of the partition consumers; 0 means 30 s.
 	AckWait time.Duration
 	// Batch is the most messages per store transaction; 0 means 512.
-	Batch      int
-	Logger     *slog.Logger
-	Counters   pull.Counters
+	Batch    int
+	Logger   *slog.Logger
+	Counters pull.Counters
+	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
+	wrapKV     func(jetstream.KeyValue) jetstream.KeyValue
 	DeadLetter pull.DeadLetterer
 	// Healthy follows the partition pullers (see pull.Options.Healthy).
 	Healthy func(ok bool)
@@ -272,6 +274,9 @@ func NewFleet(ctx context.Context, js jetstream.JetStream, st *store.Store, rout
 	if err != nil {
 		return nil, err
 	}
+	if opts.wrapKV != nil {
+		kv = opts.wrapKV(kv)
+	}
 	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router,
 		log: opts.Logger.With("component", "fleet")}
 	for p, c := range cons {
@@ -369,9 +374,12 @@ type partHandler struct {
 	// lastSnapTook is how long the last snapshot took to write (encode,
 	// blobs, pointer); 0 before the first.
 	lastSnapTook time.Duration
-	pinID        string
-	lastBatch    time.Time
-	buf          []byte // snapshot encoding buffer, reused
+	// tried names the blobs of a pointer update whose outcome is unknown
+	// (its reply was lost); nil when the pointer's revision is known.
+	tried     []blobRef
+	pinID     string
+	lastBatch time.Time
+	buf       []byte // snapshot encoding buffer, reused
 }
 
 // errLost is a snapshot whose compare-and-set failed: another worker wrote
@@ -633,7 +641,7 @@ func (h *partHandler) gain(ctx context.Context) error {
 	default:
 		s = newPartState(h.p, parts)
 	}
-	h.state, h.rev, h.blobs = s, rev, nil
+	h.state, h.rev, h.blobs, h.tried = s, rev, nil, nil
 	if rev != 0 {
 		h.blobs = []blobRef{ptr.Snapshot, ptr.Aggregate}
 	}
@@ -772,6 +780,13 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 func (h *partHandler) snapshot(ctx context.Context) error {
 	s := h.state
 	start := time.Now()
+	if h.tried != nil {
+		if err := h.resolvePointer(ctx); err != nil {
+			return err
+		}
+	}
+	// Write into the slot the pointer does not name (resolvePointer made
+	// sure which one it names).
 	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
 	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
 		name = fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
@@ -800,19 +815,62 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return errLost
 		}
+		// The update may have been applied with its reply lost (a
+		// timeout, a node going down): until the pointer is read again,
+		// it may name the slot just written, which the next snapshot
+		// would otherwise overwrite, leaving a pointer to blobs whose
+		// digest no longer matches (a partition nobody can load).
+		h.tried = []blobRef{snap, agg}
 		return fmt.Errorf("partition %d pointer: %w", h.p, err)
 	}
-	h.rev, h.blobs, h.lastSnap = rev, []blobRef{snap, agg}, time.Now()
-	h.lastSnapTook = h.lastSnap.Sub(start)
+	h.setBase(ctx, rev, []blobRef{snap, agg})
+	h.lastSnapTook = time.Since(start)
+	return nil
+}
+
+// resolvePointer learns whether the pointer update whose reply was lost
+// (h.tried) was applied: if the pointer names h.tried it was, and the
+// state descends from that revision now; if the pointer is still at h.rev
+// it was not; otherwise another worker moved it (errLost). Until it can
+// read the pointer it returns an error and nothing is written.
+func (h *partHandler) resolvePointer(ctx context.Context) error {
+	entry, err := h.f.kv.Get(ctx, partitionKey(h.p))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		if h.rev != 0 {
+			return errLost
+		}
+		h.tried = nil
+		return nil
+	case err != nil:
+		return fmt.Errorf("partition %d pointer: %w", h.p, err)
+	}
+	if entry.Revision() == h.rev {
+		h.tried = nil
+		return nil
+	}
+	var ptr partPointer
+	if json.Unmarshal(entry.Value(), &ptr) == nil && ptr.Writer == h.f.opts.Instance &&
+		ptr.Snapshot == h.tried[0] && ptr.Aggregate == h.tried[1] {
+		h.setBase(ctx, entry.Revision(), h.tried)
+		h.tried = nil
+		return nil
+	}
+	return errLost
+}
+
+// setBase records that the partition's pointer is at rev, naming blobs,
+// and that the state descends from it.
+func (h *partHandler) setBase(ctx context.Context, rev uint64, blobs []blobRef) {
+	h.rev, h.blobs, h.lastSnap = rev, blobs, time.Now()
 	h.f.storeMu.Lock()
-	err = h.f.st.SetPartitionBase(ctx, h.p, rev)
+	err := h.f.st.SetPartitionBase(ctx, h.p, rev)
 	h.f.storeMu.Unlock()
 	if err != nil {
 		// Harmless: the next gain reloads the snapshot instead of the
 		// local state.
 		h.f.log.Warn("record snapshot revision", "partition", h.p, "err", err)
 	}
-	return nil
 }
 
 // unpin releases the partition when it is pinned to this worker, so

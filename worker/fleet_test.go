@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +256,57 @@ func TestSnapshotDueFollowsTheSnapshotsCost(t *testing.T) {
 	require.Equal(t, 300*time.Millisecond, h.snapshotDue())
 	h.lastSnapTook = 400 * time.Millisecond
 	require.Equal(t, time.Second, h.snapshotDue())
+}
+
+// lostReplyKV applies the pointer updates of partition 0 but reports the
+// ones listed in lose as failed, as when the reply is lost with a node.
+type lostReplyKV struct {
+	jetstream.KeyValue
+	mu      sync.Mutex
+	updates int
+	lose    map[int]bool
+	lost    atomic.Int32
+}
+
+func (kv *lostReplyKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := kv.KeyValue.Update(ctx, key, value, last)
+	if err != nil || key != partitionKey(0) {
+		return rev, err
+	}
+	kv.mu.Lock()
+	kv.updates++
+	lose := kv.lose[kv.updates]
+	kv.mu.Unlock()
+	if lose {
+		kv.lost.Add(1)
+		return 0, errors.New("simulated: reply lost after the update was applied")
+	}
+	return rev, nil
+}
+
+// TestSnapshotPointerUpdateWithALostReply: a pointer update applied with
+// its reply lost does not lead the owner to overwrite the blobs the pointer
+// now names; the partition stays loadable and the merged report exact.
+func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
+	e := newEnv(t)
+	dir, want := fleetDir(t, 16000, 11)
+	kv := &lostReplyKV{lose: map[int]bool{2: true, 4: true}}
+	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{SnapshotEvery: 20 * time.Millisecond, Batch: 64,
+		wrapKV: func(inner jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = inner; return kv }})
+	ctx := testCtx(t, 60*time.Second)
+	_, err := Replay(ctx, e.js, e.subjects.Traces, dir, ReplayOptions{})
+	require.NoError(t, err)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	require.EqualValues(t, 2, kv.lost.Load(), "the lost replies happened")
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	// A new owner loads every partition's snapshot.
+	for p := range e.subjects.partitions() {
+		entry, err := kv.KeyValue.Get(ctx, partitionKey(p))
+		require.NoError(t, err)
+		var ptr partPointer
+		require.NoError(t, json.Unmarshal(entry.Value(), &ptr))
+		_, err = getBlob(ctx, kv.KeyValue, ptr.Snapshot)
+		require.NoError(t, err, "partition %d snapshot", p)
+	}
 }
