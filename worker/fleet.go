@@ -127,14 +127,18 @@ type FleetOptions struct {
 	// AckWait of the partition consumers; 0 means 30 s.
 	AckWait time.Duration
 	// Batch is the most messages per store transaction; 0 means 512.
-	Batch    int
-	Logger   *slog.Logger
-	Counters pull.Counters
-	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
-	wrapKV     func(jetstream.KeyValue) jetstream.KeyValue
+	Batch      int
+	Logger     *slog.Logger
+	Counters   pull.Counters
 	DeadLetter pull.DeadLetterer
 	// Healthy follows the partition pullers (see pull.Options.Healthy).
 	Healthy func(ok bool)
+
+	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
+	wrapKV func(jetstream.KeyValue) jetstream.KeyValue
+	// failCommit, set by tests, fails a store commit when it returns an
+	// error.
+	failCommit func() error
 }
 
 // Fleet consumes the partitioned traces: one pinned-client puller per
@@ -209,7 +213,13 @@ func (f *Fleet) commitPartition(ctx context.Context, p int, c store.PartitionCom
 	for i, r := range group {
 		cs[i] = r.pc
 	}
-	err := f.st.CommitPartitions(ctx, cs)
+	var err error
+	if f.opts.failCommit != nil {
+		err = f.opts.failCommit()
+	}
+	if err == nil {
+		err = f.st.CommitPartitions(ctx, cs)
+	}
 	for _, r := range group {
 		r.done <- err
 	}
