@@ -20,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -154,9 +155,11 @@ type FleetOptions struct {
 // highest sequence the durable consumer delivered: anything later the
 // durable delivers itself), and applies the batch with dedupe. Each batch
 // is committed to the store in one transaction (keys, run states, head);
-// the acks are held until the partition's next snapshot is written (at most
-// SnapshotEvery later, and always on a clean stop), so every acked record
-// is in the newest snapshot and every other one is redelivered. The
+// the ack is held until the partition's next snapshot is written (at most
+// SnapshotEvery later, and always on a clean stop) and is then one AckAll
+// ack of the newest record held, so every acked record is in the newest
+// snapshot (or dead-lettered) and every other one is redelivered; see
+// partHandler.HandleBatch for the rules that keep that true. The
 // snapshot pointer is written with compare-and-set on the KV revision the
 // writer's state descends from: a worker that lost the partition cannot
 // overwrite its new owner's state; it drops the partition and naks what it
@@ -374,11 +377,19 @@ type partHandler struct {
 	cons    jetstream.Consumer
 	subject string
 
-	mu       sync.Mutex
-	state    *partState // nil: not held (load on the next batch)
-	rev      uint64     // KV revision the state descends from
-	blobs    []blobRef  // what the pointer at rev names
-	held     []pull.Msg
+	mu     sync.Mutex
+	state  *partState // nil: not held (load on the next batch)
+	rev    uint64     // KV revision the state descends from
+	blobs  []blobRef  // what the pointer at rev names
+	held   []pull.Msg // records committed, waiting for the snapshot to be acked
+	top    pull.Msg   // the newest of held (by stream sequence): the one acked
+	topSeq uint64
+	// heldDead is how many of held were dead-lettered (counted as
+	// terminated, not acked).
+	heldDead int
+	// lastDseq is the consumer delivery sequence of the last record
+	// applied to state (0 when state is nil).
+	lastDseq uint64
 	dirty    bool
 	lastSnap time.Time
 	// lastSnapTook is how long the last snapshot took to write (encode,
@@ -397,18 +408,54 @@ type partHandler struct {
 var errLost = errors.New("partition taken over by another worker")
 
 // HandleBatch implements pull.BatchHandler: it applies the batch (loading
-// the partition first when it is not held), commits it, and holds the acks
-// for the next snapshot.
-func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
+// the partition first when it is not held, or reloading it when the
+// consumer's deliveries skipped some), commits it, dead-letters the records
+// that can never apply, and holds the acks for the next snapshot.
+//
+// The partition consumers ack with AckAll: the one ack a snapshot sends, for
+// the newest record held, acks every earlier record of the partition. So the
+// handler keeps one invariant: while it holds the state, every record of the
+// partition up to the newest one delivered to it is in the state or
+// dead-lettered. The state is loaded with a catch-up through everything the
+// consumer delivered; a delivery sequence that is not the next one (the pin
+// was with another worker meanwhile, or the subscription lost messages)
+// reloads it; any failure that leaves a record of the batch out of the state
+// (a store commit, a dead-letter copy that could not be published, a panic)
+// drops the state, so nothing is acked before the reload has caught up. It
+// never returns a permanent error (JetStream's terminate would ack the
+// earlier records too): it dead-letters such records itself and settles
+// them with the next ack.
+func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastBatch = time.Now()
-	errs := make([]error, len(msgs))
+	errs = make([]error, len(msgs))
+	defer func() {
+		if r := recover(); r != nil {
+			h.f.log.Error("partition handler panic", "partition", h.p, "panic", r)
+			h.drop()
+			for i := range errs {
+				errs[i] = pull.Transient("partition "+strconv.Itoa(h.p), fmt.Errorf("handler panic: %v", r))
+			}
+		}
+	}()
 	if pin := msgs[0].Headers().Get("Nats-Pin-Id"); pin != "" {
 		h.pinID = pin
 	}
+	seqs, dseqs := make([]uint64, len(msgs)), make([]uint64, len(msgs))
+	newest := uint64(0)
+	for i, m := range msgs {
+		if md, err := m.Metadata(); err == nil {
+			seqs[i], dseqs[i] = md.Sequence.Stream, md.Sequence.Consumer
+			newest = max(newest, seqs[i])
+		}
+	}
+	if h.state != nil && !follows(h.lastDseq, dseqs) {
+		h.f.log.Info("partition deliveries skipped a sequence: reloading", "partition", h.p, "after", h.lastDseq, "got", dseqs[0])
+		h.drop()
+	}
 	if h.state == nil {
-		if err := h.gain(ctx); err != nil {
+		if err := h.gain(ctx, newest); err != nil {
 			h.f.log.Warn("take over partition", "partition", h.p, "err", err)
 			for i := range errs {
 				errs[i] = pull.Transient("take over partition "+strconv.Itoa(h.p), err)
@@ -418,27 +465,36 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error 
 	}
 	s := h.state
 	before := s.lastSeq
+	var poison []int
 	for i, m := range msgs {
 		mark := s.mark()
-		if err := h.apply(ctx, s, m); err != nil {
+		if err := h.applySafe(ctx, s, m, seqs[i]); err != nil {
 			s.rollbackTo(mark)
 			errs[i] = err
+			poison = append(poison, i)
 		}
 	}
-	if err := h.commit(ctx, before); err != nil {
+	fail := func(reason string, err error) []error {
+		h.drop()
 		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = pull.Transient("store partition "+strconv.Itoa(h.p), err)
-			}
+			errs[i] = pull.Transient(reason+" "+strconv.Itoa(h.p), err)
 		}
 		return errs
 	}
-	for i, m := range msgs {
-		if errs[i] == nil {
-			errs[i] = pull.ErrDeferred
-			h.held = append(h.held, m)
+	if err := h.commit(ctx, before); err != nil {
+		return fail("store partition", err)
+	}
+	for _, i := range poison {
+		if err := h.deadLetter(ctx, msgs[i], errs[i]); err != nil {
+			return fail("dead-letter on partition", err)
 		}
 	}
+	for i, m := range msgs {
+		errs[i] = pull.ErrDeferred
+		h.hold(m, seqs[i])
+	}
+	h.heldDead += len(poison)
+	h.lastDseq = dseqs[len(dseqs)-1]
 	// While a backlog remains, snapshot when snapshotDue: a snapshot is
 	// written whole, so its cost grows with the partition. Once the
 	// consumer has caught up, snapshot soon, so acks do not wait for the
@@ -448,6 +504,78 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error 
 		h.flushLocked(ctx)
 	}
 	return errs
+}
+
+// follows reports whether the delivery sequences dseqs continue last one by
+// one (an unknown sequence, 0, never does).
+func follows(last uint64, dseqs []uint64) bool {
+	for _, d := range dseqs {
+		if d == 0 || d != last+1 {
+			return false
+		}
+		last = d
+	}
+	return true
+}
+
+// hold keeps m's ack for the next snapshot; the newest record held is the
+// one acked.
+func (h *partHandler) hold(m pull.Msg, seq uint64) {
+	h.held = append(h.held, m)
+	if h.top == nil || seq > h.topSeq {
+		h.top, h.topSeq = m, seq
+	}
+}
+
+// drop forgets the partition's state (the next batch loads it again and
+// catches up) and naks the held records, which are redelivered and
+// deduplicated.
+func (h *partHandler) drop() {
+	h.state, h.lastDseq = nil, 0
+	for _, m := range h.held {
+		_ = m.NakWithDelay(0)
+	}
+	if c := h.f.opts.Counters; c != nil && len(h.held) > 0 {
+		c.Naked("traces", len(h.held))
+	}
+	clear(h.held)
+	h.held, h.top, h.topSeq, h.heldDead = h.held[:0], nil, 0, 0
+}
+
+// deadLetter copies a record that can never apply to the dead-letter
+// subject with its reason (when the fleet has a DeadLetterer); it is then
+// settled by the next ack.
+func (h *partHandler) deadLetter(ctx context.Context, m pull.Msg, cause error) error {
+	reason := redact.String(cause.Error())
+	if len(reason) > 512 {
+		reason = reason[:512]
+	}
+	h.f.log.Warn("terminating message", "partition", h.p, "subject", m.Subject(), "reason", reason)
+	c := h.f.opts.Counters
+	if dl := h.f.opts.DeadLetter; dl != nil {
+		if err := dl.DeadLetter(ctx, m, reason); err != nil {
+			return fmt.Errorf("dead-letter copy: %w", err)
+		}
+		if c != nil {
+			c.DeadLettered("traces", 1)
+		}
+	}
+	if c != nil {
+		c.Terminated("traces", 1)
+	}
+	return nil
+}
+
+// applySafe is apply with a panic turned into a permanent error (apply's
+// changes are recorded in the undo log as each call is folded, so the
+// caller's rollback undoes a call folded before the panic).
+func (h *partHandler) applySafe(ctx context.Context, s *partState, m pull.Msg, seq uint64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = pull.Permanent("handler panic", fmt.Errorf("stream seq %d: %v", seq, r))
+		}
+	}()
+	return h.apply(ctx, s, m, seq)
 }
 
 // snapshotDue is how long after the last snapshot the next one is due
@@ -493,11 +621,7 @@ func (h *partHandler) commit(ctx context.Context, before uint64) error {
 // apply folds one message into s: a record's call, or the partition's rows
 // of a referenced segment. Calls already applied (same dedupe key) are
 // skipped. Errors are classified for the pull loop.
-func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg) error {
-	seq := uint64(0)
-	if md, err := m.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
+func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq uint64) error {
 	rec, err := DecodeCallRecord(m.Data())
 	if err != nil {
 		return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
@@ -585,8 +709,10 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 }
 
 // gain loads the partition: the shared snapshot when the local state does
-// not descend from it, else the local state; then catches up.
-func (h *partHandler) gain(ctx context.Context) error {
+// not descend from it, else the local state; then catches up through
+// everything the consumer delivered, and at least through stream sequence
+// upTo (the newest record of the batch being handled).
+func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 	parts := h.f.opts.Subjects.partitions()
 	var ptr partPointer
 	var rev uint64
@@ -655,7 +781,7 @@ func (h *partHandler) gain(ctx context.Context) error {
 	if rev != 0 {
 		h.blobs = []blobRef{ptr.Snapshot, ptr.Aggregate}
 	}
-	if err := h.catchUp(ctx); err != nil {
+	if err := h.catchUp(ctx, upTo); err != nil {
 		h.state = nil
 		return err
 	}
@@ -664,10 +790,13 @@ func (h *partHandler) gain(ctx context.Context) error {
 }
 
 // catchUp applies the partition's records after the state's sequence up to
-// the highest the durable consumer delivered, read with an ordered
-// consumer. Records that fail permanently are skipped here (the durable
-// consumer dead-letters them).
-func (h *partHandler) catchUp(ctx context.Context) error {
+// the highest the durable consumer delivered (and at least upTo), read with
+// an ordered consumer. Records that fail permanently are dead-lettered here
+// (the durable consumer's copy of one is dead-lettered again under the same
+// message id, which JetStream drops within its duplicate window). It fails,
+// leaving the state to be dropped, unless it reached its target: an ack
+// after a short catch-up would ack records the state never saw.
+func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 	info, err := h.cons.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("partition %d consumer info: %w", h.p, err)
@@ -676,7 +805,7 @@ func (h *partHandler) catchUp(ctx context.Context) error {
 	// Up to what the durable consumer delivered (it delivers the rest
 	// itself), and no further than the partition's newest record, so the
 	// catch-up ends on a record it reads rather than on a timeout.
-	target := info.Delivered.Stream
+	target := max(info.Delivered.Stream, upTo)
 	last, err := lastSeqOf(ctx, h.f.stream, h.subject)
 	if err != nil {
 		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
@@ -685,6 +814,7 @@ func (h *partHandler) catchUp(ctx context.Context) error {
 	if target <= s.lastSeq {
 		return nil
 	}
+	from := s.lastSeq
 	oc, err := h.f.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{h.subject},
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.lastSeq + 1, MaxResetAttempts: 5})
 	if err != nil {
@@ -698,40 +828,49 @@ func (h *partHandler) catchUp(ctx context.Context) error {
 	applied := 0
 	for s.lastSeq < target {
 		before, n := s.lastSeq, 0
-		idle := false
+		done := false
+		var fail error
 		for n < h.f.opts.Batch && s.lastSeq < target {
-			m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
-			if errors.Is(err, nats.ErrTimeout) {
-				idle = true
+			m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
+			if err != nil {
+				fail = fmt.Errorf("partition %d catch-up stopped at stream seq %d of %d: %w", h.p, s.lastSeq, target, err)
 				break
 			}
+			md, err := m.Metadata()
 			if err != nil {
-				s.settle(false)
-				s.lastSeq = before
-				return fmt.Errorf("partition %d catch-up: %w", h.p, err)
+				fail = fmt.Errorf("partition %d catch-up: %w", h.p, err)
+				break
 			}
-			if md, merr := m.Metadata(); merr == nil && md.Sequence.Stream > target {
-				idle = true // past the target: the durable consumer delivers it
+			seq := md.Sequence.Stream
+			if seq > target {
+				done = true // past the target: the durable consumer delivers it
 				break
 			}
 			n++
 			mark := s.mark()
-			if err := h.apply(ctx, s, m); err != nil {
+			if err := h.applySafe(ctx, s, m, seq); err != nil {
 				s.rollbackTo(mark)
-				if md, merr := m.Metadata(); merr == nil && md.Sequence.Stream > s.lastSeq {
-					s.lastSeq = md.Sequence.Stream
+				if derr := h.deadLetter(ctx, m, err); derr != nil {
+					fail = fmt.Errorf("partition %d catch-up, stream seq %d: %w", h.p, seq, derr)
+					break
 				}
+				s.lastSeq = max(s.lastSeq, seq)
 			}
+		}
+		if fail != nil {
+			s.settle(false)
+			s.lastSeq = before
+			return fail
 		}
 		if err := h.commit(ctx, before); err != nil {
 			return err
 		}
 		applied += n
-		if idle {
+		if done {
 			break
 		}
 	}
-	h.f.log.Info("partition caught up", "partition", h.p, "records", applied, "last_seq", s.lastSeq)
+	h.f.log.Info("partition caught up", "partition", h.p, "records", applied, "from_seq", from, "last_seq", s.lastSeq)
 	return nil
 }
 
@@ -758,14 +897,7 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 	switch {
 	case errors.Is(err, errLost):
 		h.f.log.Warn("partition lost", "partition", h.p, "naked", len(h.held))
-		h.state = nil
-		for _, m := range h.held {
-			_ = m.NakWithDelay(0)
-		}
-		if c := h.f.opts.Counters; c != nil {
-			c.Naked("traces", len(h.held))
-		}
-		h.held = h.held[:0]
+		h.drop()
 		return
 	case err != nil:
 		// Keep the acks held: the next flush tries again, and what times
@@ -773,15 +905,18 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 		h.f.log.Warn("partition snapshot", "partition", h.p, "err", err)
 		return
 	}
-	for _, m := range h.held {
-		if err := m.Ack(); err != nil {
+	// One ack for the newest record held acks every earlier one (AckAll):
+	// each is in the snapshot just written, or dead-lettered.
+	if h.top != nil {
+		if err := h.top.Ack(); err != nil {
 			h.f.log.Debug("ack", "err", err)
 		}
 	}
 	if c := h.f.opts.Counters; c != nil {
-		c.Acked("traces", len(h.held))
+		c.Acked("traces", len(h.held)-h.heldDead)
 	}
-	h.held = h.held[:0]
+	clear(h.held)
+	h.held, h.top, h.topSeq, h.heldDead = h.held[:0], nil, 0, 0
 	h.dirty = false
 }
 

@@ -313,28 +313,41 @@ func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
 
 // TestFleetFailedCommitsLoseNothing: batches whose store commit fails are
 // nak'ed while later batches commit, snapshot and ack; the nak'ed records
-// are redelivered and applied, so no record is lost or doubled.
+// are redelivered and applied, so no record is lost or doubled. The
+// failures come once the worker holds every partition's state, so they hit
+// live batches (not a take-over's catch-up): an ack of a later record acks
+// the failed ones too (AckAll), so the worker must drop the state and
+// catch up again before it acks anything.
 func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 	e := newEnv(t)
-	const rows = 8000
+	const rows = 12000
 	dir, want := fleetDir(t, rows, 13)
+	phases := phaseDirs(t, dir, 2)
+	var armed atomic.Bool
 	var commits, failed atomic.Int32
 	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{Batch: 64, failCommit: func() error {
+		if !armed.Load() {
+			return nil
+		}
 		switch commits.Add(1) {
-		case 5, 6, 17, 30:
+		case 3, 4, 11, 20:
 			failed.Add(1)
 			return errors.New("simulated: disk full")
 		}
 		return nil
 	}})
 	ctx := testCtx(t, 60*time.Second)
-	_, err := Replay(ctx, e.js, e.subjects.Traces, dir, ReplayOptions{})
+	_, err := Replay(ctx, e.js, e.subjects.Traces, phases[0], ReplayOptions{})
+	require.NoError(t, err)
+	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	armed.Store(true)
+	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[1], ReplayOptions{})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
 	w.stop(t)
 	require.EqualValues(t, 4, failed.Load(), "the commits failed")
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, rows, agg.Calls(), "every call once")
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
 }

@@ -95,9 +95,14 @@ type PartitionOptions struct {
 
 // EnsurePartitions creates (or updates) the durable consumer of every
 // partition of the traces stream: filtered to its partition subject,
-// explicit ack, unlimited redelivery, and the pinned-client priority policy
-// with group PartitionGroup. It is idempotent and safe from every worker.
-// The streams must exist (EnsureStreams).
+// AckAll (the owner acks a partition's newest record once its snapshot is
+// written, which acks every earlier one; see Fleet), unlimited redelivery,
+// and the pinned-client priority policy with group PartitionGroup. A
+// partition consumer created by an earlier version with explicit acks is
+// recreated from its ack floor (JetStream cannot change a consumer's ack
+// policy): the records after the floor are delivered again and deduplicated.
+// It is idempotent and safe from every worker. The streams must exist
+// (EnsureStreams).
 func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s Subjects, opts PartitionOptions) ([]jetstream.Consumer, error) {
 	if opts.PinnedTTL <= 0 {
 		opts.PinnedTTL = DefaultPinnedTTL
@@ -110,9 +115,9 @@ func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s Subjects, o
 	}
 	out := make([]jetstream.Consumer, s.partitions())
 	for p := range out {
-		c, err := js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
+		c, err := ensurePartitionConsumer(ctx, js, s.TracesStream, jetstream.ConsumerConfig{
 			Durable: PartitionConsumer(p), FilterSubject: TraceSubject(s.Traces, p),
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: opts.AckWait, MaxDeliver: -1, MaxAckPending: opts.MaxAckPending,
+			AckPolicy: jetstream.AckAllPolicy, AckWait: opts.AckWait, MaxDeliver: -1, MaxAckPending: opts.MaxAckPending,
 			PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: opts.PinnedTTL, PriorityGroups: []string{PartitionGroup},
 		})
 		if err != nil {
@@ -121,6 +126,38 @@ func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s Subjects, o
 		out[p] = c
 	}
 	return out, nil
+}
+
+// ensurePartitionConsumer creates the consumer cfg, updates it keeping the
+// delivery start it was created with, or migrates one with another ack
+// policy (deleted, then created to start after its ack floor).
+func ensurePartitionConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := js.Consumer(ctx, stream, cfg.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	case err != nil:
+		return nil, err
+	}
+	info := c.CachedInfo()
+	if info.Config.AckPolicy == cfg.AckPolicy {
+		cfg.DeliverPolicy, cfg.OptStartSeq = info.Config.DeliverPolicy, info.Config.OptStartSeq
+		return js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	}
+	// Every record up to the ack floor is in the partition's snapshot
+	// (explicit acks were sent after it); the rest are delivered again.
+	if floor := info.AckFloor.Stream; floor > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	}
+	if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("migrate to ack-all: %w", err)
+	}
+	c, err = js.CreateConsumer(ctx, stream, cfg)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		// Another worker migrated it meanwhile.
+		return js.Consumer(ctx, stream, cfg.Durable)
+	}
+	return c, err
 }
 
 // lastSeqOf returns the stream sequence of the newest message on subject,
