@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/hugepage"
+	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
 // Options configures a Reducer.
@@ -187,6 +189,7 @@ func (r *Reducer) sync() {
 			r.runs = r.runs[:n]
 		} else {
 			grown := make([]runState, n, n+n/2+64)
+			hugepage.Advise(grown)
 			copy(grown, r.runs)
 			r.runs = grown
 		}
@@ -272,7 +275,12 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 	r.pos += uint64(n)
 	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
 	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
+	base := unsafe.Pointer(unsafe.SliceData(runs))
+	prefetch.Indexed(base, run[:min(n, prefetchAhead)], 6)
 	for i := range n {
+		if i%prefetchAhead == 0 && i+prefetchAhead < n {
+			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], 6)
+		}
 		rs := &runs[run[i]]
 		if rs.epoch != epoch {
 			r.touch(run[i], rs)
@@ -301,6 +309,11 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		}
 	}
 }
+
+// prefetchAhead is how many rows ahead of the fold AddBatch asks the CPU
+// to load run states: far enough that a state is in cache when its row
+// comes, near enough that the states prefetched fit in L1 and L2.
+const prefetchAhead = 256
 
 func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32, agent, out, group int32, pos uint64) {
 	r.stats.Calls++

@@ -3,8 +3,11 @@ package segment
 import (
 	"bytes"
 	"hash/maphash"
+	"unsafe"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/hugepage"
+	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
 // internCache maps string bytes to the ids of one calls.Symbols table, for
@@ -42,6 +45,12 @@ type cacheSlot struct {
 	off uint32
 	key [inlineKey]byte
 }
+
+// slotShift is log2 of the size of a cacheSlot (the constant below does
+// not compile otherwise).
+const slotShift = 5
+
+const _ = -uint(unsafe.Sizeof(cacheSlot{}) ^ 1<<slotShift)
 
 const (
 	inlineKey    = 16
@@ -124,6 +133,7 @@ func (c *internCache) place(s cacheSlot, h uint64) {
 func (c *internCache) grow() {
 	old := c.slots
 	c.slots = make([]cacheSlot, 2*len(old))
+	hugepage.Advise(c.slots)
 	for _, s := range old {
 		if s.tag != 0 {
 			key := s.key[:min(int(s.n), inlineKey)]
@@ -145,7 +155,16 @@ func (c *internCache) lookupAll(dst []int32, n int, key func(int) []byte) {
 	for i := range hs {
 		hs[i] = c.sum(key(i))
 	}
+	// Each probe misses the CPU caches when the table is large: hint the
+	// home slots of the next chunk's keys while probing this chunk's, so
+	// the misses overlap.
+	const ahead = 64
+	base, mask := unsafe.Pointer(unsafe.SliceData(c.slots)), uint64(len(c.slots)-1)
+	prefetch.Hashed(base, hs[:min(n, ahead)], mask, slotShift)
 	for i, h := range hs {
+		if i%ahead == 0 && i+ahead < n {
+			prefetch.Hashed(base, hs[i+ahead:min(n, i+2*ahead)], mask, slotShift)
+		}
 		dst[i] = c.find(key(i), h)
 	}
 }

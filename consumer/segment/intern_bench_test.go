@@ -19,12 +19,19 @@ func BenchmarkInternDictionary(b *testing.B) {
 		c.lookup(keys[i])
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
+	// Each dictionary's entries lie back to back, as in a dictionary page.
 	perms := make([][][]byte, 8)
 	for k := range perms {
 		p := rng.Perm(runs)[:dict]
+		var page []byte
+		for _, j := range p {
+			page = append(page, keys[j]...)
+		}
 		perms[k] = make([][]byte, dict)
+		off := 0
 		for i, j := range p {
-			perms[k][i] = keys[j]
+			perms[k][i] = page[off : off+len(keys[j]) : off+len(keys[j])]
+			off += len(keys[j])
 		}
 	}
 	dst := make([]int32, dict)

@@ -27,8 +27,8 @@ type segTally struct {
 	failedGroup  int
 }
 
-// reduceParallel is ReduceSegments with opts.Procs > 1: row groups are
-// reduced by opts.Procs workers, each into its own reducer, and merged into
+// reduceParallel is ReduceSegments: row groups are reduced by opts.Procs
+// workers (at least one), each into its own reducer, and merged into
 // r. Every row is added at its position in the sequential replay
 // (outcome.Pos(segment index, row)), so the merged state is the sequential
 // one. A segment that fails in any row group is left out whole: the pass
@@ -36,6 +36,7 @@ type segTally struct {
 // its other row groups. With Strict, the failure of the first bad segment
 // (in directory order) is returned and r is not changed.
 func reduceParallel(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+	opts.Procs = max(1, opts.Procs)
 	st := DirStats{Ignored: ignored}
 	bad := make(map[int]error)
 	var work []rowGroup

@@ -6,9 +6,7 @@ package replay
 
 import (
 	"context"
-	"path/filepath"
 
-	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 )
@@ -19,13 +17,13 @@ type DirOptions struct {
 	// recorded in DirStats.Failed and the replay goes on.
 	Strict bool
 	// OnSegment, if non-nil, is called after each segment (read or failed)
-	// with the segment; for progress reporting. With Procs > 1 it is called
-	// from the workers (one call at a time), in no set order.
+	// with the segment; for progress reporting. It is called from the
+	// workers (one call at a time), in no set order when Procs > 1.
 	OnSegment func(segment.Segment)
 	// Procs is the number of goroutines reducing row groups in parallel,
-	// each into its own reducer, merged into the caller's at the end; 0 or
-	// 1 reduces in the calling goroutine. Either way the result is the
-	// sequential replay's, field for field.
+	// each into its own reducer, merged into the caller's at the end; 0
+	// means 1. Whatever the number, the result is the sequential replay's,
+	// field for field.
 	Procs int
 }
 
@@ -47,10 +45,10 @@ type DirStats struct {
 }
 
 // ReduceDir replays every segment of dir, in name order, into r. Each
-// segment is folded all or nothing (r.Begin/Commit/Rollback), so a segment
-// that fails halfway leaves no trace in r. Memory is one batch plus the
-// reducer's per-run state: no file is held whole. ReduceDir returns early
-// with ctx's error when ctx is done.
+// segment is folded all or nothing: a segment that fails halfway leaves
+// no trace in r (the pass is redone without it). Memory is one batch per
+// worker plus the per-run state: no file is held whole. ReduceDir returns
+// early with ctx's error when ctx is done.
 func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
@@ -60,44 +58,14 @@ func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOpti
 }
 
 // ReduceSegments is ReduceDir over a listed set of segments. Row i of
-// segs[k] is added at position outcome.Pos(k, i). With opts.Procs > 1 the
-// row groups are reduced in parallel and merged into r (which must have no
-// open transaction); a bad segment is still left out whole, and with
-// Strict the error returned is that of the first bad segment in segs order
-// and r is left unchanged.
+// segs[k] is added at position outcome.Pos(k, i). The row groups are
+// reduced by opts.Procs workers (at least one), each into a reducer of its
+// own, and merged into r (which must have no open transaction) when every
+// segment is read; a bad segment is left out whole, and with Strict the
+// error returned is that of the first bad segment in segs order and r is
+// left unchanged. One worker folds without an undo log: a reduction that
+// saved each run's state per segment, to roll a bad segment back, spent
+// most of its extra time copying those states.
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
-	if opts.Procs > 1 {
-		return reduceParallel(ctx, segs, ignored, r, opts)
-	}
-	st := DirStats{Ignored: ignored}
-	sc := segment.NewScanner(r.Fields(), r.RunSymbols(), r.Symbols())
-	for i, seg := range segs {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		var rows int64
-		r.Begin()
-		r.SetPos(outcome.Pos(uint32(i), 0))
-		err := sc.ScanFile(seg.Path, func(b *calls.Batch) error {
-			rows += int64(b.Len)
-			r.AddBatch(b)
-			return nil
-		})
-		if err != nil {
-			r.Rollback()
-			if opts.Strict {
-				return st, err
-			}
-			st.Failed = append(st.Failed, SegmentFailure{File: filepath.Base(seg.Path), Err: err, Reason: err.Error()})
-		} else {
-			r.Commit()
-			st.Segments++
-			st.Rows += rows
-			st.Bytes += seg.Size
-		}
-		if opts.OnSegment != nil {
-			opts.OnSegment(seg)
-		}
-	}
-	return st, nil
+	return reduceParallel(ctx, segs, ignored, r, opts)
 }
