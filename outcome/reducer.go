@@ -53,10 +53,12 @@ type runState struct {
 	agentPos  uint64 // position of the agent kept
 }
 
-// runState is 64 bytes, one cache line: an interleaved reduction touches
-// the states of rows at random, so its size is its cost (the constant
-// below does not compile otherwise).
-const _ = -uint(unsafe.Sizeof(runState{}) ^ 64)
+// runState is 64 bytes (1<<stateShift), one cache line: an interleaved
+// reduction touches the states of rows at random, so its size is its cost
+// (the constant below does not compile otherwise).
+const stateShift = 6
+
+const _ = -uint(unsafe.Sizeof(runState{}) ^ 1<<stateShift)
 
 // later reports whether a value at (step, pos) replaces one kept at
 // (keptStep, keptPos): the greater step wins, then the greater position;
@@ -276,10 +278,10 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
 	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
 	base := unsafe.Pointer(unsafe.SliceData(runs))
-	prefetch.Indexed(base, run[:min(n, prefetchAhead)], 6)
+	prefetch.Indexed(base, run[:min(n, prefetchAhead)], stateShift)
 	for i := range n {
 		if i%prefetchAhead == 0 && i+prefetchAhead < n {
-			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], 6)
+			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], stateShift)
 		}
 		rs := &runs[run[i]]
 		if rs.epoch != epoch {

@@ -27,15 +27,16 @@ type segTally struct {
 	failedGroup  int
 }
 
-// reduceParallel is ReduceSegments: row groups are reduced by opts.Procs
-// workers (at least one), each into its own reducer, and merged into
-// r. Every row is added at its position in the sequential replay
-// (outcome.Pos(segment index, row)), so the merged state is the sequential
-// one. A segment that fails in any row group is left out whole: the pass
-// is redone without it (rare: only with bad segments), so no worker keeps
-// its other row groups. With Strict, the failure of the first bad segment
-// (in directory order) is returned and r is not changed.
-func reduceParallel(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
+// ReduceSegments is ReduceDir over a listed set of segments. Row i of
+// segs[k] is added at position outcome.Pos(k, i). The row groups are
+// reduced by opts.Procs workers (at least one), each into a reducer of its
+// own, and merged into r (which must have no open transaction) when every
+// segment is read, so the merged state is the sequential replay's. A
+// segment that fails in any row group is left out whole: the pass is redone
+// without it (rare: only with bad segments), so no worker keeps its other
+// row groups and no reducer needs an undo log. With Strict, the failure of
+// the first bad segment (in segs order) is returned and r is not changed.
+func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	opts.Procs = max(1, opts.Procs)
 	st := DirStats{Ignored: ignored}
 	bad := make(map[int]error)

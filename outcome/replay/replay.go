@@ -56,16 +56,3 @@ func ReduceDir(ctx context.Context, dir string, r *outcome.Reducer, opts DirOpti
 	}
 	return ReduceSegments(ctx, segs, ignored, r, opts)
 }
-
-// ReduceSegments is ReduceDir over a listed set of segments. Row i of
-// segs[k] is added at position outcome.Pos(k, i). The row groups are
-// reduced by opts.Procs workers (at least one), each into a reducer of its
-// own, and merged into r (which must have no open transaction) when every
-// segment is read; a bad segment is left out whole, and with Strict the
-// error returned is that of the first bad segment in segs order and r is
-// left unchanged. One worker folds without an undo log: a reduction that
-// saved each run's state per segment, to roll a bad segment back, spent
-// most of its extra time copying those states.
-func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
-	return reduceParallel(ctx, segs, ignored, r, opts)
-}
