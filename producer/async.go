@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -46,6 +48,7 @@ type AsyncPublisher struct {
 type pending struct {
 	fut     jetstream.PubAckFuture
 	subject string
+	header  nats.Header
 	data    []byte
 	id      string
 	tries   int
@@ -87,14 +90,20 @@ func (p *AsyncPublisher) Publish(ctx context.Context, data []byte, id string) er
 // PublishTo is Publish to another subject than the publisher's (a
 // partition subject, say); order and backpressure are shared with Publish.
 func (p *AsyncPublisher) PublishTo(ctx context.Context, subject string, data []byte, id string) error {
+	return p.PublishWithHeader(ctx, subject, nil, data, id)
+}
+
+// PublishWithHeader is PublishTo with headers (h may be nil; it must not
+// be changed afterwards: a message whose ack fails is sent again as is).
+func (p *AsyncPublisher) PublishWithHeader(ctx context.Context, subject string, h nats.Header, data []byte, id string) error {
 	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
 		return err
 	}
-	fut, err := p.send(ctx, subject, data, id)
+	fut, err := p.send(ctx, subject, h, data, id)
 	if err != nil {
 		return err
 	}
-	p.window = append(p.window, pending{fut: fut, subject: subject, data: data, id: id, tries: 1})
+	p.window = append(p.window, pending{fut: fut, subject: subject, header: h, data: data, id: id, tries: 1})
 	p.st.Published++
 	return nil
 }
@@ -105,9 +114,14 @@ func (p *AsyncPublisher) Drain(ctx context.Context) error { return p.drain(ctx, 
 
 // send publishes asynchronously, waiting while the client's own pending
 // limit is reached instead of failing.
-func (p *AsyncPublisher) send(ctx context.Context, subject string, data []byte, id string) (jetstream.PubAckFuture, error) {
+func (p *AsyncPublisher) send(ctx context.Context, subject string, h nats.Header, data []byte, id string) (jetstream.PubAckFuture, error) {
+	var hdr nats.Header // the message id is set on a copy: h may be shared
+	if h != nil {
+		hdr = make(nats.Header, len(h)+1)
+		maps.Copy(hdr, h)
+	}
 	for {
-		fut, err := p.js.PublishAsync(subject, data, jetstream.WithMsgID(id))
+		fut, err := p.js.PublishMsgAsync(&nats.Msg{Subject: subject, Header: hdr, Data: data}, jetstream.WithMsgID(id))
 		if err == nil {
 			return fut, nil
 		}
@@ -149,7 +163,7 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 			if head.tries >= 5 {
 				return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
 			}
-			fut, err := p.send(ctx, head.subject, head.data, head.id)
+			fut, err := p.send(ctx, head.subject, head.header, head.data, head.id)
 			if err != nil {
 				return fmt.Errorf("publish %s: %w", head.id, err)
 			}

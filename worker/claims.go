@@ -50,16 +50,15 @@ type RequestClaims struct {
 	instance string
 }
 
-// NewRequestClaims opens (creating if needed) the claim bucket for this
-// worker instance. It blocks for at most the KV round trips.
-func NewRequestClaims(ctx context.Context, js jetstream.JetStream, instance string) (*RequestClaims, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1,
+// NewRequestClaims opens (creating if needed, with replicas, updating an
+// existing bucket with fewer) the claim bucket for this worker instance. It blocks for at most the KV round trips.
+func NewRequestClaims(ctx context.Context, js jetstream.JetStream, instance string, replicas int) (*RequestClaims, error) {
+	kv, err := ensureKV(ctx, js, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1, Replicas: max(replicas, 1),
 		TTL: 30 * 24 * time.Hour, Description: "verdryx: which worker owns each eval request"})
 	if err != nil {
 		return nil, fmt.Errorf("eval request claims bucket %s: %w", ClaimBucket, err)
 	}
-	leases, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, TTL: 15 * time.Second, History: 1,
-		Description: "verdryx: one key per live worker instance"})
+	leases, err := ensureKV(ctx, js, LeaseBucketConfig(15*time.Second, replicas))
 	if err != nil {
 		return nil, fmt.Errorf("instance lease bucket %s: %w", LeaseBucket, err)
 	}

@@ -296,6 +296,7 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	ctx := testCtx(t, 10*time.Second)
 	a, err := AcquireLease(ctx, e.js, "host-1234", "hostA:/data/a", LeaseOptions{})
 	require.NoError(t, err)
+	t.Cleanup(a.Release)
 	_, err = AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", LeaseOptions{})
 	require.ErrorIs(t, err, ErrInstanceInUse)
 	require.Contains(t, err.Error(), "--instance")
@@ -307,7 +308,6 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	b, err := AcquireLease(ctx, e.js, "host-1234", "hostB:/data/b", LeaseOptions{})
 	require.NoError(t, err)
 	b.Release()
-	_ = a
 }
 
 func TestDeadLettersListAndRedriveOnce(t *testing.T) {
@@ -410,7 +410,7 @@ func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
 	require.NoError(t, err)
 	t.Cleanup(lease.Release)
 	w := newEvalWorker(t, e, instance, nil)
-	w.h.opts.Claims, err = NewRequestClaims(ctx, e.js, instance)
+	w.h.opts.Claims, err = NewRequestClaims(ctx, e.js, instance, 0)
 	require.NoError(t, err)
 	runPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	return w
@@ -450,7 +450,7 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t, 10*time.Second)
 	// Instance "gone" claimed the request and died (no lease).
-	gone, err := NewRequestClaims(ctx, e.js, "gone")
+	gone, err := NewRequestClaims(ctx, e.js, "gone", 0)
 	require.NoError(t, err)
 	_, err = gone.Claim(ctx, "req-orphan", "run-orphan")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -229,31 +230,16 @@ func (f *Fleet) commitPartition(ctx context.Context, p int, c store.PartitionCom
 	return <-req.done
 }
 
-// EnsurePartitionBuckets creates (or binds) the KV bucket PartitionsBucket
-// with the given replicas (0 means 1).
+// EnsurePartitionBuckets creates (or binds, updating an existing bucket with
+// other replicas) the KV bucket PartitionsBucket with the given replicas (0
+// means 1).
 func EnsurePartitionBuckets(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	if kv, err := js.KeyValue(ctx, PartitionsBucket); err == nil {
-		return kv, nil
+	kv, err := ensureKV(ctx, js, jetstream.KeyValueConfig{Bucket: PartitionsBucket, History: 1, Replicas: max(replicas, 1),
+		Description: "verdryx: per-partition snapshot pointers, snapshots and aggregates"})
+	if err != nil {
+		return nil, fmt.Errorf("kv bucket %s: %w", PartitionsBucket, err)
 	}
-	// Several workers starting together on a fresh cluster race to create
-	// the replicated bucket; a create that times out while another lands
-	// is tried again.
-	var err error
-	for try := 0; try < 5; try++ {
-		var kv jetstream.KeyValue
-		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PartitionsBucket, History: 1, Replicas: max(replicas, 1),
-			Description: "verdryx: per-partition snapshot pointers, snapshots and aggregates"})
-		if err == nil {
-			return kv, nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if kv, gerr := js.KeyValue(ctx, PartitionsBucket); gerr == nil {
-			return kv, nil
-		}
-	}
-	return nil, fmt.Errorf("kv bucket %s: %w", PartitionsBucket, err)
+	return kv, nil
 }
 
 // NewFleet ensures the partition consumers and buckets (the streams must
@@ -629,7 +615,7 @@ func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq u
 	if rec.Segment != "" {
 		err = h.applySegment(ctx, s, rec.Segment, seq)
 	} else {
-		err = h.applyRecord(s, &rec, traceMsgID(m.Headers()), seq)
+		err = h.applyRecord(s, &rec, m.Headers(), seq)
 	}
 	if err == nil && seq > s.lastSeq {
 		s.lastSeq = seq
@@ -637,7 +623,8 @@ func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq u
 	return err
 }
 
-func (h *partHandler) applyRecord(s *partState, rec *CallRecord, msgID string, seq uint64) error {
+func (h *partHandler) applyRecord(s *partState, rec *CallRecord, hdr nats.Header, seq uint64) error {
+	msgID := traceMsgID(hdr)
 	c, err := rec.Call()
 	if err != nil {
 		return pull.Permanent("invalid trace record", err)
@@ -658,7 +645,11 @@ func (h *partHandler) applyRecord(s *partState, rec *CallRecord, msgID string, s
 	if s.has(k) {
 		return nil
 	}
-	if err := s.apply(k, &c, seq<<20); err != nil {
+	order := RecordOrder(c.TSMillis, key)
+	if digest, row, ok := ParseSegmentRowID(msgID); ok {
+		order = SegmentOrder(hdr.Get(HeaderSegment), digest, row)
+	}
+	if err := s.apply(k, &c, order); err != nil {
 		return pull.Permanent("cost sum overflow", fmt.Errorf("trace record (stream seq %d): %w", seq, err))
 	}
 	return nil
@@ -692,7 +683,7 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 		if s.has(k) {
 			return nil
 		}
-		if err := s.apply(k, &c, seq<<20|row); err != nil {
+		if err := s.apply(k, &c, SegmentOrder(filepath.Base(path), digest, row)); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("segment %s row %d: %w", name, row, err))
 		}
 		return nil
@@ -1089,6 +1080,9 @@ func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 			out.Header.Set(HeaderRouted, "1")
 			if id != "" {
 				out.Header.Set(HeaderOrigMsgID, id)
+			}
+			if name := m.Headers().Get(HeaderSegment); name != "" {
+				out.Header.Set(HeaderSegment, name)
 			}
 			if _, err := producer.Store(ctx, r.f.js, out, fmt.Sprintf("route:%d:%d", seq, p)); err != nil {
 				errs[i] = pull.Transient("route trace record", err)

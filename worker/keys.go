@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/verdryx/verdryx/envelope"
 )
@@ -38,6 +39,25 @@ import (
 func SegmentRowID(digest string, row uint64) string {
 	return fmt.Sprintf("seg:%s:%d", digest, row)
 }
+
+// ParseSegmentRowID reads a SegmentRowID back.
+func ParseSegmentRowID(id string) (digest string, row uint64, ok bool) {
+	rest, found := strings.CutPrefix(id, "seg:")
+	if !found {
+		return "", 0, false
+	}
+	digest, n, found := strings.Cut(rest, ":")
+	if !found || digest == "" {
+		return "", 0, false
+	}
+	row, err := strconv.ParseUint(n, 10, 64)
+	return digest, row, err == nil
+}
+
+// HeaderSegment carries, on a replayed segment row, its segment's file
+// name: with the row index of its message id, the row's place in the
+// records' own order (SegmentOrder).
+const HeaderSegment = "Verdryx-Segment"
 
 // RowKey is the dedupe key of a segment row.
 func RowKey(digest string, row uint64) string { return MsgIDKey(SegmentRowID(digest, row)) }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 )
@@ -17,26 +19,71 @@ import (
 // runAgg is the reduction state of one run (or one independent call): what
 // outcome's cost-per-outcome and SLO reports need of it, exactly. The
 // outcome and agent kept are the non-empty ones with the highest (step,
-// order) — order being the stream sequence (and row of a segment
-// reference) — which is "last by step, later read wins on ties" made
-// independent of the order calls are applied in.
+// order), order being the call's place in the records' own order (see
+// Order), so the state is a function of the set of calls applied, never
+// of the order they arrived in.
 type runAgg struct {
 	calls, blocked, refused uint64
 	cost                    int64 // micro-USD of non-blocked calls
 	lastTS                  int64 // newest ts_millis
 	outcome, agent          string
 	outStep, agentStep      uint32
-	outOrder, agentOrder    uint64
+	outOrder, agentOrder    Order
+}
+
+// Order is a call's place in the records' own order, the tie-break of
+// "last outcome by step" between calls of a run at the same step. It is
+// compared word by word. A segment row's order is its segment's place in
+// a directory (the file name's nanos, sequence and pid, as segment.List
+// sorts them) and its row, so that any split of a directory into
+// replays gives the order a sequential reduction of the whole directory
+// reads them in; see SegmentOrder and RecordOrder.
+type Order [4]uint64
+
+// Compare returns -1, 0 or +1 as o sorts before, with or after p.
+func (o Order) Compare(p Order) int {
+	for i := range o {
+		if o[i] != p[i] {
+			if o[i] < p[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// SegmentOrder is the order of row of the segment file named base (its
+// content digest breaking ties between files whose names do not parse as
+// TokenFuse segment names).
+func SegmentOrder(base, digest string, row uint64) Order {
+	if pid, nanos, seq, ok := segment.ParseName(base); ok {
+		return Order{nanos, seq, pid, row}
+	}
+	sum := sha256.Sum256([]byte(digest))
+	return Order{0, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), row}
+}
+
+// RecordOrder is the order of a per-call record that is not a segment row
+// (NDJSON from the tail forwarder or another publisher): its ts_millis as
+// nanoseconds (placing it among segments by time), then its dedupe key.
+func RecordOrder(tsMillis int64, key string) Order {
+	ns := uint64(0)
+	if tsMillis > 0 {
+		ns = uint64(min(tsMillis, math.MaxInt64/1_000_000)) * 1_000_000
+	}
+	sum := sha256.Sum256([]byte(key))
+	return Order{ns, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), 0}
 }
 
 // later reports whether (step, order) comes after (s2, o2).
-func later(step uint32, order uint64, s2 uint32, o2 uint64) bool {
-	return step > s2 || step == s2 && order >= o2
+func later(step uint32, order Order, s2 uint32, o2 Order) bool {
+	return step > s2 || step == s2 && order.Compare(o2) >= 0
 }
 
 // add folds one call in; it fails, changing nothing, when the run's cost
 // would overflow.
-func (a *runAgg) add(c *calls.Call, order uint64) error {
+func (a *runAgg) add(c *calls.Call, order Order) error {
 	cls := calls.Classify(c.Decision)
 	cost := a.cost
 	if cls != calls.ClassBlocked {
@@ -70,7 +117,15 @@ func (a *runAgg) add(c *calls.Call, order uint64) error {
 	return nil
 }
 
+// An encoded runAgg starts with runAggMarker (a state of the first format
+// starts with its call count, never 0) and runAggVersion.
+const (
+	runAggMarker  byte = 0
+	runAggVersion byte = 2
+)
+
 func (a *runAgg) encode(b []byte) []byte {
+	b = append(b, runAggMarker, runAggVersion)
 	b = binary.AppendUvarint(b, a.calls)
 	b = binary.AppendUvarint(b, a.blocked)
 	b = binary.AppendUvarint(b, a.refused)
@@ -78,10 +133,25 @@ func (a *runAgg) encode(b []byte) []byte {
 	b = binary.AppendVarint(b, a.lastTS)
 	b = appendString(b, a.outcome)
 	b = binary.AppendUvarint(b, uint64(a.outStep))
-	b = binary.AppendUvarint(b, a.outOrder)
+	b = appendOrder(b, a.outOrder)
 	b = appendString(b, a.agent)
 	b = binary.AppendUvarint(b, uint64(a.agentStep))
-	return binary.AppendUvarint(b, a.agentOrder)
+	return appendOrder(b, a.agentOrder)
+}
+
+func appendOrder(b []byte, o Order) []byte {
+	for _, w := range o {
+		b = binary.AppendUvarint(b, w)
+	}
+	return b
+}
+
+func (d *decoder) order() Order {
+	var o Order
+	for i := range o {
+		o[i] = d.uvarint()
+	}
+	return o
 }
 
 func appendString(b []byte, s string) []byte {
@@ -145,13 +215,29 @@ func (d *decoder) uint32() uint32 {
 
 func decodeRunAgg(b []byte) (runAgg, error) {
 	d := decoder{b: b}
+	// The first format (no marker) kept a one-word, arrival-based order:
+	// it is read as the lowest orders of its step (replay the directory
+	// to give such a run its records' own order).
+	v2 := len(b) >= 2 && b[0] == runAggMarker
+	if v2 {
+		if b[1] != runAggVersion {
+			return runAgg{}, fmt.Errorf("run state: format version %d, want %d", b[1], runAggVersion)
+		}
+		d.b = b[2:]
+	}
+	readOrder := func() Order {
+		if v2 {
+			return d.order()
+		}
+		return Order{0, 0, 0, d.uvarint()}
+	}
 	var a runAgg
 	a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
 	a.cost, a.lastTS = d.varint(), d.varint()
 	a.outcome = string(d.bytes())
-	a.outStep, a.outOrder = d.uint32(), d.uvarint()
+	a.outStep, a.outOrder = d.uint32(), readOrder()
 	a.agent = string(d.bytes())
-	a.agentStep, a.agentOrder = d.uint32(), d.uvarint()
+	a.agentStep, a.agentOrder = d.uint32(), readOrder()
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
@@ -239,7 +325,7 @@ func (s *partState) addKey(k store.Key) {
 
 // apply folds one call identified by key (already checked new) with its
 // order; an error (a cost overflow) changes nothing.
-func (s *partState) apply(key store.Key, c *calls.Call, order uint64) error {
+func (s *partState) apply(key store.Key, c *calls.Call, order Order) error {
 	var name string
 	if c.HasRunID {
 		name = string(runPrefix) + c.RunID

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
+	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/producer"
 )
@@ -85,6 +87,8 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			continue
 		}
 		row := uint64(0)
+		// The segment's name orders its rows among other segments'.
+		hdr := nats.Header{HeaderSegment: []string{filepath.Base(seg.Path)}}
 		rerr := segment.Read(seg.Path, func(c calls.Call) error {
 			b, err := json.Marshal(RecordOf(c))
 			if err != nil {
@@ -95,7 +99,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 			if c.HasRunID {
 				part = PartitionOf(c.RunID, opts.Partitions)
 			}
-			if err := p.PublishTo(ctx, TraceSubject(subject, part), b, id); err != nil {
+			if err := p.PublishWithHeader(ctx, TraceSubject(subject, part), hdr, b, id); err != nil {
 				return fmt.Errorf("publish row %d: %w", row, err)
 			}
 			row++

@@ -75,13 +75,13 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, eval
 	}
 	for _, cfg := range streams {
 		cfg.Replicas = max(s.Replicas, 1)
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		if _, err := ensureStream(ctx, js, cfg); err != nil {
 			return nil, nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 	}
 	// The bare traces subject's consumer: the worker routes what arrives
 	// there to the partition subjects (legacy producers).
-	traces, err = js.CreateOrUpdateConsumer(ctx, s.TracesStream, jetstream.ConsumerConfig{
+	traces, err = ensureConsumer(ctx, js, s.TracesStream, jetstream.ConsumerConfig{
 		Durable: TracesConsumer, FilterSubject: s.Traces, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
 		MaxDeliver: -1, MaxAckPending: 20000,
 	})
@@ -91,7 +91,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, eval
 	if evalAckWait <= 0 {
 		evalAckWait = EvalAckWait
 	}
-	eval, err = js.CreateOrUpdateConsumer(ctx, s.EvalStream, jetstream.ConsumerConfig{
+	eval, err = ensureConsumer(ctx, js, s.EvalStream, jetstream.ConsumerConfig{
 		Durable: EvalConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: evalAckWait,
 		MaxDeliver: -1, MaxAckPending: 64,
 	})

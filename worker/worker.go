@@ -23,6 +23,7 @@ import (
 
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
@@ -126,6 +127,11 @@ type Options struct {
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
 	// FleetOptions); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
+	// StartTimeout bounds how long start-up waits for NATS and JetStream
+	// (streams, buckets, the lease, the consumers) while a node is down or
+	// a quorum is missing, retrying with backoff; then Run fails with
+	// ErrService. 0 means 2 minutes.
+	StartTimeout time.Duration
 	// Drained, when set and Once, is called after the ordered shutdown of
 	// a run that drained its inputs (or was signalled), with the store
 	// still open.
@@ -161,6 +167,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Files == nil {
 		o.Files = func(r Roots) *confine.Reader { return &confine.Reader{Roots: r} }
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 2 * time.Minute
 	}
 	if o.Replay == nil {
 		o.Replay = func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error) {
@@ -239,8 +248,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), closed: make(chan struct{})}
+	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), closed: make(chan struct{}),
+		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
 	defer r.close()
+	// Health first: /readyz answers 503 while start-up waits for NATS.
+	if err := r.serveHTTP(); err != nil {
+		return err
+	}
 	if err := r.connect(ctx); err != nil {
 		return err
 	}
@@ -264,7 +278,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	err = g.Run()
 	r.shutdown()
 	var sigErr oklogrun.SignalError
-	if err != nil && !errors.As(err, &sigErr) && !errors.Is(err, errDrained) {
+	clean := err == nil || errors.As(err, &sigErr) || errors.Is(err, errDrained) ||
+		(errors.Is(err, context.Canceled) && ctx.Err() != nil) // the caller stopped us
+	if !clean {
 		return err
 	}
 	if o.Once && o.Drained != nil {
@@ -340,6 +356,9 @@ type running struct {
 	deps     grading.Deps
 	roots    Roots
 	tailDone chan struct{}
+	start    *startRetrier // start-up steps against NATS share one budget
+	http     *HTTPServer
+	httpErr  chan error
 
 	ready, tracesOK, evalOK atomic.Bool
 }
@@ -385,15 +404,25 @@ func (r *running) connect(ctx context.Context) error {
 	if r.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
-	if r.traces, r.eval, err = EnsureStreams(ctx, r.js, o.Subjects, 0); err != nil {
+	if err := r.start.do(ctx, "streams", func(ctx context.Context) (err error) {
+		r.traces, r.eval, err = EnsureStreams(ctx, r.js, o.Subjects, 0)
+		return err
+	}); err != nil {
 		return err
 	}
 
-	// The instance id: one live worker per id (its chain subject).
+	// The instance id: one live worker per id (its chain subject). The
+	// lease renews itself from here on, whatever start-up still does.
 	absData, _ := filepath.Abs(o.DataDir)
 	host, _ := os.Hostname()
-	if r.lease, err = AcquireLease(ctx, r.js, o.Instance, host+":"+absData, LeaseOptions{Logger: o.Logger}); err != nil {
-		return inputError(fmt.Errorf("--instance: %w", err))
+	if err := r.start.do(ctx, "instance lease", func(ctx context.Context) (err error) {
+		r.lease, err = AcquireLease(ctx, r.js, o.Instance, host+":"+absData, LeaseOptions{Logger: o.Logger, Replicas: o.Subjects.Replicas})
+		if errors.Is(err, ErrInstanceInUse) {
+			return inputError(fmt.Errorf("--instance: %w", err))
+		}
+		return err
+	}); err != nil {
+		return err
 	}
 	r.onClose(r.lease.Release)
 	return nil
@@ -403,12 +432,14 @@ func (r *running) connect(ctx context.Context) error {
 // span exporter, and the grading deps that use them.
 func (r *running) sinks(ctx context.Context) error {
 	o := &r.w.opts
-	chain, err := producer.NewNATSChain(ctx, r.js, o.Subjects.EventsStream, o.Subjects.Events+"."+o.Instance, producer.ChainOptions{Logger: o.Logger})
-	if err != nil {
+	if err := r.start.do(ctx, "events chain", func(ctx context.Context) (err error) {
+		r.chain, err = producer.NewNATSChain(ctx, r.js, o.Subjects.EventsStream, o.Subjects.Events+"."+o.Instance, producer.ChainOptions{Logger: o.Logger})
+		return err
+	}); err != nil {
 		return err
 	}
-	r.chain = chain
-	sinks := producer.Fanout{chain}
+	sinks := producer.Fanout{r.chain}
+	var err error
 	if o.EventsPath != "" {
 		// fsync per event: an eval event counted as emitted is on disk.
 		r.fileW, err = envelope.OpenWriter(o.EventsPath, envelope.WriterOptions{Sync: envelope.SyncEvery, Logger: o.Logger})
@@ -448,10 +479,18 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	// Signals: a clean exit on SIGINT/SIGTERM.
 	g.Add(oklogrun.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 
-	// Instance lease renewal; losing it stops the worker.
+	// The instance lease renews itself from the moment it was taken;
+	// losing it to another holder stops the worker.
 	{
 		lctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { return r.lease.Run(lctx) }, func(error) { cancel() })
+		g.Add(func() error {
+			select {
+			case <-r.lease.Lost():
+				return r.lease.Err()
+			case <-lctx.Done():
+				return nil
+			}
+		}, func(error) { cancel() })
 	}
 
 	// Consumers. Each stops fetching, finishes its in-flight batch and
@@ -479,20 +518,17 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 		return err
 	}
 
-	// Health, readiness and metrics.
-	if o.HTTPAddr != "" {
-		hs := &HTTPServer{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
-			return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load()
-		}}
-		if o.Report != nil {
-			hs.Report = o.Report(r.st, func(ctx context.Context) (*Aggregate, error) { return ReadAggregate(ctx, r.js, o.Subjects) })
-		}
-		addr, err := hs.Listen()
-		if err != nil {
-			return fmt.Errorf("--http %s: %w", o.HTTPAddr, err)
-		}
-		o.Logger.Info("http listening", "addr", addr)
-		g.Add(hs.Serve, func(error) { hs.Shutdown() })
+	// Health, readiness and metrics (listening since start-up).
+	if r.http != nil {
+		hctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			select {
+			case err := <-r.httpErr:
+				return err
+			case <-hctx.Done():
+				return nil
+			}
+		}, func(error) { cancel() })
 	}
 
 	// Lag gauge, and with Once the drain watcher.
@@ -507,6 +543,35 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	return nil
 }
 
+// serveHTTP starts /healthz, /readyz, /metrics and /report, before
+// anything else, so that readiness says 503 while start-up waits.
+func (r *running) serveHTTP() error {
+	o := &r.w.opts
+	if o.HTTPAddr == "" {
+		return nil
+	}
+	hs := &HTTPServer{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
+		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && r.lease.Held()
+	}}
+	if o.Report != nil {
+		hs.Report = o.Report(r.st, func(ctx context.Context) (*Aggregate, error) {
+			if !r.ready.Load() { // r.js is set before ready
+				return nil, errors.New("worker still starting: NATS not ready")
+			}
+			return ReadAggregate(ctx, r.js, o.Subjects)
+		})
+	}
+	addr, err := hs.Listen()
+	if err != nil {
+		return inputError(fmt.Errorf("--http %s: %w", o.HTTPAddr, err))
+	}
+	o.Logger.Info("http listening", "addr", addr)
+	r.http, r.httpErr = hs, make(chan error, 1)
+	go func() { r.httpErr <- hs.Serve() }()
+	r.onClose(hs.Shutdown)
+	return nil
+}
+
 // pullers builds the eval consumer and the partitioned trace consumers
 // (r.fleet). Readiness follows them: a
 // consumer whose last batch failed transiently (a failing store) makes
@@ -517,8 +582,11 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	r.evalOK.Store(true)
 	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter})
 	// One run per request id across every worker sharing the eval consumer.
-	claims, err := NewRequestClaims(ctx, r.js, o.Instance)
-	if err != nil {
+	var claims *RequestClaims
+	if err := r.start.do(ctx, "eval claims", func(ctx context.Context) (err error) {
+		claims, err = NewRequestClaims(ctx, r.js, o.Instance, o.Subjects.Replicas)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	evalH := NewEvalHandler(r.st, r.deps, r.nc, EvalOptions{Roots: r.roots, Logger: o.Logger, Claims: claims,
@@ -530,10 +598,12 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 				o.OnResult(req, res)
 			}
 		}})
-	r.fleet, err = NewFleet(ctx, r.js, r.st, r.traces, FleetOptions{Subjects: o.Subjects, Instance: o.Instance,
-		Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
-		Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
-	if err != nil {
+	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
+		r.fleet, err = NewFleet(ctx, r.js, r.st, r.traces, FleetOptions{Subjects: o.Subjects, Instance: o.Instance,
+			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
+			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	evalPull, err := pull.New(r.eval, evalH,
@@ -673,7 +743,10 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 	if o.ReplayDir != "" {
 		st, err := o.Replay(ctx, r.js, o.Subjects, o.ReplayDir)
 		if err != nil {
-			return nil, err
+			if segment.IsError(err) {
+				return nil, inputError(fmt.Errorf("--replay: %w", err))
+			}
+			return nil, serviceError(fmt.Errorf("--replay %s: %w", o.ReplayDir, err))
 		}
 		failedSegs = st.Failed
 		o.Logger.Info("replayed", "dir", o.ReplayDir, "segments", st.Segments, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates, "failed", len(st.Failed))
@@ -691,7 +764,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 			return nil, inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
 		}
 		if _, err := producer.Store(ctx, r.js, &nats.Msg{Subject: o.Subjects.EvalRequests, Data: raw}, "eval:"+req.RequestID); err != nil {
-			return nil, fmt.Errorf("publish eval request %s: %w", f, err)
+			return nil, serviceError(fmt.Errorf("publish eval request %s: %w", f, err))
 		}
 	}
 	return failedSegs, nil

@@ -307,8 +307,10 @@ func newServeCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
 			}
 			return &exitError{code: exitFailure, err: err}
-		case errors.Is(err, worker.ErrInput):
+		case errors.Is(err, worker.ErrInput), errors.Is(err, worker.ErrInstanceInUse):
 			return inputError(err)
+		case errors.Is(err, worker.ErrService):
+			return serviceError(err)
 		case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
 			return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
 		}
