@@ -72,11 +72,17 @@ func checkSame(t testing.TB, data []byte) {
 		if want.CallID != have.CallID || want.Segment != have.Segment {
 			t.Fatalf("extended %q: call_id/segment %q/%q, want %q/%q", data, have.CallID, have.Segment, want.CallID, want.Segment)
 		}
-		// DecodeRecordInto is the fast path with the fallback: same values.
+		// DecodeRecordInto is the fast path with the fallback: same values,
+		// and a record with a negative cost refused.
 		var via extRecord
-		require.NoError(t, DecodeRecordInto(data, &via, &via.CallRecord,
-			Ext{Key: "call_id", Dst: &via.CallID}, Ext{Key: "segment", Dst: &via.Segment}))
-		requireSameRecord(t, data, want.CallRecord, via.CallRecord)
+		err := DecodeRecordInto(data, &via, &via.CallRecord,
+			Ext{Key: "call_id", Dst: &via.CallID}, Ext{Key: "segment", Dst: &via.Segment})
+		if cerr := referenceCheck(&want.CallRecord); cerr != nil {
+			require.EqualError(t, err, cerr.Error())
+		} else {
+			require.NoError(t, err)
+			requireSameRecord(t, data, want.CallRecord, via.CallRecord)
+		}
 	} else {
 		var via extRecord
 		err := DecodeRecordInto(data, &via, &via.CallRecord,
@@ -297,6 +303,17 @@ func FuzzRecordDecoder(f *testing.F) {
 
 // referenceReadNDJSON is ReadNDJSON as it was before the fast decoder:
 // DecodeStrict on every trimmed line.
+// referenceCheck is Record.Check written over the allocated form.
+func referenceCheck(rec *CallRecord) error {
+	switch {
+	case rec.CostMicroUSD != nil && *rec.CostMicroUSD < 0:
+		return fmt.Errorf("field cost_microusd: %d is negative", *rec.CostMicroUSD)
+	case rec.CostUSD != nil && (*rec.CostUSD < 0 || math.IsNaN(*rec.CostUSD) || math.IsInf(*rec.CostUSD, 0)):
+		return fmt.Errorf("field cost_usd: %v is not a non-negative number", *rec.CostUSD)
+	}
+	return nil
+}
+
 func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
@@ -307,8 +324,18 @@ func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error)
 		if len(b) == 0 {
 			continue
 		}
-		var rec CallRecord
-		if err := DecodeStrict(b, &rec); err != nil {
+		if len(b) > MaxRecordBytes {
+			return fmt.Errorf("%s:%d: record of %d bytes: over the %d-byte limit per record", name, line, len(b), MaxRecordBytes)
+		}
+		var withID struct {
+			CallRecord
+			CallID *string `json:"call_id"`
+		}
+		if err := DecodeStrict(b, &withID); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		rec := withID.CallRecord
+		if err := referenceCheck(&rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {

@@ -144,13 +144,15 @@ func ReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
 // are valid only during fn. Lines are trimmed of white space (Unicode's,
 // as bytes.TrimSpace does) and blank ones skipped. The first bad record
 // stops the read with DecodeStrict's error prefixed by name and line
-// ("calls.ndjson:12: unknown field \"x\""); an error of fn is prefixed the
-// same way.
+// ("calls.ndjson:12: unknown field \"x\""), as does a line over
+// MaxRecordBytes or one that fails Record.Check (a negative cost); an
+// error of fn is prefixed the same way. call_id, the call's identity, is
+// accepted (a string) and not passed on.
 func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 256*1024), 16<<20)
 	var (
-		dec  RecordDecoder
+		dec  = RecordDecoder{ext: []string{ColCallID}}
 		rec  Record
 		line int
 	)
@@ -160,12 +162,21 @@ func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 		if len(b) == 0 {
 			continue
 		}
+		if err := CheckSize(len(b), 0); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
+		}
 		if !dec.Decode(b, &rec) {
-			var ref CallRecord
+			var ref struct {
+				CallRecord
+				CallID *string `json:"call_id"`
+			}
 			if err := DecodeStrict(b, &ref); err != nil {
 				return fmt.Errorf("%s:%d: %w", name, line, err)
 			}
-			rec.SetFrom(&ref) // never expected: the fast path is tested to agree
+			rec.SetFrom(&ref.CallRecord) // never expected: the fast path is tested to agree
+		}
+		if err := rec.Check(); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
@@ -191,7 +202,8 @@ type Ext struct {
 // the fast path refuses it, so that errors are DecodeStrict's word for
 // word: it must be rec itself, or the struct that embeds rec and holds the
 // ext destinations as its other JSON fields. rec and the destinations
-// should be zero on entry. At most MaxExt ext keys.
+// should be zero on entry. At most MaxExt ext keys. A record that decodes
+// but fails Record.Check is refused with Check's error.
 func DecodeRecordInto(data []byte, ref any, rec *CallRecord, ext ...Ext) error {
 	if len(ext) > MaxExt {
 		return fmt.Errorf("decode record: %d extra keys, at most %d", len(ext), MaxExt)
@@ -203,7 +215,14 @@ func DecodeRecordInto(data []byte, ref any, rec *CallRecord, ext ...Ext) error {
 	d := RecordDecoder{ext: names[:len(ext)]}
 	var r Record
 	if !d.Decode(data, &r) {
-		return DecodeStrict(data, ref)
+		if err := DecodeStrict(data, ref); err != nil {
+			return err
+		}
+		r.SetFrom(rec)
+		return r.Check()
+	}
+	if err := r.Check(); err != nil {
+		return err
 	}
 	r.fill(rec)
 	for i, e := range ext {

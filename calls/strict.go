@@ -32,7 +32,8 @@ func describeStrict(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
+		// An embedded struct's Go name is not a JSON key: drop it.
+		field := strings.TrimPrefix(te.Field, "CallRecord.")
 		if field == "" {
 			field = "(top level)"
 		}

@@ -41,6 +41,11 @@ var _ Sink = File{}
 // JetStream answers Duplicate, or a publish fails (a lost ack may still
 // have stored it), the chain re-reads the subject's last message before the
 // next append, so the next event always links to what is really stored.
+// Every append also carries Nats-Expected-Last-Subject-Sequence, the
+// subject sequence of the message it links to, so that two writers of one
+// subject (the lease that keeps them apart having failed) can never fork
+// the chain: the server refuses the append of the writer whose view is
+// stale, which re-reads the subject and links its event to what is stored.
 // NATSChain is safe for concurrent use; publishes are serialized because
 // each depends on the previous hash.
 type NATSChain struct {
@@ -51,7 +56,8 @@ type NATSChain struct {
 
 	mu         sync.Mutex
 	head       string
-	stale      bool // head must be re-read from the stream before the next append
+	lastSeq    uint64 // stream sequence of the subject's last message, 0 when none
+	stale      bool   // head must be re-read from the stream before the next append
 	published  int64
 	duplicates int64
 	skipped    int64
@@ -86,10 +92,11 @@ func (c *NATSChain) resync(ctx context.Context) error {
 	last, err := s.GetLastMsgForSubject(ctx, c.subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		c.head = ""
+		c.head, c.lastSeq = "", 0
 	case err != nil:
 		return fmt.Errorf("resume chain on %s: %w", c.subject, err)
 	default:
+		c.lastSeq = last.Sequence
 		hash, _, herr := envelope.LineHash(last.Data)
 		if herr != nil {
 			c.log.Warn("last event on subject is malformed, starting a new chain head", "err", herr)
@@ -116,32 +123,47 @@ func (c *NATSChain) Append(ctx context.Context, ev envelope.Event) (bool, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if c.stale {
-		if err := c.resync(ctx); err != nil {
-			return false, fmt.Errorf("publish %s event: %w", ev.Type, err)
+	for try := 1; ; try++ {
+		if c.stale {
+			if err := c.resync(ctx); err != nil {
+				return false, fmt.Errorf("publish %s event: %w", ev.Type, err)
+			}
 		}
-	}
-	line, hash, err := envelope.Seal(ev, c.head)
-	if err != nil {
-		return false, err
-	}
-	id := c.subject + ":" + strings.TrimPrefix(hash, "sha256:")
-	ack, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(id))
-	if err != nil {
-		// The message may have been stored and only the ack lost.
-		c.stale = true
-		return false, fmt.Errorf("publish %s event to %s: %w", ev.Type, c.subject, err)
-	}
-	if ack.Duplicate {
-		// Already stored (an earlier emission): what follows it on the
-		// subject, if anything, decides the head.
-		c.stale = true
-		c.duplicates++
+		line, hash, err := envelope.Seal(ev, c.head)
+		if err != nil {
+			return false, err
+		}
+		id := c.subject + ":" + strings.TrimPrefix(hash, "sha256:")
+		ack, err := c.js.Publish(ctx, c.subject, line, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(c.lastSeq))
+		if err != nil {
+			c.stale = true
+			if wrongLastSequence(err) && try < 5 {
+				// Another writer appended since our last read: link to it.
+				c.log.Warn("another writer appended to this chain; re-reading its head", "try", try)
+				continue
+			}
+			// The message may have been stored and only the ack lost.
+			return false, fmt.Errorf("publish %s event to %s: %w", ev.Type, c.subject, err)
+		}
+		if ack.Duplicate {
+			// Already stored (an earlier emission): what follows it on the
+			// subject, if anything, decides the head.
+			c.stale = true
+			c.duplicates++
+			return true, nil
+		}
+		c.head, c.lastSeq = hash, ack.Sequence
+		c.published++
 		return true, nil
 	}
-	c.head = hash
-	c.published++
-	return true, nil
+}
+
+// wrongLastSequence reports the server's refusal of an append whose
+// expected last subject sequence is not the subject's.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Len returns how many events this chain published since it was opened.

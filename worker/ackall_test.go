@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/outcome"
 )
 
 // phaseDirs splits the segments of dir, in name order, into n directories
@@ -269,4 +271,48 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 8000, agg.Calls(), "every call once")
 	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+}
+
+// TestBadRecordsAreDeadLetteredNotCounted: a negative cost and a record
+// over the size limit are dead-lettered by the partition owner, naming the
+// field or the limit; the good records around them count, the total is
+// theirs.
+func TestBadRecordsAreDeadLetteredNotCounted(t *testing.T) {
+	e := newEnv(t)
+	dl := &failingDeadLetters{copied: map[uint64]int{}}
+	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{DeadLetter: dl, MaxRecordBytes: 4096})
+	ctx := testCtx(t, 60*time.Second)
+	subject := TraceSubject(e.subjects.Traces, PartitionOf("run-b", e.subjects.partitions()))
+	bad := map[uint64]bool{}
+	for i, rec := range []string{
+		`{"run_id":"run-b","call_id":"a","step":0,"decision":"allow","cost_microusd":30}`,
+		`{"run_id":"run-b","call_id":"neg","step":1,"decision":"allow","cost_microusd":-100}`,
+		`{"run_id":"run-b","call_id":"big","step":2,"decision":"allow","cost_microusd":5,"attributes":{"blob":"` + strings.Repeat("x", 5000) + `"}}`,
+		`{"run_id":"run-b","call_id":"usd","step":3,"decision":"allow","cost_usd":-0.5}`,
+		`{"run_id":"run-b","call_id":"b","step":4,"decision":"allow","cost_microusd":12}`,
+	} {
+		ack, err := e.js.Publish(ctx, subject, []byte(rec))
+		require.NoError(t, err)
+		if i > 0 && i < 4 {
+			bad[ack.Sequence] = true
+		}
+	}
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	dl.mu.Lock()
+	require.Len(t, dl.copied, 3)
+	for seq := range bad {
+		// (a copy made again is dropped by the dead-letter stream's id)
+		require.Positive(t, dl.copied[seq], "stream seq %d dead-lettered", seq)
+	}
+	dl.mu.Unlock()
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, agg.Runs()["run-b"], "only the good calls count")
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
+	rep, err := r.CheckedReport()
+	require.NoError(t, err)
+	require.Len(t, rep.Groups, 1)
+	require.EqualValues(t, 42, rep.Groups[0].Overall.TotalCostMicroUSD)
 }

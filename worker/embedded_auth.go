@@ -22,6 +22,9 @@ type EmbeddedSecurity struct {
 	ConfigFile string
 	// TLSCert and TLSKey turn on TLS for the client listener.
 	TLSCert, TLSKey string
+	// Insecure allows a non-loopback listen address without
+	// authentication (serve's --nats-insecure); New refuses one otherwise.
+	Insecure bool
 }
 
 // HasAuth reports whether clients must authenticate.

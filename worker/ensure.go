@@ -137,7 +137,10 @@ func (s *startRetrier) do(ctx context.Context, what string, step func(context.Co
 			return nil
 		}
 		if !retryable(err) || ctx.Err() != nil {
-			return err
+			if errors.Is(err, ErrInput) || errors.Is(err, ErrInstanceInUse) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return serviceError(fmt.Errorf("%s: %w", what, err))
 		}
 		if time.Now().Add(delay).After(s.deadline) {
 			return serviceError(fmt.Errorf("%s: still failing after %d attempts: %w", what, attempts, err))

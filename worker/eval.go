@@ -271,6 +271,12 @@ func (h *EvalHandler) finish(ctx context.Context, req EvalRequest, rec store.Eva
 // validate checks the request and resolves its eval set path under the
 // roots; nothing outside them is read.
 func (h *EvalHandler) validate(req EvalRequest) (grading.Request, error) {
+	return validateRequest(req, h.opts.Roots)
+}
+
+// validateRequest checks what can refuse req before anything is stored:
+// its fields, and that its eval_set_path resolves under roots.
+func validateRequest(req EvalRequest, roots Roots) (grading.Request, error) {
 	if req.RequestID == "" {
 		return grading.Request{}, errors.New("field request_id: missing")
 	}
@@ -282,7 +288,7 @@ func (h *EvalHandler) validate(req EvalRequest) (grading.Request, error) {
 	}
 	g := req.Request()
 	if req.EvalSetPath != "" {
-		p, err := h.opts.Roots.Resolve(req.EvalSetPath)
+		p, err := roots.Resolve(req.EvalSetPath)
 		if err != nil {
 			return grading.Request{}, fmt.Errorf("field eval_set_path: %w", err)
 		}

@@ -486,3 +486,53 @@ func TestCallIDsAreScopedByRun(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 4, n)
 }
+
+// TestTwoChainWritersCannotForkTheChain: two writers of one chain subject
+// that bypass the lease append in turns and at once; every event is
+// stored, and the subject still verifies as one chain with one head.
+func TestTwoChainWritersCannotForkTheChain(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, 30*time.Second)
+	subject := e.subjects.Events + ".shared"
+	a, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	require.NoError(t, err)
+	b, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	require.NoError(t, err)
+	ev := func(w string, i int) envelope.Event {
+		return envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "r", map[string]any{"writer": w, "i": i}, time.Unix(1, 0))
+	}
+	const n = 20
+	// In turns: each writer's view is stale at every append.
+	for i := range n / 2 {
+		_, err := a.Append(ctx, ev("a", i))
+		require.NoError(t, err)
+		_, err = b.Append(ctx, ev("b", i))
+		require.NoError(t, err)
+	}
+	// At once.
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, w := range []*producer.NATSChain{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n / 2 {
+				if _, err := w.Append(ctx, ev(w.Subject()+fmt.Sprintf("%p", w), 100+i)); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	require.NoError(t, err)
+	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, 2*n, rep.Events)
+	require.Equal(t, 1, rep.Heads)
+}

@@ -128,6 +128,9 @@ type FleetOptions struct {
 	PinnedTTL time.Duration
 	// AckWait of the partition consumers; 0 means 30 s.
 	AckWait time.Duration
+	// MaxRecordBytes refuses (dead-letters) a trace record larger than
+	// this; 0 means calls.MaxRecordBytes, -1 no limit.
+	MaxRecordBytes int
 	// Batch is the most messages per store transaction; 0 means 512.
 	Batch      int
 	Logger     *slog.Logger
@@ -608,6 +611,9 @@ func (h *partHandler) commit(ctx context.Context, before uint64) error {
 // of a referenced segment. Calls already applied (same dedupe key) are
 // skipped. Errors are classified for the pull loop.
 func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq uint64) error {
+	if err := calls.CheckSize(len(m.Data()), h.f.opts.MaxRecordBytes); err != nil {
+		return pull.Permanent("oversized trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+	}
 	rec, err := DecodeCallRecord(m.Data())
 	if err != nil {
 		return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))

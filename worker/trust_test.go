@@ -145,7 +145,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	expectDead("second max-cost call", `run_id "big"): field cost_microusd 9223372036854775807: sum overflows int64`)
 
 	// The good messages after all of that are processed.
-	good := calls.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: -5,
+	good := calls.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 0,
 		AgentID: "agent://acme.example/grimoire-bot"}
 	b, _ := json.Marshal(RecordOf(good))
 	publish(e.subjects.Traces, b)

@@ -83,7 +83,10 @@ type Options struct {
 	// DefaultInstance(DataDir).
 	Instance string
 	// HTTPAddr serves /healthz, /readyz, /metrics and /report; "" disables.
-	HTTPAddr string
+	// A non-loopback address is refused unless HTTPPublic (they have no
+	// authentication).
+	HTTPAddr   string
+	HTTPPublic bool
 	// OTLPEndpoint, when set, exports spans to this OTLP/HTTP collector.
 	OTLPEndpoint string
 	// TailPath, when set, is an NDJSON file followed and forwarded.
@@ -132,6 +135,9 @@ type Options struct {
 	// a quorum is missing, retrying with backoff; then Run fails with
 	// ErrService. 0 means 2 minutes.
 	StartTimeout time.Duration
+	// MaxRecordBytes refuses (dead-letters) a trace record larger than
+	// this; 0 means calls.MaxRecordBytes, -1 no limit.
+	MaxRecordBytes int
 	// Drained, when set and Once, is called after the ordered shutdown of
 	// a run that drained its inputs (or was signalled), with the store
 	// still open.
@@ -211,13 +217,53 @@ type Worker struct {
 }
 
 // New checks opts, fills their defaults and returns a worker. It opens
-// nothing: Run does.
+// nothing (Run does) but refuses, with an error wrapping ErrInput that
+// names the option, what cannot work: no data directory, an open server
+// exposed beyond loopback (the embedded NATS server without
+// authentication unless Security.Insecure, HTTP unless HTTPPublic), a
+// replay directory that is not one, an eval-request file that does not
+// decode or that would be refused (its eval_set_path outside Roots).
 func New(opts Options) (*Worker, error) {
 	if opts.DataDir == "" {
 		return nil, inputError(errors.New("--data: empty data directory"))
 	}
 	opts.EnsureDefaults()
-	return &Worker{opts: opts}, nil
+	w := &Worker{opts: opts}
+	if err := w.check(); err != nil {
+		return nil, inputError(err)
+	}
+	return w, nil
+}
+
+// check applies New's refusals to w.opts (defaults filled).
+func (w *Worker) check() error {
+	o := &w.opts
+	if o.NATSURL == "" && !IsLoopback(o.Listen) && !o.Security.HasAuth() && !o.Security.Insecure {
+		return fmt.Errorf("--nats-listen %s is not a loopback address: the embedded server needs authentication (--nats-user/--nats-password, --nats-token or --nats-config; --nats-insecure to run it open)", o.Listen)
+	}
+	if o.HTTPAddr != "" && !IsLoopback(o.HTTPAddr) && !o.HTTPPublic {
+		return fmt.Errorf("--http %s is not a loopback address: /metrics and /readyz have no authentication (--http-public to serve them anyway)", o.HTTPAddr)
+	}
+	if o.ReplayDir != "" {
+		if fi, err := os.Stat(o.ReplayDir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--replay %s: not a directory", o.ReplayDir)
+		}
+	}
+	roots := w.roots()
+	for _, f := range o.EvalRequestFiles {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--eval-request: %w", err)
+		}
+		req, err := DecodeEvalRequest(raw)
+		if err != nil {
+			return fmt.Errorf("--eval-request %s: %w", f, err)
+		}
+		if _, err := validateRequest(req, roots); err != nil {
+			return fmt.Errorf("--eval-request %s: the worker would refuse it: %w (eval_set_path resolves under --root: %s)", f, err, strings.Join(roots, ", "))
+		}
+	}
+	return nil
 }
 
 // Options returns the worker's options, defaults filled.
@@ -601,7 +647,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
 		r.fleet, err = NewFleet(ctx, r.js, r.st, r.traces, FleetOptions{Subjects: o.Subjects, Instance: o.Instance,
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
-			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store})
+			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
 		return err
 	}); err != nil {
 		return nil, err

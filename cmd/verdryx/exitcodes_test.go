@@ -77,6 +77,18 @@ func TestExitCodes(t *testing.T) {
 	v1 := numberedSet(t, dir, "v1.json", 4, func(i int) string { return fmt.Sprintf("q-%d", i) })
 	v2 := numberedSet(t, dir, "v2.json", 4, nil)
 	deadNATS := closedURL(t, "nats")
+	negative := filepath.Join(dir, "negative.ndjson")
+	require.NoError(t, os.WriteFile(negative, []byte(`{"run_id":"r","call_id":"c1","step":0,"decision":"allow","cost_microusd":5}`+"\n"+
+		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":-100}`+"\n"), 0o644))
+	outside := filepath.Join(dir, "outside.json")
+	require.NoError(t, os.WriteFile(outside, []byte(`{"request_id":"o-1","eval_set_path":"../../../etc/passwd"}`), 0o644))
+	noJS := func() string {
+		opts := natsserver.DefaultTestOptions
+		opts.Port = -1
+		s := natsserver.RunServer(&opts)
+		t.Cleanup(s.Shutdown)
+		return s.ClientURL()
+	}()
 	deadHTTP := closedURL(t, "http")
 	nats := runJetStream(t)
 
@@ -113,6 +125,7 @@ func TestExitCodes(t *testing.T) {
 		{"cost-per-correct ok", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
 		{"cost-per-correct empty dir", []string{"cost-per-correct", "--traces", emptyDir}, exitUsage, "no TokenFuse segments"},
 		{"cost-per-correct empty file", []string{"cost-per-correct", "--input", empty}, exitUsage, "holds no records"},
+		{"cost-per-correct negative cost", []string{"cost-per-correct", "--input", negative}, exitUsage, "negative.ndjson:2: field cost_microusd: -100 is negative"},
 		{"cost-per-correct empty allowed", []string{"cost-per-correct", "--input", empty, "--allow-empty"}, exitOK, ""},
 		{"slo ok", []string{"slo", "--traces", filepath.Join(testdata, "traces", "slo")}, exitOK, ""},
 		{"slo empty dir", []string{"slo", "--traces", emptyDir}, exitUsage, "no TokenFuse segments"},
@@ -154,6 +167,8 @@ func TestExitCodes(t *testing.T) {
 		{"serve missing replay dir", []string{"serve", "--data", data, "--once", "--replay", absent}, exitUsage, "--replay"},
 		{"serve missing eval request", []string{"serve", "--data", data, "--once", "--eval-request", absent}, exitUsage, "--eval-request"},
 		{"serve bad nats url", []string{"serve", "--data", data, "--once", "--nats", "http://x:1"}, exitUsage, "--nats"},
+		{"serve eval request outside --root", []string{"serve", "--data", data, "--once", "--http=", "--eval-request", outside}, exitUsage, "--root"},
+		{"serve nats without jetstream", []string{"serve", "--data", data, "--once", "--http=", "--nats", noJS, "--start-timeout", "2s"}, exitService, "streams"},
 		{"serve nats down", []string{"serve", "--data", data, "--once", "--http=", "--nats", deadNATS}, exitService, ""},
 		{"replay", []string{"replay", "--nats", nats, filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
 		{"replay missing dir", []string{"replay", "--nats", nats, absent}, exitUsage, ""},

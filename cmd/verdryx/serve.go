@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/redact"
@@ -115,7 +116,8 @@ type serveFlags struct {
 	nats                                                           natsFlags
 	subjects                                                       *worker.Subjects
 	sec                                                            *securityFlags
-	pinnedTTL, snapshotEvery                                       *time.Duration
+	pinnedTTL, snapshotEvery, startTimeout                         *time.Duration
+	maxRecord                                                      *int
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -136,6 +138,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.log = addLogFlags(fs, "info")
 	f.pinnedTTL = fs.Duration("pinned-ttl", worker.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
+	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
@@ -229,7 +233,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	}
 	printed := &printedRequests{ids: map[string]bool{}}
 	return worker.Options{
-		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec,
+		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
@@ -250,7 +254,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			}
 			return st, err
 		},
-		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery,
+		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
 		Drained: func(ctx context.Context, st *store.Store) error {
 			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
 				return err

@@ -17,7 +17,6 @@ import (
 // TLS, the file confinement limits and the reply subjects.
 type securityFlags struct {
 	sec         worker.EmbeddedSecurity
-	insecure    bool
 	httpPublic  bool
 	maxBytes    int64
 	fileTimeout time.Duration
@@ -32,7 +31,7 @@ func addSecurityFlags(fs *pflag.FlagSet) *securityFlags {
 	fs.StringVar(&s.sec.ConfigFile, "nats-config", envOr("VERDRYX_NATS_CONFIG", ""), "nats-server config file for the embedded server: accounts, users with subject permissions, nkeys, JWT resolver ($VERDRYX_NATS_CONFIG; see docs/nats-permissions.conf)")
 	fs.StringVar(&s.sec.TLSCert, "nats-listen-tls-cert", envOr("VERDRYX_NATS_LISTEN_TLS_CERT", ""), "certificate file: the embedded server accepts TLS clients only ($VERDRYX_NATS_LISTEN_TLS_CERT)")
 	fs.StringVar(&s.sec.TLSKey, "nats-listen-tls-key", envOr("VERDRYX_NATS_LISTEN_TLS_KEY", ""), "key file of --nats-listen-tls-cert ($VERDRYX_NATS_LISTEN_TLS_KEY)")
-	fs.BoolVar(&s.insecure, "nats-insecure", false, "allow a non-loopback --nats-listen without authentication (warned on every start)")
+	fs.BoolVar(&s.sec.Insecure, "nats-insecure", false, "allow a non-loopback --nats-listen without authentication (warned on every start)")
 	fs.BoolVar(&s.httpPublic, "http-public", false, "allow a non-loopback --http address (/metrics has no authentication; warned on every start)")
 	fs.Int64Var(&s.maxBytes, "files-max-bytes", confine.DefaultMaxBytes, "largest file (eval set, corpus, golden, segment) a message may name")
 	fs.DurationVar(&s.fileTimeout, "files-timeout", confine.DefaultTimeout, "longest read of a file a message names")
@@ -46,7 +45,7 @@ func (s *securityFlags) check(embedded bool, listen, httpAddr string, logger *sl
 	if embedded && !worker.IsLoopback(listen) {
 		switch {
 		case s.sec.HasAuth():
-		case s.insecure:
+		case s.sec.Insecure:
 			logger.Warn("INSECURE: the embedded NATS server listens beyond loopback without authentication; anyone who reaches it can publish eval requests and traces", "listen", listen)
 		default:
 			return usageErrorf("serve: --nats-listen %s is not a loopback address: give --nats-user/--nats-password, --nats-token or --nats-config (or --nats-insecure to run it open)", listen)
