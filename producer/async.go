@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/internal/ratelog"
 )
 
 // AsyncOptions tune an AsyncPublisher.
@@ -23,6 +25,10 @@ type AsyncOptions struct {
 	// Progress, when set, is called with the running count of
 	// acknowledged messages every 1024 acknowledgements.
 	Progress func(acked int)
+	// Logger, when set, is told (once per 10 s) when acknowledgements fail
+	// and messages are sent again: a replay waiting on a server that is
+	// away says so instead of waiting in silence.
+	Logger *slog.Logger
 }
 
 // AsyncStats counts what an AsyncPublisher published.
@@ -43,6 +49,7 @@ type AsyncPublisher struct {
 	opts    AsyncOptions
 	st      AsyncStats
 	window  []pending
+	warn    *ratelog.Log
 }
 
 type pending struct {
@@ -52,6 +59,7 @@ type pending struct {
 	data    []byte
 	id      string
 	tries   int
+	busy    int // answers "duplicate message id is in process" so far
 }
 
 // NewAsyncPublisher returns a publisher to subject through js.
@@ -72,7 +80,11 @@ func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions
 			js = own
 		}
 	}
-	return &AsyncPublisher{js: js, subject: subject, opts: opts}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &AsyncPublisher{js: js, subject: subject, opts: opts, warn: ratelog.New(logger, 10*time.Second)}
 }
 
 // Stats returns the counts so far; New and Duplicates are final after
@@ -137,6 +149,13 @@ func (p *AsyncPublisher) send(ctx context.Context, subject string, h nats.Header
 	}
 }
 
+// inProcess reports JetStream's answer to a publish whose message id is
+// still being stored (error code 10158).
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10158
+}
+
 // drain waits for acknowledgements until at most keep publishes are in
 // flight, re-publishing a message whose ack failed or timed out.
 func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
@@ -160,14 +179,28 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 		}
 		timer.Stop()
 		if ackErr != nil {
-			if head.tries >= 5 {
-				return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
+			// The same id still being stored (a cluster between leaders)
+			// is not a failed try: wait for it, up to about a minute.
+			if inProcess(ackErr) && head.busy < 60 {
+				head.busy++
+				p.warn.Warn("publish: the same message id is still in process; waiting", "id", head.id, "err", ackErr)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(min(time.Duration(head.busy)*100*time.Millisecond, time.Second)):
+				}
+			} else {
+				if head.tries >= 5 {
+					return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
+				}
+				head.tries++
+				p.warn.Warn("publish not acknowledged; sending again", "id", head.id, "try", head.tries, "err", ackErr)
 			}
 			fut, err := p.send(ctx, head.subject, head.header, head.data, head.id)
 			if err != nil {
 				return fmt.Errorf("publish %s: %w", head.id, err)
 			}
-			head.fut, head.tries = fut, head.tries+1
+			head.fut = fut
 			// Keep order: the retried message stays at the head.
 			continue
 		}

@@ -43,13 +43,17 @@ type stallingJS struct {
 	n int
 }
 
-func (s *stallingJS) PublishAsync(subject string, data []byte, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+func (s *stallingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
 	s.n++
 	if s.n%5 == 0 {
 		return nil, jetstream.ErrTooManyStalledMsgs
 	}
-	return s.JetStream.PublishAsync(subject, data, opts...)
+	return s.JetStream.PublishMsgAsync(m, opts...)
 }
+
+// Conn is nil so that the publisher keeps this wrapper rather than making
+// a client of its own over the connection.
+func (s *stallingJS) Conn() *nats.Conn { return nil }
 
 func TestAsyncPublisherBackpressureAndDuplicates(t *testing.T) {
 	_, inner := runJetStream(t)
@@ -127,4 +131,54 @@ func TestDeadLetterHeadersAndIDs(t *testing.T) {
 		})
 	}
 	require.Equal(t, "orig-1", orig.Get(nats.MsgIdHdr), "the original's headers are not changed")
+}
+
+// inProcessJS answers the first `busy` async publishes of each message id
+// with JetStream's "duplicate message id is in process" (10158), as a
+// replicated stream does while an earlier copy is still being stored.
+type inProcessJS struct {
+	jetstream.JetStream
+	busy  int
+	tries map[string]int
+}
+
+type failedFuture struct {
+	msg *nats.Msg
+	err chan error
+}
+
+func (f failedFuture) Ok() <-chan *jetstream.PubAck { return nil }
+func (f failedFuture) Err() <-chan error            { return f.err }
+func (f failedFuture) Msg() *nats.Msg               { return f.msg }
+
+func (j *inProcessJS) Conn() *nats.Conn { return nil }
+
+func (j *inProcessJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	fut, err := j.JetStream.PublishMsgAsync(m, opts...)
+	id := m.Header.Get(nats.MsgIdHdr)
+	if j.tries[id]++; err != nil || j.tries[id] > j.busy {
+		return fut, err
+	}
+	ch := make(chan error, 1)
+	ch <- &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"}
+	return failedFuture{msg: m, err: ch}, nil
+}
+
+// TestAsyncPublisherWaitsOnAMessageIDInProcess: a message answered "in
+// process" more times than the tries a failed ack gets is waited on, not
+// failed; it is stored once.
+func TestAsyncPublisherWaitsOnAMessageIDInProcess(t *testing.T) {
+	_, inner := runJetStream(t)
+	js := &inProcessJS{JetStream: inner, busy: 6, tries: map[string]int{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := NewAsyncPublisher(js, "t.rows", AsyncOptions{MaxInFlight: 4})
+	require.NoError(t, p.Publish(ctx, []byte("row"), "busy-0"))
+	require.NoError(t, p.Drain(ctx))
+	require.Equal(t, 7, js.tries["busy-0"], "six answers in process, then the ack")
+	// The first copy was stored; the one acknowledged is its duplicate.
+	require.Equal(t, AsyncStats{Published: 1, Duplicates: 1}, p.Stats())
+	info, err := inner.Stream(ctx, "T")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.CachedInfo().State.Msgs)
 }

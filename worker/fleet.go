@@ -20,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/internal/ratelog"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/store"
@@ -177,6 +178,7 @@ type Fleet struct {
 	parts  []*partHandler
 	router jetstream.Consumer
 	log    *slog.Logger
+	warn   *ratelog.Log // repeated warnings (an outage) once per 10 s
 	// storeMu serialises the partitions' store writes: SQLite has one
 	// writer, and writers contending for it back off by sleeping.
 	storeMu sync.Mutex
@@ -279,7 +281,7 @@ func NewFleet(ctx context.Context, js jetstream.JetStream, st *store.Store, rout
 	if opts.wrapKV != nil {
 		kv = opts.wrapKV(kv)
 	}
-	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router,
+	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router, warn: ratelog.New(opts.Logger.With("component", "fleet"), 10*time.Second),
 		log: opts.Logger.With("component", "fleet")}
 	for p, c := range cons {
 		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: TraceSubject(opts.Subjects.Traces, p)})
@@ -445,7 +447,7 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 	}
 	if h.state == nil {
 		if err := h.gain(ctx, newest); err != nil {
-			h.f.log.Warn("take over partition", "partition", h.p, "err", err)
+			h.f.warn.Warn("take over partition", "partition", h.p, "err", err)
 			for i := range errs {
 				errs[i] = pull.Transient("take over partition "+strconv.Itoa(h.p), err)
 			}
@@ -470,13 +472,18 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		}
 		return errs
 	}
-	if err := h.commit(ctx, before); err != nil {
-		return fail("store partition", err)
-	}
+	// Copy the poison records before the commit, as the catch-up does: the
+	// commit stores the batch's newest sequence as the partition's, so a
+	// copy failing after it would leave a reload (from the store) to catch
+	// up past the record, and the next ack would ack it uncopied. A copy
+	// made again after a failed commit is dropped by its dead-letter id.
 	for _, i := range poison {
 		if err := h.deadLetter(ctx, msgs[i], errs[i]); err != nil {
 			return fail("dead-letter on partition", err)
 		}
+	}
+	if err := h.commit(ctx, before); err != nil {
+		return fail("store partition", err)
 	}
 	for i, m := range msgs {
 		errs[i] = pull.ErrDeferred
@@ -893,13 +900,13 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 	err := h.snapshot(ctx)
 	switch {
 	case errors.Is(err, errLost):
-		h.f.log.Warn("partition lost", "partition", h.p, "naked", len(h.held))
+		h.f.warn.Warn("partition lost", "partition", h.p, "naked", len(h.held))
 		h.drop()
 		return
 	case err != nil:
 		// Keep the acks held: the next flush tries again, and what times
 		// out is redelivered and deduplicated.
-		h.f.log.Warn("partition snapshot", "partition", h.p, "err", err)
+		h.f.warn.Warn("partition snapshot", "partition", h.p, "err", err)
 		return
 	}
 	// One ack for the newest record held acks every earlier one (AckAll):
@@ -1011,7 +1018,7 @@ func (h *partHandler) setBase(ctx context.Context, rev uint64, blobs []blobRef) 
 	if err != nil {
 		// Harmless: the next gain reloads the snapshot instead of the
 		// local state.
-		h.f.log.Warn("record snapshot revision", "partition", h.p, "err", err)
+		h.f.warn.Warn("record snapshot revision", "partition", h.p, "err", err)
 	}
 }
 

@@ -139,11 +139,15 @@ func waitFleetDrained(t *testing.T, js jetstream.JetStream, s Subjects, total ti
 	t.Helper()
 	ctx := testCtx(t, total+10*time.Second)
 	checkFor(t, total, 100*time.Millisecond, func() error {
-		names := []string{TracesConsumer}
-		for p := range s.partitions() {
-			names = append(names, PartitionConsumer(p))
+		stream, err := js.Stream(ctx, s.TracesStream)
+		if err != nil {
+			return err
 		}
-		for _, n := range names {
+		names := map[string]string{TracesConsumer: s.Traces}
+		for p := range s.partitions() {
+			names[PartitionConsumer(p)] = TraceSubject(s.Traces, p)
+		}
+		for n, subject := range names {
 			c, err := js.Consumer(ctx, s.TracesStream, n)
 			if err != nil {
 				return err
@@ -154,6 +158,16 @@ func waitFleetDrained(t *testing.T, js jetstream.JetStream, s Subjects, total ti
 			}
 			if info.NumPending > 0 || info.NumAckPending > 0 {
 				return fmt.Errorf("%s: %d pending, %d unacked", n, info.NumPending, info.NumAckPending)
+			}
+			// The pending count follows a publish asynchronously in the
+			// server: the ack floor must also have reached the subject's
+			// newest record.
+			last, err := lastSeqOf(ctx, stream, subject)
+			if err != nil {
+				return err
+			}
+			if info.AckFloor.Stream < last {
+				return fmt.Errorf("%s: acked through stream seq %d of %d", n, info.AckFloor.Stream, last)
 			}
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -42,6 +43,9 @@ type ReplayOptions struct {
 	// <subject>.<PartitionOf(run_id)> (a row without run id: of its RowKey).
 	// 0 means DefaultPartitions.
 	Partitions int
+	// Logger, when set, hears (once per 10 s) of acknowledgements that
+	// fail while the server is away, and of the rows sent again.
+	Logger *slog.Logger
 }
 
 // Replay publishes every row of every segment in dir, in segment order
@@ -63,7 +67,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		return ReplayStats{}, err
 	}
 	st := ReplayStats{Ignored: ignored}
-	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress})
+	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress, Logger: opts.Logger})
 	// stats is st with the publisher's counts.
 	stats := func() ReplayStats {
 		ps := p.Stats()

@@ -178,8 +178,9 @@ func (o *Options) EnsureDefaults() *Options {
 		o.StartTimeout = 2 * time.Minute
 	}
 	if o.Replay == nil {
+		logger := o.Logger
 		o.Replay = func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error) {
-			return Replay(ctx, js, s.Traces, dir, ReplayOptions{Partitions: s.Partitions})
+			return Replay(ctx, js, s.Traces, dir, ReplayOptions{Partitions: s.Partitions, Logger: logger})
 		}
 	}
 	return o

@@ -248,7 +248,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			printEvalResult(stdout, req, res, false)
 		},
 		Replay: func(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string) (worker.ReplayStats, error) {
-			st, err := replayWithProgress(ctx, js, s, dir, false, stderr)
+			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
 			if err == nil {
 				printReplayStats(stdout, st, dir, s)
 			}
@@ -323,7 +323,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, strict bool, stderr io.Writer) (worker.ReplayStats, error) {
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (worker.ReplayStats, error) {
 	var progress func(int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
@@ -332,7 +332,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Su
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return worker.Replay(ctx, js, s.Traces, dir, worker.ReplayOptions{Strict: strict, Progress: progress, Partitions: s.Partitions})
+	return worker.Replay(ctx, js, s.Traces, dir, worker.ReplayOptions{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
 }
 
 // printedRequests are the eval requests serve printed a result line for.
@@ -486,7 +486,7 @@ func newReplayCmd() *cobra.Command {
 		if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
 			return err
 		}
-		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr)
+		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr, logger)
 		if err != nil {
 			return inputError(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/internal/ratelog"
 	"github.com/verdryx/verdryx/redact"
 )
 
@@ -149,7 +150,7 @@ type Puller struct {
 	h    BatchHandler
 	opts Options
 	log  *slog.Logger
-	warn *limitedLog
+	warn *ratelog.Log
 }
 
 // New returns a Puller. Don't forget to Run it.
@@ -171,7 +172,7 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 		logger = slog.New(slog.DiscardHandler)
 	}
 	log := logger.With("component", "consumer", "consumer", opts.Name)
-	return &Puller{cons: cons, h: h, opts: opts, log: log, warn: newLimitedLog(log, 10*time.Second)}, nil
+	return &Puller{cons: cons, h: h, opts: opts, log: log, warn: ratelog.New(log, 10*time.Second)}, nil
 }
 
 // drainTimeout bounds the wait for a consume drain on shutdown.

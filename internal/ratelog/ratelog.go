@@ -1,4 +1,7 @@
-package pull
+// Package ratelog logs repeated warnings once per interval, with the count
+// held back: a failure that repeats every few milliseconds (a full disk, a
+// node away) is one line per interval, not thousands.
+package ratelog
 
 import (
 	"context"
@@ -8,10 +11,10 @@ import (
 	"time"
 )
 
-// limitedLog logs a repeated identical warning once per interval with the
+// Log logs a repeated identical warning once per interval with the
 // number of repeats it held back, so an outage that fails every message
 // does not flood the log. It is safe for concurrent use.
-type limitedLog struct {
+type Log struct {
 	log      *slog.Logger
 	interval time.Duration
 	now      func() time.Time
@@ -25,14 +28,16 @@ type logState struct {
 	suppressed int
 }
 
-func newLimitedLog(log *slog.Logger, interval time.Duration) *limitedLog {
-	return &limitedLog{log: log, interval: interval, now: time.Now, seen: make(map[string]*logState)}
+// New returns a Log writing to log at most once per interval for each
+// message and root-cause error text. It is safe for concurrent use.
+func New(log *slog.Logger, interval time.Duration) *Log {
+	return &Log{log: log, interval: interval, now: time.Now, seen: make(map[string]*logState)}
 }
 
 // Warn logs msg with args unless the same msg and error text were logged
 // within the interval; the next one that is logged carries "repeated", the
 // count held back since.
-func (l *limitedLog) Warn(msg string, args ...any) {
+func (l *Log) Warn(msg string, args ...any) {
 	key := msg
 	for i := 0; i+1 < len(args); i += 2 {
 		if k, _ := args[i].(string); k == "err" {
