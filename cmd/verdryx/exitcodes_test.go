@@ -125,6 +125,7 @@ func TestExitCodes(t *testing.T) {
 		{"cost-per-correct ok", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
 		{"cost-per-correct empty dir", []string{"cost-per-correct", "--traces", emptyDir}, exitUsage, "no TokenFuse segments"},
 		{"cost-per-correct empty file", []string{"cost-per-correct", "--input", empty}, exitUsage, "holds no records"},
+		{"cost-per-correct sample records", []string{"cost-per-correct", "--input", filepath.Join(testdata, "records", "calls.ndjson")}, exitOK, ""},
 		{"cost-per-correct negative cost", []string{"cost-per-correct", "--input", negative}, exitUsage, "negative.ndjson:2: field cost_microusd: -100 is negative"},
 		{"cost-per-correct empty allowed", []string{"cost-per-correct", "--input", empty, "--allow-empty"}, exitOK, ""},
 		{"slo ok", []string{"slo", "--traces", filepath.Join(testdata, "traces", "slo")}, exitOK, ""},
