@@ -132,6 +132,9 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 		for _, mu := range rag.Mutations(gc, rec, c) {
 			assert.NotEmpty(t, failedChecks(t, gc, rec, c, mu.Answer), "%s: %s (%s) survived: %q", gc.CaseID, mu.Name, mu.Target, mu.Answer)
 		}
+		for _, ctl := range rag.Controls(gc, c) {
+			assert.Empty(t, failedChecks(t, gc, rec, c, ctl.Answer), "%s: control %s (%s) failed: %q", gc.CaseID, ctl.Name, ctl.Target, ctl.Answer)
+		}
 	}
 }
 
