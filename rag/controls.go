@@ -58,7 +58,8 @@ type Control struct {
 //   - citation-at-end: the citation after the source id.
 //
 // A control is derived only when its edit applies and keeps the expected
-// value and every required qualifier as written; none equals the
+// value and every required qualifier as written (but for letter case);
+// none equals the
 // reference answer. Everything is derived from the case and the corpus.
 func Controls(gc GoldenCase, c Corpus) []Control {
 	ref := ReferenceAnswer(gc, c)
@@ -76,11 +77,9 @@ func Controls(gc GoldenCase, c Corpus) []Control {
 	trailer := " " + cite + " " + src
 	var out []Control
 	keeps := func(t string) bool {
-		if gc.ExpectedValue != "" && strings.Contains(text, gc.ExpectedValue) && !strings.Contains(t, gc.ExpectedValue) {
-			return false
-		}
-		for _, q := range gc.RequiredQualifiers {
-			if strings.Contains(text, q) && !strings.Contains(t, q) {
+		lt := strings.ToLower(t)
+		for _, lit := range append([]string{gc.ExpectedValue}, gc.RequiredQualifiers...) {
+			if lit != "" && strings.Contains(text, lit) && !strings.Contains(lt, strings.ToLower(lit)) {
 				return false
 			}
 		}
