@@ -123,7 +123,9 @@ func (k *Checker) analyse(answer string) *analysis {
 	// Sentences end at . ! ? followed by a space, a bracket or the end
 	// (not a decimal point). A citation supports the sentence it stands in;
 	// a sentence without one is supported by the next citation that closes
-	// it (the marker after its end, before any other cited sentence).
+	// it (the marker after its end, before any other cited sentence), and
+	// sentences after the last citation by the citation of the cited
+	// sentence before them.
 	var spans [][2]int
 	last := 0
 	for i := 0; i < len(answer); i++ {
@@ -141,6 +143,7 @@ func (k *Checker) analyse(answer string) *analysis {
 		spans = append(spans, [2]int{last, len(answer)})
 	}
 	var pending []int
+	var lastCited []string
 	for _, sp := range spans {
 		s := sentence{start: sp[0], end: sp[1]}
 		for _, c := range a.cites {
@@ -156,7 +159,13 @@ func (k *Checker) analyse(answer string) *analysis {
 		for _, p := range pending {
 			a.sentences[p].cited = s.cited
 		}
-		pending = nil
+		pending, lastCited = nil, s.cited
+	}
+	// Sentences after the last citation go on from the cited sentence
+	// before them ("... [id]. That holds while the feed stays below 3
+	// bar."): the same chunks support them.
+	for _, p := range pending {
+		a.sentences[p].cited = lastCited
 	}
 	return a
 }
@@ -221,7 +230,7 @@ func (k *Checker) statesQuantity(a *analysis, lit string) bool {
 // prepositional, inflected, reordered in its sentence), a required
 // qualifier as required_qualifiers finds it, and any other phrase as its
 // words in order with at most phraseGap words between them, inflected.
-// Literals with digits and ids of the corpus (entry or source ids) match
+// Other literals with digits and ids of the corpus (entry or source ids) match
 // only as written (under the match key). A citation literal is read as
 // contains reads it; any other literal only in the prose, so the words of
 // a cited id ("[argent-wick-trim]") do not name "argent wick".
@@ -232,16 +241,16 @@ func (k *Checker) containsRequired(a *analysis, gc GoldenCase, lit string) bool 
 	if containsKey(a.proseKey, a.prose, lit) || k.statesQuantity(a, lit) {
 		return true
 	}
+	if slices.Contains(gc.RequiredQualifiers, lit) {
+		found, _ := qualifierOccurrences(a, lit)
+		return found
+	}
 	if strings.ContainsFunc(lit, func(r rune) bool { return digitLookalike(r) != 0 }) || k.isID(lit) {
 		return false
 	}
-	switch {
-	case gc.Subject != "" && Key(lit) == Key(gc.Subject):
+	if gc.Subject != "" && Key(lit) == Key(gc.Subject) {
 		named, _ := a.subjectUse(gc.Subject)
 		return named
-	case slices.Contains(gc.RequiredQualifiers, lit):
-		found, _ := qualifierOccurrences(a, lit)
-		return found
 	}
 	return a.phraseFound(lit)
 }
