@@ -267,8 +267,9 @@ func (k *Checker) isID(lit string) bool {
 // otherSubject returns a subject of another chunk of the corpus (one whose
 // match key differs from the case's) that the answer names, or "": written
 // as it is (under the match key, outside the words the case's own subject
-// uses), or its words that the case's subject lacks standing together in
-// one sentence ("the mantle" names "lamp mantle" for a "lamp wick" case).
+// uses), its words that the case's subject lacks standing together in one
+// sentence ("the mantle" names "lamp mantle" for a "lamp wick" case), or
+// two or more of those words written as one ("CapeRock").
 func (k *Checker) otherSubject(a *analysis, gc GoldenCase, used []bool) string {
 	own := pattern(gc.Subject, true)
 	seen := map[string]bool{Key(gc.Subject): true}
@@ -288,6 +289,17 @@ func (k *Checker) otherSubject(a *analysis, gc GoldenCase, used []bool) string {
 			}
 		}
 		if len(distinct) > 0 && a.namesNatural(distinct, used) {
+			return s
+		}
+		// Its distinct words written as one ("CapeRock" for "cape rock
+		// lamp" in a "gull point lamp" case).
+		var joined strings.Builder
+		for _, sp := range wordSpans(s) {
+			if st := stemWord(sp.w); slices.Contains(distinct, st) && !slices.Contains(own, st) {
+				joined.WriteString(strings.ReplaceAll(Key(sp.w), " ", ""))
+			}
+		}
+		if j := joined.String(); len(distinct) > 1 && j != "" && strings.Contains(strings.ReplaceAll(a.proseKey.s, " ", ""), j) {
 			return s
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -49,8 +51,10 @@ func stemWord(w string) string {
 func isApostrophe(r rune) bool { return r == '\'' || r == '’' || r == 'ʼ' || r == '‘' }
 
 // wordSpans returns the words of text with their byte offsets: runs of
-// letters, digits and combining marks, format characters inside a word
-// dropped, an apostrophe kept only inside a word. A possessive ('s, ’s,
+// letters, digits and combining marks, folded (NFKC, case folding, no
+// combining marks, a non-ASCII letter as its TR39 confusable skeleton),
+// format characters inside a word dropped, an apostrophe kept only
+// inside a word. A possessive ('s, ’s,
 // or a final apostrophe after s) is cut off.
 func wordSpans(text string) (out []struct {
 	w          string
@@ -87,8 +91,14 @@ func wordSpans(text string) (out []struct {
 			if start < 0 {
 				start = i
 			}
-			for _, q := range norm.NFD.String(caser.String(norm.NFKC.String(string(r)))) {
-				if !unicode.Is(unicode.Mn, q) {
+			f := norm.NFKC.String(string(r))
+			if r >= utf8.RuneSelf {
+				// A lookalike letter reads as the letter it imitates
+				// (Cyrillic а as a), as in the match key.
+				f = confusables.Skeleton(f)
+			}
+			for _, q := range norm.NFD.String(caser.String(f)) {
+				if !unicode.Is(unicode.Mn, q) && (unicode.IsLetter(q) || unicode.IsDigit(q)) {
 					sb.WriteRune(q)
 				}
 			}
