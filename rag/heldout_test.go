@@ -90,6 +90,7 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 		{"gull-lamp", "W sibling named beside the subject", "The Gull Point lamp, like the lamp on Cape Rock, is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSiblingSubject},
 		{"gull-lamp", "W sibling's value", "The Gull Point Fresnel lamp is lit 10 minutes before sunset when the sea fog is thick.", false, rag.CheckForbiddenAbsent},
 		{"gull-lamp", "W qualifier negated inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea fog is not thick.", false, rag.CheckQualifierNegated},
+		{"gull-lamp", "W qualifier offered as an alternative inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea or fog is thick.", false, rag.CheckQualifiers},
 		{"gull-lamp", "W qualifier dropped", "The Gull Point lamp is lit 30 minutes before sunset.", false, rag.CheckQualifiers},
 		{"gull-lamp", "W qualifier's words scattered", "The Gull Point lamp is lit 30 minutes before sunset; fog is thick when the sea is calm.", false, rag.CheckQualifiers},
 

@@ -202,9 +202,15 @@ type orderedMatch struct {
 	gapNegated  bool
 }
 
+// gapBreakers are words that may not stand inside a phrase's match: they
+// offer an alternative or an exception to what follows.
+var gapBreakers = keyWordSetFolded("or", "nor", "but", "unless", "except", "instead", "rather", "either")
+
 // orderedMatches returns the occurrences of pat as words in its order, in
 // one clause, with at most phraseGap other words between two consecutive
-// words of pat ("distilled in a copper still" for "distilled in copper").
+// words of pat ("distilled in a copper still" for "distilled in copper"),
+// none of them a gapBreaker ("distilled in glass or copper" does not
+// match).
 func orderedMatches(ws []stemmed, pat []string) []orderedMatch {
 	if len(pat) == 0 {
 		return nil
@@ -222,6 +228,9 @@ func orderedMatches(ws []stemmed, pat []string) []orderedMatch {
 				if ws[j].stem == p {
 					next = j
 					break
+				}
+				if gapBreakers(ws[j].stem) {
+					break // "distilled in glass or copper" offers another vessel
 				}
 			}
 			if next < 0 {
