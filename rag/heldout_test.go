@@ -87,6 +87,7 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 		{"gull-lamp", "W sibling's subject with a lookalike letter", "The lamp at C\u0430pe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
 		{"gull-lamp", "W sibling's subject with a soft hyphen", "The lamp at Ca\u00adpe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
 		{"gull-lamp", "W sibling's words written as one", "The CapeRock lamp is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's subject, own subject possessive beside it", "Cape Rock's lamp, not Gull Point's, is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSiblingSubject},
 		{"gull-lamp", "W sibling named beside the subject", "The Gull Point lamp, like the lamp on Cape Rock, is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSiblingSubject},
 		{"gull-lamp", "W sibling's value", "The Gull Point Fresnel lamp is lit 10 minutes before sunset when the sea fog is thick.", false, rag.CheckForbiddenAbsent},
 		{"gull-lamp", "W qualifier negated inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea fog is not thick.", false, rag.CheckQualifierNegated},

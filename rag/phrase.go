@@ -292,18 +292,20 @@ func (a *analysis) usedBy(ws []stemmed, used []bool, lit string) int {
 // determiners dropped: "the Gull Point Fresnel lamp", "Gull Point's
 // lamp", "the lamp at Gull Point", "Argent wicks", "the lens may be
 // polished" for "lens polishing"). It returns whether it is named and the
-// words every naming uses.
+// words its occurrences as written use: only those are kept from another
+// subject's natural form, so "Cape Rock's lamp, not Gull Point's" still
+// names `cape rock lamp` in a `gull point lamp` case.
 func (a *analysis) subjectUse(subject string) (bool, []bool) {
 	ws := a.wordList()
-	used := make([]bool, len(ws))
-	n := a.usedBy(ws, used, subject)
-	n += len(windowMatches(ws, pattern(subject, true), subjectSlack, used))
-	return n > 0, used
+	written := make([]bool, len(ws))
+	n := a.usedBy(ws, written, subject)
+	n += len(windowMatches(ws, pattern(subject, true), subjectSlack, slices.Clone(written)))
+	return n > 0, written
 }
 
-// namesNatural reports whether the answer names subject s in natural
-// form on words the case's own subject does not use: pat's stems standing
-// together in one sentence (windowMatches with siblingSlack).
+// namesNatural reports whether the answer names a subject in natural form
+// on words the case's own subject as written does not use: pat's stems
+// standing together in one sentence (windowMatches with siblingSlack).
 func (a *analysis) namesNatural(pat []string, used []bool) bool {
 	return len(windowMatches(a.wordList(), pat, siblingSlack, slices.Clone(used))) > 0
 }
