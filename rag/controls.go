@@ -136,7 +136,11 @@ func Controls(gc GoldenCase, c Corpus) []Control {
 			if i == 0 || sentenceStart(text, i) {
 				prep = upperFirst(prep)
 			}
-			add(CtlPrepositional, prep, text[:i]+prep+text[j:]+trailer, true)
+			before := text[:i]
+			if d := determinerBefore(text, i); d < i && strings.EqualFold(strings.TrimSpace(text[d:i]), "a") && strings.ContainsRune("aeiouAEIOU", firstRuneOf(prep)) {
+				before = text[:d] + text[d:d+1] + "n" + text[d+1:i] // "A orchid" -> "An orchid"
+			}
+			add(CtlPrepositional, prep, before+prep+text[j:]+trailer, true)
 		}
 		if len(words) > 0 {
 			pl := strings.Join(append(words[:len(words)-1:len(words)-1], plural(words[len(words)-1])), " ")
@@ -241,6 +245,12 @@ func plural(w string) string {
 		return w[:len(w)-1] + "ies"
 	}
 	return w + "s"
+}
+
+// firstRuneOf returns the first rune of s.
+func firstRuneOf(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }
 
 // upperFirst and lowerFirst change the case of the first letter of s.
