@@ -138,9 +138,14 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 
 	for _, gc := range cases {
 		rec := rag.EvidenceRecord(gc, c, rag.ReferenceAnswer(gc, c))
+		swaps := 0
 		for _, mu := range rag.Mutations(gc, rec, c) {
 			assert.NotEmpty(t, failedChecks(t, gc, rec, c, mu.Answer), "%s: %s (%s) survived: %q", gc.CaseID, mu.Name, mu.Target, mu.Answer)
+			if mu.Name == rag.MutSwappedSynonym {
+				swaps++
+			}
 		}
+		assert.Positive(t, swaps, "%s: the subject, named only in natural form, is swapped too", gc.CaseID)
 		for _, ctl := range rag.Controls(gc, c) {
 			assert.Empty(t, failedChecks(t, gc, rec, c, ctl.Answer), "%s: control %s (%s) failed: %q", gc.CaseID, ctl.Name, ctl.Target, ctl.Answer)
 		}

@@ -315,3 +315,46 @@ func (a *analysis) namesNatural(pat []string, used []bool) bool {
 func (a *analysis) phraseFound(lit string) bool {
 	return len(orderedMatches(a.wordList(), pattern(lit, false))) > 0
 }
+
+// naturalSpan returns the byte span of text from the first to the last
+// word of the first natural-form occurrence of subject outside citation
+// markers (as subject_named finds it), or ok false.
+func naturalSpan(text, subject string) (start, end int, ok bool) {
+	prose := []byte(text)
+	for i := 0; i < len(prose); i++ {
+		if prose[i] != '[' {
+			continue
+		}
+		j := strings.IndexByte(text[i:], ']')
+		if j < 0 {
+			break
+		}
+		for p := i; p <= i+j; p++ {
+			prose[p] = ' '
+		}
+		i += j
+	}
+	var ws []stemmed
+	for _, sp := range wordSpans(string(prose)) {
+		ws = append(ws, stemmed{stem: stemWord(sp.w), start: sp.start, end: sp.end, sentence: sentenceEnds(prose[:sp.start])})
+	}
+	ms := windowMatches(ws, pattern(subject, true), subjectSlack, make([]bool, len(ws)))
+	if len(ms) == 0 {
+		return 0, 0, false
+	}
+	m := slices.Clone(ms[0])
+	slices.Sort(m)
+	return ws[m[0]].start, ws[m[len(m)-1]].end, true
+}
+
+// sentenceEnds counts the sentence ends in b: . ! or ? followed by a
+// space.
+func sentenceEnds(b []byte) int {
+	n := 0
+	for i := 0; i+1 < len(b); i++ {
+		if strings.IndexByte(".!?", b[i]) >= 0 && isSpace(b[i+1]) {
+			n++
+		}
+	}
+	return n
+}
