@@ -242,3 +242,32 @@ func (failingAsker) Generation() string { return "gen-x" }
 func (failingAsker) Ask(context.Context, string) (rag.Record, error) {
 	return rag.Record{}, errors.New("index offline")
 }
+
+// TestExecuteRefusesSetFailingItsEvidence sends the worker's eval request
+// for a copy of the grimoire set whose case forbids a phrase its own
+// expected chunk states: Execute must refuse it as a bad request naming
+// the case and the check, before grading anything.
+func TestExecuteRefusesSetFailingItsEvidence(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"corpus.json", "evalset.json", "golden.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "grimoire", f))
+		require.NoError(t, err)
+		if f == "golden.json" {
+			var g map[string]any
+			require.NoError(t, json.Unmarshal(b, &g))
+			for _, c := range g["cases"].([]any) {
+				if c := c.(map[string]any); c["case_id"] == "conditional-shadeglass-harvest" {
+					c["forbidden"] = append(c["forbidden"].([]any), "entirely in shade")
+				}
+			}
+			b, err = json.Marshal(g)
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	_, err := grading.Execute(context.Background(), grading.Deps{Version: "test"}, grading.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
+	require.ErrorIs(t, err, grading.ErrBadRequest)
+	assert.Contains(t, err.Error(), `"conditional-shadeglass-harvest"`)
+	assert.Contains(t, err.Error(), rag.CheckForbiddenAbsent)
+	assert.Contains(t, err.Error(), "fail their own evidence")
+}

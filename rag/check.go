@@ -91,6 +91,7 @@ type analysis struct {
 	quantities []Quantity // of the folded prose; Start/End index folded
 	folded     mapped     // folded prose
 	values     []Quantity // parseValues of the folded prose, when asked
+	words      []stemmed  // the prose's words with stems, when asked
 }
 
 func (k *Checker) analyse(answer string) *analysis {
@@ -122,7 +123,9 @@ func (k *Checker) analyse(answer string) *analysis {
 	// Sentences end at . ! ? followed by a space, a bracket or the end
 	// (not a decimal point). A citation supports the sentence it stands in;
 	// a sentence without one is supported by the next citation that closes
-	// it (the marker after its end, before any other cited sentence).
+	// it (the marker after its end, before any other cited sentence), and
+	// sentences after the last citation by the citation of the cited
+	// sentence before them.
 	var spans [][2]int
 	last := 0
 	for i := 0; i < len(answer); i++ {
@@ -140,6 +143,7 @@ func (k *Checker) analyse(answer string) *analysis {
 		spans = append(spans, [2]int{last, len(answer)})
 	}
 	var pending []int
+	var lastCited []string
 	for _, sp := range spans {
 		s := sentence{start: sp[0], end: sp[1]}
 		for _, c := range a.cites {
@@ -155,7 +159,13 @@ func (k *Checker) analyse(answer string) *analysis {
 		for _, p := range pending {
 			a.sentences[p].cited = s.cited
 		}
-		pending = nil
+		pending, lastCited = nil, s.cited
+	}
+	// Sentences after the last citation go on from the cited sentence
+	// before them ("... [id]. That holds while the feed stays below 3
+	// bar."): the same chunks support them.
+	for _, p := range pending {
+		a.sentences[p].cited = lastCited
 	}
 	return a
 }
@@ -198,6 +208,12 @@ func (k *Checker) contains(a *analysis, lit string) bool {
 			return true
 		}
 	}
+	return k.statesQuantity(a, lit)
+}
+
+// statesQuantity reports whether lit is one quantity and the answer
+// states that value.
+func (k *Checker) statesQuantity(a *analysis, lit string) bool {
 	if q, ok := k.quantityLiteral(lit); ok {
 		for _, aq := range a.quantities {
 			if aq.Same(q) && (aq.Unit != "" || q.Unit == "") {
@@ -206,6 +222,88 @@ func (k *Checker) contains(a *analysis, lit string) bool {
 		}
 	}
 	return false
+}
+
+// containsRequired is contains for a must_contain literal, which also
+// matches in natural form when it is words: the case's subject as
+// subject_named finds it (modifiers between its words, possessive,
+// prepositional, inflected, reordered in its sentence), a required
+// qualifier as required_qualifiers finds it, and any other phrase as its
+// words in order with at most phraseGap words between them, inflected.
+// Other literals with digits and ids of the corpus (entry or source ids) match
+// only as written (under the match key). A citation literal is read as
+// contains reads it; any other literal only in the prose, so the words of
+// a cited id ("[argent-wick-trim]") do not name "argent wick".
+func (k *Checker) containsRequired(a *analysis, gc GoldenCase, lit string) bool {
+	if _, ok := citationLiteral(lit); ok {
+		return k.contains(a, lit)
+	}
+	if containsKey(a.proseKey, a.prose, lit) || k.statesQuantity(a, lit) {
+		return true
+	}
+	if slices.Contains(gc.RequiredQualifiers, lit) {
+		found, _ := qualifierOccurrences(a, lit)
+		return found
+	}
+	if strings.ContainsFunc(lit, func(r rune) bool { return digitLookalike(r) != 0 }) || k.isID(lit) {
+		return false
+	}
+	if gc.Subject != "" && Key(lit) == Key(gc.Subject) {
+		named, _ := a.subjectUse(gc.Subject)
+		return named
+	}
+	return a.phraseFound(lit)
+}
+
+// isID reports whether lit is, under the match key, a chunk id or a
+// source id of the corpus.
+func (k *Checker) isID(lit string) bool {
+	if k.resolve(lit) != "" {
+		return true
+	}
+	return slices.ContainsFunc(k.sources(), func(s string) bool { return Key(s) == Key(lit) })
+}
+
+// otherSubject returns a subject of another chunk of the corpus (one whose
+// match key differs from the case's) that the answer names, or "": written
+// as it is (under the match key, outside the words the case's own subject
+// uses), its words that the case's subject lacks standing together in one
+// sentence ("the mantle" names "lamp mantle" for a "lamp wick" case), or
+// two or more of those words written as one ("CapeRock").
+func (k *Checker) otherSubject(a *analysis, gc GoldenCase, used []bool) string {
+	own := pattern(gc.Subject, true)
+	seen := map[string]bool{Key(gc.Subject): true}
+	for _, e := range k.corpus.Entries {
+		s := k.corpus.Subject(e)
+		if s == "" || seen[Key(s)] {
+			continue
+		}
+		seen[Key(s)] = true
+		if containsKey(a.proseKey, a.prose, s) {
+			return s
+		}
+		var distinct []string
+		for _, st := range pattern(s, true) {
+			if !slices.Contains(own, st) {
+				distinct = append(distinct, st)
+			}
+		}
+		if len(distinct) > 0 && a.namesNatural(distinct, used) {
+			return s
+		}
+		// Its distinct words written as one ("CapeRock" for "cape rock
+		// lamp" in a "gull point lamp" case).
+		var joined strings.Builder
+		for _, sp := range wordSpans(s) {
+			if st := stemWord(sp.w); slices.Contains(distinct, st) && !slices.Contains(own, st) {
+				joined.WriteString(strings.ReplaceAll(Key(sp.w), " ", ""))
+			}
+		}
+		if j := joined.String(); len(distinct) > 1 && j != "" && strings.Contains(strings.ReplaceAll(a.proseKey.s, " ", ""), j) {
+			return s
+		}
+	}
+	return ""
 }
 
 // containsForbidden is contains for forbidden literals: a bare number in
@@ -402,7 +500,7 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	if len(gc.MustContain) > 0 {
 		var missing []string
 		for _, s := range gc.MustContain {
-			if !k.contains(a, s) {
+			if !k.containsRequired(a, gc, s) {
 				missing = append(missing, s)
 			}
 		}
@@ -452,8 +550,16 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	}
 
 	if gc.Subject != "" {
-		ok := containsKey(a.proseKey, a.prose, gc.Subject)
-		add(CheckSubjectNamed, ok, detailIf(!ok, "answer does not name the subject %q", gc.Subject))
+		named, used := a.subjectUse(gc.Subject)
+		ok, detail := named, ""
+		if !named {
+			if other := k.otherSubject(a, gc, used); other != "" {
+				detail = fmt.Sprintf("answer names %q and not the subject %q", other, gc.Subject)
+			} else {
+				ok, detail = true, "names no subject: the question's subject stands"
+			}
+		}
+		add(CheckSubjectNamed, ok, detail)
 		if len(gc.SiblingSubjects) > 0 {
 			// The case's own subject is masked first, so a sibling subject
 			// that is part of it ("lamp" in "lamp wick") is not counted.
@@ -463,7 +569,7 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 				if slices.ContainsFunc(gc.AllowedSubjects, func(x string) bool { return Key(x) == Key(s) }) {
 					continue
 				}
-				if strings.Contains(masked, Key(s)) {
+				if strings.Contains(masked, Key(s)) || a.namesNatural(pattern(s, true), used) {
 					named = append(named, s)
 				}
 			}
@@ -721,7 +827,8 @@ func negatedAfter(text string) bool {
 }
 
 // qualifierOccurrences reports whether qualifier q occurs in the answer
-// (outside citations) and whether some occurrence is negated: preceded
+// (outside citations), as written or in natural form, and whether some
+// occurrence is negated: preceded
 // within negationWindow words of the same clause by a negation (not, never,
 // no, without, avoid, except, rather than, instead of, a contraction in
 // n't, ...), followed in its clause by one behind auxiliaries ("is not
@@ -755,6 +862,20 @@ func qualifierOccurrences(a *analysis, q string) (found, negated bool) {
 		found = true
 		end := a.proseKey.src[i+len(kq)]
 		if negatedBefore(before, negationWindow, false) || negatedAfter(a.prose[end:]) {
+			negated = true
+		}
+	}
+	if found {
+		return found, negated
+	}
+	// In natural form: the qualifier's words in order in one clause, with
+	// a few words between them ("distilled in a copper still"), inflected
+	// ("in copper saggars"), determiners dropped. A negation between its
+	// words negates it as one before or after it does.
+	ws := a.wordList()
+	for _, m := range orderedMatches(ws, pattern(q, false)) {
+		found = true
+		if a.gapNegated(ws, m) || negatedBefore(a.prose[:ws[m.first].start], negationWindow, false) || negatedAfter(a.prose[ws[m.last].end:]) {
 			negated = true
 		}
 	}

@@ -228,8 +228,11 @@ func parseCase(b []byte) (GoldenCase, error) {
 // evidence, not the fixture agreeing with itself), each forbidden value
 // occurs in some other chunk's text (so it is a real trap), the expected
 // source id is the expected chunk's source, and each allowed subject is a
-// collision sibling's subject. It fills each case's derived Subject and
-// SiblingSubjects in place.
+// collision sibling's subject. Last, the checks must pass their own
+// evidence (CheckEvidence: the expected chunk's text with its citation and
+// source id passes every check of its case), so a pair that would fail
+// correct answers is refused before it grades anything. It fills each
+// case's derived Subject and SiblingSubjects in place.
 func Validate(cases []GoldenCase, c Corpus) error {
 	for i := range cases {
 		cases[i] = deriveSubjects(cases[i], c)
@@ -283,7 +286,7 @@ func Validate(cases []GoldenCase, c Corpus) error {
 			}
 		}
 	}
-	return nil
+	return CheckEvidence(cases, c)
 }
 
 // EvalSet is a resolved RAG eval set: its corpus and its golden cases in

@@ -79,7 +79,8 @@ type Mutation struct {
 //   - wrong-source-number: the expected value replaced by each forbidden
 //     value (a sibling source's number);
 //   - swapped-near-synonym: the expected chunk's subject replaced by a
-//     collision sibling's different subject;
+//     collision sibling's different subject (where the answer names it
+//     only in natural form, "the Gull Point Fresnel lamp", that span);
 //   - wrong-source-id: the expected source id replaced by a sibling's;
 //   - dropped-qualifier: each required qualifier deleted;
 //   - dropped-citation: the [chunk-id] marker deleted;
@@ -153,7 +154,7 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	for _, id := range gc.CollisionSiblingIDs {
 		sib, _ := c.Entry(id)
 		if s := c.Subject(sib); subject != "" && s != "" && !strings.EqualFold(s, subject) {
-			add(MutSwappedSynonym, s+" for "+subject, outsideCitations(a, func(t string) string { return replaceFold(t, subject, s) }))
+			add(MutSwappedSynonym, s+" for "+subject, orNatural(a, subject, s, outsideCitations(a, func(t string) string { return replaceFold(t, subject, s) })))
 		}
 		if src := c.Source(sib); src != "" && src != gc.ExpectedSourceID && gc.ExpectedSourceID != "" {
 			add(MutWrongSourceID, src+" for "+gc.ExpectedSourceID, strings.ReplaceAll(a, gc.ExpectedSourceID, src))
@@ -295,8 +296,8 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	// everywhere in inverted case.
 	if subject := c.Subject(expected); subject != "" {
 		for _, s := range deriveSubjects(gc, c).SiblingSubjects {
-			add(MutSiblingSubject, s+" for "+subject+" (first mention)", outsideCitationsOnce(a, subject, s))
-			add(MutSiblingSubject, swapCase(s)+" for "+subject, outsideCitations(a, func(t string) string { return replaceFold(t, subject, swapCase(s)) }))
+			add(MutSiblingSubject, s+" for "+subject+" (first mention)", orNatural(a, subject, s, outsideCitationsOnce(a, subject, s)))
+			add(MutSiblingSubject, swapCase(s)+" for "+subject, orNatural(a, subject, swapCase(s), outsideCitations(a, func(t string) string { return replaceFold(t, subject, swapCase(s)) })))
 		}
 	}
 
@@ -330,7 +331,7 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 		}
 		if subject := c.Subject(expected); subject != "" {
 			for _, sub := range deriveSubjects(gc, c).SiblingSubjects {
-				add(MutInvisibleChars, "subject "+sub, outsideCitationsOnce(a, subject, withInvisible(sub, z)))
+				add(MutInvisibleChars, "subject "+sub, orNatural(a, subject, withInvisible(sub, z), outsideCitationsOnce(a, subject, withInvisible(sub, z))))
 			}
 		}
 	}
@@ -369,6 +370,20 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 		}
 	}
 	return out
+}
+
+// orNatural returns swapped when the swap changed answer a; otherwise
+// (the answer names subject only in natural form, "the Gull Point Fresnel
+// lamp" for `gull point lamp`) a with the words of subject's first
+// natural-form occurrence, and those between them, replaced by repl.
+func orNatural(a, subject, repl, swapped string) string {
+	if swapped != a {
+		return swapped
+	}
+	if i, j, ok := naturalSpan(a, subject); ok {
+		return a[:i] + repl + a[j:]
+	}
+	return a
 }
 
 // withInvisible puts the format character z in the middle of s, between

@@ -424,30 +424,54 @@ type mutateResult struct {
 	Answer       string   `json:"answer"`
 }
 
-// mutateReport is what mutate prints with --json.
+// controlResult is one graded control: a rephrasing of the case's
+// reference answer that must pass.
+type controlResult struct {
+	CaseID       string   `json:"case_id"`
+	Control      string   `json:"control"`
+	Target       string   `json:"target"`
+	Passed       bool     `json:"passed"`
+	FailedChecks []string `json:"failed_checks"`
+	Answer       string   `json:"answer"`
+}
+
+// mutateReport is what mutate prints with --json. Sensitivity is
+// killed/mutants and Specificity passed/controls, both in [0, 1] (0 when
+// there is nothing to measure, which fails the run).
 type mutateReport struct {
-	EvalSet      string                    `json:"eval_set"`
-	Cases        int                       `json:"cases"`
-	Mutants      int                       `json:"mutants"`
-	Killed       int                       `json:"killed"`
-	Survived     int                       `json:"survived"`
-	BaseFailures []mutateResult            `json:"base_failures"`
-	Classes      map[string]map[string]int `json:"classes"`
-	Survivors    []mutateResult            `json:"survivors"`
-	Results      []mutateResult            `json:"results"`
+	EvalSet         string                    `json:"eval_set"`
+	Cases           int                       `json:"cases"`
+	Mutants         int                       `json:"mutants"`
+	Killed          int                       `json:"killed"`
+	Survived        int                       `json:"survived"`
+	Sensitivity     float64                   `json:"sensitivity"`
+	Controls        int                       `json:"controls"`
+	ControlsPassed  int                       `json:"controls_passed"`
+	ControlsFailed  int                       `json:"controls_failed"`
+	Specificity     float64                   `json:"specificity"`
+	BaseFailures    []mutateResult            `json:"base_failures"`
+	Classes         map[string]map[string]int `json:"classes"`
+	ControlClasses  map[string]map[string]int `json:"control_classes"`
+	Survivors       []mutateResult            `json:"survivors"`
+	FailingControls []controlResult           `json:"failing_controls"`
+	Results         []mutateResult            `json:"results"`
+	ControlResults  []controlResult           `json:"control_results"`
 }
 
 // cmdMutate asks every rag case of an eval set through the offline
-// pipeline, derives each named mutation of the correct answer and grades it
-// with the graders eval uses. It exits 1 if a mutant survives, a case fails
-// unmutated, or nothing was mutated.
+// pipeline, derives each named mutation of the correct answer and each
+// control of the case's reference answer, and grades them with the graders
+// eval uses. It exits 1 if a mutant survives, a control fails, a case fails
+// unmutated, or nothing was mutated or controlled.
 func newMutateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mutate [EVALSET]",
-		Short: "check that the graders catch every named mutation of the golden set",
-		Long: "Check that the graders kill every named mutation of every golden case.\n" +
+		Short: "check that the graders fail every named mutation and pass every control of the golden set",
+		Long: "Check that the graders kill every named mutation of every golden case (sensitivity: killed/mutants)\n" +
+			"and pass every control, a correct rephrasing of the case's reference answer (specificity: passed/controls).\n" +
 			"EVALSET is the eval-set file eval takes; without it, --corpus and --golden name the files (every golden case is used).\n" +
-			"Exit 0: every mutant killed; 1: a survivor (each is named) or a case failing unmutated; 2: usage or input error.",
+			"Exit 0: every mutant killed and every control passed; 1: a survivor or a failing control (each is named)\n" +
+			"or a case failing unmutated; 2: usage or input error.",
 	}
 	fs := cmd.Flags()
 	corpusPath := fs.String("corpus", "", "corpus JSON file (without EVALSET; with --golden)")
@@ -493,7 +517,7 @@ func newMutateCmd() *cobra.Command {
 		} else {
 			printMutate(stdout, rep)
 		}
-		if rep.Survived > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 {
+		if rep.Survived > 0 || rep.ControlsFailed > 0 || len(rep.BaseFailures) > 0 || rep.Mutants == 0 || rep.Controls == 0 {
 			return failed()
 		}
 		return nil
@@ -501,10 +525,12 @@ func newMutateCmd() *cobra.Command {
 	return cmd
 }
 
-// runMutations grades every golden case of set unmutated and under each
-// named mutation, answered by p over corpus.
+// runMutations grades every golden case of set unmutated, under each
+// named mutation and under each control of its reference answer, answered
+// (retrieval and context) by p over corpus.
 func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (mutateReport, error) {
-	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}}
+	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
+		BaseFailures: []mutateResult{}, Survivors: []mutateResult{}, FailingControls: []controlResult{}}
 	for _, c := range set.Cases {
 		gc, ok := set.RAGGolden(c.ID)
 		if !ok {
@@ -540,6 +566,33 @@ func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, 
 				rep.Survivors = append(rep.Survivors, r)
 			}
 		}
+		for _, ctl := range rag.Controls(gc, corpus) {
+			controlled := rec
+			controlled.Answer = ctl.Answer
+			v, checks := set.GradeRAGRecord(c.ID, controlled)
+			r := controlResult{CaseID: c.ID, Control: ctl.Name, Target: ctl.Target, Passed: v == 1, FailedChecks: failedNames(checks), Answer: ctl.Answer}
+			rep.ControlResults = append(rep.ControlResults, r)
+			rep.Controls++
+			cls := rep.ControlClasses[ctl.Name]
+			if cls == nil {
+				cls = map[string]int{"controls": 0, "passed": 0}
+				rep.ControlClasses[ctl.Name] = cls
+			}
+			cls["controls"]++
+			if r.Passed {
+				rep.ControlsPassed++
+				cls["passed"]++
+			} else {
+				rep.ControlsFailed++
+				rep.FailingControls = append(rep.FailingControls, r)
+			}
+		}
+	}
+	if rep.Mutants > 0 {
+		rep.Sensitivity = float64(rep.Killed) / float64(rep.Mutants)
+	}
+	if rep.Controls > 0 {
+		rep.Specificity = float64(rep.ControlsPassed) / float64(rep.Controls)
 	}
 	return rep, nil
 }
@@ -591,6 +644,13 @@ func printMutate(w io.Writer, rep mutateReport) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.CaseID, r.Mutation, r.Target, result, strings.Join(r.FailedChecks, ","))
 	}
+	for _, r := range rep.ControlResults {
+		result := "passed"
+		if !r.Passed {
+			result = "CONTROL FAILS"
+		}
+		fmt.Fprintf(tw, "%s\tcontrol %s\t%s\t%s\t%s\n", r.CaseID, r.Control, r.Target, result, strings.Join(r.FailedChecks, ","))
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
@@ -600,11 +660,31 @@ func printMutate(w io.Writer, rep mutateReport) {
 		}
 	}
 	fmt.Fprintf(w, "killed by class: %s\n", strings.Join(parts, ", "))
+	parts = nil
+	for _, name := range rag.ControlNames() {
+		if c := rep.ControlClasses[name]; c != nil {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["passed"], c["controls"]))
+		}
+	}
+	fmt.Fprintf(w, "controls passed by class: %s\n", strings.Join(parts, ", "))
 	for _, r := range rep.Survivors {
 		fmt.Fprintf(w, "survivor: %s %s (%s): %q\n", r.CaseID, r.Mutation, r.Target, r.Answer)
 	}
-	fmt.Fprintf(w, "%s: %d cases, %d mutants: %d killed, %d survived; %d cases failing unmutated\n",
-		rep.EvalSet, rep.Cases, rep.Mutants, rep.Killed, rep.Survived, len(rep.BaseFailures))
+	for _, r := range rep.FailingControls {
+		fmt.Fprintf(w, "failing control: %s %s (%s) failed %s: %q\n", r.CaseID, r.Control, r.Target, strings.Join(r.FailedChecks, ","), r.Answer)
+	}
+	fmt.Fprintf(w, "%s: %d cases, %d mutants: %d killed, %d survived (sensitivity %s); %d controls: %d passed, %d failed (specificity %s); %d cases failing unmutated\n",
+		rep.EvalSet, rep.Cases, rep.Mutants, rep.Killed, rep.Survived, percent(rep.Sensitivity, rep.Mutants),
+		rep.Controls, rep.ControlsPassed, rep.ControlsFailed, percent(rep.Specificity, rep.Controls), len(rep.BaseFailures))
+}
+
+// percent writes a share as a percentage with one decimal, or "n/a" when
+// nothing was measured.
+func percent(share float64, n int) string {
+	if n == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*share)
 }
 
 func failedNames(checks []grading.Check) []string {

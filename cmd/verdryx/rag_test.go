@@ -161,8 +161,15 @@ func TestMutateKillsEveryMutantOfShippedSets(t *testing.T) {
 	for _, set := range []string{"../../testdata/grimoire/evalset.json", "../../testdata/lighthouse/evalset.json", "../../grading/testdata/kiln/evalset.json"} {
 		out, errOut, code := ragRun(t, "mutate", set)
 		require.Equal(t, 0, code, errOut+out)
-		assert.Regexp(t, `\d+ cases, (\d+) mutants: \d+ killed, 0 survived; 0 cases failing unmutated`, out)
+		assert.Regexp(t, `\d+ cases, (\d+) mutants: \d+ killed, 0 survived \(sensitivity 100\.0%\); [1-9]\d* controls: \d+ passed, 0 failed \(specificity 100\.0%\); 0 cases failing unmutated`, out)
 		assert.NotContains(t, out, "SURVIVED")
+		assert.NotContains(t, out, "CONTROL FAILS")
+		for _, name := range rag.ControlNames() {
+			m := regexp.MustCompile(regexp.QuoteMeta(name) + ` (\d+)/(\d+)`).FindStringSubmatch(out[strings.Index(out, "controls passed by class:"):])
+			if assert.NotNil(t, m, "%s: control class %s", set, name) {
+				assert.Equal(t, m[2], m[1], "%s: control class %s not all passed", set, name)
+			}
+		}
 		for _, name := range rag.MutationNames() {
 			assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(name)+` (\d+)/(\d+)`), out, "%s: class %s", set, name)
 			m := regexp.MustCompile(regexp.QuoteMeta(name) + ` (\d+)/(\d+)`).FindStringSubmatch(out)
@@ -176,12 +183,22 @@ func TestMutateKillsEveryMutantOfShippedSets(t *testing.T) {
 		var rep struct {
 			Mutants, Killed, Survived int
 			Classes                   map[string]map[string]int
+			Sensitivity               float64
+			Controls                  int
+			ControlsPassed            int `json:"controls_passed"`
+			Specificity               float64
+			FailingControls           []any `json:"failing_controls"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &rep))
 		assert.Positive(t, rep.Mutants)
 		assert.Equal(t, rep.Mutants, rep.Killed)
 		assert.Zero(t, rep.Survived)
 		assert.Len(t, rep.Classes, len(rag.MutationNames()))
+		assert.Positive(t, rep.Controls)
+		assert.Equal(t, rep.Controls, rep.ControlsPassed)
+		assert.Equal(t, 1.0, rep.Sensitivity)
+		assert.Equal(t, 1.0, rep.Specificity)
+		assert.Empty(t, rep.FailingControls)
 	}
 	// The --corpus/--golden form still works.
 	out, errOut, code := ragRun(t, "mutate", "--corpus", ragCorpusPath, "--golden", ragGoldenPath)
@@ -233,6 +250,79 @@ func TestMutateNamesSurvivorsOfWeakSet(t *testing.T) {
 	require.NotEmpty(t, rep.Survivors)
 	assert.Equal(t, "conditional-shadeglass-direct-sun", rep.Survivors[0].CaseID)
 	assert.Equal(t, rag.MutWrongChunk, rep.Survivors[0].Mutation)
+}
+
+// copyLighthouse copies the lighthouse set into a temporary directory,
+// letting edit change the golden case case_id, and returns the eval-set
+// path.
+func copyLighthouse(t *testing.T, caseID string, edit func(map[string]any)) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"corpus.json", "evalset.json", "golden.json"} {
+		b, err := os.ReadFile(filepath.Join("../../testdata/lighthouse", f))
+		require.NoError(t, err)
+		if f == "golden.json" {
+			var g map[string]any
+			require.NoError(t, json.Unmarshal(b, &g))
+			for _, c := range g["cases"].([]any) {
+				if c := c.(map[string]any); c["case_id"] == caseID {
+					edit(c)
+				}
+			}
+			b, err = json.Marshal(g)
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	return filepath.Join(dir, "evalset.json")
+}
+
+// TestMutateNamesFailingControls over-specifies one case's wording (a
+// must_contain phrase only the chunk's own word order holds): the set
+// still passes its evidence, but the prepositional control fails, and
+// mutate must exit 1 naming it, with specificity under 100%.
+func TestMutateNamesFailingControls(t *testing.T) {
+	set := copyLighthouse(t, "numeric-source-harbor-clamp", func(c map[string]any) {
+		c["must_contain"] = append(c["must_contain"].([]any), "torques each fresnel lens clamp")
+	})
+	out, errOut, code := ragRun(t, "mutate", set)
+	assert.Equal(t, exitFailure, code, errOut+out)
+	assert.Regexp(t, `numeric-source-harbor-clamp\s+control prepositional-subject\s+.*CONTROL FAILS\s+must_contain`, out)
+	assert.Contains(t, out, "failing control: numeric-source-harbor-clamp prepositional-subject (clamp of the fresnel lens) failed must_contain")
+	assert.Regexp(t, `0 survived \(sensitivity 100\.0%\); \d+ controls: \d+ passed, [1-9]\d* failed \(specificity \d+\.\d%\)`, out)
+
+	out, _, code = ragRun(t, "mutate", "--json", set)
+	assert.Equal(t, exitFailure, code)
+	var rep struct {
+		Specificity     float64
+		FailingControls []struct {
+			CaseID  string `json:"case_id"`
+			Control string `json:"control"`
+		} `json:"failing_controls"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Less(t, rep.Specificity, 1.0)
+	require.NotEmpty(t, rep.FailingControls)
+	assert.Contains(t, rep.FailingControls, struct {
+		CaseID  string `json:"case_id"`
+		Control string `json:"control"`
+	}{"numeric-source-harbor-clamp", rag.CtlPrepositional})
+}
+
+// TestEvalRefusesSetFailingItsEvidence forbids a phrase the expected chunk
+// itself states: eval and mutate must refuse the set as an input error
+// naming the case and the check, not grade a model with it.
+func TestEvalRefusesSetFailingItsEvidence(t *testing.T) {
+	set := copyLighthouse(t, "numeric-source-harbor-clamp", func(c map[string]any) {
+		c["forbidden"] = append(c["forbidden"].([]any), "lamp room")
+	})
+	for _, args := range [][]string{{"eval", "--db", filepath.Join(t.TempDir(), "s.db"), set}, {"mutate", set}} {
+		out, errOut, code := ragRun(t, args...)
+		assert.Equal(t, exitUsage, code, "%v: %s%s", args, out, errOut)
+		assert.Contains(t, errOut, `"numeric-source-harbor-clamp"`, "%v", args)
+		assert.Contains(t, errOut, "fail their own evidence", "%v", args)
+		assert.Contains(t, errOut, rag.CheckForbiddenAbsent, "%v", args)
+	}
 }
 
 func TestBenchIndexSmall(t *testing.T) {
