@@ -33,7 +33,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	switch {
 	case err == nil:
 		have := s.CachedInfo().Config
-		if have.Replicas == cfg.Replicas && have.Duplicates == cfg.Duplicates && sameSet(have.Subjects, cfg.Subjects) {
+		// A duplicate window left unset is the server's default (2 min).
+		if have.Replicas == max(cfg.Replicas, 1) && (cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
+			sameSet(have.Subjects, cfg.Subjects) {
 			return s, nil
 		}
 		return js.UpdateStream(ctx, cfg)

@@ -20,7 +20,9 @@ func newBenchChaosCmd() *cobra.Command {
 		Long: "Exactly once under faults: generate a trace directory, run `verdryx serve` as a child on its own\n" +
 			"data directory, replay the directory, SIGKILL serve --kills times at seeded random moments (restarting it\n" +
 			"and its embedded NATS server each time) plus one SIGTERM restart, submit eval requests throughout, drain,\n" +
-			"then compare the store with cost-per-correct on the directory and verify every event chain.",
+			"then compare the store with cost-per-correct on the directory and verify every event chain. With --cluster N\n" +
+			"the workers connect to an in-process N-node JetStream cluster (R3) and a node is down across every stop\n" +
+			"and restart; unplanned_exits counts workers that exited without being stopped (any fails the run).",
 	}
 	fs := cmd.Flags()
 	kills := fs.Int("kills", 3, "SIGKILLs of the serve child")
@@ -31,11 +33,15 @@ func newBenchChaosCmd() *cobra.Command {
 	drain := fs.Duration("drain-timeout", 0, "bound on the final wait for the consumers to drain (default 90s)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	keep := fs.Bool("keep", false, "keep the work directory (traces, data, child logs)")
+	cluster := fs.Int("cluster", 0, "run the workers against an in-process JetStream cluster of this many nodes (>= 3; R3 streams and buckets), stopping and restarting a node at every phase; 0: serve's embedded server")
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) > 0 {
 			return usageErrorf("bench chaos: unexpected argument %q", pos[0])
+		}
+		if *cluster != 0 && *cluster < 3 {
+			return usageErrorf("bench chaos: --cluster needs at least 3 nodes")
 		}
 		if *kills < 0 || *evals < 0 || *records < chaos.MinRecords {
 			return usageErrorf("bench chaos: --kills and --evals must be >= 0 and --records >= %d", chaos.MinRecords)
@@ -50,7 +56,7 @@ func newBenchChaosCmd() *cobra.Command {
 		}
 		res, err := chaos.Run(ctx, chaos.Options{
 			Bin: bin, Kills: *kills, Records: *records, Seed: *seed, EvalRequests: *evals, EvalSet: *evalSet,
-			DrainTimeout: *drain, Keep: *keep,
+			DrainTimeout: *drain, Keep: *keep, Cluster: *cluster,
 			Logger: logger,
 		})
 		if err != nil {

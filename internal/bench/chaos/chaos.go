@@ -30,6 +30,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/worker"
 )
 
@@ -58,6 +59,12 @@ type Options struct {
 	// kill is redelivered after the eval consumer's AckWait (30 s); a run
 	// that does not drain in time is reported, not hidden.
 	DrainTimeout time.Duration
+	// Cluster, when >= 3, runs the serve children against an in-process
+	// JetStream cluster of that many nodes (streams and buckets with 3
+	// replicas) instead of their embedded server, and stops and restarts a
+	// node at every phase: one is down across each worker stop and the
+	// next worker's start. 0 means the embedded server.
+	Cluster int
 	// Keep leaves the work directory (traces, data, child logs) in place.
 	Keep bool
 	// Logger receives progress; nil discards it.
@@ -93,11 +100,18 @@ type Result struct {
 	GracefulRestarts int    `json:"graceful_restarts"`
 	ServeStarts      int    `json:"serve_starts"`
 	Records          int64  `json:"records"`
-	Segments         int    `json:"segments"`
-	EqualStepRows    int    `json:"equal_step_rows"`
-	ReplayAttempts   int    `json:"replay_attempts"`
-	ReplayCompleted  bool   `json:"replay_completed"`
-	Drained          bool   `json:"drained"`
+	// ClusterNodes is the size of the cluster the workers ran against (0:
+	// the embedded server); NodeStops counts the node stops.
+	ClusterNodes int `json:"cluster_nodes"`
+	NodeStops    int `json:"node_stops"`
+	// UnplannedExits counts serve children that exited without being
+	// stopped: a worker that does not stay up.
+	UnplannedExits  int  `json:"unplanned_exits"`
+	Segments        int  `json:"segments"`
+	EqualStepRows   int  `json:"equal_step_rows"`
+	ReplayAttempts  int  `json:"replay_attempts"`
+	ReplayCompleted bool `json:"replay_completed"`
+	Drained         bool `json:"drained"`
 
 	// DirectCalls and DirectRuns come from the directory itself
 	// (cost-per-correct); StoreCalls and StoreRuns from the worker's store.
@@ -150,6 +164,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	if opts.Records < MinRecords {
 		return nil, fmt.Errorf("chaos: at least %d records", MinRecords)
+	}
+	if opts.Cluster != 0 && opts.Cluster < 3 {
+		return nil, errors.New("chaos: a cluster has at least 3 nodes")
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 90 * time.Second
@@ -217,6 +234,9 @@ type runner struct {
 	nc *nats.Conn
 	js jetstream.JetStream
 
+	cluster *natscluster.Cluster // with Options.Cluster
+	down    int                  // the node stopped, -1 when none
+
 	serve      *child
 	replay     *child
 	replayDone bool
@@ -236,6 +256,9 @@ func (r *runner) cleanup() {
 	}
 	if r.nc != nil {
 		r.nc.Close()
+	}
+	if r.cluster != nil {
+		r.cluster.Shutdown()
 	}
 }
 
@@ -260,10 +283,19 @@ func (r *runner) run(ctx context.Context) error {
 	r.res.Records, r.res.Segments, r.res.EqualStepRows = ts.rows, ts.segments, ts.equalStepRows
 	r.log.Info("traces generated", "rows", ts.rows, "segments", ts.segments, "equal_step_rows", ts.equalStepRows)
 
-	if r.port, err = freePort(); err != nil {
-		return err
+	r.down = -1
+	if r.opts.Cluster > 0 {
+		if r.cluster, err = natscluster.Start(filepath.Join(r.work, "cluster"), r.opts.Cluster, 60*time.Second); err != nil {
+			return fmt.Errorf("chaos: cluster: %w", err)
+		}
+		r.url = r.cluster.URLs()
+		r.res.ClusterNodes = r.opts.Cluster
+	} else {
+		if r.port, err = freePort(); err != nil {
+			return err
+		}
+		r.url = "nats://127.0.0.1:" + strconv.Itoa(r.port)
 	}
-	r.url = "nats://127.0.0.1:" + strconv.Itoa(r.port)
 	r.nc, err = nats.Connect(r.url, nats.Name("verdryx-bench-chaos"), nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(0, 0))
 	if err != nil {
@@ -298,7 +330,9 @@ func (r *runner) run(ctx context.Context) error {
 		if err := r.pause(ctx, before); err != nil {
 			return err
 		}
+		r.restartNode()
 		r.publishEvals(ctx, (i+1)*len(r.requestIDs)/phases)
+		r.stopNode()
 		if err := r.pause(ctx, after); err != nil {
 			return err
 		}
@@ -309,6 +343,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.startServe(ctx); err != nil {
 		return err
 	}
+	r.restartNode()
 	r.publishEvals(ctx, len(r.requestIDs))
 	r.finishReplay(ctx)
 	r.res.Drained = r.drain(ctx)
@@ -320,6 +355,35 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.verdict()
 	return nil
+}
+
+// stopNode stops a random node of the cluster (none without one): it stays
+// down across the worker's stop and the next worker's start.
+func (r *runner) stopNode() {
+	if r.cluster == nil || r.down >= 0 {
+		return
+	}
+	r.down = r.rng.IntN(r.cluster.Size())
+	r.cluster.StopNode(r.down)
+	r.res.NodeStops++
+	r.log.Info("cluster node stopped", "node", r.down)
+}
+
+// restartNode restarts the node stopNode stopped and waits for the
+// cluster to have a meta leader again.
+func (r *runner) restartNode() {
+	if r.cluster == nil || r.down < 0 {
+		return
+	}
+	if err := r.cluster.RestartNode(r.down); err != nil {
+		r.res.problemf("cluster node %d did not restart: %v", r.down, err)
+		return
+	}
+	if err := r.cluster.WaitReady(60 * time.Second); err != nil {
+		r.res.problemf("cluster after restarting node %d: %v", r.down, err)
+	}
+	r.log.Info("cluster node restarted", "node", r.down)
+	r.down = -1
 }
 
 // freePort returns a loopback TCP port that was free a moment ago; serve's
@@ -338,14 +402,17 @@ func freePort() (int, error) {
 func (r *runner) startServe(ctx context.Context) error {
 	r.res.ServeStarts++
 	n := r.res.ServeStarts
-	c, err := r.spawn(fmt.Sprintf("serve-%02d", n), "serve",
-		"--data", r.data,
-		"--nats-listen", "127.0.0.1:"+strconv.Itoa(r.port),
+	nats := []string{"--nats-listen", "127.0.0.1:" + strconv.Itoa(r.port)}
+	if r.cluster != nil {
+		nats = []string{"--nats", r.url, "--replicas", "3"}
+	}
+	c, err := r.spawn(fmt.Sprintf("serve-%02d", n), append(append([]string{"serve",
+		"--data", r.data}, nats...),
 		"--http=",
 		"--events", filepath.Join(r.data, "events.ndjson"),
 		"--root", filepath.Dir(r.evalSet),
 		"--rag-corpus=",
-		"--instance", "chaos")
+		"--instance", "chaos")...)
 	if err != nil {
 		return err
 	}
@@ -353,6 +420,7 @@ func (r *runner) startServe(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if c.exited() {
+			r.res.UnplannedExits++
 			return fmt.Errorf("chaos: serve start %d exited before it was ready (%s): %q", n, c.describe(), c.lastLine())
 		}
 		if r.ready(ctx) {
@@ -399,6 +467,7 @@ func (r *runner) pause(ctx context.Context, d time.Duration) error {
 func (r *runner) stopServe(s stop, after time.Duration) {
 	c := r.serve
 	if c.exited() {
+		r.res.UnplannedExits++
 		r.res.problemf("%s exited by itself before its stop (%s): %q", c.name, c.describe(), c.lastLine())
 	} else if s.graceful {
 		if !s.final {
@@ -526,6 +595,7 @@ func (r *runner) drain(ctx context.Context) bool {
 	var last string
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if r.serve.exited() {
+			r.res.UnplannedExits++
 			r.res.problemf("%s exited while draining (%s): %q", r.serve.name, r.serve.describe(), r.serve.lastLine())
 			return false
 		}

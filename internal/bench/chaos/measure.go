@@ -373,7 +373,7 @@ func (r *runner) subjectChain(ctx context.Context, js jetstream.JetStream, strea
 // verdict sets OK from the findings.
 func (r *runner) verdict() {
 	res := r.res
-	ok := res.Lost == 0 && res.Duplicated == 0 && len(res.ReportDiffs) == 0
+	ok := res.Lost == 0 && res.Duplicated == 0 && len(res.ReportDiffs) == 0 && res.UnplannedExits == 0
 	for _, id := range r.requestIDs {
 		if res.EvalRunsByRequest[id] != 1 {
 			ok = false

@@ -11,6 +11,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bench chaos: seed %d, %d records in %d segments (%d equal-step rows), %d SIGKILLs + %d SIGTERM restarts (%d serve starts), %.1fs\n",
 		r.Seed, r.Records, r.Segments, r.EqualStepRows, r.Kills, r.GracefulRestarts, r.ServeStarts, r.ElapsedS)
+	if r.ClusterNodes > 0 {
+		fmt.Fprintf(&b, "cluster: %d nodes, %d node stops (one node down across each worker stop and restart)\n", r.ClusterNodes, r.NodeStops)
+	}
+	fmt.Fprintf(&b, "workers: %d unplanned exits\n", r.UnplannedExits)
 	fmt.Fprintf(&b, "replay: %d attempts, completed %v; drained %v; %d dead letters\n", r.ReplayAttempts, r.ReplayCompleted, r.Drained, r.DeadLetters)
 	fmt.Fprintf(&b, "traces: directory %d calls / %d runs, store %d calls / %d runs: lost %d, duplicated %d, report fields differing %d\n",
 		r.DirectCalls, r.DirectRuns, r.StoreCalls, r.StoreRuns, r.Lost, r.Duplicated, len(r.ReportDiffs))
