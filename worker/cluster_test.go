@@ -191,8 +191,17 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	require.NoError(t, c.WaitReady(60*time.Second))
 	started()
 	// Every stream and bucket the worker made has three replicas (read
-	// until the restarted node has caught up with the cluster's state).
+	// until the restarted node has caught up with the cluster's state),
+	// and a client that ensures them without --replicas (a replay) does
+	// not lower them.
 	ctx := testCtx(t, 120*time.Second)
+	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		if _, _, err := EnsureStreams(ctx, adm, DefaultSubjects(), 0); err != nil {
+			return err
+		}
+		_, err := NewRequestClaims(ctx, adm, "a-replay-client", 0)
+		return err
+	})
 	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
 		for _, b := range []string{LeaseBucket, ClaimBucket, PartitionsBucket} {
 			kv, err := adm.KeyValue(ctx, b)

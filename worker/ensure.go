@@ -25,7 +25,8 @@ func (e serviceErr) Unwrap() []error { return []error{e.err, ErrService} }
 func serviceError(err error) error { return serviceErr{err} }
 
 // ensureStream creates cfg's stream, or updates it when what verdryx sets
-// (subjects, replicas, duplicate window) differs. A stream that already
+// (subjects, duplicate window) differs or it has fewer replicas than cfg
+// (replicas are raised, never lowered). A stream that already
 // matches is only read: a restart needs no cluster-wide change, so it
 // works while a node of the cluster is down.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
@@ -34,10 +35,13 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	case err == nil:
 		have := s.CachedInfo().Config
 		// A duplicate window left unset is the server's default (2 min).
-		if have.Replicas == max(cfg.Replicas, 1) && (cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
+		// Replicas are raised, never lowered: a client started without
+		// --replicas (a replay, dlq) must not scale an R3 stream down.
+		if have.Replicas >= max(cfg.Replicas, 1) && (cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
 			sameSet(have.Subjects, cfg.Subjects) {
 			return s, nil
 		}
+		cfg.Replicas = max(cfg.Replicas, have.Replicas)
 		return js.UpdateStream(ctx, cfg)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		s, err = js.CreateStream(ctx, cfg)
@@ -50,9 +54,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	}
 }
 
-// ensureKV binds cfg's bucket, creating it, or updating it when its
-// replicas, TTL or history differ (an existing one-replica bucket gains
-// the configured replicas).
+// ensureKV binds cfg's bucket, creating it, or updating it when its TTL or
+// history differ or it has fewer replicas than cfg (an existing
+// one-replica bucket gains the configured replicas; none loses any).
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
@@ -63,9 +67,10 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		}
 		if info, ok := st.(*jetstream.KeyValueBucketStatus); ok {
 			c := info.StreamInfo().Config
-			if c.Replicas == max(cfg.Replicas, 1) && c.MaxAge == cfg.TTL && c.MaxMsgsPerSubject == int64(max(cfg.History, 1)) {
+			if c.Replicas >= max(cfg.Replicas, 1) && c.MaxAge == cfg.TTL && c.MaxMsgsPerSubject == int64(max(cfg.History, 1)) {
 				return kv, nil
 			}
+			cfg.Replicas = max(cfg.Replicas, c.Replicas) // raised, never lowered
 		}
 		return js.UpdateKeyValue(ctx, cfg)
 	case errors.Is(err, jetstream.ErrBucketNotFound):
