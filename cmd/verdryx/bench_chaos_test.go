@@ -120,3 +120,22 @@ func TestBenchChaosReport(t *testing.T) {
 	assert.True(t, res.Drained)
 	assert.True(t, res.OK, "problems: %v", res.Problems)
 }
+
+// TestBenchChaosClusterStaysUp: the workers against a three-node cluster,
+// a node down across every worker stop and restart: no worker exits by
+// itself, and counting stays exact.
+func TestBenchChaosClusterStaysUp(t *testing.T) {
+	raw, res, code := runChaosBinary(t, "--cluster", "3", "--kills", "1", "--records", "3000", "--evals", "2", "--seed", "5", "--drain-timeout", "75s")
+	for _, k := range []string{"cluster_nodes", "node_stops", "unplanned_exits"} {
+		assert.Contains(t, raw, k)
+	}
+	assert.Equal(t, 3, res.ClusterNodes)
+	assert.Equal(t, 2, res.NodeStops, "one node stop per worker stop (a kill and a graceful restart)")
+	assert.Zero(t, res.UnplannedExits, "problems: %v", res.Problems)
+	assert.Zero(t, res.Lost)
+	assert.Zero(t, res.Duplicated)
+	assert.Empty(t, res.ReportDiffs)
+	assert.GreaterOrEqual(t, len(res.Chains), 2, "the events file and this instance's subject on the cluster")
+	assert.True(t, res.OK, "problems: %v", res.Problems)
+	assert.Equal(t, 0, code)
+}

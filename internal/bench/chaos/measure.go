@@ -274,16 +274,20 @@ func (r *runner) addChain(ch Chain) {
 }
 
 // checkSubjects starts an embedded NATS server on the data directory's
-// store (serve has stopped), reads every message of every events subject
+// store (serve has stopped), or connects to the cluster, reads every message of every events subject
 // in stream order and verifies each subject's prev_hash chain, and counts
 // the dead letters.
 func (r *runner) checkSubjects(ctx context.Context) error {
-	ns, err := worker.StartEmbedded(filepath.Join(r.data, "nats"), "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("chaos: reopen the NATS store: %w", err)
+	url := r.url // the cluster, still up
+	if r.cluster == nil {
+		ns, err := worker.StartEmbedded(filepath.Join(r.data, "nats"), "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("chaos: reopen the NATS store: %w", err)
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		url = ns.ClientURL()
 	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(ns.ClientURL(), nats.Name("verdryx-bench-chaos-verify"))
+	nc, err := nats.Connect(url, nats.Name("verdryx-bench-chaos-verify"))
 	if err != nil {
 		return fmt.Errorf("chaos: connect to the reopened NATS store: %w", err)
 	}
