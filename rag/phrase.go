@@ -196,10 +196,10 @@ func windowMatches(ws []stemmed, pat []string, slack int, used []bool) [][]int {
 }
 
 // orderedMatch is one in-order occurrence of a phrase: the indexes of its
-// first and last words and whether a word between its words negates.
+// first and last words (whether a word between them negates is
+// analysis.gapNegated's to say).
 type orderedMatch struct {
 	first, last int
-	gapNegated  bool
 }
 
 // gapBreakers are words that may not stand inside a phrase's match: they
