@@ -141,13 +141,15 @@ func sampleCalls() []calls.Call {
 		}
 	}
 	// Equal steps are legitimate: a blocked call and its allowed retry
-	// share a step, and the retry (read later) carries the outcome.
+	// share a step, and the retry (read later, written later) carries the
+	// outcome.
 	for run := 0; run < 3; run++ {
 		id := fmt.Sprintf("retry-%d", run)
+		ts := int64(100_000 + 10*run)
 		cl = append(cl,
-			calls.Call{RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
-			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
-			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
+			calls.Call{TSMillis: ts, RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
+			calls.Call{TSMillis: ts + 1, RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
+			calls.Call{TSMillis: ts + 2, RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
 	}
 	for i := 0; i < 5; i++ {
 		cl = append(cl, calls.Call{Decision: "allow", Outcome: "abandoned", CostMicroUSD: 77, Model: "m"})
