@@ -178,7 +178,6 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	want := reportOf(t, cl)
 	var down atomic.Bool
 	var tries atomic.Int32
-	down.Store(true)
 	dl := &failingDeadLetters{copied: map[uint64]int{}}
 	var mu sync.Mutex
 	var health []bool
@@ -191,7 +190,14 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 			tries.Add(1)
 			return errors.New("simulated: database or disk is full (13)")
 		}})
-	e.publishToPartitions(e.js, cl, "", "c", 0)
+	// The worker holds every partition's state when the outage starts, so
+	// it hits live batches (and then the reloads' catch-ups).
+	half := len(cl) / 2
+	e.publishToPartitions(e.js, cl[:half], "", "c", 0)
+	waitFleetCalls(t, w, int64(half))
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	down.Store(true)
+	e.publishToPartitions(e.js, cl[half:], "", "c", half)
 	// The outage lasts well past the five deliveries a poison record gets.
 	checkFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		if n := tries.Load(); n < 24 {
@@ -230,6 +236,12 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{DeadLetter: dead})
 	ctx := testCtx(t, 60*time.Second)
 	subject := TraceSubject(e.subjects.Traces, PartitionOf("r1", e.subjects.partitions()))
+	// The worker holds the partition's state when the poison records come
+	// (the live path, not a take-over's catch-up).
+	_, err = e.js.Publish(ctx, subject, []byte(`{"run_id": "r1", "step": 0, "decision": "allow", "cost_microusd": 1}`))
+	require.NoError(t, err)
+	waitFleetCalls(t, w, 1)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
 	for _, raw := range []string{
 		`{"run_id": "r1", "step": "not a number"`,
 		`{"run_id": "r1", "step": 1}`, // no decision
@@ -256,7 +268,7 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
 	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
 
-	waitFleetCalls(t, w, 2)
+	waitFleetCalls(t, w, 3)
 	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
 	w.stop(t)
 	// (a copy made again, as in a catch-up, is dropped by the dead-letter
@@ -266,7 +278,7 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.Len(t, dls, 3, "no further dead letters")
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, agg.Runs()["r1"])
+	require.EqualValues(t, 2, agg.Runs()["r1"])
 	require.EqualValues(t, 1, agg.Runs()["r2"])
 }
 
@@ -400,12 +412,20 @@ func TestFleetCallIDsAreScopedByRun(t *testing.T) {
 	e := newEnv(t)
 	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{Batch: 8})
 	ctx := testCtx(t, 30*time.Second)
+	// Runs a and b share a partition (dedupe keys are per partition).
+	n := e.subjects.partitions()
+	b := ""
+	for i := 0; b == ""; i++ {
+		if id := fmt.Sprintf("b%d", i); PartitionOf(id, n) == PartitionOf("a", n) {
+			b = id
+		}
+	}
 	for _, raw := range []string{
 		`{"call_id":"1","run_id":"a","step":1,"decision":"allow","cost_microusd":1}`,
 		`{"call_id":"2","run_id":"a","step":2,"decision":"allow","cost_microusd":2}`,
-		`{"call_id":"1","run_id":"b","step":1,"decision":"allow","cost_microusd":3}`,
-		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
-		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
+		`{"call_id":"1","run_id":"` + b + `","step":1,"decision":"allow","cost_microusd":3}`,
+		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
+		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
 	} {
 		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
 		require.NoError(t, err)
@@ -416,5 +436,5 @@ func TestFleetCallIDsAreScopedByRun(t *testing.T) {
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, agg.Runs()["a"])
-	require.EqualValues(t, 2, agg.Runs()["b"])
+	require.EqualValues(t, 2, agg.Runs()[b])
 }
