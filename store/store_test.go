@@ -262,14 +262,14 @@ func TestRunsByRequest(t *testing.T) {
 	require.Equal(t, map[string]int{"req-a": 2, "req-b": 1}, have)
 }
 
-func TestSegmentDoneAtIsStoredInTheStoreTimeFormat(t *testing.T) {
+func TestTimesAreStoredInTheStoreTimeFormat(t *testing.T) {
 	st, _ := openTest(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 13, 4, 5, 120, time.FixedZone("X", 3600))
-	_, err := st.AddCalls(ctx, nil, Segment{Digest: "d1", Path: "p", Rows: 0, DoneAt: at})
+	_, err := st.ClaimRequest(ctx, "req-t", "run-t", at)
 	require.NoError(t, err)
 	var raw string
-	require.NoError(t, st.db.QueryRowContext(ctx, `SELECT done_at FROM trace_segments WHERE digest = 'd1'`).Scan(&raw))
+	require.NoError(t, st.db.QueryRowContext(ctx, `SELECT done_at FROM eval_requests WHERE request_id = 'req-t'`).Scan(&raw))
 	require.Equal(t, "2026-11-30T12:04:05.000000120Z", raw)
 	back, err := parseTime(raw)
 	require.NoError(t, err)

@@ -166,9 +166,10 @@ type failingDeadLetters struct {
 	fail   int
 	failed int
 	copied map[uint64]int // stream seq -> copies
+	reason map[uint64]string
 }
 
-func (d *failingDeadLetters) DeadLetter(_ context.Context, m pull.Msg, _ string) error {
+func (d *failingDeadLetters) DeadLetter(_ context.Context, m pull.Msg, reason string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.failed < d.fail {
@@ -180,6 +181,9 @@ func (d *failingDeadLetters) DeadLetter(_ context.Context, m pull.Msg, _ string)
 		return err
 	}
 	d.copied[md.Sequence.Stream]++
+	if d.reason != nil {
+		d.reason[md.Sequence.Stream] = reason
+	}
 	return nil
 }
 

@@ -127,6 +127,7 @@ func alreadyDeleted(err error) bool {
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true
 	}
-	// The client wraps the server's answer into text (err_code 10057).
-	return strings.Contains(err.Error(), "no message found")
+	// The client wraps the server's answer into text: err_code 10057, or
+	// 10043 ("sequence N not found") when N is past what the stream holds.
+	return strings.Contains(err.Error(), "no message found") || strings.Contains(err.Error(), "err_code=10043")
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,82 +20,6 @@ import (
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
-
-// failingStore fails every AddCalls while down is set, as a full disk does.
-type failingStore struct {
-	*store.Store
-	down     atomic.Bool
-	mu       sync.Mutex
-	attempts map[string]int // per call key, while down
-}
-
-func (f *failingStore) AddCalls(ctx context.Context, calls []store.TraceCall, segs ...store.Segment) (int, error) {
-	if f.down.Load() {
-		f.mu.Lock()
-		for _, c := range calls {
-			f.attempts[c.Key]++
-		}
-		f.mu.Unlock()
-		return 0, errors.New("add calls: database or disk is full (13)")
-	}
-	return f.Store.AddCalls(ctx, calls, segs...)
-}
-
-// minAttempts returns how many keys were tried and the fewest tries of one.
-func (f *failingStore) minAttempts() (keys, least int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	least = -1
-	for _, n := range f.attempts {
-		if least < 0 || n < least {
-			least = n
-		}
-	}
-	return len(f.attempts), least
-}
-
-// countingDead counts dead letters.
-type countingDead struct{ n atomic.Int32 }
-
-func (c *countingDead) DeadLetter(context.Context, pull.Msg, string) error {
-	c.n.Add(1)
-	return nil
-}
-
-func TestStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
-	e := newEnv(t)
-	st := &failingStore{Store: openStore(t, filepath.Join(e.dir, "v.db")), attempts: map[string]int{}}
-	st.down.Store(true)
-	calls := sampleCalls()
-	want := reportOf(t, calls)
-	dead := &countingDead{}
-	var health []bool
-	var mu sync.Mutex
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{
-		Name: "traces", Batch: 16, NakDelay: time.Millisecond, MaxBackoff: 20 * time.Millisecond, DeadLetter: dead,
-		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
-	})
-	e.publishCalls(calls, "c")
-	// The outage lasts until every call was tried well past the old five
-	// deliveries.
-	checkFor(t, 20*time.Second, 5*time.Millisecond, func() error {
-		if keys, least := st.minAttempts(); keys < len(calls) || least < 8 {
-			return fmt.Errorf("%d of %d calls tried, the least %d times", keys, len(calls), least)
-		}
-		return nil
-	})
-	mu.Lock()
-	require.False(t, health[len(health)-1], "not ready while the store fails")
-	mu.Unlock()
-	st.down.Store(false)
-	waitStored(t, st.Store, int64(len(calls)))
-	waitDrained(t, e.traces)
-	require.Equal(t, want, storeReport(t, st.Store))
-	require.Zero(t, dead.n.Load(), "a transient failure is never dead-lettered")
-	mu.Lock()
-	require.True(t, health[len(health)-1], "ready again once a batch commits")
-	mu.Unlock()
-}
 
 // evalWorker is one eval consumer with its own store and chain.
 type evalWorker struct {
@@ -310,97 +233,6 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	b.Release()
 }
 
-func TestDeadLettersListAndRedriveOnce(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	handler := &switchable{inner: NewTraceHandler(st, TraceOptions{})}
-	runPuller(t, e.traces, handler, pull.Options{Name: "traces",
-		DeadLetter: PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
-	ctx := testCtx(t, 10*time.Second)
-	// Refused while a (simulated) bad deployment rejects everything.
-	handler.refuse.Store(true)
-	rec := `{"run_id":"r1","step":1,"decision":"allow","cost_microusd":7}`
-	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(rec), jetstream.WithMsgID("orig-1"))
-	require.NoError(t, err)
-	var dls []DeadLetter
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		dls, err = ListDeadLetters(ctx, e.js, e.subjects, "")
-		if err == nil && len(dls) != 1 {
-			err = fmt.Errorf("%d dead letters", len(dls))
-		}
-		return err
-	})
-	require.Equal(t, e.subjects.Traces, dls[0].Subject)
-	require.Contains(t, dls[0].Reason, "rejected by this build")
-	require.NotContains(t, dls[0].Reason, "s3cr3tpass", "credentials in an error never reach the dead-letter stream")
-	require.Contains(t, dls[0].Reason, "[REDACTED]")
-	none, err := ListDeadLetters(ctx, e.js, e.subjects, "no such text")
-	require.NoError(t, err)
-	require.Empty(t, none)
-
-	// Fixed: re-drive. Re-driving the same dead letter twice (a crash
-	// between publish and delete) stores the call once.
-	handler.refuse.Store(false)
-	n, err := Redrive(ctx, e.js, e.subjects, append(dls, dls...))
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	waitStored(t, st, 1)
-	waitDrained(t, e.traces)
-	left, err := ListDeadLetters(ctx, e.js, e.subjects, "")
-	require.NoError(t, err)
-	require.Empty(t, left)
-	n64, err := st.CallCount(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n64)
-}
-
-// switchable refuses every message permanently while refuse is set.
-type switchable struct {
-	inner  pull.BatchHandler
-	refuse atomic.Bool
-}
-
-func (s *switchable) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
-	if s.refuse.Load() {
-		errs := make([]error, len(msgs))
-		for i := range errs {
-			errs[i] = pull.Permanent("rejected by this build", errors.New("fetch https://admin:s3cr3tpass@example.invalid/x failed"))
-		}
-		return errs
-	}
-	return s.inner.HandleBatch(ctx, msgs)
-}
-
-// panicsOn panics on any batch holding a record whose body contains "boom".
-type panicsOn struct{ inner pull.BatchHandler }
-
-func (p panicsOn) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
-	for _, m := range msgs {
-		if strings.Contains(string(m.Data()), "boom") {
-			panic("handler bug on " + string(m.Data()))
-		}
-	}
-	return p.inner.HandleBatch(ctx, msgs)
-}
-
-func TestHandlerPanicTerminatesOnlyThatMessage(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	dead := &countingDead{}
-	ctx := testCtx(t, 10*time.Second)
-	// Publish first, so the poison message shares a batch with good ones.
-	calls := sampleCalls()[:20]
-	e.publishCalls(calls[:10], "a")
-	_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"boom","decision":"allow"}`))
-	require.NoError(t, err)
-	e.publishCalls(calls[10:], "b")
-	runPuller(t, e.traces, panicsOn{NewTraceHandler(st, TraceOptions{})}, pull.Options{Name: "traces", Batch: 64, DeadLetter: dead})
-	waitStored(t, st, int64(len(calls)))
-	waitDrained(t, e.traces)
-	require.Equal(t, reportOf(t, calls), storeReport(t, st), "the good messages of the batch are stored")
-	require.EqualValues(t, 1, dead.n.Load(), "only the panicking message is dead-lettered")
-}
-
 // startClaimingWorker runs one eval consumer like a serve instance: its
 // own store and chain subject, its instance lease, and the shared claims.
 func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
@@ -461,30 +293,6 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Equal(t, "run-orphan", runs[0].ID, "the orphaned claim's run id is kept")
-}
-
-func TestCallIDsAreScopedByRun(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 8})
-	ctx := testCtx(t, 10*time.Second)
-	// Two runs numbering their calls from 1: four calls. The same call
-	// again (same run, same call id, new message): still four.
-	for _, raw := range []string{
-		`{"call_id":"1","run_id":"a","step":1,"decision":"allow","cost_microusd":1}`,
-		`{"call_id":"2","run_id":"a","step":2,"decision":"allow","cost_microusd":2}`,
-		`{"call_id":"1","run_id":"b","step":1,"decision":"allow","cost_microusd":3}`,
-		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
-		`{"call_id":"2","run_id":"b","step":2,"decision":"allow","cost_microusd":4}`,
-	} {
-		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
-		require.NoError(t, err)
-	}
-	waitStored(t, st, 4)
-	waitDrained(t, e.traces)
-	n, err := st.CallCount(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 4, n)
 }
 
 // TestTwoChainWritersCannotForkTheChain: two writers of one chain subject

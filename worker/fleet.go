@@ -120,7 +120,8 @@ type FleetOptions struct {
 	Subjects Subjects
 	// Instance names this worker in snapshot object names and logs.
 	Instance string
-	// Roots and Files confine segment references (see TraceOptions).
+	// Roots and Files confine segment references: a reference resolves
+	// under Roots; nil Files reads with confine's default limits.
 	Roots Roots
 	Files *confine.Reader
 	// SnapshotEvery: see DefaultSnapshotEvery; 0 means that.
@@ -145,6 +146,10 @@ type FleetOptions struct {
 	// failCommit, set by tests, fails a store commit when it returns an
 	// error.
 	failCommit func() error
+	// afterFold, set by tests, is called with each call of a record or
+	// segment row once it is folded into the partition state (a panic in
+	// it stands for a bug in the fold).
+	afterFold func(calls.Call)
 }
 
 // Fleet consumes the partitioned traces: one pinned-client puller per
@@ -665,6 +670,9 @@ func (h *partHandler) applyRecord(s *partState, rec *CallRecord, hdr nats.Header
 	if err := s.apply(k, &c, order); err != nil {
 		return pull.Permanent("cost sum overflow", fmt.Errorf("trace record (stream seq %d): %w", seq, err))
 	}
+	if h.f.opts.afterFold != nil {
+		h.f.opts.afterFold(c)
+	}
 	return nil
 }
 
@@ -698,6 +706,9 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 		}
 		if err := s.apply(k, &c, SegmentOrder(filepath.Base(path), digest, row)); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("segment %s row %d: %w", name, row, err))
+		}
+		if h.f.opts.afterFold != nil {
+			h.f.opts.afterFold(c)
 		}
 		return nil
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -100,8 +101,14 @@ type fleetWorker struct {
 
 func startFleet(t *testing.T, js jetstream.JetStream, s Subjects, name string, opts FleetOptions) *fleetWorker {
 	t.Helper()
+	return startFleetOn(t, js, s, name, openStore(t, filepath.Join(t.TempDir(), name+".db")), opts)
+}
+
+// startFleetOn is startFleet over the store st (a worker restarted on its
+// data directory passes the store of the one that died).
+func startFleetOn(t *testing.T, js jetstream.JetStream, s Subjects, name string, st *store.Store, opts FleetOptions) *fleetWorker {
+	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
-	st := openStore(t, filepath.Join(t.TempDir(), name+".db"))
 	traces, _, err := EnsureStreams(ctx, js, s, 0)
 	require.NoError(t, err)
 	opts.Subjects, opts.Instance = s, name

@@ -1,19 +1,14 @@
 package worker
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"sync"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/store"
 )
 
 // DefaultReplyPrefixes are the subject patterns an eval reply may be
@@ -135,63 +130,9 @@ func (h *EvalHandler) confinedDeps() grading.Deps {
 	return d
 }
 
-// files returns the confined reader of a trace handler.
-func (h *TraceHandler) files() *confine.Reader {
-	if h.opts.Files != nil {
-		return h.opts.Files
-	}
-	return &confine.Reader{Roots: h.opts.Roots}
-}
-
 // ErrOverflow marks a record whose cost or tokens would overflow the
 // stored totals.
 var ErrOverflow = errors.New("sum overflows int64")
-
-// totals are the running sums of cost and tokens over every stored call,
-// so a record that would make any sum wrap is refused where it enters.
-// Loaded from the store on first use; reloaded after a batch in which
-// duplicates were skipped.
-type totals struct {
-	mu     sync.Mutex
-	loaded bool
-	cost   int64
-	tokens int64
-}
-
-func (t *totals) load(ctx context.Context, st CallStore) error {
-	if t.loaded {
-		return nil
-	}
-	var err error
-	if t.cost, t.tokens, err = st.CallTotals(ctx); err != nil {
-		return fmt.Errorf("load stored totals: %w", err)
-	}
-	t.loaded = true
-	return nil
-}
-
-// add adds calls' cost and tokens to the totals, or changes nothing and
-// returns an error naming the record when a sum would overflow.
-func (t *totals) add(where func(i int) string, cl []store.TraceCall) error {
-	cost, tokens := t.cost, t.tokens
-	for i := range cl {
-		c := &cl[i].Call
-		var ok bool
-		if cost, ok = addInt64(cost, c.CostMicroUSD); !ok {
-			return fmt.Errorf("%s: field cost_microusd %d: %w", where(i), c.CostMicroUSD, ErrOverflow)
-		}
-		for _, n := range [2]uint64{c.InputTokens, c.OutputTokens} {
-			if n > math.MaxInt64 {
-				return fmt.Errorf("%s: token count %d: %w", where(i), n, ErrOverflow)
-			}
-			if tokens, ok = addInt64(tokens, int64(n)); !ok {
-				return fmt.Errorf("%s: tokens %d: %w", where(i), n, ErrOverflow)
-			}
-		}
-	}
-	t.cost, t.tokens = cost, tokens
-	return nil
-}
 
 // addInt64 returns a+b and whether it did not overflow.
 func addInt64(a, b int64) (int64, bool) {
@@ -200,40 +141,4 @@ func addInt64(a, b int64) (int64, bool) {
 		return 0, false
 	}
 	return s, true
-}
-
-// beginTotals loads the stored totals and snapshots them; settle keeps the
-// batch's additions when every call was inserted, restores the snapshot
-// when the insert failed, and reloads from the store when duplicates were
-// skipped (they were added here but not stored).
-func (h *TraceHandler) beginTotals(ctx context.Context) (settle func(inserted, tried int, err error), err error) {
-	t := &h.totals
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.load(ctx, h.store); err != nil {
-		return nil, err
-	}
-	cost, tokens := t.cost, t.tokens
-	return func(inserted, tried int, err error) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		switch {
-		case err != nil:
-			t.cost, t.tokens = cost, tokens
-		case inserted != tried:
-			t.loaded = false
-		}
-	}, nil
-}
-
-// addTotals adds calls to the running totals or returns a permanent error
-// naming record when a sum would overflow.
-func (h *TraceHandler) addTotals(where func(i int) string, cl []store.TraceCall) error {
-	t := &h.totals
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.add(where, cl); err != nil {
-		return pull.Permanent("cost or token sum overflow", err)
-	}
-	return nil
 }

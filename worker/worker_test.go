@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +17,6 @@ import (
 
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -141,13 +138,15 @@ func sampleCalls() []calls.Call {
 		}
 	}
 	// Equal steps are legitimate: a blocked call and its allowed retry
-	// share a step, and the retry (read later) carries the outcome.
+	// share a step, and the retry (read later, written later) carries the
+	// outcome.
 	for run := 0; run < 3; run++ {
 		id := fmt.Sprintf("retry-%d", run)
+		ts := int64(100_000 + 10*run)
 		cl = append(cl,
-			calls.Call{RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
-			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
-			calls.Call{RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
+			calls.Call{TSMillis: ts, RunID: id, HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 50, Model: "m"},
+			calls.Call{TSMillis: ts + 1, RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "budget_exceeded", CostMicroUSD: 999, Model: "m", Outcome: "abandoned"},
+			calls.Call{TSMillis: ts + 2, RunID: id, HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 300, Model: "m", Outcome: "case_resolved"})
 	}
 	for i := 0; i < 5; i++ {
 		cl = append(cl, calls.Call{Decision: "allow", Outcome: "abandoned", CostMicroUSD: 77, Model: "m"})
@@ -167,13 +166,6 @@ func reportOf(t *testing.T, cl []calls.Call) string {
 	return buf.String()
 }
 
-func storeReport(t *testing.T, st *store.Store) string {
-	t.Helper()
-	var cl []calls.Call
-	require.NoError(t, st.EachCall(context.Background(), func(c calls.Call) error { cl = append(cl, c); return nil }))
-	return reportOf(t, cl)
-}
-
 func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 	e.t.Helper()
 	ctx := testCtx(e.t, 10*time.Second)
@@ -183,143 +175,6 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
 		require.NoError(e.t, err)
 	}
-}
-
-// publishWithCallIDs publishes calls carrying call_id "<callPrefix>-<i>"
-// under message ids "<msgPrefix>-<i>".
-func (e *env) publishWithCallIDs(cl []calls.Call, callPrefix, msgPrefix string, offset int) {
-	e.t.Helper()
-	ctx := testCtx(e.t, 10*time.Second)
-	for i, c := range cl {
-		rec := RecordOf(c)
-		rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
-		b, err := json.Marshal(rec)
-		require.NoError(e.t, err)
-		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", msgPrefix, offset+i)))
-		require.NoError(e.t, err)
-	}
-}
-
-func storedCount(st *store.Store) func() (int64, error) {
-	return func() (int64, error) { return st.CallCount(context.Background()) }
-}
-
-func waitStored(t *testing.T, st *store.Store, want int64) {
-	t.Helper()
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		n, err := storedCount(st)()
-		if err != nil {
-			return err
-		}
-		if n != want {
-			return fmt.Errorf("stored %d calls, want %d", n, want)
-		}
-		return nil
-	})
-}
-
-func TestTraceRecordsThroughNATSMatchDirectReduction(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	cl := sampleCalls()
-	want := reportOf(t, cl)
-
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 16})
-	e.publishCalls(cl, "a")
-	waitStored(t, st, int64(len(cl)))
-	require.Equal(t, want, storeReport(t, st))
-	require.Contains(t, want, "case_resolved")
-	require.Contains(t, want, "(untagged)")
-}
-
-// crashAfterCommit commits the batch through the real handler, then fails
-// it as if the worker died before acking: every message is redelivered.
-type crashAfterCommit struct {
-	inner   pull.BatchHandler
-	crashes atomic.Int32
-}
-
-func (c *crashAfterCommit) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
-	errs := c.inner.HandleBatch(ctx, msgs)
-	if c.crashes.Add(1) <= 3 {
-		for i := range errs {
-			errs[i] = pull.Transient("simulated crash before ack", nil)
-		}
-	}
-	return errs
-}
-
-func TestRedeliveryAfterCrashAndDuplicateReplayDoNotDoubleCount(t *testing.T) {
-	e := newEnv(t)
-	dbPath := filepath.Join(e.dir, "v.db")
-	st := openStore(t, dbPath)
-	cl := sampleCalls()
-	want := reportOf(t, cl)
-
-	// First worker: commits, "crashes" before acking three batches, then
-	// is stopped mid-stream.
-	crashing := &crashAfterCommit{inner: NewTraceHandler(st, TraceOptions{})}
-	stop := runPuller(t, e.traces, crashing, pull.Options{Name: "traces", Batch: 8, NakDelay: time.Millisecond})
-	e.publishWithCallIDs(cl[:100], "call", "a", 0)
-	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		n, _ := st.CallCount(context.Background())
-		if n < 50 || crashing.crashes.Load() <= 3 {
-			return fmt.Errorf("only %d stored, %d batches", n, crashing.crashes.Load())
-		}
-		return nil
-	})
-	stop()
-
-	// Restarted worker on the same durable consumer; the rest arrives, and
-	// the whole set is published again under new message ids (a duplicate
-	// replay that JetStream's own dedupe cannot catch: the call ids can).
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 8})
-	e.publishWithCallIDs(cl[100:], "call", "b", 100)
-	e.publishWithCallIDs(cl, "call", "dup", 0)
-	waitStored(t, st, int64(len(cl)))
-	waitDrained(t, e.traces)
-	require.Equal(t, want, storeReport(t, st), "exactly the direct reduction: nothing lost or doubled")
-}
-
-func TestEqualStepCallsBothCount(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	var cl []calls.Call
-	for _, c := range sampleCalls() {
-		if strings.HasPrefix(c.RunID, "retry-") {
-			cl = append(cl, c)
-		}
-	}
-	require.Len(t, cl, 9)
-	want := reportOf(t, cl)
-	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 4})
-	e.publishCalls(cl, "eq")
-	waitStored(t, st, int64(len(cl)))
-	waitDrained(t, e.traces)
-	require.Equal(t, want, storeReport(t, st))
-}
-
-func TestRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", Batch: 4})
-	ctx := testCtx(t, 10*time.Second)
-	// The same record twice (other key order and spacing), no message id:
-	// one call. A different record: a second call.
-	for _, raw := range []string{
-		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":5}`,
-		`{ "cost_microusd": 5, "decision": "allow", "step": 1, "run_id": "r" }`,
-		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":6}`,
-	} {
-		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
-		require.NoError(t, err)
-	}
-	waitStored(t, st, 2)
-	waitDrained(t, e.traces)
-	n, err := st.CallCount(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
 }
 
 // waitDrained waits until the consumer has nothing pending or unacked.
@@ -338,36 +193,6 @@ func waitDrained(t *testing.T, cons jetstream.Consumer) {
 		}
 		return nil
 	})
-}
-
-func TestPoisonMessageIsDeadLetteredAndTheNextIsProcessed(t *testing.T) {
-	e := newEnv(t)
-	st := openStore(t, filepath.Join(e.dir, "v.db"))
-	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	runPuller(t, e.traces, NewTraceHandler(st, TraceOptions{}), pull.Options{Name: "traces", DeadLetter: dead})
-
-	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
-	require.NoError(t, err)
-	defer sub.Unsubscribe()
-
-	ctx := testCtx(t, 10*time.Second)
-	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id": "r1", "step": "not a number"`))
-	require.NoError(t, err)
-	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id": "r1", "step": 1}`)) // no decision
-	require.NoError(t, err)
-	good := calls.Call{RunID: "r1", HasRunID: true, Step: 2, HasStep: true, Decision: "allow", CostMicroUSD: 5}
-	b, _ := json.Marshal(RecordOf(good))
-	_, err = e.js.Publish(ctx, e.subjects.Traces, b)
-	require.NoError(t, err)
-
-	m, err := sub.NextMsg(5 * time.Second)
-	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
-	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
-	m, err = sub.NextMsg(5 * time.Second)
-	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
-	waitStored(t, st, 1)
 }
 
 func TestRootsRefuseEscapes(t *testing.T) {
