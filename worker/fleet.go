@@ -551,7 +551,7 @@ func (h *partHandler) deadLetter(ctx context.Context, m pull.Msg, cause error) e
 	if len(reason) > 512 {
 		reason = reason[:512]
 	}
-	h.f.log.Warn("terminating message", "partition", h.p, "subject", m.Subject(), "reason", reason)
+	h.f.log.Warn("dead-lettering record (the next ack settles it)", "partition", h.p, "subject", m.Subject(), "reason", reason)
 	c := h.f.opts.Counters
 	if dl := h.f.opts.DeadLetter; dl != nil {
 		if err := dl.DeadLetter(ctx, m, reason); err != nil {
