@@ -601,25 +601,50 @@ func (r *runner) drain(ctx context.Context) bool {
 		}
 		busy := !r.replayDone
 		last = ""
-		for _, sc := range [][2]string{{s.TracesStream, worker.TracesConsumer}, {s.EvalStream, worker.EvalConsumer}} {
+		// The router of the bare subject, the eval consumer and every
+		// partition consumer (replay publishes to the partitions); a
+		// partition is done when its ack floor reached its subject's
+		// newest record.
+		type cons struct{ stream, name, subject string }
+		all := []cons{{s.TracesStream, worker.TracesConsumer, ""}, {s.EvalStream, worker.EvalConsumer, ""}}
+		for p := range worker.DefaultPartitions {
+			all = append(all, cons{s.TracesStream, worker.PartitionConsumer(p), worker.TraceSubject(s.Traces, p)})
+		}
+		for _, sc := range all {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			info, err := func() (*jetstream.ConsumerInfo, error) {
-				c, err := r.js.Consumer(cctx, sc[0], sc[1])
+			info, newest, err := func() (*jetstream.ConsumerInfo, uint64, error) {
+				c, err := r.js.Consumer(cctx, sc.stream, sc.name)
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
-				return c.Info(cctx)
+				info, err := c.Info(cctx)
+				if err != nil || sc.subject == "" {
+					return info, 0, err
+				}
+				str, err := r.js.Stream(cctx, sc.stream)
+				if err != nil {
+					return nil, 0, err
+				}
+				m, err := str.GetLastMsgForSubject(cctx, sc.subject)
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					return info, 0, nil
+				}
+				if err != nil {
+					return nil, 0, err
+				}
+				return info, m.Sequence, nil
 			}()
 			cancel()
 			if err != nil {
 				busy = true
-				last += fmt.Sprintf(" %s: %v;", sc[1], err)
+				last += fmt.Sprintf(" %s: %v;", sc.name, err)
 				continue
 			}
-			last += fmt.Sprintf(" %s: %d pending, %d unacked;", sc[1], info.NumPending, info.NumAckPending)
-			if info.NumPending > 0 || info.NumAckPending > 0 {
+			last += fmt.Sprintf(" %s: %d pending, %d unacked, acked through %d of %d;", sc.name, info.NumPending, info.NumAckPending, info.AckFloor.Stream, newest)
+			if info.NumPending > 0 || info.NumAckPending > 0 || info.AckFloor.Stream < newest {
 				// An eval request in flight at a kill is redelivered after
-				// the eval consumer's AckWait (30 s): wait for it.
+				// the eval consumer's AckWait (30 s), a dead worker's
+				// partition moves after its pinned TTL: wait for them.
 				busy = true
 			}
 		}
