@@ -89,12 +89,20 @@ func TestFleetRecordsMatchDirectReduction(t *testing.T) {
 	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved")
 	require.Contains(t, want, "(untagged)")
-	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{Batch: 16})
-	e.publishCalls(cl, "a")
+	require.Equal(t, want, fleetTableOf(t, e, cl, "a", 16))
+}
+
+// fleetTableOf publishes cl to the bare traces subject under message ids
+// "<idPrefix>-<i>", lets one fleet worker (batches of batch) take them all
+// and returns the merged report's table.
+func fleetTableOf(t *testing.T, e *env, cl []calls.Call, idPrefix string, batch int) string {
+	t.Helper()
+	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{Batch: batch})
+	e.publishCalls(cl, idPrefix)
 	waitFleetCalls(t, w, int64(len(cl)))
 	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
 	w.stop(t)
-	require.Equal(t, want, mergedTable(t, e.js, e.subjects))
+	return mergedTable(t, e.js, e.subjects)
 }
 
 // TestFleetEqualStepCallsBothCount: a blocked call and its allowed retry
@@ -110,12 +118,7 @@ func TestFleetEqualStepCallsBothCount(t *testing.T) {
 	require.Len(t, cl, 9)
 	want := reportOf(t, cl)
 	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
-	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{Batch: 4})
-	e.publishCalls(cl, "eq")
-	waitFleetCalls(t, w, int64(len(cl)))
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
-	w.stop(t)
-	require.Equal(t, want, mergedTable(t, e.js, e.subjects))
+	require.Equal(t, want, fleetTableOf(t, e, cl, "eq", 4))
 }
 
 // TestFleetCrashAfterCommitBeforeAckCountsOnce: a worker commits records
