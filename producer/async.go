@@ -23,7 +23,7 @@ type AsyncOptions struct {
 	// stored twice); 0 means 30 s. A message is tried at most 5 times.
 	AckTimeout time.Duration
 	// Progress, when set, is called with the running count of
-	// acknowledged messages every 1024 acknowledgements.
+	// acknowledged messages (rows) each time it passes a multiple of 1024.
 	Progress func(acked int)
 	// Logger, when set, is told (once per 10 s) when acknowledgements fail
 	// and messages are sent again: a replay waiting on a server that is
@@ -33,8 +33,8 @@ type AsyncOptions struct {
 
 // AsyncStats counts what an AsyncPublisher published.
 type AsyncStats struct {
-	Published  int // messages handed to Publish
-	New        int // messages JetStream stored
+	Published  int // messages handed to Publish (rows, for PublishRows)
+	New        int // messages JetStream stored (rows, for PublishRows)
 	Duplicates int // messages JetStream dropped as already stored (same message id)
 }
 
@@ -50,6 +50,8 @@ type AsyncPublisher struct {
 	st      AsyncStats
 	window  []pending
 	warn    *ratelog.Log
+	// reported is the acknowledged count last passed to Progress.
+	reported int
 }
 
 type pending struct {
@@ -60,6 +62,7 @@ type pending struct {
 	id      string
 	tries   int
 	busy    int // answers "duplicate message id is in process" so far
+	weight  int // what the message counts for in AsyncStats
 }
 
 // NewAsyncPublisher returns a publisher to subject through js.
@@ -108,6 +111,12 @@ func (p *AsyncPublisher) PublishTo(ctx context.Context, subject string, data []b
 // PublishWithHeader is PublishTo with headers (h may be nil; it must not
 // be changed afterwards: a message whose ack fails is sent again as is).
 func (p *AsyncPublisher) PublishWithHeader(ctx context.Context, subject string, h nats.Header, data []byte, id string) error {
+	return p.PublishRows(ctx, subject, h, data, id, 1)
+}
+
+// PublishRows is PublishWithHeader of a message that carries rows rows:
+// the stats (and Progress) count it as rows.
+func (p *AsyncPublisher) PublishRows(ctx context.Context, subject string, h nats.Header, data []byte, id string, rows int) error {
 	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
 		return err
 	}
@@ -115,8 +124,8 @@ func (p *AsyncPublisher) PublishWithHeader(ctx context.Context, subject string, 
 	if err != nil {
 		return err
 	}
-	p.window = append(p.window, pending{fut: fut, subject: subject, header: h, data: data, id: id, tries: 1})
-	p.st.Published++
+	p.window = append(p.window, pending{fut: fut, subject: subject, header: h, data: data, id: id, tries: 1, weight: rows})
+	p.st.Published += rows
 	return nil
 }
 
@@ -166,9 +175,9 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 		select {
 		case ack := <-head.fut.Ok():
 			if ack.Duplicate {
-				p.st.Duplicates++
+				p.st.Duplicates += head.weight
 			} else {
-				p.st.New++
+				p.st.New += head.weight
 			}
 		case ackErr = <-head.fut.Err():
 		case <-timer.C:
@@ -205,7 +214,8 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 			continue
 		}
 		p.window = p.window[1:]
-		if n := p.st.New + p.st.Duplicates; p.opts.Progress != nil && n%1024 == 0 {
+		if n := p.st.New + p.st.Duplicates; p.opts.Progress != nil && n/1024 != p.reported/1024 {
+			p.reported = n
 			p.opts.Progress(n)
 		}
 	}

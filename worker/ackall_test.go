@@ -82,10 +82,17 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	// the test, only a reload can bring them back.
 	opts := FleetOptions{PinnedTTL: time.Second, AckWait: 5 * time.Minute, Batch: 64}
 	a := startFleet(t, e.js, e.subjects, "a", opts)
-	_, err := Replay(ctx, e.js, e.subjects.Traces, phases[0], ReplayOptions{})
+	_, err := Replay(ctx, e.js, e.subjects.Traces, phases[0], ReplayOptions{BatchRows: 64})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
 	before := pinnedTo(t, e.js, e.subjects)
+	stream, err := e.js.Stream(ctx, e.subjects.TracesStream)
+	require.NoError(t, err)
+	phase1Last := map[int]uint64{}
+	for p := range e.subjects.partitions() {
+		phase1Last[p], err = lastSeqOf(ctx, stream, TraceSubject(e.subjects.Traces, p))
+		require.NoError(t, err)
+	}
 
 	// Worker b cannot move a partition pointer, so it never completes a
 	// snapshot and acks nothing; it dies without a word.
@@ -99,12 +106,10 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	// Unpinning makes the server drop the pull requests carrying the old
 	// pin id; b's waiting request (no pin id) takes the new pin.
 	time.Sleep(300 * time.Millisecond)
-	stream, err := e.js.Stream(ctx, e.subjects.TracesStream)
-	require.NoError(t, err)
 	for p := range e.subjects.partitions() {
 		require.NoError(t, stream.UnpinConsumer(ctx, PartitionConsumer(p), PartitionGroup))
 	}
-	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[1], ReplayOptions{})
+	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[1], ReplayOptions{BatchRows: 64})
 	require.NoError(t, err)
 	// Every record of phase 2 delivered (to b, or to a where a kept the pin).
 	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
@@ -130,15 +135,28 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 		}
 	}
 	require.Positive(t, moved, "the unpin moved some partitions")
-	bagg, err := LocalAggregate(ctx, b.f.st)
-	require.NoError(t, err)
-	require.Positive(t, bagg.Calls(), "worker b applied records")
+	// Delivered is not applied: wait until b has committed phase 2's
+	// records of some partition it took.
+	var bagg *Aggregate
+	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		for p := range e.subjects.partitions() {
+			head, ok, err := b.f.st.PartitionHead(ctx, p)
+			if err != nil {
+				return err
+			}
+			if ok && head.LastSeq > phase1Last[p] {
+				bagg, err = LocalAggregate(ctx, b.f.st)
+				return err
+			}
+		}
+		return errors.New("worker b applied none of phase 2")
+	})
 	t.Logf("%d partitions moved to b, which applied %d calls", moved, bagg.Calls())
 	nc.Close() // b dies: nothing flushed, acked or unpinned
 	b.stop(t)
 
 	// After the PinnedTTL the pins come back to a.
-	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[2], ReplayOptions{})
+	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[2], ReplayOptions{BatchRows: 64})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.js, e.subjects, 60*time.Second)
 	a.stop(t)

@@ -133,14 +133,7 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 		if err := s.setMeta(head.Meta); err != nil {
 			return nil, err
 		}
-		if err := st.EachPartitionRun(ctx, p, func(run, state []byte) error {
-			a, err := decodeRunAgg(state)
-			if err != nil {
-				return fmt.Errorf("partition %d run %q: %w", p, run, err)
-			}
-			s.runs[string(run)] = &a
-			return nil
-		}); err != nil {
+		if err := st.EachPartitionRun(ctx, p, s.loadStored); err != nil {
 			return nil, err
 		}
 		agg.parts[p] = s

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -396,7 +397,9 @@ type partHandler struct {
 	tried     []blobRef
 	pinID     string
 	lastBatch time.Time
-	buf       []byte // snapshot encoding buffer, reused
+	buf       []byte         // snapshot encoding buffer, reused
+	batch     rowbatch.Batch // row batch decoding buffers, reused
+	name      []byte         // run name buffer, reused
 }
 
 // errLost is a snapshot whose compare-and-set failed: another worker wrote
@@ -619,26 +622,94 @@ func (h *partHandler) commit(ctx context.Context, before uint64) error {
 	return err
 }
 
-// apply folds one message into s: a record's call, or the partition's rows
-// of a referenced segment. Calls already applied (same dedupe key) are
+// apply folds one message into s: a row batch, a record's call, or the
+// partition's rows of a referenced segment. A message at or below the
+// state's sequence is already in it (redelivered); rows and calls already
+// applied (in a segment's row set, or with a dedupe key applied) are
 // skipped. Errors are classified for the pull loop.
 func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq uint64) error {
-	if err := calls.CheckSize(len(m.Data()), h.f.opts.MaxRecordBytes); err != nil {
-		return pull.Permanent("oversized trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+	if seq != 0 && seq <= s.lastSeq {
+		return nil
 	}
-	rec, err := DecodeCallRecord(m.Data())
-	if err != nil {
-		return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
-	}
-	if rec.Segment != "" {
-		err = h.applySegment(ctx, s, rec.Segment, seq)
+	data := m.Data()
+	var err error
+	if rowbatch.IsBatch(data) {
+		if len(data) > MaxBatchBytes {
+			return pull.Permanent("oversized row batch", fmt.Errorf("stream seq %d: %d bytes, at most %d", seq, len(data), MaxBatchBytes))
+		}
+		err = h.applyBatch(s, data, seq)
 	} else {
-		err = h.applyRecord(s, &rec, m.Headers(), seq)
+		if err := calls.CheckSize(len(data), h.f.opts.MaxRecordBytes); err != nil {
+			return pull.Permanent("oversized trace record", fmt.Errorf("stream seq %d: %w", seq, err))
+		}
+		rec, derr := DecodeCallRecord(data)
+		if derr != nil {
+			return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, derr))
+		}
+		if rec.Segment != "" {
+			err = h.applySegment(ctx, s, rec.Segment, seq)
+		} else {
+			err = h.applyRecord(s, &rec, m.Headers(), seq)
+		}
 	}
 	if err == nil && seq > s.lastSeq {
 		s.lastSeq = seq
 	}
 	return err
+}
+
+// applyBatch applies a row batch as one unit: every row of it that the
+// partition has not applied yet, or (an error) none.
+func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
+	b := &h.batch
+	if err := rowbatch.Decode(data, b); err != nil {
+		return pull.Permanent("malformed row batch", fmt.Errorf("stream seq %d: %w", seq, err))
+	}
+	if b.Parts != s.parts || b.Part != h.p {
+		return pull.Permanent("row batch on the wrong partition",
+			fmt.Errorf("stream seq %d: rows of partition %d of %d published to %s (this worker uses %d partitions)", seq, b.Part, b.Parts, h.subject, s.parts))
+	}
+	lo, hi := b.Rows[0], b.Rows[len(b.Rows)-1]
+	done := s.segs[b.Digest]
+	digest := hex.EncodeToString(b.Digest[:])
+	if done.covers(lo, hi) || s.rowKeys && s.has(segmentDoneKey(digest)) {
+		return nil
+	}
+	order := SegmentOrder(b.Segment, digest, 0)
+	for i := range b.Calls {
+		c, row := &b.Calls[i], b.Rows[i]
+		if c.CostMicroUSD < 0 {
+			return pull.Permanent("invalid row batch", fmt.Errorf("stream seq %d: segment %s row %d: field %s: %d is negative", seq, b.Segment, row, calls.ColCostMicroUSD, c.CostMicroUSD))
+		}
+		var key store.Key
+		name := h.name[:0]
+		if c.HasRunID {
+			if p := PartitionOf(c.RunID, s.parts); p != h.p {
+				return pull.Permanent("row batch on the wrong partition", fmt.Errorf("stream seq %d: segment %s row %d: run %q is in partition %d", seq, b.Segment, row, c.RunID, p))
+			}
+			name = append(append(name, runPrefix), c.RunID...)
+		} else {
+			k := RowKey(digest, row)
+			if p := PartitionOf(k, s.parts); p != h.p {
+				return pull.Permanent("row batch on the wrong partition", fmt.Errorf("stream seq %d: segment %s row %d is in partition %d", seq, b.Segment, row, p))
+			}
+			key = hashKey(k)
+			name = append(append(name, independent), key[:]...)
+		}
+		h.name = name
+		if done.has(row) || s.rowKeys && s.has(hashKey(RowKey(digest, row))) {
+			continue
+		}
+		order[3] = row
+		if err := s.fold(name, c, order); err != nil {
+			return pull.Permanent("cost sum overflow", fmt.Errorf("stream seq %d: segment %s row %d: %w", seq, b.Segment, row, err))
+		}
+		if h.f.opts.afterFold != nil {
+			h.f.opts.afterFold(*c)
+		}
+	}
+	s.addRows(b.Digest, lo, hi)
+	return nil
 }
 
 func (h *partHandler) applyRecord(s *partState, rec *CallRecord, hdr nats.Header, seq uint64) error {
@@ -665,6 +736,12 @@ func (h *partHandler) applyRecord(s *partState, rec *CallRecord, hdr nats.Header
 	}
 	order := RecordOrder(c.TSMillis, key)
 	if digest, row, ok := ParseSegmentRowID(msgID); ok {
+		// A segment row published as its own record: skipped when a batch
+		// or reference applied it; its key marks it otherwise.
+		if d, err := hex.DecodeString(digest); err == nil && len(d) == 32 && s.segs[[32]byte(d)].has(row) {
+			return nil
+		}
+		s.rowKeys = true
 		order = SegmentOrder(hdr.Get(HeaderSegment), digest, row)
 	}
 	if err := s.apply(k, &c, order); err != nil {
@@ -677,7 +754,8 @@ func (h *partHandler) applyRecord(s *partState, rec *CallRecord, hdr nats.Header
 }
 
 // applySegment applies the rows of this partition of a referenced segment,
-// all or none; a segment already applied to the partition is skipped.
+// all or none; rows already applied (by a batch, a record or an earlier
+// reference) are skipped.
 func (h *partHandler) applySegment(ctx context.Context, s *partState, name string, seq uint64) error {
 	path, data, err := h.f.opts.Files.ReadResolved(ctx, name)
 	if err != nil {
@@ -685,10 +763,10 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	done := segmentDoneKey(digest)
-	if s.has(done) {
+	if s.rowKeys && s.has(segmentDoneKey(digest)) {
 		return nil
 	}
+	done := s.segs[sum]
 	row := uint64(0)
 	err = segment.ReadBytes(path, data, func(c calls.Call) error {
 		defer func() { row++ }()
@@ -697,14 +775,18 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 		if c.HasRunID {
 			part = PartitionOf(c.RunID, s.parts)
 		}
-		if part != h.p {
+		if part != h.p || done.has(row) {
 			return nil
 		}
 		k := hashKey(key)
-		if s.has(k) {
+		if s.rowKeys && s.has(k) {
 			return nil
 		}
-		if err := s.apply(k, &c, SegmentOrder(filepath.Base(path), digest, row)); err != nil {
+		runName := append([]byte{independent}, k[:]...)
+		if c.HasRunID {
+			runName = append([]byte{runPrefix}, c.RunID...)
+		}
+		if err := s.fold(runName, &c, SegmentOrder(filepath.Base(path), digest, row)); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("segment %s row %d: %w", name, row, err))
 		}
 		if h.f.opts.afterFold != nil {
@@ -719,7 +801,9 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 		}
 		return pull.Permanent("segment corrupt", err)
 	}
-	s.addKey(done)
+	if row > 0 {
+		s.addRows(sum, 0, row-1)
+	}
 	return nil
 }
 
@@ -778,14 +862,7 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if err := h.f.st.EachPartitionKey(ctx, h.p, s.loadKey); err != nil {
 			return err
 		}
-		if err := h.f.st.EachPartitionRun(ctx, h.p, func(run, state []byte) error {
-			a, err := decodeRunAgg(state)
-			if err != nil {
-				return fmt.Errorf("partition %d run %q: %w", h.p, run, err)
-			}
-			s.runs[string(run)] = &a
-			return nil
-		}); err != nil {
+		if err := h.f.st.EachPartitionRun(ctx, h.p, s.loadStored); err != nil {
 			return err
 		}
 		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", len(s.runs))
@@ -1067,7 +1144,6 @@ type router struct{ f *Fleet }
 func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 	errs := make([]error, len(msgs))
 	s := r.f.opts.Subjects
-	n := s.partitions()
 	for i, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
@@ -1075,28 +1151,11 @@ func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 			continue
 		}
 		seq := md.Sequence.Stream
-		rec, err := DecodeCallRecord(m.Data())
-		if err != nil {
-			errs[i] = pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, err))
-			continue
-		}
 		id := traceMsgID(m.Headers())
-		targets := []int{}
-		if rec.Segment != "" {
-			for p := range n {
-				targets = append(targets, p)
-			}
-		} else {
-			if _, err := rec.Call(); err != nil {
-				errs[i] = pull.Permanent("invalid trace record", err)
-				continue
-			}
-			p, err := RecordPartition(&rec, id, n)
-			if err != nil {
-				errs[i] = pull.Permanent("invalid trace record", err)
-				continue
-			}
-			targets = append(targets, p)
+		targets, rerr := routeTargets(m.Data(), id, s.partitions())
+		if rerr != nil {
+			errs[i] = pull.Permanent(rerr.reason, fmt.Errorf("stream seq %d: %w", seq, rerr.err))
+			continue
 		}
 		for _, p := range targets {
 			out := nats.NewMsg(TraceSubject(s.Traces, p))
@@ -1115,4 +1174,46 @@ func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 		}
 	}
 	return errs
+}
+
+// routeError is a message the router can never route, with its reason.
+type routeError struct {
+	reason string
+	err    error
+}
+
+// routeTargets returns the partitions of the n a message on the bare traces
+// subject goes to: a row batch to the partition it was cut for, a record
+// to its run's (or key's), a segment reference to every partition (each
+// takes its own rows).
+func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
+	if rowbatch.IsBatch(data) {
+		var b rowbatch.Batch
+		if err := rowbatch.Decode(data, &b); err != nil {
+			return nil, &routeError{"malformed row batch", err}
+		}
+		if b.Parts != n {
+			return nil, &routeError{"row batch for another partition count", fmt.Errorf("cut for %d partitions, the worker uses %d", b.Parts, n)}
+		}
+		return []int{b.Part}, nil
+	}
+	rec, err := DecodeCallRecord(data)
+	if err != nil {
+		return nil, &routeError{"malformed trace record", err}
+	}
+	if rec.Segment != "" {
+		all := make([]int, n)
+		for p := range all {
+			all[p] = p
+		}
+		return all, nil
+	}
+	if _, err := rec.Call(); err != nil {
+		return nil, &routeError{"invalid trace record", err}
+	}
+	p, err := RecordPartition(&rec, id, n)
+	if err != nil {
+		return nil, &routeError{"invalid trace record", err}
+	}
+	return []int{p}, nil
 }

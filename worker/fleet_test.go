@@ -66,9 +66,15 @@ func TestPartitionMatchesServerMapping(t *testing.T) {
 // cost-per-correct report as JSON.
 func fleetDir(t *testing.T, rows int64, seed uint64) (dir string, want []byte) {
 	t.Helper()
+	return fleetDirN(t, rows, seed, 4)
+}
+
+// fleetDirN is fleetDir with segs segments.
+func fleetDirN(t *testing.T, rows int64, seed uint64, segs int64) (dir string, want []byte) {
+	t.Helper()
 	dir = t.TempDir()
 	_, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{Rows: rows, MeanCallsPerRun: 20, Concurrent: 50,
-		SegmentRows: rows / 4, RowGroupRows: rows / 8, Agents: 5, Seed: seed, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Span: 24 * time.Hour})
+		SegmentRows: rows / segs, RowGroupRows: rows / segs / 2, Agents: 5, Seed: seed, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Span: 24 * time.Hour})
 	require.NoError(t, err)
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
@@ -310,14 +316,18 @@ func (kv *lostReplyKV) Update(ctx context.Context, key string, value []byte, las
 // now names; the partition stays loadable and the merged report exact.
 func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
 	e := newEnv(t)
-	dir, want := fleetDir(t, 16000, 11)
+	dir, want := fleetDirN(t, 16000, 11, 12)
 	kv := &lostReplyKV{lose: map[int]bool{2: true, 4: true}}
 	w := startFleet(t, e.js, e.subjects, "w", FleetOptions{SnapshotEvery: 20 * time.Millisecond, Batch: 64,
 		wrapKV: func(inner jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = inner; return kv }})
 	ctx := testCtx(t, 60*time.Second)
-	_, err := Replay(ctx, e.js, e.subjects.Traces, dir, ReplayOptions{})
-	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	// A replay per phase, each drained: partition 0's pointer moves at
+	// least once per phase.
+	for _, phase := range phaseDirs(t, dir, 6) {
+		_, err := Replay(ctx, e.js, e.subjects.Traces, phase, ReplayOptions{BatchRows: 64})
+		require.NoError(t, err)
+		waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	}
 	w.stop(t)
 	require.EqualValues(t, 2, kv.lost.Load(), "the lost replies happened")
 	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
@@ -342,7 +352,7 @@ func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
 func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 	e := newEnv(t)
 	const rows = 12000
-	dir, want := fleetDir(t, rows, 13)
+	dir, want := fleetDirN(t, rows, 13, 12)
 	phases := phaseDirs(t, dir, 2)
 	var armed atomic.Bool
 	var commits, failed atomic.Int32
@@ -358,13 +368,17 @@ func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 		return nil
 	}})
 	ctx := testCtx(t, 60*time.Second)
-	_, err := Replay(ctx, e.js, e.subjects.Traces, phases[0], ReplayOptions{})
+	_, err := Replay(ctx, e.js, e.subjects.Traces, phases[0], ReplayOptions{BatchRows: 64})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
 	armed.Store(true)
-	_, err = Replay(ctx, e.js, e.subjects.Traces, phases[1], ReplayOptions{})
-	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	// Small batches, replayed in parts: many commits to fail.
+	for _, part := range phaseDirs(t, phases[1], 4) {
+		_, err = Replay(ctx, e.js, e.subjects.Traces, part, ReplayOptions{BatchRows: 16})
+		require.NoError(t, err)
+		waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	}
+	t.Logf("%d commits after arming", commits.Load())
 	w.stop(t)
 	require.EqualValues(t, 4, failed.Load(), "the commits failed")
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)

@@ -29,6 +29,7 @@ type runAgg struct {
 	outcome, agent          string
 	outStep, agentStep      uint32
 	outOrder, agentOrder    Order
+	gen                     uint32 // partState.gen of its last undo entry; not encoded
 }
 
 // Order is a call's place in the records' own order, the tie-break of
@@ -255,6 +256,8 @@ func decodeRunAgg(b []byte) (runAgg, error) {
 const (
 	runPrefix   = 'r'
 	independent = 'i'
+	// segmentRows names a segment's row set (see rowSet) in the store.
+	segmentRows = 's'
 )
 
 // partState is one partition's reduction state: every run's aggregate, the
@@ -271,11 +274,20 @@ type partState struct {
 	// order they were committed: a snapshot copies it as is instead of
 	// collecting and sorting the key set each time.
 	keyLog []byte
+	// segs holds, per segment content digest, the rows of the segment
+	// applied to the partition (batches and segment references).
+	segs map[[32]byte]rowSet
+	// rowKeys is set when keys may hold per-row segment keys (a row
+	// published as its own record, or a state written before row sets):
+	// a batch then also checks each row's key.
+	rowKeys bool
 
-	// The batch being applied: undo log and what to commit.
-	undo    []undoEntry
-	newKeys []store.Key
-	touched map[string]struct{}
+	// The batch being applied: undo log and what to commit. gen counts
+	// marks: a run saves its state to the undo log on its first change
+	// since the last mark (runAgg.gen), so the log grows with the runs a
+	// message touches, not with its calls.
+	undo []undoEntry
+	gen  uint32
 }
 
 type undoEntry struct {
@@ -283,11 +295,14 @@ type undoEntry struct {
 	prev    runAgg
 	had     bool
 	key     store.Key
+	hasKey  bool
 	dropped bool
+	seg     *[32]byte
+	segPrev rowSet
 }
 
 func newPartState(part, parts int) *partState {
-	return &partState{part: part, parts: parts, runs: map[string]*runAgg{}, keys: map[store.Key]struct{}{}, touched: map[string]struct{}{}}
+	return &partState{part: part, parts: parts, runs: map[string]*runAgg{}, keys: map[store.Key]struct{}{}, segs: map[[32]byte]rowSet{}}
 }
 
 // hashKey is the stored form of a dedupe key: 128 bits of its SHA-256.
@@ -314,55 +329,98 @@ func (s *partState) loadKey(k store.Key) {
 func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
 
 // mark returns the undo position to roll a message back to.
-func (s *partState) mark() int { return len(s.undo) }
+func (s *partState) mark() int {
+	s.gen++
+	return len(s.undo)
+}
 
 // addKey records a key applied without a call (a segment marker).
 func (s *partState) addKey(k store.Key) {
 	s.keys[k] = struct{}{}
-	s.newKeys = append(s.newKeys, k)
-	s.undo = append(s.undo, undoEntry{key: k})
+	s.undo = append(s.undo, undoEntry{key: k, hasKey: true})
 }
 
 // apply folds one call identified by key (already checked new) with its
-// order; an error (a cost overflow) changes nothing.
+// order and records the key; an error (a cost overflow) changes nothing.
 func (s *partState) apply(key store.Key, c *calls.Call, order Order) error {
-	var name string
+	if !c.HasRunID && c.Outcome == "" {
+		s.keys[key] = struct{}{}
+		s.undo = append(s.undo, undoEntry{key: key, hasKey: true, dropped: true})
+		s.dropped++
+		return nil
+	}
+	var name []byte
 	if c.HasRunID {
-		name = string(runPrefix) + c.RunID
+		name = append(append(make([]byte, 0, 1+len(c.RunID)), runPrefix), c.RunID...)
 	} else {
-		if c.Outcome == "" {
-			s.keys[key] = struct{}{}
-			s.newKeys = append(s.newKeys, key)
-			s.undo = append(s.undo, undoEntry{key: key, dropped: true})
-			s.dropped++
-			return nil
-		}
-		name = string(independent) + string(key[:])
+		name = append([]byte{independent}, key[:]...)
 	}
-	a, had := s.runs[name]
-	var prev runAgg
-	if had {
-		prev = *a
-	} else {
+	if err := s.fold(name, c, order); err != nil {
+		return err
+	}
+	s.keys[key] = struct{}{}
+	s.undo = append(s.undo, undoEntry{key: key, hasKey: true})
+	return nil
+}
+
+// fold folds c into the run called name (runPrefix and the run id, or
+// independent and the call's key), or counts an untagged independent call
+// as dropped; an error (a cost overflow) changes nothing. name is not
+// retained.
+func (s *partState) fold(name []byte, c *calls.Call, order Order) error {
+	if name[0] == independent && c.Outcome == "" {
+		s.undo = append(s.undo, undoEntry{dropped: true})
+		s.dropped++
+		return nil
+	}
+	a, had := s.runs[string(name)]
+	if !had {
 		a = &runAgg{}
+		if err := a.add(c, order); err != nil {
+			return err
+		}
+		a.gen = s.gen
+		n := string(name)
+		s.runs[n] = a
+		s.undo = append(s.undo, undoEntry{run: n})
+		return nil
 	}
+	prev := *a
 	if err := a.add(c, order); err != nil {
 		return err
 	}
-	s.runs[name] = a
-	s.keys[key] = struct{}{}
-	s.newKeys = append(s.newKeys, key)
-	s.touched[name] = struct{}{}
-	s.undo = append(s.undo, undoEntry{run: name, prev: prev, had: had, key: key})
+	if a.gen != s.gen {
+		s.undo = append(s.undo, undoEntry{run: string(name), prev: prev, had: true})
+		a.gen = s.gen
+	}
 	return nil
+}
+
+// addRows records rows [lo, hi] of the segment with this digest as applied.
+func (s *partState) addRows(digest [32]byte, lo, hi uint64) {
+	prev, had := s.segs[digest]
+	s.segs[digest] = prev.add(lo, hi)
+	d := digest
+	if !had {
+		prev = nil
+	}
+	s.undo = append(s.undo, undoEntry{seg: &d, segPrev: prev})
 }
 
 // rollbackTo undoes everything applied since mark m.
 func (s *partState) rollbackTo(m int) {
 	for i := len(s.undo) - 1; i >= m; i-- {
 		u := s.undo[i]
-		delete(s.keys, u.key)
+		if u.hasKey {
+			delete(s.keys, u.key)
+		}
 		switch {
+		case u.seg != nil:
+			if u.segPrev == nil {
+				delete(s.segs, *u.seg)
+			} else {
+				s.segs[*u.seg] = u.segPrev
+			}
 		case u.dropped:
 			s.dropped--
 		case u.run == "":
@@ -373,18 +431,48 @@ func (s *partState) rollbackTo(m int) {
 		}
 	}
 	s.undo = s.undo[:m]
-	// newKeys and touched are rebuilt from the undo log on commit.
+}
+
+// segRunName is the name a segment's row set is stored under among the
+// partition's runs in the store.
+func segRunName(digest [32]byte) []byte { return append([]byte{segmentRows}, digest[:]...) }
+
+// loadStored adds a run state (or a segment's row set) read from the store.
+func (s *partState) loadStored(name, state []byte) error {
+	if len(name) == 1+32 && name[0] == segmentRows {
+		r, err := decodeRowSet(state)
+		if err != nil {
+			return fmt.Errorf("partition %d segment %x: %w", s.part, name[1:], err)
+		}
+		s.segs[[32]byte(name[1:])] = r
+		return nil
+	}
+	a, err := decodeRunAgg(state)
+	if err != nil {
+		return fmt.Errorf("partition %d run %q: %w", s.part, name, err)
+	}
+	s.runs[string(name)] = &a
+	return nil
 }
 
 // pending returns what the applied batch changes, to commit.
 func (s *partState) pending(baseRev uint64) store.PartitionCommit {
 	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()}}
 	seen := map[string]bool{}
+	segs := map[[32]byte]bool{}
 	for _, u := range s.undo {
-		c.Keys = append(c.Keys, u.key)
+		if u.hasKey {
+			c.Keys = append(c.Keys, u.key)
+		}
+		if u.seg != nil && !segs[*u.seg] {
+			segs[*u.seg] = true
+			c.Runs = append(c.Runs, store.RunState{Run: segRunName(*u.seg), State: s.segs[*u.seg].encode(nil)})
+		}
 		if u.run != "" && !seen[u.run] {
 			seen[u.run] = true
-			c.Runs = append(c.Runs, store.RunState{Run: []byte(u.run), State: s.runs[u.run].encode(nil)})
+			if a, ok := s.runs[u.run]; ok {
+				c.Runs = append(c.Runs, store.RunState{Run: []byte(u.run), State: a.encode(nil)})
+			}
 		}
 	}
 	return c
@@ -396,27 +484,40 @@ func (s *partState) settle(committed bool) {
 		s.rollbackTo(0)
 	}
 	for _, u := range s.undo {
-		s.keyLog = append(s.keyLog, u.key[:]...)
+		if u.hasKey {
+			s.keyLog = append(s.keyLog, u.key[:]...)
+		}
 	}
-	s.undo, s.newKeys = s.undo[:0], s.newKeys[:0]
-	clear(s.touched)
+	s.undo = s.undo[:0]
 }
 
+// meta is the partition's head metadata: partitions, dropped calls, and
+// flags (bit 0: rowKeys). A head without flags (written before row sets)
+// reads as rowKeys.
 func (s *partState) meta() []byte {
 	b := binary.AppendUvarint(nil, uint64(s.parts))
-	return binary.AppendUvarint(b, s.dropped)
+	b = binary.AppendUvarint(b, s.dropped)
+	flags := uint64(0)
+	if s.rowKeys {
+		flags |= 1
+	}
+	return binary.AppendUvarint(b, flags)
 }
 
 func (s *partState) setMeta(b []byte) error {
 	d := decoder{b: b}
 	parts, dropped := d.uvarint(), d.uvarint()
+	flags := uint64(1)
+	if d.err == nil && len(d.b) > 0 {
+		flags = d.uvarint()
+	}
 	if d.err != nil {
 		return fmt.Errorf("partition %d meta: %w", s.part, d.err)
 	}
 	if int(parts) != s.parts {
 		return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", s.part, parts, s.parts)
 	}
-	s.dropped = dropped
+	s.dropped, s.rowKeys = dropped, flags&1 != 0
 	return nil
 }
 
@@ -427,25 +528,38 @@ func (s *partState) full(baseRev uint64) store.PartitionCommit {
 	for name, a := range s.runs {
 		c.Runs = append(c.Runs, store.RunState{Run: []byte(name), State: a.encode(nil)})
 	}
+	for digest, r := range s.segs {
+		c.Runs = append(c.Runs, store.RunState{Run: segRunName(digest), State: r.encode(nil)})
+	}
 	return c
 }
 
-// Snapshot and aggregate encoding (the objects of the verdryx-partitions
-// object store): magic, version, partition, partition count, last applied
-// stream sequence, meta, the run states sorted by name, then (snapshots
-// only) the dedupe keys in the order they were committed (an aggregate has
-// a key count of 0). Varints throughout, strings length-prefixed.
-var snapMagic = []byte("VDXPART1")
+// Snapshot and aggregate encoding (the blobs of the verdryx-partitions
+// bucket): magic, partition, partition count, last applied stream
+// sequence, dropped calls, flags, the run states sorted by name, then
+// (snapshots only) the segment row sets sorted by digest and the dedupe
+// keys in the order they were committed (an aggregate has no row sets and
+// a key count of 0). Varints throughout, strings length-prefixed. The
+// first format (snapMagicV1) had no flags and no row sets.
+var (
+	snapMagic   = []byte("VDXPART2")
+	snapMagicV1 = []byte("VDXPART1")
+)
 
 // encodeBoth encodes the snapshot and the aggregate in one pass over the
 // run states, into buf (reused when large enough): both share everything
-// up to the key count. The results alias the returned buffer.
+// up to the row sets. The results alias the returned buffer.
 func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 	b := append(buf[:0], snapMagic...)
 	b = binary.AppendUvarint(b, uint64(s.part))
 	b = binary.AppendUvarint(b, uint64(s.parts))
 	b = binary.AppendUvarint(b, s.lastSeq)
 	b = binary.AppendUvarint(b, s.dropped)
+	flags := uint64(0)
+	if s.rowKeys {
+		flags |= 1
+	}
+	b = binary.AppendUvarint(b, flags)
 	names := slices.Sorted(maps.Keys(s.runs))
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	var tmp []byte
@@ -456,20 +570,30 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 		b = append(b, tmp...)
 	}
 	common := len(b)
+	digests := slices.SortedFunc(maps.Keys(s.segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	b = binary.AppendUvarint(b, uint64(len(digests)))
+	for _, d := range digests {
+		b = append(b, d[:]...)
+		tmp = s.segs[d].encode(tmp[:0])
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+	}
 	nk := len(s.keyLog) / store.KeySize
 	// The snapshot, then a copy of the shared prefix and the aggregate's
-	// empty key list after it, in the same buffer.
+	// empty row sets and key list after it, in the same buffer.
 	b = binary.AppendUvarint(b, uint64(nk))
 	b = append(b, s.keyLog...)
 	snapEnd := len(b)
 	b = append(b, b[:common]...)
 	b = binary.AppendUvarint(b, 0)
+	b = binary.AppendUvarint(b, 0)
 	return b[:snapEnd:snapEnd], b[snapEnd:], b
 }
 
-// decodePartState reads an encoded snapshot or aggregate.
+// decodePartState reads an encoded snapshot or aggregate, of either format.
 func decodePartState(b []byte) (*partState, error) {
-	if !bytes.HasPrefix(b, snapMagic) {
+	v1 := bytes.HasPrefix(b, snapMagicV1)
+	if !v1 && !bytes.HasPrefix(b, snapMagic) {
 		return nil, errors.New("partition snapshot: bad magic")
 	}
 	d := decoder{b: b[len(snapMagic):]}
@@ -482,6 +606,10 @@ func decodePartState(b []byte) (*partState, error) {
 	}
 	s := newPartState(int(part), int(parts))
 	s.lastSeq, s.dropped = d.uvarint(), d.uvarint()
+	s.rowKeys = true
+	if !v1 {
+		s.rowKeys = d.uvarint()&1 != 0
+	}
 	n := d.uvarint()
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := string(d.bytes())
@@ -494,6 +622,26 @@ func decodePartState(b []byte) (*partState, error) {
 			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
 		}
 		s.runs[name] = &a
+	}
+	if !v1 {
+		ns := d.uvarint()
+		for i := uint64(0); i < ns && d.err == nil; i++ {
+			if len(d.b) < 32 {
+				d.err = errors.New("truncated segment digest")
+				break
+			}
+			digest := [32]byte(d.b[:32])
+			d.b = d.b[32:]
+			st := d.bytes()
+			if d.err != nil {
+				break
+			}
+			r, err := decodeRowSet(st)
+			if err != nil {
+				return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+			}
+			s.segs[digest] = r
+		}
 	}
 	nk := d.uvarint()
 	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {

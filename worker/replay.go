@@ -2,15 +2,17 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/producer"
 )
@@ -18,7 +20,7 @@ import (
 // ReplayStats counts what Replay published.
 type ReplayStats struct {
 	Segments   int
-	Rows       int      // rows published
+	Rows       int      // rows published (in row batches)
 	New        int      // rows JetStream stored
 	Duplicates int      // rows JetStream dropped as already stored (same message id)
 	Ignored    int      // files in the directory that are not segments
@@ -29,12 +31,12 @@ type ReplayStats struct {
 type ReplayOptions struct {
 	// Strict stops at the first corrupt segment instead of skipping it.
 	Strict bool
-	// MaxInFlight bounds publishes awaiting their acknowledgement; the
-	// publisher waits for the oldest before sending more. 0 means 1024.
+	// MaxInFlight bounds batches awaiting their acknowledgement; the
+	// publisher waits for the oldest before sending more. 0 means 64.
 	MaxInFlight int
 	// AckTimeout bounds the wait for one acknowledgement before the row is
 	// published again (with the same message id, so never twice); 0 means
-	// 30 s. A row is tried at most 5 times.
+	// 30 s. A batch is tried at most 5 times.
 	AckTimeout time.Duration
 	// Progress, when set, is called with the running count of acknowledged
 	// rows.
@@ -43,28 +45,53 @@ type ReplayOptions struct {
 	// <subject>.<PartitionOf(run_id)> (a row without run id: of its RowKey).
 	// 0 means DefaultPartitions.
 	Partitions int
+	// BatchRows is the most rows per batch; 0 means DefaultBatchRows. Smaller
+	// batches cost more messages for the same rows (tests use them to
+	// have many).
+	BatchRows int
 	// Logger, when set, hears (once per 10 s) of acknowledgements that
 	// fail while the server is away, and of the rows sent again.
 	Logger *slog.Logger
 }
 
+// Row batches: Replay cuts each segment's rows of a partition into batches
+// of at most DefaultBatchRows rows, and halves a batch whose encoding is larger
+// than batchTarget bytes. A worker refuses a batch larger than
+// MaxBatchBytes (the server's default max payload is 1 MiB).
+const (
+	DefaultBatchRows = 4096
+	batchTarget   = 512 << 10
+	MaxBatchBytes = 1 << 20
+)
+
+// BatchMsgID is the message id of the batch of a segment's rows first..last
+// routed to partition part: the rows' identity, so the same rows cut the
+// same way are stored once, and any cut is applied once (see rowSet).
+func BatchMsgID(digest string, part int, first, last uint64) string {
+	return fmt.Sprintf("rows:%s:%d:%d-%d", digest, part, first, last)
+}
+
 // Replay publishes every row of every segment in dir, in segment order
 // (nanos, then sequence, from the file names) and row order, to its
-// partition subject under subject (see PartitionOf) as per-call JSON
-// records. Each row carries Nats-Msg-Id SegmentRowID(digest,
-// row), and the trace handler deduplicates on the same key, so replaying a
+// partition subject under subject (see PartitionOf) as row batches
+// (package rowbatch): each segment's rows of a partition, DefaultBatchRows at a
+// time, with message id BatchMsgID. The worker applies a batch as one unit
+// and remembers the rows of each segment it applied, so replaying a
 // directory twice never counts a row twice.
 //
-// A segment is read whole and validated before any of its rows is
+// A segment is read whole and encoded before any of its batches is
 // published, so a corrupt segment contributes nothing: it is reported in
 // Failed and the rest still replays, unless opts.Strict. Publishing applies
-// backpressure (at most MaxInFlight unacknowledged rows), so a slow server
-// slows the replay down rather than failing it. Replay blocks until every
-// row is acknowledged or ctx is done.
+// backpressure (at most MaxInFlight unacknowledged batches), so a slow
+// server slows the replay down rather than failing it. Replay blocks until
+// every batch is acknowledged or ctx is done. Counts are in rows.
 func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, opts ReplayOptions) (ReplayStats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return ReplayStats{}, err
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
 	}
 	st := ReplayStats{Ignored: ignored}
 	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress, Logger: opts.Logger})
@@ -74,45 +101,28 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		st.Rows, st.New, st.Duplicates = ps.Published, ps.New, ps.Duplicates
 		return st
 	}
+	parts := opts.Partitions
+	if parts <= 0 {
+		parts = DefaultPartitions
+	}
+	enc := newSegmentEncoder(parts, opts.BatchRows)
 	for _, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return stats(), err
 		}
-		digest, err := fileDigest(seg.Path)
+		msgs, err := enc.encode(seg.Path)
 		if err != nil {
-			return stats(), err
-		}
-		// Validation pass: a segment that fails anywhere publishes nothing.
-		if verr := segment.Read(seg.Path, func(calls.Call) error { return nil }); verr != nil {
-			if opts.Strict || !segment.IsError(verr) {
-				return stats(), fmt.Errorf("replay %s: %w", seg.Path, verr)
+			if opts.Strict || !segment.IsError(err) {
+				return stats(), fmt.Errorf("replay %s: %w", seg.Path, err)
 			}
-			st.Failed = append(st.Failed, verr.Error())
+			st.Failed = append(st.Failed, err.Error())
 			continue
 		}
-		row := uint64(0)
-		// The segment's name orders its rows among other segments'.
-		hdr := nats.Header{HeaderSegment: []string{filepath.Base(seg.Path)}}
-		rerr := segment.Read(seg.Path, func(c calls.Call) error {
-			b, err := json.Marshal(RecordOf(c))
-			if err != nil {
-				return err
+		for _, m := range msgs {
+			if err := p.PublishRows(ctx, TraceSubject(subject, m.part), nil, m.data, m.id, m.rows); err != nil {
+				// Batches already published stay deduplicated by id.
+				return stats(), fmt.Errorf("replay %s: publish %s: %w", seg.Path, m.id, err)
 			}
-			id := SegmentRowID(digest, row)
-			part := PartitionOf(MsgIDKey(id), opts.Partitions)
-			if c.HasRunID {
-				part = PartitionOf(c.RunID, opts.Partitions)
-			}
-			if err := p.PublishWithHeader(ctx, TraceSubject(subject, part), hdr, b, id); err != nil {
-				return fmt.Errorf("publish row %d: %w", row, err)
-			}
-			row++
-			return nil
-		})
-		if rerr != nil {
-			// The file changed between the two passes, or publishing
-			// failed: rows already published stay deduplicated by id.
-			return stats(), fmt.Errorf("replay %s: %w", seg.Path, rerr)
 		}
 		st.Segments++
 	}
@@ -124,4 +134,99 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		opts.Progress(ps.New + ps.Duplicates)
 	}
 	return stats(), nil
+}
+
+// batchMsg is one encoded batch of a segment, to publish.
+type batchMsg struct {
+	part, rows int
+	id         string
+	data       []byte
+}
+
+// segmentEncoder cuts segments into row batches. Not safe for concurrent use.
+type segmentEncoder struct {
+	parts, rows int
+	builders    []rowbatch.Builder
+}
+
+func newSegmentEncoder(parts, rows int) *segmentEncoder {
+	if rows <= 0 || rows > DefaultBatchRows {
+		rows = DefaultBatchRows
+	}
+	return &segmentEncoder{parts: parts, rows: rows, builders: make([]rowbatch.Builder, parts)}
+}
+
+// encode reads the segment at path whole and returns its batches, or the
+// segment's error (nothing of a segment that fails anywhere).
+func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
+	file, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	raw := sha256.Sum256(file)
+	digest := hex.EncodeToString(raw[:])
+	base := filepath.Base(path)
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	for i := range e.builders {
+		e.builders[i].Reset()
+	}
+	var out []batchMsg
+	fields := calls.AllFields
+	// flush encodes partition p's rows, halving a batch that is too large.
+	var flushRange func(p, lo, hi int)
+	flushRange = func(p, lo, hi int) {
+		b := &e.builders[p]
+		h := rowbatch.Header{Digest: raw, Segment: base, Parts: e.parts, Part: p}
+		data := b.Encode(nil, h, fields, lo, hi, runs, syms)
+		if len(data) > batchTarget && hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			flushRange(p, lo, mid)
+			flushRange(p, mid, hi)
+			return
+		}
+		first, last := b.Row(lo), b.Row(hi-1)
+		out = append(out, batchMsg{part: p, rows: hi - lo, id: BatchMsgID(digest, p, first, last), data: data})
+	}
+	flush := func(p int) {
+		if n := e.builders[p].Len(); n > 0 {
+			flushRange(p, 0, n)
+			e.builders[p].Reset()
+		}
+	}
+	partOf := []int32{} // by run symbol id; -1 not computed yet
+	row := uint64(0)
+	sc := segment.NewScanner(calls.AllFields, runs, syms)
+	err = sc.ScanBytes(path, file, func(b *calls.Batch) error {
+		if !b.HasRunID {
+			fields &^= calls.Fields(calls.FieldRunID)
+		}
+		for i := range b.Len {
+			var p int
+			if b.HasRunID {
+				id := b.RunID[i]
+				for int(id) >= len(partOf) {
+					partOf = append(partOf, -1)
+				}
+				if partOf[id] < 0 {
+					partOf[id] = int32(PartitionOf(runs.Name(id), e.parts))
+				}
+				p = int(partOf[id])
+			} else {
+				p = PartitionOf(RowKey(digest, row), e.parts)
+			}
+			e.builders[p].Append(b, i, row)
+			if e.builders[p].Len() == e.rows {
+				flush(p)
+			}
+			row++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for p := range e.builders {
+		flush(p)
+	}
+	return out, nil
 }

@@ -1,0 +1,206 @@
+package rowbatch
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/calls"
+)
+
+// randomCalls returns n calls with every kind of value a column can hold:
+// nulls, zero and extreme integers, shared and distinct strings.
+func randomCalls(r *rand.Rand, n int) []calls.Call {
+	pick := func(vals ...string) string { return vals[r.IntN(len(vals))] }
+	ints := []int64{0, 1, -1, 42, math.MaxInt64, math.MinInt64, 1_700_000_000_000}
+	out := make([]calls.Call, n)
+	for i := range out {
+		c := &out[i]
+		c.TSMillis = ints[r.IntN(len(ints))] + int64(r.IntN(3))
+		c.RunID, c.HasRunID = fmt.Sprintf("run-%d", r.IntN(7)), true
+		c.Model = pick("gpt-4o", "claude", "")
+		c.Decision = pick("allow", "budget_exceeded", "wardryx_deny")
+		c.InputTokens, c.OutputTokens = r.Uint64N(1<<40), uint64(r.IntN(2))
+		c.CostMicroUSD, c.SavedMicroUSD = ints[r.IntN(len(ints))], -ints[r.IntN(len(ints))]
+		c.Step, c.HasStep = uint32(r.IntN(5)), r.IntN(4) != 0
+		if !c.HasStep {
+			c.Step = 0
+		}
+		c.AgentID = pick("a", "b", "ünïcode ✓", "")
+		c.ParentRunID, c.OnBehalfOf = pick("", "p"), pick("", "o")
+		c.Outcome, c.KeyID, c.Unit = pick("", "resolved", "failed"), pick("", "k"), pick("", "usd")
+		if r.IntN(3) != 0 {
+			v := uint32(r.IntN(1 << 20))
+			c.ToolCalls = &v
+		}
+	}
+	return out
+}
+
+func encodeCalls(h Header, fields calls.FieldSet, rows []uint64, cs []calls.Call) []byte {
+	var b Builder
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	for i := range cs {
+		b.AppendCall(&cs[i], rows[i], runs, syms)
+	}
+	return b.Encode(nil, h, fields, 0, b.Len(), runs, syms)
+}
+
+// masked returns c as it decodes when only fields were sent.
+func masked(c calls.Call, fields calls.FieldSet) calls.Call {
+	var z calls.Call
+	if !fields.Has(calls.FieldRunID) {
+		c.RunID, c.HasRunID = z.RunID, false
+	}
+	if !fields.Has(calls.FieldStep) {
+		c.Step, c.HasStep = 0, false
+	}
+	if !fields.Has(calls.FieldToolCalls) {
+		c.ToolCalls = nil
+	}
+	if !fields.Has(calls.FieldOutcome) {
+		c.Outcome = ""
+	}
+	return c
+}
+
+func TestRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 1 + r.IntN(300)
+		if trial%10 == 0 {
+			n = 1
+		}
+		cs := randomCalls(r, n)
+		if trial%7 == 0 { // every row the same: constant columns
+			for i := range cs {
+				cs[i] = cs[0]
+			}
+		}
+		rows := make([]uint64, n)
+		row := r.Uint64N(1000)
+		for i := range rows {
+			rows[i] = row
+			row += 1 + r.Uint64N(5)
+		}
+		fields := calls.AllFields
+		if trial%5 == 0 {
+			fields &^= calls.Fields(calls.FieldRunID, calls.FieldStep, calls.FieldToolCalls, calls.FieldOutcome)
+		}
+		h := Header{Digest: sha256.Sum256([]byte{byte(trial)}), Segment: "1-2-3.parquet", Parts: 8, Part: trial % 8}
+		enc := encodeCalls(h, fields, rows, cs)
+		var got Batch
+		require.NoError(t, Decode(enc, &got), "trial %d", trial)
+		require.Equal(t, h, got.Header)
+		require.Equal(t, fields, got.Fields)
+		require.Equal(t, rows, got.Rows)
+		for i := range cs {
+			require.Equal(t, masked(cs[i], fields), got.Calls[i], "trial %d row %d", trial, i)
+		}
+		// Decoding into the same Batch again (reused slices) gives the same.
+		require.NoError(t, Decode(enc, &got))
+		require.Equal(t, rows, got.Rows)
+	}
+}
+
+func TestSubRangesEncodeTheirOwnRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cs := randomCalls(r, 100)
+	var b Builder
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	for i := range cs {
+		b.AppendCall(&cs[i], uint64(10+2*i), runs, syms)
+	}
+	h := Header{Segment: "s", Parts: 1}
+	for _, rg := range [][2]int{{0, 100}, {0, 1}, {37, 64}, {99, 100}} {
+		var got Batch
+		require.NoError(t, Decode(b.Encode(nil, h, calls.AllFields, rg[0], rg[1], runs, syms), &got))
+		require.Len(t, got.Calls, rg[1]-rg[0])
+		require.Equal(t, uint64(10+2*rg[0]), got.Rows[0])
+		require.Equal(t, cs[rg[0]:rg[1]], got.Calls)
+	}
+}
+
+// A batch of a busy fleet's rows costs a few bytes per row: constant
+// columns cost nothing per row, repeated strings an index.
+func TestEncodingIsCompact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	n := 4096
+	cs := make([]calls.Call, n)
+	rows := make([]uint64, n)
+	ts := int64(1_760_000_000_000)
+	for i := range cs {
+		ts += int64(r.IntN(50))
+		cs[i] = calls.Call{TSMillis: ts, RunID: fmt.Sprintf("run-%06d", r.IntN(500)), HasRunID: true, Model: "gpt-4o-mini",
+			Decision: "allow", InputTokens: uint64(200 + r.IntN(2000)), OutputTokens: uint64(50 + r.IntN(500)),
+			CostMicroUSD: int64(r.IntN(3000)), Step: uint32(r.IntN(20)), HasStep: true, AgentID: "agent-7"}
+		rows[i] = uint64(8 * i)
+	}
+	enc := encodeCalls(Header{Segment: "x", Parts: 8}, calls.AllFields, rows, cs)
+	perRow := float64(len(enc)) / float64(n)
+	t.Logf("%d rows in %d bytes: %.1f bytes per row", n, len(enc), perRow)
+	require.Less(t, perRow, 16.0)
+}
+
+func TestDecodeRefusesMalformedBatches(t *testing.T) {
+	good := encodeCalls(Header{Segment: "s", Parts: 4, Part: 1}, calls.AllFields, []uint64{3, 4}, randomCalls(rand.New(rand.NewPCG(7, 8)), 2))
+	var b Batch
+	require.NoError(t, Decode(good, &b))
+	cases := map[string][]byte{
+		"json":      []byte(`{"run_id":"r"}`),
+		"version":   append([]byte(Magic+"\x02"), good[5:]...),
+		"truncated": good[:len(good)-1],
+		"trailing":  append(append([]byte{}, good...), 0),
+		"short":     good[:20],
+	}
+	for name, in := range cases {
+		err := Decode(in, &b)
+		require.Error(t, err, name)
+		require.True(t, errors.Is(err, ErrFormat), "%s: %v", name, err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{1, 3, 50} {
+		rows := make([]uint64, n)
+		for i := range rows {
+			rows[i] = uint64(i * 3)
+		}
+		f.Add(encodeCalls(Header{Segment: "seg", Parts: 8, Part: 2}, calls.AllFields, rows, randomCalls(r, n)))
+	}
+	f.Add([]byte(Magic + "\x01"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var b Batch
+		if err := Decode(in, &b); err != nil {
+			return
+		}
+		// What decodes encodes back to a batch that decodes the same.
+		again := encodeCalls(b.Header, b.Fields, b.Rows, b.Calls)
+		var b2 Batch
+		if err := Decode(again, &b2); err != nil {
+			t.Fatalf("re-encoded batch does not decode: %v", err)
+		}
+		if len(b2.Calls) != len(b.Calls) {
+			t.Fatalf("%d calls, re-decoded %d", len(b.Calls), len(b2.Calls))
+		}
+		for i := range b.Calls {
+			if fmt.Sprint(b.Calls[i]) != fmt.Sprint(b2.Calls[i]) && !toolEqual(b.Calls[i], b2.Calls[i]) {
+				t.Fatalf("row %d: %+v re-decoded as %+v", i, b.Calls[i], b2.Calls[i])
+			}
+		}
+	})
+}
+
+func toolEqual(a, b calls.Call) bool {
+	if (a.ToolCalls == nil) != (b.ToolCalls == nil) || a.ToolCalls != nil && *a.ToolCalls != *b.ToolCalls {
+		return false
+	}
+	a.ToolCalls, b.ToolCalls = nil, nil
+	return a == b
+}
