@@ -60,8 +60,8 @@ type ReplayOptions struct {
 // MaxBatchBytes (the server's default max payload is 1 MiB).
 const (
 	DefaultBatchRows = 4096
-	batchTarget   = 512 << 10
-	MaxBatchBytes = 1 << 20
+	batchTarget      = 512 << 10
+	MaxBatchBytes    = 1 << 20
 )
 
 // BatchMsgID is the message id of the batch of a segment's rows first..last
