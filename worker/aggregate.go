@@ -124,16 +124,8 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 		if err != nil {
 			return nil, err
 		}
-		d := decoder{b: head.Meta}
-		n := int(d.uvarint())
-		if d.err != nil {
-			return nil, fmt.Errorf("partition %d meta: %w", p, d.err)
-		}
-		s := newPartState(p, n)
-		if err := s.setMeta(head.Meta); err != nil {
-			return nil, err
-		}
-		if err := st.EachPartitionRun(ctx, p, s.loadStored); err != nil {
+		s, err := readStoredPartition(ctx, st, p, head)
+		if err != nil {
 			return nil, err
 		}
 		agg.parts[p] = s

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -53,6 +54,12 @@ const DefaultSnapshotEvery = time.Second
 // small one does not hold its acks (and JetStream's pending state, which
 // the server re-encodes as acks arrive) for a whole SnapshotEvery.
 const snapshotShare = 10
+
+// pullBytes bounds the bytes of a partition's messages buffered in the
+// client: row batches are up to MaxBatchBytes each, and a pull of Batch of
+// them would overflow the subscription's pending limit (64 MiB), which
+// drops messages (a gap in the delivery sequence: a reload).
+const pullBytes = 8 << 20
 
 // partitionKey is partition p's key in the PartitionsBucket KV bucket.
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
@@ -316,7 +323,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(f.parts)+1)
 	start := func(c jetstream.Consumer, h pull.BatchHandler, name, group string) error {
-		p, err := pull.New(c, h, pull.Options{Name: name, Batch: f.opts.Batch, Logger: f.opts.Logger, Counters: f.opts.Counters,
+		p, err := pull.New(c, h, pull.Options{Name: name, Batch: f.opts.Batch, MaxBytes: pullBytes, Logger: f.opts.Logger, Counters: f.opts.Counters,
 			DeadLetter: f.opts.DeadLetter, Healthy: f.opts.Healthy, PriorityGroup: group})
 		if err != nil {
 			return err
@@ -402,6 +409,10 @@ type partHandler struct {
 	name      []byte         // run name buffer, reused
 }
 
+// errStore is a snapshot that could not be stored in the worker's store:
+// the state is dropped (reloaded).
+var errStore = errors.New("store")
+
 // errLost is a snapshot whose compare-and-set failed: another worker wrote
 // the partition since this one loaded it.
 var errLost = errors.New("partition taken over by another worker")
@@ -450,8 +461,10 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		}
 	}
 	if h.state != nil && !follows(h.lastDseq, dseqs) {
-		h.f.log.Info("partition deliveries skipped a sequence: reloading", "partition", h.p, "after", h.lastDseq, "got", dseqs[0])
-		h.drop()
+		if err := h.resync(ctx, newest); err != nil {
+			h.f.log.Info("partition deliveries skipped a sequence: reloading", "partition", h.p, "after", h.lastDseq, "got", dseqs[0], "err", err)
+			h.drop()
+		}
 	}
 	if h.state == nil {
 		if err := h.gain(ctx, newest); err != nil {
@@ -480,18 +493,19 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		}
 		return errs
 	}
-	// Copy the poison records before the commit, as the catch-up does: the
-	// commit stores the batch's newest sequence as the partition's, so a
-	// copy failing after it would leave a reload (from the store) to catch
-	// up past the record, and the next ack would ack it uncopied. A copy
-	// made again after a failed commit is dropped by its dead-letter id.
+	// Copy the poison records before anything is committed, as the
+	// catch-up does: the next commit stores the batch's newest sequence as
+	// the partition's, so a copy failing after it would leave a reload
+	// (from the store) to catch up past the record, and the next ack would
+	// ack it uncopied. A copy made again after a reload is dropped by its
+	// dead-letter id.
 	for _, i := range poison {
 		if err := h.deadLetter(ctx, msgs[i], errs[i]); err != nil {
 			return fail("dead-letter on partition", err)
 		}
 	}
-	if err := h.commit(ctx, before); err != nil {
-		return fail("store partition", err)
+	if s.changedSince(before) {
+		h.dirty = true
 	}
 	for i, m := range msgs {
 		errs[i] = pull.ErrDeferred
@@ -499,15 +513,44 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 	}
 	h.heldDead += len(poison)
 	h.lastDseq = dseqs[len(dseqs)-1]
-	// While a backlog remains, snapshot when snapshotDue: a snapshot is
-	// written whole, so its cost grows with the partition. Once the
-	// consumer has caught up, snapshot soon, so acks do not wait for the
-	// ticker.
-	since := time.Since(h.lastSnap)
-	if since >= h.snapshotDue() || caughtUp(msgs, h.f.opts.Batch) && since >= h.f.opts.SnapshotEvery/10 {
-		h.flushLocked(ctx)
+	// Commit and snapshot when snapshotDue: a snapshot is written whole,
+	// so its cost grows with the partition. When records stop coming, the
+	// ticker's idle rule (see flush) acks what waits.
+	if time.Since(h.lastSnap) >= h.snapshotDue() {
+		if err := h.flushLocked(ctx, len(msgs)); err != nil {
+			for i := range errs {
+				errs[i] = pull.Transient("store partition "+strconv.Itoa(h.p), err)
+			}
+		}
 	}
 	return errs
+}
+
+// resync brings the held state past a gap in the consumer's deliveries
+// (messages the client lost, a redelivery, or the pin away and back): when
+// the partition's pointer is still at the revision the state descends
+// from (no other worker wrote the partition meanwhile), the state is still
+// the partition's up to its sequence, and a catch-up from there through
+// upTo (and everything delivered) restores the invariant that every
+// record up to the newest delivered one is in the state. Otherwise, or on
+// any failure, it returns an error and the caller reloads.
+func (h *partHandler) resync(ctx context.Context, upTo uint64) error {
+	if h.tried != nil {
+		return errors.New("a pointer update's outcome is unknown")
+	}
+	entry, err := h.f.kv.Get(ctx, partitionKey(h.p))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		if h.rev != 0 {
+			return errLost
+		}
+	case err != nil:
+		return fmt.Errorf("read partition %d pointer: %w", h.p, err)
+	case entry.Revision() != h.rev:
+		return errLost
+	}
+	h.f.log.Debug("partition deliveries skipped a sequence: catching up", "partition", h.p, "last_seq", h.state.lastSeq)
+	return h.catchUp(ctx, upTo)
 }
 
 // follows reports whether the delivery sequences dseqs continue last one by
@@ -583,43 +626,21 @@ func (h *partHandler) applySafe(ctx context.Context, s *partState, m pull.Msg, s
 }
 
 // snapshotDue is how long after the last snapshot the next one is due
-// while records arrive: snapshotShare times the last snapshot's duration,
-// at least a twentieth and at most the whole of SnapshotEvery.
+// while records arrive: snapshotShare times the last snapshot's duration
+// (times the partitions per core), at least a twentieth and at most the
+// whole of SnapshotEvery.
 func (h *partHandler) snapshotDue() time.Duration {
 	every := h.f.opts.SnapshotEvery
-	return min(max(snapshotShare*h.lastSnapTook, every/20), every)
+	// The partitions snapshot side by side on GOMAXPROCS cores: their
+	// share of the machine, not each one's of its own time, is bounded.
+	share := snapshotShare * max(1, len(h.f.parts)/runtime.GOMAXPROCS(0))
+	return min(max(time.Duration(share)*h.lastSnapTook, every/20), every)
 }
 
-// caughtUp reports whether a batch ends the consumer's backlog: its last
-// message has no message pending after it (JetStream's count in the
-// delivery metadata). A batch short of batch messages whose metadata
-// cannot be read counts as caught up. A short batch alone says only that
-// the client's buffer ran dry, which a backlog does too when the handler
-// is quicker than the fetches.
-func caughtUp(msgs []pull.Msg, batch int) bool {
-	md, err := msgs[len(msgs)-1].Metadata()
-	if err != nil {
-		return len(msgs) < batch
-	}
-	return md.NumPending == 0
-}
-
-// commit stores what the applied batch changed, or undoes it.
-func (h *partHandler) commit(ctx context.Context, before uint64) error {
-	s := h.state
-	if s.mark() == 0 && s.lastSeq == before {
-		s.settle(true)
-		return nil
-	}
-	err := h.f.commitPartition(ctx, h.p, s.pending(h.rev))
-	if err != nil {
-		s.lastSeq = before
-	}
-	s.settle(err == nil)
-	if err == nil {
-		h.dirty = true
-	}
-	return err
+// commit stores the state (snap, its snapshot encoding) in the worker's
+// store; when it fails, the caller must drop the state.
+func (h *partHandler) commit(ctx context.Context, snap []byte) error {
+	return h.f.commitPartition(ctx, h.p, h.state.stored(h.rev, snap))
 }
 
 // apply folds one message into s: a row batch, a record's call, or the
@@ -847,23 +868,18 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.part, s.parts)
 		}
 		h.f.storeMu.Lock()
-		err = h.f.st.ReplacePartition(ctx, h.p, s.full(rev))
+		err = h.f.st.ReplacePartition(ctx, h.p, s.stored(rev, b))
 		h.f.storeMu.Unlock()
 		if err != nil {
 			return err
 		}
 		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", len(s.runs))
 	case local:
-		s = newPartState(h.p, parts)
-		if err := s.setMeta(head.Meta); err != nil {
+		if s, err = readStoredPartition(ctx, h.f.st, h.p, head); err != nil {
 			return err
 		}
-		s.lastSeq = head.LastSeq
-		if err := h.f.st.EachPartitionKey(ctx, h.p, s.loadKey); err != nil {
-			return err
-		}
-		if err := h.f.st.EachPartitionRun(ctx, h.p, s.loadStored); err != nil {
-			return err
+		if s.parts != parts {
+			return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", h.p, s.parts, parts)
 		}
 		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", len(s.runs))
 	default:
@@ -912,7 +928,7 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 	if err != nil {
 		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
 	}
-	it, err := oc.Messages(jetstream.PullMaxMessages(h.f.opts.Batch))
+	it, err := oc.Messages(jetstream.PullMaxBytes(pullBytes))
 	if err != nil {
 		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
 	}
@@ -954,9 +970,6 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 			s.lastSeq = before
 			return fail
 		}
-		if err := h.commit(ctx, before); err != nil {
-			return err
-		}
 		applied += n
 		if done {
 			break
@@ -978,24 +991,34 @@ func (h *partHandler) flush(ctx context.Context, final bool) {
 	if !final && !idle && time.Since(h.lastSnap) < h.snapshotDue() {
 		return
 	}
-	h.flushLocked(ctx)
+	_ = h.flushLocked(ctx, 0) // a store failure dropped the state: logged
 }
 
-func (h *partHandler) flushLocked(ctx context.Context) {
+// It returns the error of a store commit that failed (wrapping errStore),
+// after dropping the state and naking what was held but the newest keep
+// messages, which the caller settles (a batch being handled: naked with
+// the pull loop's backoff, and reported unhealthy).
+func (h *partHandler) flushLocked(ctx context.Context, keep int) error {
 	if h.state == nil || (!h.dirty && len(h.held) == 0) {
-		return
+		return nil
 	}
 	err := h.snapshot(ctx)
 	switch {
+	case errors.Is(err, errStore):
+		h.f.warn.Warn("store partition", "partition", h.p, "err", err, "naked", len(h.held))
+		clear(h.held[len(h.held)-keep:])
+		h.held = h.held[:len(h.held)-keep]
+		h.drop()
+		return err
 	case errors.Is(err, errLost):
 		h.f.warn.Warn("partition lost", "partition", h.p, "naked", len(h.held))
 		h.drop()
-		return
+		return nil
 	case err != nil:
 		// Keep the acks held: the next flush tries again, and what times
 		// out is redelivered and deduplicated.
 		h.f.warn.Warn("partition snapshot", "partition", h.p, "err", err)
-		return
+		return nil
 	}
 	// One ack for the newest record held acks every earlier one (AckAll):
 	// each is in the snapshot just written, or dead-lettered.
@@ -1010,6 +1033,7 @@ func (h *partHandler) flushLocked(ctx context.Context) {
 	clear(h.held)
 	h.held, h.top, h.topSeq, h.heldDead = h.held[:0], nil, 0, 0
 	h.dirty = false
+	return nil
 }
 
 // snapshot writes the partition's snapshot and aggregate, then moves its
@@ -1030,8 +1054,14 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	// The KV puts are synchronous, so the buffer is free again once they
 	// return.
+	s.settle(true) // the keys applied join the key log the snapshot copies
 	snapData, aggData, buf := s.encodeBoth(h.buf)
 	h.buf = buf
+	// The store first: a restart loads it when it descends from the
+	// snapshot the pointer names.
+	if err := h.commit(ctx, snapData); err != nil {
+		return fmt.Errorf("%w: %w", errStore, err)
+	}
 	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
 	if err != nil {
 		return err

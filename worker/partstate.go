@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -281,13 +283,19 @@ type partState struct {
 	// published as its own record, or a state written before row sets):
 	// a batch then also checks each row's key.
 	rowKeys bool
+	// names interns the outcomes and agents runs keep.
+	names map[string]string
 
-	// The batch being applied: undo log and what to commit. gen counts
-	// marks: a run saves its state to the undo log on its first change
-	// since the last mark (runAgg.gen), so the log grows with the runs a
-	// message touches, not with its calls.
+	// The message being applied: its undo log. gen counts messages (see
+	// mark): a run saves its state to the undo log on its first change in
+	// a message (runAgg.gen), so the log grows with the runs a message
+	// touches, not with its calls.
 	undo []undoEntry
 	gen  uint32
+	// The keys applied since the last commit (kept in keyLog once
+	// committed), and whether anything changed at all.
+	newKeys []store.Key
+	changed bool
 }
 
 type undoEntry struct {
@@ -328,10 +336,24 @@ func (s *partState) loadKey(k store.Key) {
 // has reports whether a key was applied.
 func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
 
-// mark returns the undo position to roll a message back to.
+// mark starts a message: what the messages before it changed is kept (to
+// commit), and rollbackTo(mark()) undoes only the new message.
 func (s *partState) mark() int {
+	s.keep()
 	s.gen++
-	return len(s.undo)
+	return 0
+}
+
+// keep moves the undo log's keys into what the next commit keeps.
+func (s *partState) keep() {
+	for _, u := range s.undo {
+		s.changed = true
+		if u.hasKey {
+			s.newKeys = append(s.newKeys, u.key)
+		}
+	}
+	clear(s.undo)
+	s.undo = s.undo[:0]
 }
 
 // addKey records a key applied without a call (a segment marker).
@@ -373,6 +395,14 @@ func (s *partState) fold(name []byte, c *calls.Call, order Order) error {
 		s.dropped++
 		return nil
 	}
+	// A run keeps its outcome and agent: interned, so that it does not
+	// keep the message they were decoded from alive.
+	if c.Outcome != "" {
+		c.Outcome = s.intern(c.Outcome)
+	}
+	if c.AgentID != "" {
+		c.AgentID = s.intern(c.AgentID)
+	}
 	a, had := s.runs[string(name)]
 	if !had {
 		a = &runAgg{}
@@ -385,15 +415,29 @@ func (s *partState) fold(name []byte, c *calls.Call, order Order) error {
 		s.undo = append(s.undo, undoEntry{run: n})
 		return nil
 	}
-	prev := *a
+	if a.gen == s.gen { // saved already: rollbackTo restores it
+		return a.add(c, order)
+	}
+	s.undo = append(s.undo, undoEntry{run: string(name), prev: *a, had: true})
 	if err := a.add(c, order); err != nil {
+		s.undo = s.undo[:len(s.undo)-1]
 		return err
 	}
-	if a.gen != s.gen {
-		s.undo = append(s.undo, undoEntry{run: string(name), prev: prev, had: true})
-		a.gen = s.gen
-	}
+	a.gen = s.gen
 	return nil
+}
+
+// intern returns the partition's copy of v.
+func (s *partState) intern(v string) string {
+	if w, ok := s.names[v]; ok {
+		return w
+	}
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	w := strings.Clone(v)
+	s.names[w] = w
+	return w
 }
 
 // addRows records rows [lo, hi] of the segment with this digest as applied.
@@ -455,40 +499,76 @@ func (s *partState) loadStored(name, state []byte) error {
 	return nil
 }
 
-// pending returns what the applied batch changes, to commit.
-func (s *partState) pending(baseRev uint64) store.PartitionCommit {
-	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()}}
-	seen := map[string]bool{}
-	segs := map[[32]byte]bool{}
-	for _, u := range s.undo {
-		if u.hasKey {
-			c.Keys = append(c.Keys, u.key)
-		}
-		if u.seg != nil && !segs[*u.seg] {
-			segs[*u.seg] = true
-			c.Runs = append(c.Runs, store.RunState{Run: segRunName(*u.seg), State: s.segs[*u.seg].encode(nil)})
-		}
-		if u.run != "" && !seen[u.run] {
-			seen[u.run] = true
-			if a, ok := s.runs[u.run]; ok {
-				c.Runs = append(c.Runs, store.RunState{Run: []byte(u.run), State: a.encode(nil)})
-			}
-		}
-	}
-	return c
+// changedSince reports whether anything was applied since the last commit
+// (or settle), or the sequence moved from before.
+func (s *partState) changedSince(before uint64) bool {
+	s.keep()
+	return s.changed || s.lastSeq != before
 }
 
-// settle ends a batch: committed keeps it, otherwise it is undone.
+// settle ends what was applied since the last settle: committed appends
+// its keys to the key log (a snapshot encodes the log); otherwise the
+// state no longer matches the store and the caller must drop it.
 func (s *partState) settle(committed bool) {
-	if !committed {
-		s.rollbackTo(0)
-	}
-	for _, u := range s.undo {
-		if u.hasKey {
-			s.keyLog = append(s.keyLog, u.key[:]...)
+	s.keep()
+	if committed {
+		for _, k := range s.newKeys {
+			s.keyLog = append(s.keyLog, k[:]...)
 		}
 	}
-	s.undo = s.undo[:0]
+	s.newKeys, s.changed = s.newKeys[:0], false
+}
+
+// stateRun is the name under which the store holds a partition's whole
+// state (its snapshot encoding) as one run; a store written before that
+// holds a row per run and its keys (see readStoredPartition).
+var stateRun = []byte{0}
+
+// stored returns the commit that stores the state, snap its snapshot
+// encoding, in the worker's store: one row, however many runs.
+func (s *partState) stored(baseRev uint64, snap []byte) store.PartitionCommit {
+	return store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()},
+		Runs: []store.RunState{{Run: stateRun, State: snap}}}
+}
+
+// readStoredPartition reads partition p's state from the store, of either
+// form: one state row, or (an older store) a row per run and its keys.
+func readStoredPartition(ctx context.Context, st *store.Store, p int, head store.PartitionMeta) (*partState, error) {
+	d := decoder{b: head.Meta}
+	n := int(d.uvarint())
+	if d.err != nil {
+		return nil, fmt.Errorf("partition %d meta: %w", p, d.err)
+	}
+	s := newPartState(p, n)
+	if err := s.setMeta(head.Meta); err != nil {
+		return nil, err
+	}
+	s.lastSeq = head.LastSeq
+	var whole *partState
+	if err := st.EachPartitionRun(ctx, p, func(run, state []byte) error {
+		if bytes.Equal(run, stateRun) {
+			w, err := decodePartState(state)
+			if err != nil {
+				return fmt.Errorf("partition %d stored state: %w", p, err)
+			}
+			whole = w
+			return nil
+		}
+		return s.loadStored(run, state)
+	}); err != nil {
+		return nil, err
+	}
+	if whole != nil {
+		if whole.part != p {
+			return nil, fmt.Errorf("partition %d stored state holds partition %d", p, whole.part)
+		}
+		whole.lastSeq = head.LastSeq
+		return whole, nil
+	}
+	if err := st.EachPartitionKey(ctx, p, s.loadKey); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // meta is the partition's head metadata: partitions, dropped calls, and
@@ -519,19 +599,6 @@ func (s *partState) setMeta(b []byte) error {
 	}
 	s.dropped, s.rowKeys = dropped, flags&1 != 0
 	return nil
-}
-
-// full returns the whole state as a commit (to replace a stored partition).
-func (s *partState) full(baseRev uint64) store.PartitionCommit {
-	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()}}
-	c.Keys = slices.Collect(maps.Keys(s.keys))
-	for name, a := range s.runs {
-		c.Runs = append(c.Runs, store.RunState{Run: []byte(name), State: a.encode(nil)})
-	}
-	for digest, r := range s.segs {
-		c.Runs = append(c.Runs, store.RunState{Run: segRunName(digest), State: r.encode(nil)})
-	}
-	return c
 }
 
 // Snapshot and aggregate encoding (the blobs of the verdryx-partitions

@@ -64,6 +64,13 @@ const (
 	MaxBatchBytes    = 1 << 20
 )
 
+// WireFields are the columns a row batch carries: those the worker's
+// reduction reads (outcome.Reducer's, less a grouping column; the run
+// state keeps no other). The batch names its columns, so a later version
+// can carry more without a new format.
+var WireFields = calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
+	calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)
+
 // BatchMsgID is the message id of the batch of a segment's rows first..last
 // routed to partition part: the rows' identity, so the same rows cut the
 // same way are stored once, and any cut is applied once (see rowSet).
@@ -167,11 +174,11 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	digest := hex.EncodeToString(raw[:])
 	base := filepath.Base(path)
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	fields := WireFields
 	for i := range e.builders {
 		e.builders[i].Reset()
 	}
 	var out []batchMsg
-	fields := calls.AllFields
 	// flush encodes partition p's rows, halving a batch that is too large.
 	var flushRange func(p, lo, hi int)
 	flushRange = func(p, lo, hi int) {
@@ -195,7 +202,7 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	}
 	partOf := []int32{} // by run symbol id; -1 not computed yet
 	row := uint64(0)
-	sc := segment.NewScanner(calls.AllFields, runs, syms)
+	sc := segment.NewScanner(WireFields, runs, syms)
 	err = sc.ScanBytes(path, file, func(b *calls.Batch) error {
 		if !b.HasRunID {
 			fields &^= calls.Fields(calls.FieldRunID)

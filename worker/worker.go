@@ -295,7 +295,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), closed: make(chan struct{}),
+	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
 		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
 	defer r.close()
 	// Health first: /readyz answers 503 while start-up waits for NATS.
@@ -313,11 +313,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 
-	// Inputs published at start. A corrupt segment published nothing; it
-	// is named at the end and fails the run.
-	failed, err := r.publishInputs(ctx)
-	if err != nil {
-		return err
+	// Inputs published at start, while the consumers already run, so a
+	// replay is applied as it is published. A corrupt segment published
+	// nothing; it is named at the end and fails the run.
+	var failed []string
+	{
+		ictx, cancel := context.WithCancel(ctx)
+		g.Add(func() error {
+			f, err := r.publishInputs(ictx)
+			if err != nil {
+				return err
+			}
+			failed = f
+			close(r.inputsDone)
+			<-ictx.Done()
+			return nil
+		}, func(error) { cancel() })
 	}
 	r.ready.Store(true)
 	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
@@ -403,9 +414,12 @@ type running struct {
 	deps     grading.Deps
 	roots    Roots
 	tailDone chan struct{}
-	start    *startRetrier // start-up steps against NATS share one budget
-	http     *HTTPServer
-	httpErr  chan error
+	// inputsDone is closed once the replay and the eval-request files are
+	// published.
+	inputsDone chan struct{}
+	start      *startRetrier // start-up steps against NATS share one budget
+	http       *HTTPServer
+	httpErr    chan error
 
 	ready, tracesOK, evalOK atomic.Bool
 }
@@ -584,7 +598,7 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 		g.Add(func() error {
 			cons := r.fleet.Consumers()
 			cons["eval"] = r.eval
-			return watchLag(wctx, cons, r.metrics, o.Once, r.tailDone, o.Logger)
+			return watchLag(wctx, cons, r.metrics, o.Once, []<-chan struct{}{r.tailDone, r.inputsDone}, o.Logger)
 		}, func(error) { cancel() })
 	}
 	return nil
@@ -740,8 +754,9 @@ var errDrained = errors.New("inputs drained")
 
 // watchLag updates the lag gauges every 500 ms; with once it returns
 // errDrained when every consumer has nothing pending or unacked, twice in
-// a row, and the tail has reached its end.
-func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *Metrics, once bool, tailDone <-chan struct{}, logger *slog.Logger) error {
+// a row, and every input is done (closed): the tail at its end, the
+// replay published.
+func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *Metrics, once bool, inputs []<-chan struct{}, logger *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	idle := 0
@@ -767,10 +782,12 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *M
 		if !once {
 			continue
 		}
-		select {
-		case <-tailDone:
-		default:
-			busy = true
+		for _, done := range inputs {
+			select {
+			case <-done:
+			default:
+				busy = true
+			}
 		}
 		if busy {
 			idle = 0

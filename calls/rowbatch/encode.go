@@ -44,23 +44,32 @@ func (b *Builder) Reset() {
 	}
 }
 
-// Append adds row i of src (a batch filled with every column, as
-// segment.Scanner fills it for calls.AllFields) as segment row row. Rows
-// must be appended in increasing row order.
+// Append adds row i of src as segment row row; a column src was not
+// filled with (nil) is taken as zero (null). Rows must be appended in
+// increasing row order.
 func (b *Builder) Append(src *calls.Batch, i int, row uint64) {
 	b.rows = append(b.rows, row)
-	b.ts = append(b.ts, src.TSMillis[i])
-	b.cost = append(b.cost, src.CostMicroUSD[i])
-	b.saved = append(b.saved, src.SavedMicroUSD[i])
-	b.in = append(b.in, src.InputTokens[i])
-	b.out = append(b.out, src.OutputTokens[i])
-	b.step = append(b.step, src.Step[i])
-	b.stepNull = append(b.stepNull, src.StepNull != nil && src.StepNull[i])
-	b.tool = append(b.tool, src.ToolCalls[i])
-	b.toolNull = append(b.toolNull, src.ToolNull != nil && src.ToolNull[i])
+	b.ts = append(b.ts, at(src.TSMillis, i))
+	b.cost = append(b.cost, at(src.CostMicroUSD, i))
+	b.saved = append(b.saved, at(src.SavedMicroUSD, i))
+	b.in = append(b.in, at(src.InputTokens, i))
+	b.out = append(b.out, at(src.OutputTokens, i))
+	b.step = append(b.step, at(src.Step, i))
+	b.stepNull = append(b.stepNull, src.Step == nil || src.StepNull != nil && src.StepNull[i])
+	b.tool = append(b.tool, at(src.ToolCalls, i))
+	b.toolNull = append(b.toolNull, src.ToolCalls == nil || src.ToolNull != nil && src.ToolNull[i])
 	for k, f := range stringFields {
-		b.str[k] = append(b.str[k], src.Strings(f)[i])
+		b.str[k] = append(b.str[k], at(src.Strings(f), i))
 	}
+}
+
+// at is col[i], or zero for a column the batch was not filled with.
+func at[T any](col []T, i int) T {
+	if col == nil {
+		var z T
+		return z
+	}
+	return col[i]
 }
 
 // AppendCall adds c as segment row row, interning its strings into runs

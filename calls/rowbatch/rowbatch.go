@@ -87,8 +87,10 @@ func IsBatch(b []byte) bool { return bytes.HasPrefix(b, []byte(Magic)) }
 // ErrFormat marks a malformed batch; test with errors.Is.
 var ErrFormat = errors.New("malformed row batch")
 
-// Decode reads an encoded batch into into, reusing its slices. Strings of
-// the calls share one allocation per dictionary entry.
+// Decode reads an encoded batch into into, reusing its slices. The calls'
+// strings are substrings of one copy of the batch's dictionary: a caller
+// that keeps a string of a call long keeps that copy alive (copy or
+// intern what you keep).
 func Decode(b []byte, into *Batch) error {
 	if !IsBatch(b) || len(b) < len(Magic)+1 {
 		return fmt.Errorf("%w: no %q magic", ErrFormat, Magic)
@@ -140,12 +142,22 @@ func Decode(b []byte, into *Batch) error {
 	if d.err == nil && nd > uint64(len(d.b)) {
 		d.fail("%d dictionary strings", nd)
 	}
-	dict := make([]string, 0, int(min(nd, uint64(len(d.b)))))
+	// The dictionary is copied into one string, its entries substrings of
+	// it: one allocation per batch, not one per string.
+	region := d.b
+	spans := make([][2]int, 0, int(min(nd, uint64(len(d.b)))))
 	for i := uint64(0); i < nd && d.err == nil; i++ {
-		dict = append(dict, string(d.bytes(len(d.b))))
+		v := d.bytes(len(d.b))
+		off := len(region) - len(d.b) - len(v)
+		spans = append(spans, [2]int{off, off + len(v)})
 	}
 	if d.err != nil {
 		return d.wrap("dictionary")
+	}
+	all := string(region[:len(region)-len(d.b)])
+	dict := make([]string, len(spans))
+	for i, sp := range spans {
+		dict[i] = all[sp[0]:sp[1]]
 	}
 	cs := grow(into.Calls, int(n))
 	clear(cs)

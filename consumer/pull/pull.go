@@ -119,8 +119,12 @@ type Counters interface {
 
 // Options configures a Puller.
 type Options struct {
-	Name     string        // for logs and metrics, e.g. "traces"
-	Batch    int           // max messages per handler call; default 256
+	Name  string // for logs and metrics, e.g. "traces"
+	Batch int    // max messages per handler call; default 256
+	// MaxBytes, when > 0, bounds the bytes of messages buffered in the
+	// client (instead of 2*Batch messages): for large messages, whose
+	// count would otherwise buffer more than the subscription holds.
+	MaxBytes int
 	NakDelay time.Duration // base backoff of a transient failure, doubled per delivery; default 500ms
 	// MaxBackoff caps the transient backoff; default 30s.
 	MaxBackoff time.Duration
@@ -185,7 +189,11 @@ const drainTimeout = 10 * time.Second
 // backlog is handled in large batches.
 func (p *Puller) Run(ctx context.Context) error {
 	buf := make(chan jetstream.Msg, p.opts.Batch*2)
-	copts := []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(p.opts.Batch * 2),
+	var limit jetstream.PullConsumeOpt = jetstream.PullMaxMessages(p.opts.Batch * 2)
+	if p.opts.MaxBytes > 0 {
+		limit = jetstream.PullMaxBytes(p.opts.MaxBytes)
+	}
+	copts := []jetstream.PullConsumeOpt{limit,
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			p.log.Debug("consume", "err", err)
 		})}
