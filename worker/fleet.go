@@ -61,6 +61,10 @@ const snapshotShare = 10
 // drops messages (a gap in the delivery sequence: a reload).
 const pullBytes = 8 << 20
 
+// backlogSnapshots times SnapshotEvery is the longest a partition waits
+// between snapshots while its consumer has a backlog.
+const backlogSnapshots = 5
+
 // partitionKey is partition p's key in the PartitionsBucket KV bucket.
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
 
@@ -404,6 +408,8 @@ type partHandler struct {
 	tried     []blobRef
 	pinID     string
 	lastBatch time.Time
+	// backlog: the last batch's consumer had more pending after it.
+	backlog bool
 	buf       []byte         // snapshot encoding buffer, reused
 	batch     rowbatch.Batch // row batch decoding buffers, reused
 	name      []byte         // run name buffer, reused
@@ -458,6 +464,7 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		if md, err := m.Metadata(); err == nil {
 			seqs[i], dseqs[i] = md.Sequence.Stream, md.Sequence.Consumer
 			newest = max(newest, seqs[i])
+			h.backlog = md.NumPending > 0
 		}
 	}
 	if h.state != nil && !follows(h.lastDseq, dseqs) {
@@ -628,13 +635,18 @@ func (h *partHandler) applySafe(ctx context.Context, s *partState, m pull.Msg, s
 // snapshotDue is how long after the last snapshot the next one is due
 // while records arrive: snapshotShare times the last snapshot's duration
 // (times the partitions per core), at least a twentieth and at most the
-// whole of SnapshotEvery.
+// whole of SnapshotEvery, or backlogSnapshots times it while a backlog
+// drains (acks can wait: the ack wait is far longer).
 func (h *partHandler) snapshotDue() time.Duration {
 	every := h.f.opts.SnapshotEvery
 	// The partitions snapshot side by side on GOMAXPROCS cores: their
 	// share of the machine, not each one's of its own time, is bounded.
 	share := snapshotShare * max(1, len(h.f.parts)/runtime.GOMAXPROCS(0))
-	return min(max(time.Duration(share)*h.lastSnapTook, every/20), every)
+	longest := every
+	if h.backlog {
+		longest = backlogSnapshots * every
+	}
+	return min(max(time.Duration(share)*h.lastSnapTook, every/20), longest)
 }
 
 // commit stores the state (snap, its snapshot encoding) in the worker's

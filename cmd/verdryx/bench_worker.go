@@ -1,51 +1,54 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
-
 	"fmt"
+	"os"
 	"time"
 
-	"github.com/verdryx/verdryx/internal/bench/ingest"
+	"github.com/spf13/cobra"
+
+	"github.com/verdryx/verdryx/internal/bench/e2e"
 )
 
-// benchWorker maps the flags of `verdryx bench worker` onto ingest.Run and
-// prints its figures.
+// newBenchWorkerCmd maps the flags of `verdryx bench worker` onto e2e.Run
+// and prints its figures.
 func newBenchWorkerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
-		Short: "benchmark the worker's trace ingestion",
-		Long: "Benchmark the worker's trace ingestion against raw JetStream consume-with-ack: each round publishes\n" +
-			"--records per-call records to a fresh embedded server, consumes them with a plain consumer acking each\n" +
-			"message, then runs the worker's partitioned trace consumers into a fresh store (commit, snapshot, ack).\n" +
-			"Prints each round, then the best raw and best worker rate of --rounds and their ratio (other load on\n" +
-			"the machine only slows a pass down) beside the median of the rounds' own ratios.",
+		Short: "benchmark the deployed path (serve --once --replay) against cost-per-correct --traces",
+		Long: "Benchmark the deployed path against the direct path on the same directory, in one run: each round runs\n" +
+			"`cost-per-correct --traces DIR`, then `serve --once --replay DIR` on a fresh data directory (embedded\n" +
+			"NATS, the replay published as row batches and applied until drained), as child processes. Prints their\n" +
+			"wall times and ratio, the worker's peak RSS and CPU per million rows, and the JetStream store's bytes per\n" +
+			"Parquet byte and per row; fails when the two reports differ. The directory (--dir, else a temporary one)\n" +
+			"is generated with every run in flight (the shape `bench traces` uses) when it holds no segments.",
 	}
 	fs := cmd.Flags()
-	records := fs.Int("records", 1_000_000, "per-call records to publish")
-	batch := fs.Int("batch", 512, "worker batch size (messages per transaction)")
-	rounds := fs.Int("rounds", 3, "measured rounds, each on a fresh server and store")
+	rows := fs.Int64("rows", 10_000_000, "rows to generate when --dir holds no segments")
+	dir := fs.String("dir", "", "segment directory (generated there when empty of segments; default: a temporary directory, removed after)")
+	rounds := fs.Int("rounds", 1, "rounds of the two passes; the best of each is reported")
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) > 0 {
 			return usageErrorf("bench worker: unexpected argument %q", pos[0])
 		}
-		if *records <= 0 {
-			return usageErrorf("bench worker: --records must be positive")
+		if *rows <= 0 || *rounds <= 0 {
+			return usageErrorf("bench worker: --rows and --rounds must be positive")
 		}
-		if *rounds <= 0 {
-			return usageErrorf("bench worker: --rounds must be positive")
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench worker: %w", err)
 		}
-		opts := ingest.Options{Records: *records, Batch: *batch, Rounds: *rounds}
+		opts := e2e.Options{Exe: exe, Dir: *dir, Rows: *rows, Rounds: *rounds}
 		if !*asJSON {
-			opts.OnRound = func(rd ingest.Round) {
-				fmt.Fprintf(stdout, "round %d: published in %s; raw %.0f msgs/s (%s); worker %.0f records/s (%s, %d stored, %d not acked); worker/raw %.2f\n",
-					rd.Round, rd.Publish.Round(time.Millisecond), rd.RawPerSec, rd.Raw.Round(time.Millisecond),
-					rd.WorkerPerSec, rd.Worker.Round(time.Millisecond), rd.Stored, rd.NotAcked, rd.Ratio)
+			opts.OnRound = func(rd e2e.Round) {
+				fmt.Fprintf(stdout, "round %d: cost-per-correct %s, serve --once --replay %s (%.2fx), worker cpu %.1fs, peak RSS %.0f MiB, store %.0f MiB, reports equal: %v\n",
+					rd.Round, secs(rd.DirectSeconds), secs(rd.WorkerSeconds), rd.Ratio, rd.WorkerCPU, float64(rd.WorkerPeakRSS)/(1<<20),
+					float64(rd.StoreBytes)/(1<<20), rd.ReportsEqual)
 			}
 		}
-		res, err := ingest.Run(ctx, opts)
+		res, err := e2e.Run(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -55,10 +58,14 @@ func newBenchWorkerCmd() *cobra.Command {
 			}
 			return res.Check()
 		}
-		fmt.Fprintf(stdout, "raw JetStream consume+ack, best of %d:       %10.0f msgs/s\n", len(res.Rounds), res.RawPerSec)
-		fmt.Fprintf(stdout, "worker (store commit, then ack), best of %d: %10.0f records/s\n", len(res.Rounds), res.WorkerPerSec)
-		fmt.Fprintf(stdout, "worker / raw: %.2f best to best, %.2f median of rounds (target >= 0.70)\n", res.Ratio, res.MedianRatio)
+		fmt.Fprintf(stdout, "%s: %d rows in %d segments, %.1f MiB of Parquet\n", res.Dir, res.Rows, res.Segments, float64(res.ParquetBytes)/(1<<20))
+		fmt.Fprintf(stdout, "worker / direct wall time: %.2fx (best %s / best %s; goal <= %dx)\n", res.Ratio, secs(res.WorkerSeconds), secs(res.DirectSeconds), e2e.RatioTarget)
+		fmt.Fprintf(stdout, "JetStream store: %.2f bytes per Parquet byte (goal <= %.1f), %.1f bytes per row\n", res.StorePerParquet, e2e.StorePerParquetMax, res.StoreBytesPerRow)
+		fmt.Fprintf(stdout, "worker peak RSS: %.0f MiB (goal < %d MiB); worker CPU: %.2f s per million rows\n", float64(res.WorkerPeakRSS)/(1<<20), e2e.PeakRSSMax>>20, res.WorkerCPUPerMRows)
 		return res.Check()
 	}
 	return cmd
 }
+
+// secs formats seconds as a rounded duration.
+func secs(s float64) string { return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String() }

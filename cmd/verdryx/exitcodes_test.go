@@ -190,7 +190,7 @@ func TestExitCodes(t *testing.T) {
 		{"bench chain", []string{"bench", "chain", "--time", "10ms", "--json"}, exitOK, ""},
 		{"bench index bad sizes", []string{"bench", "index", "--n", "x"}, exitUsage, ""},
 		{"bench traces bad rows", []string{"bench", "traces", "--rows", "0"}, exitUsage, ""},
-		{"bench worker bad records", []string{"bench", "worker", "--records", "0"}, exitUsage, ""},
+		{"bench worker bad rows", []string{"bench", "worker", "--rows", "0"}, exitUsage, "--rows"},
 		{"bench worker bad rounds", []string{"bench", "worker", "--rounds", "0"}, exitUsage, "--rounds"},
 		{"bench chaos bad records", []string{"bench", "chaos", "--records", "1"}, exitUsage, ""},
 		{"bench ingest bad records", []string{"bench", "ingest", "--records", "0"}, exitUsage, ""},

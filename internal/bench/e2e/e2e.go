@@ -1,0 +1,290 @@
+// Package e2e is `verdryx bench worker`: the deployed path against the
+// direct path on the same generated directory, in one run. Each round runs
+// two child processes of the verdryx binary, one after the other:
+// `cost-per-correct --traces DIR` and, on a fresh data directory,
+// `serve --once --replay DIR` (the embedded server, the replay published as
+// row batches and applied by the worker until drained), and reports their
+// wall times and ratio, the worker's peak RSS and CPU, and the bytes the
+// JetStream store kept per Parquet byte read and per row. The two reports
+// must be equal.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+// Options configure Run.
+type Options struct {
+	// Exe is the verdryx binary the children run (os.Executable).
+	Exe string
+	// Dir holds the segments; generated there (every run in flight) when
+	// it holds none. Empty: a temporary directory, removed after.
+	Dir string
+	// Rows to generate; 0 means 10,000,000.
+	Rows int64
+	// Rounds of the two passes; 0 means 1. The best of each is kept.
+	Rounds int
+	// OnGenerate, when set, is called with the rows generated so far.
+	OnGenerate func(rows int64)
+	// OnRound, when set, is called with each round's figures.
+	OnRound func(Round)
+}
+
+// Round holds one round's figures. Times in seconds, sizes in bytes.
+type Round struct {
+	Round         int     `json:"round"`
+	DirectSeconds float64 `json:"direct_seconds"`
+	WorkerSeconds float64 `json:"worker_seconds"`
+	Ratio         float64 `json:"worker_to_direct_ratio"`
+	WorkerCPU     float64 `json:"worker_cpu_seconds"`
+	WorkerPeakRSS int64   `json:"worker_peak_rss_bytes"`
+	StoreBytes    int64   `json:"jetstream_store_bytes"`
+	SQLiteBytes   int64   `json:"sqlite_bytes"`
+	ReportsEqual  bool    `json:"reports_equal"`
+}
+
+// Result is a run's figures: the directory, every round, and the best
+// (least disturbed: other load only slows a pass down) of each pass.
+type Result struct {
+	Dir                string  `json:"dir"`
+	Rows               int64   `json:"rows"`
+	Segments           int     `json:"segments"`
+	ParquetBytes       int64   `json:"parquet_bytes"`
+	Generated          bool    `json:"generated"`
+	DirectSeconds      float64 `json:"direct_seconds"`
+	WorkerSeconds      float64 `json:"worker_seconds"`
+	Ratio              float64 `json:"worker_to_direct_ratio"`
+	WorkerPeakRSS      int64   `json:"worker_peak_rss_bytes"`
+	WorkerCPUPerMRows  float64 `json:"worker_cpu_seconds_per_million_rows"`
+	StorePerParquet    float64 `json:"jetstream_bytes_per_parquet_byte"`
+	StoreBytesPerRow   float64 `json:"jetstream_bytes_per_row"`
+	Rounds             []Round `json:"rounds"`
+	RatioTarget        float64 `json:"ratio_target"`
+	StorePerParquetMax float64 `json:"jetstream_bytes_per_parquet_byte_max"`
+	PeakRSSMax         int64   `json:"worker_peak_rss_bytes_max"`
+}
+
+// The goals of issue 24, printed beside the figures.
+const (
+	RatioTarget        = 10
+	StorePerParquetMax = 1.5
+	PeakRSSMax         = 1 << 30
+)
+
+// Check returns an error when a round's reports differed.
+func (r Result) Check() error {
+	for _, rd := range r.Rounds {
+		if !rd.ReportsEqual {
+			return fmt.Errorf("bench worker: round %d: the worker's report differs from cost-per-correct's", rd.Round)
+		}
+	}
+	return nil
+}
+
+// Run generates (or reuses) the directory and runs the rounds.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	if opts.Rows == 0 {
+		opts.Rows = 10_000_000
+	}
+	if opts.Rounds == 0 {
+		opts.Rounds = 1
+	}
+	if opts.Rows < 0 || opts.Rounds < 0 || opts.Exe == "" {
+		return Result{}, errors.New("bench worker: rows and rounds must be positive, and the binary known")
+	}
+	dir := opts.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "verdryx-bench-worker-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("bench worker: %w", err)
+	}
+	res := Result{Dir: dir, RatioTarget: RatioTarget, StorePerParquetMax: StorePerParquetMax, PeakRSSMax: PeakRSSMax}
+	segs, _, err := segment.List(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(segs) == 0 {
+		gen := tracegen.DefaultFleetOptions()
+		gen.Rows, gen.AllInFlight, gen.Concurrent = opts.Rows, true, 0
+		gen.SegmentRows, gen.RowGroupRows = 1_000_000, 200_000
+		gen.OnSegment = opts.OnGenerate
+		if _, err := tracegen.GenerateFleet(dir, gen); err != nil {
+			return Result{}, fmt.Errorf("bench worker: generate: %w", err)
+		}
+		res.Generated = true
+		if segs, _, err = segment.List(dir); err != nil {
+			return Result{}, err
+		}
+	}
+	res.Segments = len(segs)
+	for _, s := range segs {
+		fi, err := os.Stat(s.Path)
+		if err != nil {
+			return Result{}, err
+		}
+		res.ParquetBytes += fi.Size()
+		rows, err := segment.RowGroups(s.Path)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, n := range rows {
+			res.Rows += n
+		}
+	}
+	for k := 1; k <= opts.Rounds; k++ {
+		rd, err := round(ctx, opts.Exe, dir, k)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench worker: round %d: %w", k, err)
+		}
+		if opts.OnRound != nil {
+			opts.OnRound(rd)
+		}
+		res.Rounds = append(res.Rounds, rd)
+	}
+	best := func(f func(Round) float64) float64 {
+		v := f(res.Rounds[0])
+		for _, rd := range res.Rounds[1:] {
+			v = min(v, f(rd))
+		}
+		return v
+	}
+	res.DirectSeconds = best(func(r Round) float64 { return r.DirectSeconds })
+	res.WorkerSeconds = best(func(r Round) float64 { return r.WorkerSeconds })
+	res.Ratio = res.WorkerSeconds / res.DirectSeconds
+	res.WorkerPeakRSS = int64(best(func(r Round) float64 { return float64(r.WorkerPeakRSS) }))
+	res.WorkerCPUPerMRows = best(func(r Round) float64 { return r.WorkerCPU }) / (float64(res.Rows) / 1e6)
+	store := best(func(r Round) float64 { return float64(r.StoreBytes) })
+	res.StorePerParquet = store / float64(res.ParquetBytes)
+	res.StoreBytesPerRow = store / float64(res.Rows)
+	return res, nil
+}
+
+// round runs the direct and the worker pass once.
+func round(ctx context.Context, exe, dir string, k int) (Round, error) {
+	rd := Round{Round: k}
+	direct, err := runChild(ctx, exe, "cost-per-correct", "--traces", dir)
+	if err != nil {
+		return rd, err
+	}
+	rd.DirectSeconds = direct.wall.Seconds()
+	data, err := os.MkdirTemp("", "verdryx-bench-worker-data-")
+	if err != nil {
+		return rd, err
+	}
+	defer os.RemoveAll(data)
+	w, err := runChild(ctx, exe, "--data", data, "serve", "--once", "--replay", dir,
+		"--nats-listen", "127.0.0.1:0", "--http", "", "--log-level", "warn")
+	if err != nil {
+		return rd, err
+	}
+	rd.WorkerSeconds = w.wall.Seconds()
+	rd.Ratio = rd.WorkerSeconds / rd.DirectSeconds
+	rd.WorkerCPU, rd.WorkerPeakRSS = w.cpu.Seconds(), w.peakRSS
+	rd.StoreBytes = duBytes(filepath.Join(data, "nats"))
+	rd.SQLiteBytes = duBytes(filepath.Join(data, "verdryx.db")) + duBytes(filepath.Join(data, "verdryx.db-wal"))
+	rd.ReportsEqual = sameReport(direct.stdout, w.stdout)
+	return rd, nil
+}
+
+// sameReport reports whether the worker's printed report (the lines after
+// its "cost per outcome of the traces consumed:" line) is the direct one's,
+// both up to and including their "calls read: N" line.
+func sameReport(direct, worker []byte) bool {
+	_, wt, ok := bytes.Cut(worker, []byte("cost per outcome of the traces consumed:\n"))
+	if !ok {
+		return false
+	}
+	dl, wl := upToCallsRead(direct), upToCallsRead(wt)
+	return dl != nil && slices.Equal(dl, wl)
+}
+
+// upToCallsRead returns the lines of b up to its "calls read:" line, or
+// nil without one.
+func upToCallsRead(b []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		out = append(out, l)
+		if strings.HasPrefix(l, "calls read:") {
+			return out
+		}
+	}
+	return nil
+}
+
+// child is what a finished child process measured.
+type child struct {
+	wall    time.Duration
+	cpu     time.Duration
+	peakRSS int64
+	stdout  []byte
+}
+
+// runChild runs exe with args to its end: a non-zero exit is an error
+// carrying the end of its stderr.
+func runChild(ctx context.Context, exe string, args ...string) (child, error) {
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = childEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		tail := errb.String()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return child{}, fmt.Errorf("%s %s: %w: %s", filepath.Base(exe), strings.Join(args, " "), err, tail)
+	}
+	c := child{wall: wall, stdout: out.Bytes()}
+	if ps := cmd.ProcessState; ps != nil {
+		c.cpu = ps.UserTime() + ps.SystemTime()
+		c.peakRSS = peakRSS(ps)
+	}
+	return c, nil
+}
+
+// childEnv is the environment without VERDRYX_* variables, so a caller's
+// settings never point a child elsewhere.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VERDRYX_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// duBytes is the size of the files under path (0 when missing).
+func duBytes(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package e2e
+
+import "os"
+
+// peakRSS is not measured here.
+func peakRSS(*os.ProcessState) int64 { return 0 }
