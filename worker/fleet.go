@@ -410,9 +410,9 @@ type partHandler struct {
 	lastBatch time.Time
 	// backlog: the last batch's consumer had more pending after it.
 	backlog bool
-	buf       []byte         // snapshot encoding buffer, reused
-	batch     rowbatch.Batch // row batch decoding buffers, reused
-	name      []byte         // run name buffer, reused
+	buf     []byte         // snapshot encoding buffer, reused
+	batch   rowbatch.Batch // row batch decoding buffers, reused
+	name    []byte         // run name buffer, reused
 }
 
 // errStore is a snapshot that could not be stored in the worker's store:

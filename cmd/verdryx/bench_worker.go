@@ -68,4 +68,6 @@ func newBenchWorkerCmd() *cobra.Command {
 }
 
 // secs formats seconds as a rounded duration.
-func secs(s float64) string { return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String() }
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
