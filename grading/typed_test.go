@@ -237,7 +237,7 @@ func TestTypedRefusalsFailTheRunWithNothingSaved(t *testing.T) {
 	}
 }
 
-func TestTypedSlowOrMalformedTyprxFailsTheRun(t *testing.T) {
+func TestTypedSlowOrMalformedTypryxFailsTheRun(t *testing.T) {
 	for name, rep := range map[string]typryxtest.Reply{
 		"slow":      {Hang: true},
 		"malformed": {Raw: `{"answer_id":"x","surprise":true}`},
