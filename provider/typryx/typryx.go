@@ -157,11 +157,18 @@ func (c *Client) BaseURL() string { return redact.URL(c.base) }
 // URL), for the caller's logs and output.
 func (c *Client) Redactor() *redact.Redactor { return c.red }
 
-// checkKey refuses an empty key or one with control characters (it could
-// not be sent as a header value).
+// minKey is the shortest key accepted: package redact recognises secrets
+// of at least 6 bytes, and a shorter key could not be kept out of output.
+const minKey = 6
+
+// checkKey refuses an empty or short key, or one with control or non-ASCII
+// characters (it could not be sent as a header value).
 func checkKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: the key is empty", ErrNoKey)
+	}
+	if len(key) < minKey {
+		return fmt.Errorf("%w: the key is shorter than %d bytes", ErrNoKey, minKey)
 	}
 	for _, r := range key {
 		if unicode.IsControl(r) || r > unicode.MaxASCII {

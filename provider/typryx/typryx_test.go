@@ -147,11 +147,16 @@ func TestRefusalEchoingTheKeyIsRedacted(t *testing.T) {
 func TestAskTimesOutOnceWithoutRetry(t *testing.T) {
 	s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Hang: true} })
 	c := newClient(t, s.URL, 100*time.Millisecond)
+	// The caller's own deadline is far later: the call must end at the
+	// client's per-call timeout, not at it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	start := time.Now()
-	_, err := c.Ask(context.Background(), ask(typryxtest.Noul))
+	_, err := c.Ask(ctx, ask(typryxtest.Noul))
 	require.ErrorIs(t, err, typryx.ErrUnreachable)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Less(t, time.Since(start), 5*time.Second, "the per-call timeout ended the call")
+	assert.Contains(t, err.Error(), "timeout 100ms")
 	assert.Len(t, s.Asks(), 1, "asked exactly once: no retry")
 }
 
@@ -263,4 +268,6 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	require.Error(t, err)
 	_, err = typryx.New(typryx.Options{BaseURL: "http://127.0.0.1:1"})
 	require.ErrorIs(t, err, typryx.ErrNoKey)
+	_, err = typryx.New(typryx.Options{BaseURL: "http://127.0.0.1:1", Key: "abc12"})
+	require.ErrorIs(t, err, typryx.ErrNoKey, "too short for the redactor to hide")
 }
