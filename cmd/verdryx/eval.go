@@ -585,7 +585,8 @@ type junitMessage struct {
 
 // writeJUnit writes the run as JUnit XML: a case under passMark is a
 // failure whose body lists each failed check with its detail, an unmeasured
-// case is skipped with its reason; every case carries its model output in
+// case is skipped with its reason (a typed case typryx left unanswered with
+// typryx's reason and answer id); every case carries its model output in
 // system-out.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 	suite := junitSuite{
@@ -598,6 +599,9 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
 			SystemOut: s.Output}
 		switch {
+		case s.Unanswered():
+			jc.Skipped = &junitMessage{Message: fmt.Sprintf("unanswered by typryx: %s (answer %s)", s.Typed.Reason, s.Typed.AnswerID)}
+			suite.Skipped++
 		case !s.Graded():
 			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
 			suite.Skipped++

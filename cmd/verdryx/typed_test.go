@@ -108,8 +108,9 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 	events := filepath.Join(dir, "events.ndjson")
 	keyFile := typedKeyFile(t, dir)
 
+	junit := filepath.Join(dir, "junit.xml")
 	stdout, stderr, code := runCLI(t, "eval", typedEvalSet, "--typed-url", fake.URL, "--typed-key-file", keyFile,
-		"--db", db, "--events", events, "--agent-id", "agent://verdryx.example/support-bot", "--otlp", otlp.URL, "-v")
+		"--db", db, "--events", events, "--agent-id", "agent://verdryx.example/support-bot", "--otlp", otlp.URL, "-v", "--junit", junit)
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "unanswered: 2 of 5 asked (backend_error: 1, timeout: 1)")
 	assert.Contains(t, stdout, "run-")
@@ -120,6 +121,11 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 	assert.NotContains(t, stdout, "unmeasured:", "the unanswered are counted apart, not as unmeasured")
 	assert.Contains(t, stdout, "saved to "+db)
 	assert.Contains(t, stderr, "typryx", "-v logs the typryx calls' spans or debug lines")
+
+	xmlOut, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	assert.Contains(t, string(xmlOut), `skipped="2"`)
+	assert.Contains(t, string(xmlOut), "unanswered by typryx: timeout (answer ans-")
 
 	// Every typed case was asked once, with the run id; the labels of the
 	// three answered, labelled cases were posted.
@@ -203,7 +209,7 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 		assert.Equal(t, typedCLIKey, h.Get(typryx.HeaderKey), "the key is sent, only in its header")
 	}
 	assertNoKey(t, map[string][]byte{"stdout": []byte(stdout), "stderr": []byte(stderr), "json": []byte(jsonOut),
-		"stderr2": []byte(stderr2), "spans": spanBytes, "report": html}, db, events)
+		"stderr2": []byte(stderr2), "spans": spanBytes, "report": html, "junit": xmlOut}, db, events)
 }
 
 func TestEvalTypedRefusalsExit3WithNothingStored(t *testing.T) {
