@@ -8,9 +8,12 @@
 //   - A Model (the deterministic Stub, Anthropic Messages or an
 //     OpenAI-compatible chat endpoint) produces each case's output; the same
 //     interface serves the llm_judge grader.
-//   - Graders (exact, regex, outcome_tag, tool_trace, llm_judge, rag) turn an
-//     output into one Score shape in [0, 1] with tokens, cost and per-check
-//     reasons.
+//   - Graders (exact, regex, outcome_tag, tool_trace, llm_judge, rag, and
+//     typed, which asks typryx when Deps.Typed enables it) turn an output
+//     into one Score shape in [0, 1] with tokens, cost and per-check
+//     reasons. A typed case typryx leaves unanswered is unmeasured, counted
+//     apart with typryx's answer id and reason; typryx refusing fails the
+//     run (ErrTypedService).
 //   - Runner grades a set with bounded concurrency. A case that cannot be
 //     graded is counted apart with its reason; a run with no graded case has
 //     no mean ("unmeasured"), never 0.

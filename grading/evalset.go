@@ -26,7 +26,7 @@ const (
 
 // graderNames lists the graders in the order they are documented.
 func graderNames() []string {
-	return []string{GraderExact, GraderRegex, GraderOutcomeTag, GraderToolTrace, GraderLLMJudge, GraderRAG}
+	return []string{GraderExact, GraderRegex, GraderOutcomeTag, GraderToolTrace, GraderLLMJudge, GraderRAG, GraderTyped}
 }
 
 // DefaultOutcomeScores is the outcome_tag grader's default table; a tag not
@@ -39,7 +39,9 @@ func DefaultOutcomeScores() map[string]float64 {
 type Case struct {
 	ID     string `json:"id"`
 	Prompt string `json:"prompt,omitempty"`
-	// Expected is the literal (exact) or pattern (regex). Nil when absent.
+	// Expected is the literal (exact), the pattern (regex) or the human
+	// label (typed: "true"/"false" for a noul template, a decimal level
+	// for a score template). Nil when absent.
 	Expected *string `json:"expected,omitempty"`
 	Rubric   string  `json:"rubric,omitempty"`
 	// Grader is one of the Grader* names; empty means exact.
@@ -252,6 +254,16 @@ func ParseEvalSetWith(raw []byte, path string, read ReadFileFunc) (*EvalSet, err
 			}
 			if strings.TrimSpace(c.Prompt) == "" {
 				add(i, c.ID, "prompt", "required for grader llm_judge")
+			}
+		case GraderTyped:
+			if strings.TrimSpace(c.Prompt) == "" {
+				add(i, c.ID, "prompt", "required for grader typed: it is the task typryx is asked about")
+			}
+			if c.Expected != nil && !labelRE.MatchString(*c.Expected) {
+				add(i, c.ID, "expected", "a typed label is \"true\" or \"false\" (noul) or a decimal level (score), have %q", *c.Expected)
+			}
+			if c.Rubric != "" {
+				add(i, c.ID, "rubric", "a typed case takes no rubric: typryx's template is the question")
 			}
 		case GraderRAG:
 			needRAG = true

@@ -78,6 +78,10 @@ type Deps struct {
 	Models func(id string) (Model, error)
 	// Judge grades llm_judge cases; nil uses the stub judge.
 	Judge *Judge
+	// Typed grades typed cases with typryx; nil refuses a set that has
+	// one (ErrBadRequest): no typed case is graded unless the caller
+	// enabled typryx.
+	Typed *Typed
 	// RAG builds the pipeline that answers rag cases for a set's corpus
 	// and a model; nil uses the offline pipeline for the stub model and
 	// leaves rag cases unmeasured for any other.
@@ -109,6 +113,10 @@ type RunSummary struct {
 	MeanScore    *float64 `json:"mean_score"`
 	TotalTokens  int64    `json:"total_tokens"`
 	TotalCostUSD float64  `json:"total_cost_usd"`
+	// Typed counts the typed cases asked, answered and unanswered (with
+	// typryx's reasons and answer ids) and the labels posted; nil when no
+	// typed case was asked.
+	Typed *TypedSummary `json:"typed,omitempty"`
 }
 
 // Summarize derives a run's summary.
@@ -120,6 +128,7 @@ func Summarize(run Run) RunSummary {
 		s.MeanScore = &m
 	}
 	s.TotalTokens, s.TotalCostUSD = run.Totals()
+	s.Typed = summarizeTyped(run.Scores)
 	return s
 }
 
@@ -154,7 +163,8 @@ type Plan struct {
 }
 
 // Prepare validates req and builds what grading it needs. Request mistakes
-// wrap ErrBadRequest; nothing is stored.
+// wrap ErrBadRequest; typryx failing to list the typed template wraps
+// ErrTypedService; nothing is stored and no question is asked.
 func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	logger := deps.Logger
 	if logger == nil {
@@ -192,12 +202,21 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 			return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
 	}
+	var typed *typedPlan
+	if set.hasTyped() {
+		if deps.Typed == nil {
+			return nil, fmt.Errorf("%w: eval set %s has typed cases, and typryx is not enabled here (give --typed-url to eval or serve)", ErrBadRequest, set.ID)
+		}
+		if typed, err = deps.Typed.resolve(ctx, set); err != nil {
+			return nil, err
+		}
+	}
 	judge := deps.Judge
 	if judge == nil {
 		judge = &Judge{Model: &Stub{}, Prices: deps.Prices}
 	}
 	runner := &Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
-		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
+		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase, typed: typed}
 	if rt, ok := deps.Spans.(RunTracer); ok {
 		runner.Tracer = rt
 	}
@@ -230,10 +249,17 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 	run, err := p.runner.run(ctx, p.set, p.req.AgentID, runID)
 	if err != nil {
+		if p.runner.typed != nil {
+			err = p.runner.typed.typed.Client.Redactor().Error(err)
+		}
 		return Result{}, err
 	}
 	run.RequestID = p.req.RequestID
-	redactRun(&run)
+	if p.runner.typed != nil {
+		redactRun(&run, p.runner.typed.typed.Client.Redactor())
+	} else {
+		redactRun(&run)
+	}
 	res := Result{Run: Summarize(run), traced: p.runner.Tracer != nil}
 	if p.req.BaselineID == "" {
 		return res, nil
@@ -432,6 +458,9 @@ func QualityScoreData(s Score) map[string]any {
 
 // EvalRunData is the data of an eval_run envelope: the contract keys plus
 // the run's provenance. mean_score is null for an unmeasured run.
+// unanswered counts every case not graded, typed cases typryx left
+// unanswered included; typed (present when typed cases were asked) counts
+// those asked, answered and unanswered by reason, and the labels posted.
 func EvalRunData(s RunSummary) map[string]any {
 	var mean any
 	if s.MeanScore != nil {
@@ -456,6 +485,13 @@ func EvalRunData(s RunSummary) map[string]any {
 	}
 	if s.Provenance.IndexGeneration != "" {
 		d["index_generation"] = s.Provenance.IndexGeneration
+	}
+	if s.Typed != nil {
+		t := *s.Typed
+		t.UnansweredCases = nil // the event counts; the stored run lists them
+		if raw, err := json.Marshal(t); err == nil {
+			d["typed"] = json.RawMessage(raw)
+		}
 	}
 	if len(s.Provenance.Graders) > 0 {
 		raw, err := json.Marshal(s.Provenance.Graders)

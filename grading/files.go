@@ -74,17 +74,23 @@ func (rs *ragSet) offlineBuilder(read ReadFileFunc) func(ctx context.Context, co
 }
 
 // redactRun removes secrets (redact.FromEnv: URL userinfo, echoed
-// Authorization/x-api-key values, the provider keys in the environment)
-// from what a run stores and prints: unmeasured reasons, outputs and check
-// details.
-func redactRun(run *Run) {
-	rd := redact.FromEnv(nil)
-	for i := range run.Scores {
-		s := &run.Scores[i]
-		s.Unmeasured = rd.String(s.Unmeasured)
-		s.Output = rd.String(s.Output)
-		for j := range s.Checks {
-			s.Checks[j].Detail = rd.String(s.Checks[j].Detail)
+// Authorization/x-api-key/X-Typryx-Key values, the provider keys in the
+// environment; and with extra, the typryx key) from what a run stores and
+// prints: unmeasured reasons, outputs, check details and typed verdicts'
+// label errors.
+func redactRun(run *Run, extra ...*redact.Redactor) {
+	rds := append([]*redact.Redactor{redact.FromEnv(nil)}, extra...)
+	for _, rd := range rds {
+		for i := range run.Scores {
+			s := &run.Scores[i]
+			s.Unmeasured = rd.String(s.Unmeasured)
+			s.Output = rd.String(s.Output)
+			for j := range s.Checks {
+				s.Checks[j].Detail = rd.String(s.Checks[j].Detail)
+			}
+			if s.Typed != nil {
+				s.Typed.LabelError = rd.String(s.Typed.LabelError)
+			}
 		}
 	}
 }

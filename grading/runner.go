@@ -127,11 +127,16 @@ type Runner struct {
 	// index in the set and its score. Calls are serialised (never two at
 	// once) but come in completion order, not case order.
 	OnCase func(i int, s Score)
+
+	// typed grades typed cases (set by Prepare once typryx listed the
+	// template); nil leaves them unmeasured.
+	typed *typedPlan
 }
 
 // Run grades every case of set and returns the run. It returns an error
-// only when ctx is done before every case finished; per-case failures are
-// recorded as unmeasured scores with their reason.
+// when ctx is done before every case finished, or when typryx failed a
+// typed case (ErrTypedService: the other cases are abandoned); other
+// per-case failures are recorded as unmeasured scores with their reason.
 func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, error) {
 	return r.run(ctx, set, agentID, "")
 }
@@ -171,22 +176,37 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 	ctx, runSpan := r.startRun(ctx, &run)
 	defer func() { endRun(runSpan, run, now().UTC(), err) }()
 
+	// A case that fails the whole run (typryx refusing) cancels the rest
+	// with its error as the cause.
+	gctx, abandon := context.WithCancelCause(ctx)
+	defer abandon(nil)
+	failed := func() error {
+		if err := context.Cause(gctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return fmt.Errorf("eval %s: %w", set.ID, ctx.Err())
+	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
 	var onCase sync.Mutex
 	for i := range set.Cases {
 		select {
 		case sem <- struct{}{}:
-		case <-ctx.Done():
+		case <-gctx.Done():
 			wg.Wait()
-			return Run{}, fmt.Errorf("eval %s: %w", set.ID, ctx.Err())
+			return Run{}, failed()
 		}
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
 			start := now()
-			cctx, span := startCase(ctx, &set.Cases[i], start)
-			s := r.gradeCase(cctx, set, &set.Cases[i])
+			cctx, span := startCase(gctx, &set.Cases[i], start)
+			s, err := r.gradeCase(cctx, set, &set.Cases[i], run.ID)
+			if err != nil {
+				abandon(fmt.Errorf("eval %s: %w", set.ID, err))
+				failCase(span, err, now())
+				return
+			}
 			end := now()
 			s.Duration = end.Sub(start)
 			endCase(span, s, end)
@@ -200,8 +220,13 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 		}(i)
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Run{}, fmt.Errorf("eval %s: %w", set.ID, err)
+	if gctx.Err() != nil {
+		return Run{}, failed()
+	}
+	if r.typed != nil {
+		r.typed.postLabels(ctx, &run, func(caseID string, err error) {
+			logger.Warn("typed label not posted", "case", caseID, "err", err)
+		})
 	}
 	run.FinishedAt = now().UTC()
 	return run, nil
@@ -236,6 +261,10 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 			cfg["partial"] = "lcs/max_len"
 		case GraderRAG:
 			cfg["score"] = "1 when every golden check passes, else 0"
+		case GraderTyped:
+			if r.typed != nil {
+				cfg = r.typed.config()
+			}
 		}
 		p.Graders[kind] = cfg
 	}
@@ -246,7 +275,7 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 	for kind := range p.Graders {
 		id := ""
 		switch kind {
-		case GraderExact, GraderRegex, GraderToolTrace, GraderLLMJudge, GraderRAG:
+		case GraderExact, GraderRegex, GraderToolTrace, GraderLLMJudge, GraderRAG, GraderTyped:
 			id = run.Model
 		}
 		if _, ok := prices.Cost(id, 0, 0); id != "" && !ok && !slices.Contains(p.Unpriced, id) {
@@ -268,24 +297,26 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 	return p
 }
 
-// gradeCase calls the model (when the grader needs one) and grades.
-func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
+// gradeCase calls the model (when the grader needs one) and grades. The
+// error is not nil only when the case fails the whole run: typryx failed a
+// typed case (ErrTypedService).
+func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID string) (Score, error) {
 	s := Score{CaseID: c.ID, Grader: c.Kind()}
-	unmeasured := func(format string, args ...any) Score {
+	unmeasured := func(format string, args ...any) (Score, error) {
 		s.Unmeasured = fmt.Sprintf(format, args...)
 		s.Value = 0
-		return s
+		return s, nil
 	}
 	switch c.Kind() {
 	case GraderOutcomeTag:
 		s.Output = c.Prompt
 		s.Value, s.Checks = GradeOutcome(set.OutcomeScores, c.Prompt)
-		return s
+		return s, nil
 	case GraderRAG:
 		if r.RAG == nil || set.rag == nil {
 			return unmeasured("no rag pipeline for model %s", r.Model.ID())
 		}
-		return r.gradeRAG(withRole(ctx, "model"), set, c, s)
+		return r.gradeRAG(withRole(ctx, "model"), set, c, s), nil
 	}
 	comp, err := r.Model.Complete(withRole(ctx, "model"), Call{Prompt: c.Prompt, Tools: c.Tools})
 	if err != nil {
@@ -318,6 +349,11 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case) Score {
 			return unmeasured("%v", err)
 		}
 		s.Value, s.Checks = jr.Value, jr.Checks
+	case GraderTyped:
+		if r.typed == nil {
+			return unmeasured("typed grader not enabled (typryx: --typed-url)")
+		}
+		return r.typed.grade(withRole(ctx, "typed"), c, comp.Text, runID, s)
 	}
-	return s
+	return s, nil
 }

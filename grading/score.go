@@ -31,10 +31,17 @@ type Score struct {
 	Duration   time.Duration `json:"duration_ns"`
 	Output     string        `json:"output,omitempty"`
 	Unmeasured string        `json:"unmeasured,omitempty"`
+	// Typed is typryx's verdict on a typed case that was asked; nil for
+	// every other case.
+	Typed *TypedVerdict `json:"typed,omitempty"`
 }
 
 // Graded reports whether the case was graded.
 func (s Score) Graded() bool { return s.Unmeasured == "" }
+
+// Unanswered reports whether typryx answered the case unanswered: the
+// case is unmeasured, counted apart with typryx's answer id and reason.
+func (s Score) Unanswered() bool { return s.Typed != nil && s.Typed.Unanswered }
 
 // Failing returns the names of the checks that failed.
 func (s Score) Failing() []string {

@@ -54,11 +54,16 @@ const (
 	LabelFail       = "fail"       // value 0
 	LabelPartial    = "partial"    // strictly between 0 and 1
 	LabelUnmeasured = "unmeasured" // not graded: no score value
+	// LabelUnanswered marks a typed case typryx answered unanswered: no
+	// score value, counted apart, never a fail.
+	LabelUnanswered = "unanswered"
 )
 
 // scoreLabel maps a graded value to its label.
 func scoreLabel(s Score) string {
 	switch {
+	case s.Unanswered():
+		return LabelUnanswered
 	case !s.Graded():
 		return LabelUnmeasured
 	case s.Value >= 1:
@@ -87,8 +92,11 @@ func startCase(ctx context.Context, c *Case, start time.Time) (context.Context, 
 
 // endCase records s as the case's gen_ai.evaluation.result event (name:
 // the grader; score value: the case's value, left out when unmeasured;
-// label: pass, fail, partial or unmeasured; explanation: the reason a case
-// was not measured) plus its tokens and cost, and ends the span.
+// label: pass, fail, partial, unmeasured or unanswered; explanation: the
+// reason a case was not measured) plus its tokens and cost and, for a
+// typed case, typryx's answer id (and reason when unanswered), and ends
+// the span. An unmeasured case's span has status error; an unanswered
+// one's does not.
 func endCase(span trace.Span, s Score, end time.Time) {
 	if !span.IsRecording() {
 		return
@@ -104,9 +112,27 @@ func endCase(span trace.Span, s Score, end time.Time) {
 	}
 	span.AddEvent(EventEvaluationResult, trace.WithTimestamp(end), trace.WithAttributes(ev...))
 	span.SetAttributes(attribute.Int64("verdryx.tokens", s.Tokens), attribute.Float64("verdryx.cost_usd", s.CostUSD))
-	if !s.Graded() {
+	if v := s.Typed; v != nil {
+		span.SetAttributes(attribute.String("verdryx.typed.answer_id", v.AnswerID),
+			attribute.String("verdryx.typed.template", v.Template), attribute.String("verdryx.typed.type", v.Type),
+			attribute.Bool("verdryx.typed.unanswered", v.Unanswered))
+		if v.Unanswered {
+			span.SetAttributes(attribute.String("verdryx.typed.reason", v.Reason))
+		}
+	}
+	if !s.Graded() && !s.Unanswered() {
+		// An unanswered verdict is typryx's answer, not a failure.
 		span.SetStatus(codes.Error, s.Unmeasured)
 	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// failCase ends the span of a case that failed the whole run.
+func failCase(span trace.Span, err error, end time.Time) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetStatus(codes.Error, err.Error())
 	span.End(trace.WithTimestamp(end))
 }
 

@@ -15,6 +15,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
 )
 
 var _ grading.RunTracer = (*Spans)(nil)
@@ -173,4 +175,55 @@ func TestEvalTraceGenAIProvider(t *testing.T) {
 	assert.Equal(t, int64(3), attrValue(call.Attributes, "gen_ai.usage.output_tokens"))
 	assert.Equal(t, int64(15), res.Run.Scores[0].Tokens, "the tokens of the span are the tokens stored")
 	assert.Equal(t, int64(15), attrValue(kase.Attributes, "verdryx.tokens"))
+}
+
+func TestEvalTraceTypedCaseSpans(t *testing.T) {
+	const key = "tpx_span_key_0a1b2c3d4e"
+	fake := typryxtest.New(typryxtest.Options{Key: key, Answer: func(a typryxtest.Ask) typryxtest.Reply {
+		if a.State["task"] == "answered" {
+			return typryxtest.Noulp(0.75)
+		}
+		return typryxtest.Reply{Unanswered: "bad_probabilities"}
+	}})
+	defer fake.Close()
+	c, err := typryx.New(typryx.Options{BaseURL: fake.URL, Key: key, Timeout: time.Second})
+	require.NoError(t, err)
+	set := `{"id":"typed","cases":[{"id":"yes","grader":"typed","prompt":"answered"},{"id":"none","grader":"typed","prompt":"left"}]}`
+	res, spans := evalTrace(t, grading.Deps{Typed: &grading.Typed{Client: c}}, set, "")
+	tr := index(spans)
+	run := tr.byName[grading.SpanEval][0]
+	assert.Equal(t, int64(1), attrValue(run.Attributes, "verdryx.unanswered"))
+	byCase := map[string]*tracepb.Span{}
+	for _, s := range tr.children[string(run.SpanId)] {
+		byCase[attrValue(s.Attributes, "verdryx.case_id").(string)] = s
+	}
+	yes, none := byCase["yes"], byCase["none"]
+	require.NotNil(t, yes)
+	require.NotNil(t, none)
+	assert.Equal(t, res.Run.Scores[0].Typed.AnswerID, attrValue(yes.Attributes, "verdryx.typed.answer_id"))
+	assert.Equal(t, 0.75, attrValue(yes.Events[0].Attributes, "gen_ai.evaluation.score.value"))
+	assert.Equal(t, "partial", attrValue(yes.Events[0].Attributes, "gen_ai.evaluation.score.label"))
+
+	assert.Equal(t, res.Run.Scores[1].Typed.AnswerID, attrValue(none.Attributes, "verdryx.typed.answer_id"))
+	assert.Equal(t, "bad_probabilities", attrValue(none.Attributes, "verdryx.typed.reason"))
+	assert.Equal(t, grading.LabelUnanswered, attrValue(none.Events[0].Attributes, "gen_ai.evaluation.score.label"))
+	assert.Nil(t, attrValue(none.Events[0].Attributes, "gen_ai.evaluation.score.value"), "unanswered has no score")
+	assert.NotEqual(t, tracepb.Status_STATUS_CODE_ERROR, none.Status.GetCode(), "unanswered is not a failure")
+
+	asks := tr.children[string(yes.SpanId)]
+	require.Len(t, asks, 2, "the model call and the typryx ask")
+	var ask *tracepb.Span
+	for _, s := range asks {
+		if attrValue(s.Attributes, "gen_ai.provider.name") == typryx.ProviderName {
+			ask = s
+		}
+	}
+	require.NotNil(t, ask)
+	assert.Equal(t, "ask "+typryx.DefaultTemplate, ask.Name)
+	assert.Equal(t, "typed", attrValue(ask.Attributes, "verdryx.call.role"))
+	for _, s := range spans {
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), key)
+	}
 }

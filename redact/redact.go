@@ -2,8 +2,8 @@
 // errors, log lines, printed URLs and stored reasons. It replaces
 //
 //   - the userinfo of any URL (scheme://user:password@host),
-//   - the value of an Authorization or x-api-key header, in "Name: value"
-//     or JSON "name": "value" form, and a bare "Bearer <token>",
+//   - the value of an Authorization, x-api-key or X-Typryx-Key header, in
+//     "Name: value" or JSON "name": "value" form, and a bare "Bearer <token>",
 //   - every configured secret value (the values of the environment
 //     variables named by SecretEnv, or values given to New),
 //
@@ -38,7 +38,7 @@ const minSecret = 6
 
 var (
 	userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s"']+@`)
-	headerRE   = regexp.MustCompile(`(?i)((?:proxy-)?authorization|x-api-key|api-key)("?\s*[:=]\s*"?)(?:(bearer|basic|token)\s+)?[^\s",;}]+`)
+	headerRE   = regexp.MustCompile(`(?i)((?:proxy-)?authorization|x-api-key|x-typryx-key|api-key)("?\s*[:=]\s*"?)(?:(bearer|basic|token)\s+)?[^\s",;}]+`)
 	bearerRE   = regexp.MustCompile(`(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{6,}`)
 )
 

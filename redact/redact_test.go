@@ -18,6 +18,8 @@ func TestStringRedactsPatternsAndSecrets(t *testing.T) {
 		`401 {"error":"bad key","authorization":"Bearer abcdefgh"}`: `401 {"error":"bad key","authorization":"Bearer [REDACTED]"}`,
 		"Authorization: Basic dXNlcjpwdw==":                         "Authorization: Basic [REDACTED]",
 		"x-api-key: anthropic-secret-value":                         "x-api-key: [REDACTED]",
+		"X-Typryx-Key: tpx-secret-value":                            "X-Typryx-Key: [REDACTED]",
+		"map[X-Typryx-Key:[tpx-secret-value]]":                      "map[X-Typryx-Key:[REDACTED]",
 		"echo sk-MARKER-123456 back":                                "echo [REDACTED] back",
 		"token is Bearer zzzzzzzzzz":                                "token is Bearer [REDACTED]",
 		"nothing secret at https://api.example/v1 here":             "nothing secret at https://api.example/v1 here",

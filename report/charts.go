@@ -198,6 +198,8 @@ func cellTitle(caseID string, r *grading.Run, cell gridCell) string {
 		return head + "\nnot in this run"
 	case StateUnmeasured:
 		return head + "\nunmeasured: " + sc.Unmeasured
+	case StateUnanswered:
+		return fmt.Sprintf("%s\nunanswered by typryx (not a fail): %s, answer %s", head, sc.Typed.Reason, sc.Typed.AnswerID)
 	case StatePass:
 		return fmt.Sprintf("%s\npass, score %s", head, pct(sc.Value))
 	}
@@ -217,6 +219,8 @@ func cellColour(state string) string {
 		return colVermillion
 	case StateUnmeasured:
 		return colGrey
+	case StateUnanswered:
+		return colPurple
 	}
 	return "#FFFFFF"
 }
@@ -254,8 +258,11 @@ func gridChart(g grid) (chart, error) {
 			y := float64(rows - 1 - i)
 			for j, cell := range row.Cells {
 				extra := ""
-				if cell.State == StateAbsent {
+				switch cell.State {
+				case StateAbsent:
 					extra = ` stroke="#CCCCCC" stroke-width="0.5"`
+				case StateUnanswered: // told by its dashed outline too
+					extra = ` stroke="#000000" stroke-width="0.6" stroke-dasharray="1.5,1"`
 				}
 				m.rect(KindCell, "cell "+cell.State, tx(float64(j)-0.45), ty(y-0.42), tx(float64(j)+0.45), ty(y+0.42),
 					cellColour(cell.State), extra, cellTitle(row.CaseID, g.Runs[j], cell))

@@ -20,6 +20,7 @@
 //	sky blue    #56B4E9  bootstrap 95% CI band of a drift check
 //	green       #009E73  passed case; budget left; case_resolved bar
 //	grey        #999999  unmeasured (never drawn as 0)
+//	purple      #CC79A7  typed case typryx left unanswered (dashed outline; never a fail)
 //	black       #000000  baseline rule (dashed), zero line
 //
 // "Not measured" is never drawn as 0: an unmeasured run has no point (a

@@ -198,9 +198,10 @@ func (m *model) view() (*pageData, error) {
 	return d, nil
 }
 
-// details lists, for a case with failed or unmeasured cells in the grid,
-// each failed check with the runs it failed in and its newest detail, and
-// each unmeasured reason.
+// details lists, for a case with failed, unmeasured or unanswered cells in
+// the grid, each failed check with the runs it failed in and its newest
+// detail, each unmeasured reason and each reason typryx left it
+// unanswered.
 func details(g grid, row gridRow) (detailView, bool) {
 	type agg struct {
 		runs   int
@@ -209,6 +210,7 @@ func details(g grid, row gridRow) (detailView, bool) {
 	checks := map[string]*agg{}
 	var names []string
 	reasons := map[string]int{}
+	unanswered := map[string]int{}
 	for j := len(row.Cells) - 1; j >= 0; j-- { // newest first
 		cell := row.Cells[j]
 		switch cell.State {
@@ -235,9 +237,11 @@ func details(g grid, row gridRow) (detailView, bool) {
 			}
 		case StateUnmeasured:
 			reasons[cell.Score.Unmeasured]++
+		case StateUnanswered:
+			unanswered[cell.Score.Typed.Reason]++
 		}
 	}
-	if len(names) == 0 && len(reasons) == 0 {
+	if len(names) == 0 && len(reasons) == 0 && len(unanswered) == 0 {
 		return detailView{}, false
 	}
 	dv := detailView{CaseID: row.CaseID, Flipped: row.Flipped}
@@ -251,6 +255,9 @@ func details(g grid, row gridRow) (detailView, bool) {
 	}
 	for _, r := range slices.Sorted(maps.Keys(reasons)) {
 		dv.Lines = append(dv.Lines, fmt.Sprintf("unmeasured in %d of %d runs: %s", reasons[r], len(g.Runs), r))
+	}
+	for _, r := range slices.Sorted(maps.Keys(unanswered)) {
+		dv.Lines = append(dv.Lines, fmt.Sprintf("unanswered by typryx in %d of %d runs (not a fail): %s", unanswered[r], len(g.Runs), r))
 	}
 	return dv, true
 }
@@ -420,6 +427,7 @@ footer dd{margin-left:1.2em;word-break:break-all}
 <li><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#009E73"/></svg>pass</li>
 <li><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#D55E00"/></svg>fail</li>
 <li><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#999999"/></svg>unmeasured (not graded, not 0)</li>
+<li><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#CC79A7" stroke="#000" stroke-width="0.6" stroke-dasharray="1.5,1"/></svg>unanswered by typryx (counted apart, never a fail)</li>
 <li><svg width="14" height="14"><rect x="1" y="1" width="12" height="12" fill="#fff" stroke="#ccc"/></svg>case not in that run</li>
 </ul>
 {{range .Grids}}

@@ -147,6 +147,9 @@ const (
 	StatePass       = "pass"
 	StateFail       = "fail"
 	StateUnmeasured = "unmeasured"
+	// StateUnanswered is a typed case typryx answered unanswered: counted
+	// apart, never a fail.
+	StateUnanswered = "unanswered"
 	StateAbsent     = "absent"
 )
 
@@ -367,6 +370,8 @@ func cellState(sc *grading.Score, passMark float64) string {
 	switch {
 	case sc == nil:
 		return StateAbsent
+	case sc.Unanswered():
+		return StateUnanswered
 	case !sc.Graded():
 		return StateUnmeasured
 	case sc.Value >= passMark:

@@ -23,6 +23,7 @@ const (
 	colSky        = "#56B4E9"
 	colGreen      = "#009E73"
 	colGrey       = "#999999"
+	colPurple     = "#CC79A7"
 	colBlack      = "#000000"
 )
 

@@ -92,5 +92,12 @@ CREATE INDEX baselines_run ON baselines (eval_run_id);
 		// it descends from, the dedupe keys of the calls it applied (128-bit
 		// digests) and the reduction state of each of its runs.
 		partitionSchema,
+		// 6: a typed case keeps typryx's verdict (answer id, template,
+		// probabilities, or unanswered with its reason; the label posted)
+		// as JSON beside its score; '' for every other case.
+		`
+ALTER TABLE scores ADD COLUMN typed TEXT NOT NULL DEFAULT '';
+ALTER TABLE unmeasured ADD COLUMN typed TEXT NOT NULL DEFAULT '';
+`,
 	}
 }

@@ -95,7 +95,7 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time, checksFor int) (
 		seen[k]++
 	}
 	seqs := make([][]int, len(out))
-	const cols = `run_id, seq, case_id, grader, %s, tokens, cost_usd, duration_ns, checks, output`
+	const cols = `run_id, seq, case_id, grader, %s, tokens, cost_usd, duration_ns, checks, output, typed`
 	q := `SELECT ` + fmt.Sprintf(cols, "value, ''") + ` FROM scores UNION ALL SELECT ` + fmt.Sprintf(cols, "0, reason") + ` FROM unmeasured`
 	args := []any{}
 	if from != "" {
@@ -109,12 +109,12 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time, checksFor int) (
 	}
 	defer srows.Close()
 	for srows.Next() {
-		var runID, checks string
+		var runID, checks, typed string
 		var sc grading.Score
 		var seq int
 		var dur int64
 		if err := srows.Scan(&runID, &seq, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Unmeasured, &sc.Tokens, &sc.CostUSD,
-			&dur, &checks, &sc.Output); err != nil {
+			&dur, &checks, &sc.Output, &typed); err != nil {
 			return nil, fmt.Errorf("runs since %q: scores: %w", from, err)
 		}
 		i, ok := index[runID]
@@ -125,6 +125,12 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time, checksFor int) (
 		if wantChecks[i] && checks != "null" && checks != "[]" {
 			if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
 				return nil, fmt.Errorf("runs since %q: run %s case %s checks: %w", from, runID, sc.CaseID, err)
+			}
+		}
+		if typed != "" {
+			sc.Typed = &grading.TypedVerdict{}
+			if err := json.Unmarshal([]byte(typed), sc.Typed); err != nil {
+				return nil, fmt.Errorf("runs since %q: run %s case %s typed verdict: %w", from, runID, sc.CaseID, err)
 			}
 		}
 		out[i].Scores = append(out[i].Scores, sc)

@@ -178,16 +178,24 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 		if merr != nil {
 			return fmt.Errorf("save run %s: case %s checks: %w", run.ID, sc.CaseID, merr)
 		}
+		typed := ""
+		if sc.Typed != nil {
+			b, merr := json.Marshal(sc.Typed)
+			if merr != nil {
+				return fmt.Errorf("save run %s: case %s typed verdict: %w", run.ID, sc.CaseID, merr)
+			}
+			typed = string(b)
+		}
 		if sc.Graded() {
 			_, err = tx.ExecContext(ctx, `INSERT INTO scores
-				(run_id, seq, case_id, grader, value, tokens, cost_usd, duration_ns, checks, output)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i, sc.CaseID, sc.Grader, sc.Value, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output)
+				(run_id, seq, case_id, grader, value, tokens, cost_usd, duration_ns, checks, output, typed)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i, sc.CaseID, sc.Grader, sc.Value, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output, typed)
 		} else {
 			_, err = tx.ExecContext(ctx, `INSERT INTO unmeasured
-				(run_id, seq, case_id, grader, reason, tokens, cost_usd, duration_ns, checks, output)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i, sc.CaseID, sc.Grader, sc.Unmeasured, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output)
+				(run_id, seq, case_id, grader, reason, tokens, cost_usd, duration_ns, checks, output, typed)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i, sc.CaseID, sc.Grader, sc.Unmeasured, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output, typed)
 		}
 		if err != nil {
 			return fmt.Errorf("save run %s: case %s: %w", run.ID, sc.CaseID, err)
@@ -271,9 +279,9 @@ func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
 		return grading.Run{}, fmt.Errorf("load run %s: provenance: %w", id, err)
 	}
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT seq, case_id, grader, value, '' AS reason, tokens, cost_usd, duration_ns, checks, output FROM scores WHERE run_id = ?
+		SELECT seq, case_id, grader, value, '' AS reason, tokens, cost_usd, duration_ns, checks, output, typed FROM scores WHERE run_id = ?
 		UNION ALL
-		SELECT seq, case_id, grader, 0, reason, tokens, cost_usd, duration_ns, checks, output FROM unmeasured WHERE run_id = ?
+		SELECT seq, case_id, grader, 0, reason, tokens, cost_usd, duration_ns, checks, output, typed FROM unmeasured WHERE run_id = ?
 		ORDER BY seq`, id, id)
 	if err != nil {
 		return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
@@ -283,13 +291,19 @@ func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
 		var sc grading.Score
 		var seq int
 		var dur int64
-		var checks string
-		if err := rows.Scan(&seq, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Unmeasured, &sc.Tokens, &sc.CostUSD, &dur, &checks, &sc.Output); err != nil {
+		var checks, typed string
+		if err := rows.Scan(&seq, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Unmeasured, &sc.Tokens, &sc.CostUSD, &dur, &checks, &sc.Output, &typed); err != nil {
 			return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
 		}
 		sc.Duration = time.Duration(dur)
 		if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
 			return grading.Run{}, fmt.Errorf("load run %s case %s checks: %w", id, sc.CaseID, err)
+		}
+		if typed != "" {
+			sc.Typed = &grading.TypedVerdict{}
+			if err := json.Unmarshal([]byte(typed), sc.Typed); err != nil {
+				return grading.Run{}, fmt.Errorf("load run %s case %s typed verdict: %w", id, sc.CaseID, err)
+			}
 		}
 		run.Scores = append(run.Scores, sc)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -214,11 +215,18 @@ func (h *EvalHandler) handle(ctx context.Context, m pull.Msg) error {
 }
 
 // refuseOrRetry replies with and terminates a request that can never
-// succeed as sent; anything else is retried.
+// succeed as sent, or that typryx refused (a non-200 status, named with
+// its code) or answered malformed; anything else, typryx unreachable
+// included, is retried. Nothing of a refused run is stored.
 func (h *EvalHandler) refuseOrRetry(req EvalRequest, err error) error {
-	if errors.Is(err, grading.ErrBadRequest) {
+	var refused *typryx.RefusalError
+	switch {
+	case errors.Is(err, grading.ErrBadRequest):
 		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
 		return pull.Permanent("eval request refused", err)
+	case errors.Is(err, grading.ErrTypedService) && (errors.As(err, &refused) || errors.Is(err, typryx.ErrMalformed)):
+		h.reply(req, EvalReply{RequestID: req.RequestID, Error: err.Error()})
+		return pull.Permanent("typryx refused the eval run", err)
 	}
 	return pull.Transient("eval run", err)
 }

@@ -124,6 +124,9 @@ type Options struct {
 	Report func(st *store.Store, traces func(context.Context) (*Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
 	OnResult func(EvalRequest, grading.Result)
+	// Typed grades the typed cases of eval requests with typryx (serve
+	// --typed-url); nil refuses a request whose set has one.
+	Typed *grading.Typed
 	// Replay publishes ReplayDir to the partitions of s.Traces; nil means
 	// Replay with default options.
 	Replay func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error)
@@ -516,7 +519,7 @@ func (r *running) sinks(ctx context.Context) error {
 		}
 		sinks = append(sinks, df)
 	}
-	r.deps = grading.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger}
+	r.deps = grading.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed}
 	if o.OTLPEndpoint != "" {
 		spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: o.OTLPEndpoint, ServiceVersion: o.Version})
 		if err != nil {

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -222,7 +224,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 		Long: "Grade a model against an eval set, store the run, emit events and spans.\n" +
 			"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n" +
 			"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n" +
-			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error.",
+			"Typed cases are graded by typryx only with --typed-url (and the key in --typed-key-file or $VERDRYX_TYPRYX_KEY_FILE).\n" +
+			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error;\n" +
+			"3: an outside service failed: typryx refused or could not be reached (nothing saved), every case unmeasured, or the OTLP collector refused the spans.",
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
@@ -238,9 +242,22 @@ func newEvalCmd(g *globals) *cobra.Command {
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
 	alpha := fs.Float64("alpha", grading.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
+	tf := addTypedFlags(fs)
 	lf := addLogFlags(fs, "warn")
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		typed, keyRedactor, err := tf.build()
+		if err != nil {
+			return err
+		}
+		var wrapLog func(slog.Handler) slog.Handler
+		if keyRedactor != nil {
+			// The typryx key never leaves the process: not in output, logs
+			// or errors.
+			stdout, stderr = keyRedactor.Writer(stdout), keyRedactor.Writer(stderr)
+			wrapLog = keyRedactor.Handler
+			defer func() { err = keyRedactor.Error(err) }()
+		}
 		if len(pos) != 1 {
 			return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
 		}
@@ -253,7 +270,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if *alpha <= 0 || *alpha >= 1 {
 			return usageErrorf("eval: --alpha must be in (0, 1)")
 		}
-		logger, err := lf.logger(stderr, nil)
+		logger, err := lf.logger(stderr, wrapLog)
 		if err != nil {
 			return err
 		}
@@ -286,6 +303,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		deps := s.deps()
 		deps.Models = resolve
 		deps.Judge = &grading.Judge{Model: judgeModel}
+		deps.Typed = typed
 		deps.Concurrency = *conc
 		deps.Logger = logger
 		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
@@ -299,6 +317,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if runErr != nil {
 			if errors.Is(runErr, grading.ErrBadRequest) {
 				return inputError(runErr)
+			}
+			if errors.Is(runErr, grading.ErrTypedService) {
+				return serviceError(fmt.Errorf("%w; nothing was saved", runErr))
 			}
 			return runErr
 		}
@@ -349,8 +370,17 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 			printDrift(stdout, *res.Drift)
 		}
 	}
+	for _, s := range res.Run.Scores {
+		if s.Typed != nil && s.Typed.LabelError != "" {
+			fmt.Fprintf(stderr, "verdryx: warning: label of case %s not posted to typryx: %s\n", s.CaseID, s.Typed.LabelError)
+		}
+	}
 	// Not one case could be graded: the model or judge failed every call,
-	// an outside service failing (exit 3), whatever the floor says.
+	// or typryx left every case unanswered, an outside service failing
+	// (exit 3), whatever the floor says.
+	if t := res.Run.Typed; t != nil && len(res.Run.Scores) > 0 && t.Unanswered == len(res.Run.Scores) {
+		return serviceError(fmt.Errorf("no case could be graded: typryx left every one of the %d cases unanswered (%s); the run is stored, with no mean", t.Unanswered, t.ReasonsText()))
+	}
 	if un := res.Run.Unmeasured(); len(res.Run.Scores) > 0 && len(un) == len(res.Run.Scores) {
 		return serviceError(fmt.Errorf("no case could be graded: every one of the %d cases is unmeasured (first: %s: %s); the run is stored", len(un), un[0].CaseID, un[0].Unmeasured))
 	}
@@ -379,6 +409,8 @@ func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events 
 
 func evalCaseMark(s grading.Score) string {
 	switch {
+	case s.Unanswered():
+		return "UNANSWERED"
 	case !s.Graded():
 		return "UNMEASURED"
 	case s.Value >= 1:
@@ -430,6 +462,10 @@ func printEvalCase(w io.Writer, s grading.Score, width int) {
 	}
 	fmt.Fprintf(w, "  %-10s %-*s  %-11s %s  %8.2fms\n", evalCaseMark(s), width, s.CaseID, s.Grader, val, float64(s.Duration)/1e6)
 	if !s.Graded() {
+		if s.Unanswered() {
+			fmt.Fprintf(w, "             reason: %s (answer %s)\n", s.Unmeasured, s.Typed.AnswerID)
+			return
+		}
 		fmt.Fprintf(w, "             reason: %s\n", s.Unmeasured)
 		return
 	}
@@ -447,23 +483,39 @@ func printEvalFooter(w io.Writer, res grading.Result, dbPath, events string) {
 	if p := r.Provenance; p.CorpusDigest != "" {
 		fmt.Fprintf(w, "corpus %s, index %s\n", evalShortDigest(p.CorpusDigest), p.IndexGeneration)
 	}
-	if r.MeanScore == nil {
+	switch {
+	case r.MeanScore == nil && r.Typed != nil:
+		fmt.Fprintf(w, "run %s: mean score: unmeasured (0 of %d answered)\n", r.ID, r.Cases)
+	case r.MeanScore == nil:
 		fmt.Fprintf(w, "run %s: mean score unmeasured (0 of %d cases graded)\n", r.ID, r.Cases)
-	} else {
+	default:
 		fmt.Fprintf(w, "run %s: mean score %.3f over %d graded of %d cases\n", r.ID, *r.MeanScore, r.GradedN, r.Cases)
 	}
-	if r.Unanswered > 0 {
-		reasons := map[string]int{}
-		for _, s := range r.Scores {
-			if !s.Graded() {
-				reasons[evalFirstClause(s.Unmeasured)]++
-			}
+	if t := r.Typed; t != nil && t.Unanswered > 0 {
+		fmt.Fprintf(w, "unanswered: %d of %d asked (%s)\n", t.Unanswered, t.Asked, t.ReasonsText())
+	}
+	reasons := map[string]int{}
+	unmeasured := 0
+	for _, s := range r.Scores {
+		if !s.Graded() && !s.Unanswered() { // the unanswered are counted apart above
+			reasons[evalFirstClause(s.Unmeasured)]++
+			unmeasured++
 		}
+	}
+	if unmeasured > 0 {
 		var parts []string
 		for k, n := range reasons {
 			parts = append(parts, fmt.Sprintf("%s: %d", k, n))
 		}
-		fmt.Fprintf(w, "unmeasured: %d of %d (%s)\n", r.Unanswered, r.Cases, strings.Join(parts, "; "))
+		sort.Strings(parts)
+		fmt.Fprintf(w, "unmeasured: %d of %d (%s)\n", unmeasured, r.Cases, strings.Join(parts, "; "))
+	}
+	if t := r.Typed; t != nil && (t.LabelsPosted > 0 || t.LabelsFailed > 0) {
+		fmt.Fprintf(w, "labels: %d posted to typryx (source %s)", t.LabelsPosted, grading.TypedLabelSource)
+		if t.LabelsFailed > 0 {
+			fmt.Fprintf(w, ", %d not posted (the scores stand)", t.LabelsFailed)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "tokens %d, cost $%.6f", r.TotalTokens, r.TotalCostUSD)
 	if len(r.Provenance.Unpriced) > 0 {
@@ -533,7 +585,8 @@ type junitMessage struct {
 
 // writeJUnit writes the run as JUnit XML: a case under passMark is a
 // failure whose body lists each failed check with its detail, an unmeasured
-// case is skipped with its reason; every case carries its model output in
+// case is skipped with its reason (a typed case typryx left unanswered with
+// typryx's reason and answer id); every case carries its model output in
 // system-out.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 	suite := junitSuite{
@@ -546,6 +599,9 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
 			SystemOut: s.Output}
 		switch {
+		case s.Unanswered():
+			jc.Skipped = &junitMessage{Message: fmt.Sprintf("unanswered by typryx: %s (answer %s)", s.Typed.Reason, s.Typed.AnswerID)}
+			suite.Skipped++
 		case !s.Graded():
 			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
 			suite.Skipped++

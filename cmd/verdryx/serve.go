@@ -118,6 +118,7 @@ type serveFlags struct {
 	sec                                                            *securityFlags
 	pinnedTTL, snapshotEvery, startTimeout                         *time.Duration
 	maxRecord                                                      *int
+	typed                                                          typedFlags
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -143,6 +144,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	f.sec = addSecurityFlags(fs)
+	f.typed = addTypedFlags(fs)
 	return f
 }
 
@@ -225,8 +227,9 @@ func checkListen(flag, addr string) error {
 	return ln.Close()
 }
 
-// options maps the flags to the worker's options.
-func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io.Writer) (worker.Options, error) {
+// options maps the flags to the worker's options; typed is the typed
+// grader of --typed-url (nil: eval requests with typed cases are refused).
+func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io.Writer, typed *grading.Typed) (worker.Options, error) {
 	client, err := f.nats.clientOptions()
 	if err != nil {
 		return worker.Options{}, err
@@ -237,7 +240,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
-		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger,
+		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
 		Report: func(st *store.Store, traces func(context.Context) (*worker.Aggregate, error)) http.Handler {
@@ -275,12 +278,25 @@ func newServeCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	f := addServeFlags(fs)
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) > 0 {
 			return usageErrorf("serve: unexpected argument %q", pos[0])
 		}
-		logger, err := f.log.logger(stderr, redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler)
+		typed, keyRedactor, err := f.typed.build()
+		if err != nil {
+			return err
+		}
+		wrapLog := redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler
+		if keyRedactor != nil {
+			// The typryx key never leaves the process: not in output, logs
+			// or errors.
+			stdout, stderr = keyRedactor.Writer(stdout), keyRedactor.Writer(stderr)
+			envLog := wrapLog
+			wrapLog = func(h slog.Handler) slog.Handler { return keyRedactor.Handler(envLog(h)) }
+			defer func() { err = keyRedactor.Error(err) }()
+		}
+		logger, err := f.log.logger(stderr, wrapLog)
 		if err != nil {
 			return err
 		}
@@ -296,7 +312,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
 			return err
 		}
-		opts, err := f.options(g.data, logger, stdout, stderr)
+		opts, err := f.options(g.data, logger, stdout, stderr, typed)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,273 @@
+package typryx_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
+)
+
+const testKey = "tpx_live_9f8e7d6c5b4a3210"
+
+func newClient(t *testing.T, url string, timeout time.Duration) *typryx.Client {
+	t.Helper()
+	c, err := typryx.New(typryx.Options{BaseURL: url, Key: testKey, Timeout: timeout})
+	require.NoError(t, err)
+	return c
+}
+
+func fake(t *testing.T, answer func(typryxtest.Ask) typryxtest.Reply) *typryxtest.Server {
+	t.Helper()
+	s := typryxtest.New(typryxtest.Options{Key: testKey, Answer: answer})
+	t.Cleanup(s.Close)
+	return s
+}
+
+func ask(template string) typryx.AskRequest {
+	return typryx.AskRequest{Template: template, State: map[string]any{"task": "t", "final_answer": "a"}, RunID: "run-1"}
+}
+
+func TestAskAnsweredSendsTheDocumentedShape(t *testing.T) {
+	s := fake(t, func(typryxtest.Ask) typryxtest.Reply {
+		r := typryxtest.Noulp(0.8)
+		r.CostUSD = 0.0002
+		return r
+	})
+	c := newClient(t, s.URL, time.Second)
+	a, err := c.Ask(context.Background(), ask(typryxtest.Noul))
+	require.NoError(t, err)
+	assert.False(t, a.Unanswered)
+	assert.Equal(t, typryx.TypeNoul, a.Type)
+	assert.Equal(t, "ans-1", a.AnswerID)
+	assert.Equal(t, typryx.Version("3"), a.TemplateVersion)
+	assert.InDelta(t, 0.8, a.Probabilities["true"], 1e-12)
+	assert.InDelta(t, 0.0002, a.CostUSD, 1e-12)
+
+	bodies, headers := s.Requests()
+	require.Len(t, bodies, 1)
+	assert.Equal(t, testKey, headers[0].Get(typryx.HeaderKey))
+	var sent map[string]any
+	require.NoError(t, json.Unmarshal(bodies[0], &sent))
+	assert.Equal(t, map[string]any{"template": typryxtest.Noul, "run_id": "run-1",
+		"state": map[string]any{"task": "t", "final_answer": "a"}}, sent)
+	assert.NotContains(t, string(bodies[0]), testKey, "the key travels only in the header")
+}
+
+func TestAskScoreAnswer(t *testing.T) {
+	s := fake(t, func(typryxtest.Ask) typryxtest.Reply {
+		return typryxtest.Reply{Probabilities: map[string]float64{"0": 0, "1": 0.1, "2": 0.2, "3": 0.3, "4": 0.4}}
+	})
+	a, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(typryxtest.Score))
+	require.NoError(t, err)
+	assert.Equal(t, typryx.TypeScore, a.Type)
+	assert.Equal(t, "4", string(a.Answer))
+	assert.Equal(t, typryx.Version("2026-09-01"), a.TemplateVersion)
+}
+
+func TestAskUnansweredIsAnAnswerNotAnError(t *testing.T) {
+	for _, reason := range []string{"backend_error", "timeout", "no_probabilities", "bad_probabilities"} {
+		t.Run(reason, func(t *testing.T) {
+			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Unanswered: reason} })
+			a, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(typryxtest.Noul))
+			require.NoError(t, err)
+			assert.True(t, a.Unanswered)
+			assert.Equal(t, reason, a.Reason)
+			assert.Equal(t, "ans-1", a.AnswerID)
+			assert.Nil(t, a.Probabilities)
+			assert.Nil(t, a.Answer)
+		})
+	}
+}
+
+func TestAskRefusalsNameStatusAndCode(t *testing.T) {
+	cases := []struct {
+		name   string
+		key    string
+		tmpl   string
+		reply  typryxtest.Reply
+		status int
+		code   string
+	}{
+		{name: "wrong key", key: "not-the-key-at-all", tmpl: typryxtest.Noul, status: 401, code: "unauthorized"},
+		{name: "unknown template", tmpl: "no.such", status: 404, code: "unknown_template"},
+		{name: "bad state", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 400, Code: "bad_state"}, status: 400, code: "bad_state"},
+		{name: "bad run id", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 400, Code: "bad_run_id"}, status: 400, code: "bad_run_id"},
+		{name: "too large", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 413, Code: "state_too_large"}, status: 413, code: "state_too_large"},
+		{name: "hourly cap", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 429, Code: "over_hourly_cap"}, status: 429, code: "over_hourly_cap"},
+		{name: "daily spend cap", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 429, Code: "over_daily_spend_cap"}, status: 429, code: "over_daily_spend_cap"},
+		{name: "server error without code", tmpl: typryxtest.Noul, reply: typryxtest.Reply{Status: 503}, status: 503, code: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return tc.reply })
+			key := testKey
+			if tc.key != "" {
+				key = tc.key
+			}
+			c, err := typryx.New(typryx.Options{BaseURL: s.URL, Key: key, Timeout: time.Second})
+			require.NoError(t, err)
+			_, err = c.Ask(context.Background(), ask(tc.tmpl))
+			var ref *typryx.RefusalError
+			require.ErrorAs(t, err, &ref)
+			assert.Equal(t, tc.status, ref.Status)
+			assert.Equal(t, tc.code, ref.Code)
+			assert.Contains(t, err.Error(), fmt.Sprintf("HTTP %d %s", tc.status, tc.code))
+			assert.Contains(t, err.Error(), "POST "+s.URL+"/v1/ask")
+			assert.NotContains(t, err.Error(), key)
+		})
+	}
+}
+
+func TestRefusalEchoingTheKeyIsRedacted(t *testing.T) {
+	// A misbehaving proxy that echoes the key as its error code.
+	lowerKey := "tpxechoedkey_abcdef"
+	srv := typryxtest.New(typryxtest.Options{Key: lowerKey, Answer: func(typryxtest.Ask) typryxtest.Reply {
+		return typryxtest.Reply{Status: 400, Code: lowerKey}
+	}})
+	t.Cleanup(srv.Close)
+	c, err := typryx.New(typryx.Options{BaseURL: srv.URL, Key: lowerKey, Timeout: time.Second})
+	require.NoError(t, err)
+	_, err = c.Ask(context.Background(), ask(typryxtest.Noul))
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), lowerKey)
+	assert.Contains(t, err.Error(), "[REDACTED]")
+}
+
+func TestAskTimesOutOnceWithoutRetry(t *testing.T) {
+	s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Hang: true} })
+	c := newClient(t, s.URL, 100*time.Millisecond)
+	// The caller's own deadline is far later: the call must end at the
+	// client's per-call timeout, not at it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Ask(ctx, ask(typryxtest.Noul))
+	require.ErrorIs(t, err, typryx.ErrUnreachable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second, "the per-call timeout ended the call")
+	assert.Contains(t, err.Error(), "timeout 100ms")
+	assert.Len(t, s.Asks(), 1, "asked exactly once: no retry")
+}
+
+func TestAskUnreachable(t *testing.T) {
+	s := typryxtest.New(typryxtest.Options{Key: testKey})
+	url := s.URL
+	s.Close()
+	_, err := newClient(t, url, time.Second).Ask(context.Background(), ask(typryxtest.Noul))
+	require.ErrorIs(t, err, typryx.ErrUnreachable)
+	assert.NotContains(t, err.Error(), testKey)
+}
+
+func TestAskMalformedAnswers(t *testing.T) {
+	base := `"answer_id":"a1","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[]`
+	cases := map[string]string{
+		"not json":                      `<html>oops</html>`,
+		"unknown member":                `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5},"extra":1}`,
+		"trailing data":                 `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}} {}`,
+		"unanswered with probabilities": `{` + base + `,"unanswered":true,"reason":"timeout","probabilities":{"true":0.5,"false":0.5}}`,
+		"unanswered with null answer":   `{` + base + `,"unanswered":true,"reason":"timeout","answer":null}`,
+		"unanswered without reason":     `{` + base + `,"unanswered":true}`,
+		"answered without answer":       `{` + base + `,"probabilities":{"true":0.5,"false":0.5}}`,
+		"probabilities do not sum to 1": `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.6}}`,
+		"probability out of range":      `{` + base + `,"answer":1.5,"probabilities":{"true":1.5,"false":-0.5}}`,
+		"noul key missing":              `{` + base + `,"answer":1,"probabilities":{"true":1}}`,
+		"noul answer is not p(true)":    `{` + base + `,"answer":0.9,"probabilities":{"true":0.5,"false":0.5}}`,
+		"another template":              `{"answer_id":"a1","template":"other","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"no answer id":                  `{"answer_id":"","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"unknown type":                  `{"answer_id":"a1","template":"eval.outcome_met","template_version":3,"type":"ranking","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"over 1 MiB":                    `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5},"model":"` + strings.Repeat("x", typryx.MaxBody) + `"}`,
+	}
+	for name, raw := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Raw: raw} })
+			_, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(typryxtest.Noul))
+			require.ErrorIs(t, err, typryx.ErrMalformed)
+			assert.Less(t, len(err.Error()), 1000, "a malformed answer is not quoted whole")
+		})
+	}
+}
+
+func TestAskScoreKeysMustBeContiguous(t *testing.T) {
+	raw := `{"answer_id":"a1","template":"eval.quality","template_version":"v","type":"score","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0,"probabilities":{"0":0.5,"2":0.5}}`
+	s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Raw: raw} })
+	_, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(typryxtest.Score))
+	require.ErrorIs(t, err, typryx.ErrMalformed)
+}
+
+func TestAskRefusesABadRunIDBeforeSending(t *testing.T) {
+	s := fake(t, nil)
+	req := ask(typryxtest.Noul)
+	req.RunID = strings.Repeat("r", typryx.MaxRunID+1)
+	_, err := newClient(t, s.URL, time.Second).Ask(context.Background(), req)
+	require.Error(t, err)
+	assert.Empty(t, s.Asks())
+}
+
+func TestOutcomeAndTemplates(t *testing.T) {
+	s := fake(t, nil)
+	c := newClient(t, s.URL, time.Second)
+	ctx := context.Background()
+	a, err := c.Ask(ctx, ask(typryxtest.Noul))
+	require.NoError(t, err)
+	ack, err := c.Outcome(ctx, typryx.OutcomeRequest{AnswerID: a.AnswerID, Truth: true, Source: "verdryx:evalset"})
+	require.NoError(t, err)
+	assert.Equal(t, a.AnswerID, ack.AnswerID)
+	out := s.Outcomes()
+	require.Len(t, out, 1)
+	assert.Equal(t, "true", string(out[0].Truth))
+	assert.Equal(t, "verdryx:evalset", out[0].Source)
+
+	_, err = c.Outcome(ctx, typryx.OutcomeRequest{AnswerID: "nope", Truth: true, Source: "verdryx:evalset"})
+	var ref *typryx.RefusalError
+	require.ErrorAs(t, err, &ref)
+	assert.Equal(t, 404, ref.Status)
+
+	tm, err := c.Template(ctx, typryxtest.Score)
+	require.NoError(t, err)
+	assert.Equal(t, typryx.TypeScore, tm.Type)
+	assert.Len(t, tm.Levels, 5)
+	_, err = c.Template(ctx, "no.such")
+	require.ErrorAs(t, err, &ref)
+	assert.Equal(t, "unknown_template", ref.Code)
+}
+
+func TestReadKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(p, []byte(testKey+"\n"), 0o600))
+	k, err := typryx.ReadKeyFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, testKey, k)
+
+	require.NoError(t, os.WriteFile(p, []byte("  \n"), 0o600))
+	_, err = typryx.ReadKeyFile(p)
+	require.ErrorIs(t, err, typryx.ErrNoKey)
+
+	require.NoError(t, os.WriteFile(p, []byte("line-one-secret\nline-two-secret\n"), 0o600))
+	_, err = typryx.ReadKeyFile(p)
+	require.ErrorIs(t, err, typryx.ErrNoKey)
+	assert.NotContains(t, err.Error(), "line-one-secret")
+
+	_, err = typryx.ReadKeyFile(filepath.Join(dir, "missing"))
+	require.True(t, errors.Is(err, os.ErrNotExist))
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	_, err := typryx.New(typryx.Options{BaseURL: "ftp://x", Key: testKey})
+	require.Error(t, err)
+	_, err = typryx.New(typryx.Options{BaseURL: "http://127.0.0.1:1"})
+	require.ErrorIs(t, err, typryx.ErrNoKey)
+	_, err = typryx.New(typryx.Options{BaseURL: "http://127.0.0.1:1", Key: "abc12"})
+	require.ErrorIs(t, err, typryx.ErrNoKey, "too short for the redactor to hide")
+}
