@@ -53,8 +53,8 @@ func newBenchClusterCmd() *cobra.Command {
 		} else {
 			fmt.Fprintf(stdout, "%d records, %d-node cluster, %d partitions\n", res.Records, res.Nodes, res.Partitions)
 			for _, r := range res.Rounds {
-				fmt.Fprintf(stdout, "%d worker(s): %10.0f records/s (%.2fs)  merged report equals cost-per-correct: %v\n",
-					r.Workers, r.RecordsPerSec, r.Seconds, r.Equal)
+				fmt.Fprintf(stdout, "%d worker(s): %10.0f records/s (%.2fs), worker CPU %.2f s per million records  merged report equals cost-per-correct: %v\n",
+					r.Workers, r.RecordsPerSec, r.Seconds, r.CPUPerMillionRecords, r.Equal)
 			}
 			if res.Dir != "" {
 				fmt.Fprintf(stdout, "work directory kept: %s\n", res.Dir)

@@ -53,6 +53,12 @@ type Round struct {
 	Workers       int     `json:"workers"`
 	Seconds       float64 `json:"seconds"`
 	RecordsPerSec float64 `json:"records_per_sec"`
+	// WorkerCPU is the CPU time (user and system) of the worker processes
+	// together, from start to their clean stop after the drain; on a
+	// machine with fewer cores than processes, CPU per record (not wall
+	// throughput) is what shows that a worker added costs no more.
+	WorkerCPU            float64 `json:"worker_cpu_seconds"`
+	CPUPerMillionRecords float64 `json:"worker_cpu_seconds_per_million_records"`
 	// Equal: the merged report of the published partition aggregates
 	// equals cost-per-correct (and slo) on the directory, field for field.
 	Equal bool   `json:"equal"`
@@ -190,7 +196,9 @@ func round(ctx context.Context, opts Options, dir, traces string, k int, want []
 	var kids []*exec.Cmd
 	defer func() {
 		for _, cmd := range kids {
-			stop(cmd)
+			if cmd.ProcessState == nil {
+				stop(cmd)
+			}
 		}
 	}()
 	for i := range k {
@@ -230,6 +238,13 @@ func round(ctx context.Context, opts Options, dir, traces string, k int, want []
 	if err != nil {
 		return rd, err
 	}
+	for _, cmd := range kids {
+		stop(cmd)
+		if ps := cmd.ProcessState; ps != nil {
+			rd.WorkerCPU += (ps.UserTime() + ps.SystemTime()).Seconds()
+		}
+	}
+	rd.CPUPerMillionRecords = rd.WorkerCPU / (float64(opts.Records) / 1e6)
 	rd.Equal = bytes.Equal(got, want)
 	if !rd.Equal {
 		rd.Diff = fmt.Sprintf("merged report (%d calls) differs from the direct reduction", agg.Calls())
