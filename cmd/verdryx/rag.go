@@ -18,6 +18,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -58,7 +59,7 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for "+what+" ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
 	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
-	fs.DurationVar(&f.timeout, "timeout", index.DefaultOpenAITimeout, "timeout of each provider call (no retries)")
+	fs.DurationVar(&f.timeout, "timeout", openai.DefaultTimeout, "timeout of each provider call (no retries)")
 	if withGenerator {
 		fs.StringVar(&f.generator, "generator", "offline", "generator: offline (extractive, no network) or openai (paid, opt-in)")
 		fs.StringVar(&f.genModel, "gen-model", defaultGenModel, "chat model for --generator openai")
@@ -87,10 +88,11 @@ func (f *ragFlags) newEmbedder() (index.Embedder, error) {
 		if err := f.checkKey(); err != nil {
 			return nil, err
 		}
-		return index.NewOpenAIEmbedder(index.OpenAIOptions{
-			BaseURL: f.baseURL, Model: f.embedModel, APIKey: os.Getenv("OPENAI_API_KEY"),
-			Dims: f.dims, Timeout: f.timeout,
-		})
+		c, err := f.client()
+		if err != nil {
+			return nil, err
+		}
+		return openai.NewEmbedder(c, f.embedModel, f.dims)
 	}
 	return nil, fmt.Errorf("--embedder %q: want offline or openai", f.embedder)
 }
@@ -103,11 +105,19 @@ func (f *ragFlags) newGenerator() (rag.Generator, error) {
 		if err := f.checkKey(); err != nil {
 			return nil, err
 		}
-		return rag.NewChat(rag.ChatOptions{
-			BaseURL: f.baseURL, Model: f.genModel, APIKey: os.Getenv("OPENAI_API_KEY"), Timeout: f.timeout,
-		})
+		c, err := f.client()
+		if err != nil {
+			return nil, err
+		}
+		return rag.NewChat(c, f.genModel)
 	}
 	return nil, fmt.Errorf("--generator %q: want offline or openai", f.generator)
+}
+
+// client is the OpenAI-compatible client of --openai-base-url, the key in
+// OPENAI_API_KEY and --timeout.
+func (f *ragFlags) client() (*openai.Client, error) {
+	return openai.New(openai.Options{BaseURL: f.baseURL, APIKey: openai.KeyFromEnv(os.Getenv), Timeout: f.timeout})
 }
 
 // checkKey refuses the OpenAI API itself without OPENAI_API_KEY; other
