@@ -4,8 +4,8 @@ import (
 	"github.com/spf13/cobra"
 	"path/filepath"
 
+	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
@@ -195,22 +195,6 @@ func (s *evalSinks) deps() grading.Deps {
 	return d
 }
 
-// evalModels maps --model values to adapters: "stub", "openai:<id>" for
-// an OpenAI-compatible endpoint, anything else an Anthropic model id.
-func evalModels(anthropicBase, openaiBase string, timeout time.Duration) func(string) (grading.Model, error) {
-	return func(id string) (grading.Model, error) {
-		switch {
-		case id == grading.StubID:
-			return &grading.Stub{}, nil
-		case strings.HasPrefix(id, "openai:"):
-			return grading.OpenAIFromEnv(strings.TrimPrefix(id, "openai:"), openaiBase, timeout, os.Getenv)
-		case strings.HasPrefix(id, "anthropic:"):
-			return grading.AnthropicFromEnv(strings.TrimPrefix(id, "anthropic:"), anthropicBase, timeout, os.Getenv)
-		}
-		return grading.AnthropicFromEnv(id, anthropicBase, timeout, os.Getenv)
-	}
-}
-
 // cmdEval grades a model against an eval set and stores the run.
 // Exit 0: graded (and at or above --fail-under); 1: under the floor, or
 // unmeasured with a floor set, or some events were not written to --events
@@ -241,26 +225,11 @@ func newEvalCmd(g *globals) *cobra.Command {
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		if len(pos) != 1 {
-			return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
-		}
-		if *failUnder > 1 || math.IsNaN(*failUnder) {
-			return usageErrorf("eval: --fail-under %v is above 1", *failUnder)
-		}
-		if *conc < 1 {
-			return usageErrorf("eval: --concurrency must be at least 1")
-		}
-		if *alpha <= 0 || *alpha >= 1 {
-			return usageErrorf("eval: --alpha must be in (0, 1)")
+		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha, *anthropicBase, *openaiBase); err != nil {
+			return err
 		}
 		logger, err := lf.logger(stderr, nil)
 		if err != nil {
-			return err
-		}
-		if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", *anthropicBase, "http", "https"); err != nil {
-			return err
-		}
-		if err := checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", *openaiBase, "http", "https"); err != nil {
 			return err
 		}
 		// Load the set before opening anything, so a bad set touches nothing.
@@ -271,7 +240,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		resolve := evalModels(*anthropicBase, *openaiBase, *timeout)
+		resolve := grading.Models(grading.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
 		if _, err := resolve(*model); err != nil {
 			return inputError(fmt.Errorf("--model: %w", err))
 		}
@@ -302,24 +271,52 @@ func newEvalCmd(g *globals) *cobra.Command {
 			}
 			return runErr
 		}
-		printWarnings(stderr, res.Problems)
-		if closeErr != nil {
-			fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
-		}
-		// A failed fsync on close removes events Execute counted as written.
-		unwritten := s.eventsNotWritten(stderr)
-		if s.events != nil {
-			res.EventsWritten = int(s.events.Written())
-		}
-		if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten); err != nil {
-			if s.spansErr != nil {
-				fmt.Fprintf(stderr, "verdryx: warning: %v\n", s.spansErr)
-			}
-			return err
-		}
-		return serviceError(s.spansErr)
+		return s.finishEval(stdout, stderr, res, closeErr, c, live.printed, *junit, *failUnder, *requireSig)
 	}
 	return cmd
+}
+
+// checkEvalArgs refuses eval's arguments and flag values that cannot work,
+// before anything is read or opened.
+func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, anthropicBase, openaiBase string) error {
+	if len(pos) != 1 {
+		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
+	}
+	if failUnder > 1 || math.IsNaN(failUnder) {
+		return usageErrorf("eval: --fail-under %v is above 1", failUnder)
+	}
+	if conc < 1 {
+		return usageErrorf("eval: --concurrency must be at least 1")
+	}
+	if alpha <= 0 || alpha >= 1 {
+		return usageErrorf("eval: --alpha must be in (0, 1)")
+	}
+	if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", anthropicBase, "http", "https"); err != nil {
+		return err
+	}
+	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", openaiBase, "http", "https")
+}
+
+// finishEval prints what grading left to say once the sinks are closed
+// (closeErr is their close's error), then reports the run (reportEval):
+// its error decides the exit, else a span export failure is exit 3.
+func (s *evalSinks) finishEval(stdout, stderr io.Writer, res grading.Result, closeErr error, c evalFlags, printedLive bool, junit string, failUnder float64, requireSig bool) error {
+	printWarnings(stderr, res.Problems)
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
+	}
+	// A failed fsync on close removes events Execute counted as written.
+	unwritten := s.eventsNotWritten(stderr)
+	if s.events != nil {
+		res.EventsWritten = int(s.events.Written())
+	}
+	if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, printedLive, junit, failUnder, requireSig, unwritten); err != nil {
+		if s.spansErr != nil {
+			fmt.Fprintf(stderr, "verdryx: warning: %v\n", s.spansErr)
+		}
+		return err
+	}
+	return serviceError(s.spansErr)
 }
 
 // reportEval writes the JUnit file and prints the run, then decides the
@@ -499,77 +496,13 @@ func evalShortDigest(d string) string {
 	return d
 }
 
-// JUnit XML, one testcase per eval case.
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Props    []junitProp `xml:"properties>property"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitProp struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	// SystemOut is the case's model output, as promptfoo's JUnit carries it.
-	SystemOut string `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
-// writeJUnit writes the run as JUnit XML: a case under passMark is a
-// failure whose body lists each failed check with its detail, an unmeasured
-// case is skipped with its reason; every case carries its model output in
-// system-out.
+// writeJUnit writes the run as JUnit XML (grading.WriteJUnit) to path.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
-	suite := junitSuite{
-		Name:  r.EvalSetID,
-		Tests: r.Cases,
-		Time:  fmt.Sprintf("%.3f", r.FinishedAt.Sub(r.StartedAt).Seconds()),
-		Props: []junitProp{{"run_id", r.ID}, {"model", r.Model}, {"eval_set_digest", r.EvalSetDigest}},
-	}
-	for _, s := range r.Scores {
-		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
-			SystemOut: s.Output}
-		switch {
-		case !s.Graded():
-			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
-			suite.Skipped++
-		case s.Value < passMark:
-			var body strings.Builder
-			for _, ch := range s.Checks {
-				if !ch.OK {
-					fmt.Fprintf(&body, "%s: %s\n", ch.Name, ch.Detail)
-				}
-			}
-			msg := fmt.Sprintf("score %.3f under %.3f", s.Value, passMark)
-			if f := s.Failing(); len(f) > 0 {
-				msg += "; failed: " + strings.Join(f, ", ")
-			}
-			jc.Failure = &junitMessage{Message: msg, Body: body.String()}
-			suite.Failures++
-		}
-		suite.Cases = append(suite.Cases, jc)
-	}
-	out, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := grading.WriteJUnit(&b, r, passMark); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // cmdBaseline snapshots a stored run as a baseline.
@@ -751,21 +684,11 @@ func newDriftCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// emitDrift appends the drift events and the span of rep, closes the
-// sinks and returns the problems met.
+// emitDrift appends the drift events and the span of rep
+// (grading.EmitDrift), closes the sinks and returns the problems met.
 func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agentID string, started time.Time) []string {
-	now := time.Now()
-	var problems []string
-	if s.events != nil {
-		for _, ev := range grading.DriftEvents(rep, agentID, now) {
-			if _, err := s.events.Append(ev); err != nil {
-				problems = append(problems, fmt.Sprintf("event %s: %v", ev.Type, err))
-			}
-		}
-	}
-	if s.spans != nil {
-		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, agentID, started, now, grading.DriftData(rep))
-	}
+	d := s.deps()
+	problems := grading.EmitDrift(ctx, d.Events, d.Spans, rep, agentID, started, time.Now())
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}

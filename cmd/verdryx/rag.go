@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"github.com/spf13/cobra"
 
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -343,20 +341,8 @@ func newAskCmd(g *globals) *cobra.Command {
 			return usageErrorf("ask: the question is empty")
 		}
 		store := index.NewStore(rf.data, index.StoreOptions{})
-		corpusPath := rf.corpus
-		if corpusPath == "" {
-			if *memory {
-				return usageErrorf("ask: --memory needs --corpus")
-			}
-			corpusPath, _, err = store.ActiveCorpus()
-			if errors.Is(err, index.ErrNoActive) {
-				return inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
-			}
-			if err != nil {
-				return inputError(err)
-			}
-		}
-		if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+		corpusPath, err := askCorpusPath(store, rf, *memory)
+		if err != nil {
 			return err
 		}
 		corpus, err := rag.LoadCorpus(corpusPath)
@@ -424,48 +410,28 @@ func printRecord(w io.Writer, rec rag.Record) {
 	fmt.Fprintf(w, "\nanswer:\n%s\n", rec.Answer)
 }
 
-// mutateResult is one graded mutant.
-type mutateResult struct {
-	CaseID       string   `json:"case_id"`
-	Mutation     string   `json:"mutation"`
-	Target       string   `json:"target"`
-	Killed       bool     `json:"killed"`
-	FailedChecks []string `json:"failed_checks"`
-	Answer       string   `json:"answer"`
-}
-
-// controlResult is one graded control: a rephrasing of the case's
-// reference answer that must pass.
-type controlResult struct {
-	CaseID       string   `json:"case_id"`
-	Control      string   `json:"control"`
-	Target       string   `json:"target"`
-	Passed       bool     `json:"passed"`
-	FailedChecks []string `json:"failed_checks"`
-	Answer       string   `json:"answer"`
-}
-
-// mutateReport is what mutate prints with --json. Sensitivity is
-// killed/mutants and Specificity passed/controls, both in [0, 1] (0 when
-// there is nothing to measure, which fails the run).
-type mutateReport struct {
-	EvalSet         string                    `json:"eval_set"`
-	Cases           int                       `json:"cases"`
-	Mutants         int                       `json:"mutants"`
-	Killed          int                       `json:"killed"`
-	Survived        int                       `json:"survived"`
-	Sensitivity     float64                   `json:"sensitivity"`
-	Controls        int                       `json:"controls"`
-	ControlsPassed  int                       `json:"controls_passed"`
-	ControlsFailed  int                       `json:"controls_failed"`
-	Specificity     float64                   `json:"specificity"`
-	BaseFailures    []mutateResult            `json:"base_failures"`
-	Classes         map[string]map[string]int `json:"classes"`
-	ControlClasses  map[string]map[string]int `json:"control_classes"`
-	Survivors       []mutateResult            `json:"survivors"`
-	FailingControls []controlResult           `json:"failing_controls"`
-	Results         []mutateResult            `json:"results"`
-	ControlResults  []controlResult           `json:"control_results"`
+// askCorpusPath is the corpus ask answers from: --corpus, else the copy
+// the active index generation recorded (--memory needs --corpus). It must
+// be a non-empty file.
+func askCorpusPath(store *index.Store, rf ragFlags, memory bool) (string, error) {
+	corpusPath := rf.corpus
+	if corpusPath == "" {
+		if memory {
+			return "", usageErrorf("ask: --memory needs --corpus")
+		}
+		var err error
+		corpusPath, _, err = store.ActiveCorpus()
+		if errors.Is(err, index.ErrNoActive) {
+			return "", inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
+		}
+		if err != nil {
+			return "", inputError(err)
+		}
+	}
+	if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+		return "", err
+	}
+	return corpusPath, nil
 }
 
 // cmdMutate asks every rag case of an eval set through the offline
@@ -503,7 +469,7 @@ func newMutateCmd() *cobra.Command {
 			if *corpusPath == "" || *goldenPath == "" {
 				return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
 			}
-			set, err = inlineRAGSet(*corpusPath, *goldenPath)
+			set, err = grading.InlineRAGSet(*corpusPath, *goldenPath)
 		}
 		if err != nil {
 			return inputError(err)
@@ -516,7 +482,7 @@ func newMutateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := runMutations(ctx, set, corpus, p)
+		rep, err := grading.RunMutations(ctx, set, corpus, p)
 		if err != nil {
 			return err
 		}
@@ -535,113 +501,7 @@ func newMutateCmd() *cobra.Command {
 	return cmd
 }
 
-// runMutations grades every golden case of set unmutated, under each
-// named mutation and under each control of its reference answer, answered
-// (retrieval and context) by p over corpus.
-func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (mutateReport, error) {
-	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
-		BaseFailures: []mutateResult{}, Survivors: []mutateResult{}, FailingControls: []controlResult{}}
-	for _, c := range set.Cases {
-		gc, ok := set.RAGGolden(c.ID)
-		if !ok {
-			continue
-		}
-		rep.Cases++
-		rec, err := p.Ask(ctx, gc.Question)
-		if err != nil {
-			return rep, fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
-			rep.BaseFailures = append(rep.BaseFailures, mutateResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
-			continue
-		}
-		for _, m := range rag.Mutations(gc, rec, corpus) {
-			mutated := rec
-			mutated.Answer = m.Answer
-			v, checks := set.GradeRAGRecord(c.ID, mutated)
-			r := mutateResult{CaseID: c.ID, Mutation: m.Name, Target: m.Target, Killed: v < 1, FailedChecks: failedNames(checks), Answer: m.Answer}
-			rep.Results = append(rep.Results, r)
-			rep.Mutants++
-			cls := rep.Classes[m.Name]
-			if cls == nil {
-				cls = map[string]int{"mutants": 0, "killed": 0}
-				rep.Classes[m.Name] = cls
-			}
-			cls["mutants"]++
-			if r.Killed {
-				rep.Killed++
-				cls["killed"]++
-			} else {
-				rep.Survived++
-				rep.Survivors = append(rep.Survivors, r)
-			}
-		}
-		for _, ctl := range rag.Controls(gc, corpus) {
-			controlled := rec
-			controlled.Answer = ctl.Answer
-			v, checks := set.GradeRAGRecord(c.ID, controlled)
-			r := controlResult{CaseID: c.ID, Control: ctl.Name, Target: ctl.Target, Passed: v == 1, FailedChecks: failedNames(checks), Answer: ctl.Answer}
-			rep.ControlResults = append(rep.ControlResults, r)
-			rep.Controls++
-			cls := rep.ControlClasses[ctl.Name]
-			if cls == nil {
-				cls = map[string]int{"controls": 0, "passed": 0}
-				rep.ControlClasses[ctl.Name] = cls
-			}
-			cls["controls"]++
-			if r.Passed {
-				rep.ControlsPassed++
-				cls["passed"]++
-			} else {
-				rep.ControlsFailed++
-				rep.FailingControls = append(rep.FailingControls, r)
-			}
-		}
-	}
-	if rep.Mutants > 0 {
-		rep.Sensitivity = float64(rep.Killed) / float64(rep.Mutants)
-	}
-	if rep.Controls > 0 {
-		rep.Specificity = float64(rep.ControlsPassed) / float64(rep.Controls)
-	}
-	return rep, nil
-}
-
-// inlineRAGSet builds an eval set of every case of a golden file.
-func inlineRAGSet(corpusPath, goldenPath string) (*grading.EvalSet, error) {
-	cases, err := rag.LoadGolden(goldenPath)
-	if err != nil {
-		return nil, err
-	}
-	cabs, err := filepath.Abs(corpusPath)
-	if err != nil {
-		return nil, fmt.Errorf("--corpus: %w", err)
-	}
-	gabs, err := filepath.Abs(goldenPath)
-	if err != nil {
-		return nil, fmt.Errorf("--golden: %w", err)
-	}
-	type rc struct {
-		ID     string `json:"id"`
-		Grader string `json:"grader"`
-		Golden string `json:"golden"`
-	}
-	raw := struct {
-		ID     string `json:"id"`
-		Corpus string `json:"corpus"`
-		Cases  []rc   `json:"cases"`
-	}{ID: "mutate:" + filepath.Base(goldenPath), Corpus: cabs}
-	for _, gc := range cases {
-		raw.Cases = append(raw.Cases, rc{ID: gc.CaseID, Grader: grading.GraderRAG, Golden: gabs + "#" + gc.CaseID})
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("build eval set: %w", err)
-	}
-	return grading.ParseEvalSet(b, "")
-}
-
-func printMutate(w io.Writer, rep mutateReport) {
+func printMutate(w io.Writer, rep grading.MutationReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
 	for _, r := range rep.BaseFailures {
@@ -695,14 +555,4 @@ func percent(share float64, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f%%", 100*share)
-}
-
-func failedNames(checks []grading.Check) []string {
-	names := []string{}
-	for _, c := range checks {
-		if !c.OK {
-			names = append(names, c.Name)
-		}
-	}
-	return names
 }
