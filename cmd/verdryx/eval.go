@@ -198,7 +198,8 @@ func (s *evalSinks) deps() grading.Deps {
 // cmdEval grades a model against an eval set and stores the run.
 // Exit 0: graded (and at or above --fail-under); 1: under the floor, or
 // unmeasured with a floor set, or some events were not written to --events
-// (the count is printed); 2: usage or input error.
+// (the count is printed); 2: usage or input error; 3: the model or judge
+// failed every case, or the OTLP collector refused the spans.
 func newEvalCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval EVALSET",
@@ -206,7 +207,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 		Long: "Grade a model against an eval set, store the run, emit events and spans.\n" +
 			"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n" +
 			"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n" +
-			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error.",
+			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error;\n" +
+			"3: an outside service failed: the model or judge failed every case (the run is still stored), or the OTLP collector refused the spans.",
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
