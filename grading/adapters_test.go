@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/provider/openai"
 )
 
 // fakeProvider serves one canned answer and records what it was sent.
@@ -94,7 +96,9 @@ func adapters() []adapterCase {
 			name:  "openai",
 			okish: openaiOK,
 			build: func(t *testing.T, url string, timeout time.Duration) Model {
-				m, err := NewOpenAI(OpenAIOptions{Model: "gpt-4o-mini", APIKey: "test-key", BaseURL: url, Timeout: timeout})
+				c, err := openai.New(openai.Options{APIKey: "test-key", BaseURL: url, Timeout: timeout})
+				require.NoError(t, err)
+				m, err := NewOpenAI(c, OpenAIOptions{Model: "gpt-4o-mini"})
 				require.NoError(t, err)
 				return m
 			},

@@ -140,36 +140,31 @@ func ParseEvalSetWith(raw []byte, path string, read ReadFileFunc) (*EvalSet, err
 		file = "<inline>"
 	}
 	// Decode the set with its cases raw first, so an unknown field in a
-	// case names that case.
+	// case names that case; every unknown field and wrong type is
+	// reported, not only the first.
 	var top struct {
 		EvalSet
 		Cases []json.RawMessage `json:"cases"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&top); err != nil {
-		return nil, &FieldError{File: file, Index: -1, Msg: "decode: " + describeJSONError(raw, err)}
-	}
-	set := top.EvalSet
-	set.Path = path
 	var errs []error
 	add := func(i int, id, field, format string, args ...any) {
 		errs = append(errs, &FieldError{File: file, Index: i, Case: id, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	set.Cases = make([]Case, len(top.Cases))
-	for i, rc := range top.Cases {
-		cd := json.NewDecoder(bytes.NewReader(rc))
-		cd.DisallowUnknownFields()
-		if err := cd.Decode(&set.Cases[i]); err != nil {
-			var probe struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(rc, &probe)
-			add(i, probe.ID, "", "decode: %v", strings.TrimPrefix(err.Error(), "json: "))
-		}
-	}
-	if len(errs) > 0 {
+	if !decodeLenient(raw, &top, func(field, msg string) { add(-1, "", field, "%s", msg) }) {
 		return nil, errors.Join(errs...)
+	}
+	set := top.EvalSet
+	set.Path = path
+	set.Cases = make([]Case, len(top.Cases))
+	badCase := make([]bool, len(top.Cases))
+	for i, rc := range top.Cases {
+		var probe struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(rc, &probe)
+		n := len(errs)
+		decodeLenient(rc, &set.Cases[i], func(field, msg string) { add(i, probe.ID, field, "%s", msg) })
+		badCase[i] = len(errs) > n
 	}
 	if strings.TrimSpace(set.ID) == "" {
 		add(-1, "", "id", "required: a stable id for the set")
@@ -192,6 +187,11 @@ func ParseEvalSetWith(raw []byte, path string, read ReadFileFunc) (*EvalSet, err
 			add(i, c.ID, "id", "duplicate case id (first used by case #%d)", j)
 		} else {
 			seen[c.ID] = i
+		}
+		if badCase[i] {
+			// Its decode problems are reported; checks of its half-decoded
+			// fields would only echo them.
+			continue
 		}
 		kind := c.Kind()
 		known := false

@@ -48,6 +48,16 @@ func TestParseEvalSetRejects(t *testing.T) {
 			[]string{`set.json: decode: line 3:`}},
 		{"every problem at once", `{"id":"s","cases":[{"id":"a","grader":"llm_judge","prompt":"p"},{"id":"a","grader":"regex","expected":"["}]}`,
 			[]string{`field "rubric"`, `duplicate case id`, `bad regex`}},
+		{"every unknown field and every other problem at once", `{"id":"s","descripton":"x","cases":[
+			{"id":"a","prompt":"p","expected":"x","expectd":"y","grader":"exact","rubrik":"r"},
+			{"id":"b","grader":"llm_judge","prompt":"p"},
+			{"id":"c","prompt":7,"expected":"x"},
+			{"id":"a","grader":"regex","expected":"["}]}`,
+			[]string{`set.json: decode: unknown field "descripton"`,
+				`case #0 "a": decode: unknown field "expectd"`, `case #0 "a": decode: unknown field "rubrik"`,
+				`case #1 "b": field "rubric": required for grader llm_judge`,
+				`case #2 "c": field "prompt": decode: cannot unmarshal number into Go struct field Case.prompt of type string`,
+				`case #3 "a": field "id": duplicate case id`, `case #3 "a": field "expected": bad regex`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +66,7 @@ func TestParseEvalSetRejects(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			assert.Len(t, strings.Split(err.Error(), "\n"), len(tc.want), "one line per problem, no echo: %v", err)
 		})
 	}
 }

@@ -5,29 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/verdryx/verdryx/provider/openai"
 )
 
-// OpenAIOptions configure the OpenAI-compatible chat adapter.
+// DefaultMaxTokens caps an OpenAI answer when neither the call nor
+// OpenAIOptions does.
+const DefaultMaxTokens = 1024
+
+// OpenAIOptions configure the OpenAI-compatible chat adapter. Where and
+// how it calls (base URL, key, per-call timeout, body limit, no retries)
+// is the openai.Client's, the one configuration of every OpenAI-compatible
+// call.
 type OpenAIOptions struct {
 	// Model is the provider model id sent in the request ("gpt-4o-mini").
 	Model string
-	// APIKey is sent as a bearer token; OpenAIFromEnv reads OPENAI_API_KEY.
-	// An empty key sends no Authorization header (local servers); the
-	// OpenAI API itself refuses to be built without one (ErrNoKey).
-	APIKey string
-	// BaseURL is the API root; requests go to BaseURL + "/chat/completions".
-	// "" means https://api.openai.com/v1.
-	BaseURL string
-	// Timeout bounds each call; 0 means 60 s. Calls are never retried.
-	Timeout time.Duration
-	// MaxTokens caps an answer when the call does not; 0 means 1024.
+	// MaxTokens caps an answer when the call does not; 0 means
+	// DefaultMaxTokens.
 	MaxTokens int
-	// HTTPClient replaces the transport.
-	HTTPClient *http.Client
 }
 
 // OpenAI is the model and judge adapter for OpenAI-compatible chat
@@ -41,31 +37,33 @@ type OpenAI struct {
 
 var _ Model = (*OpenAI)(nil)
 
-// NewOpenAI builds the adapter; it makes no network call.
-func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
+// NewOpenAI builds the adapter on c; it makes no network call.
+func NewOpenAI(c *openai.Client, opts OpenAIOptions) (*OpenAI, error) {
+	if c == nil {
+		return nil, errors.New("openai: nil client")
+	}
 	if opts.Model == "" {
 		return nil, errors.New("openai: empty model id")
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 60 * time.Second
-	}
 	if opts.MaxTokens <= 0 {
-		opts.MaxTokens = 1024
-	}
-	c, err := openai.New(openai.Options{BaseURL: opts.BaseURL, APIKey: opts.APIKey, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient})
-	if errors.Is(err, openai.ErrNoKey) {
-		return nil, fmt.Errorf("openai %s: %w (set %s)", opts.Model, ErrNoKey, openai.EnvAPIKey)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("openai %s: %w", opts.Model, err)
+		opts.MaxTokens = DefaultMaxTokens
 	}
 	return &OpenAI{opts: opts, client: c}, nil
 }
 
-// OpenAIFromEnv builds the adapter with the key from OPENAI_API_KEY. The
-// OpenAI API itself without a key is ErrNoKey; other servers may need none.
+// OpenAIFromEnv builds the adapter with the key from OPENAI_API_KEY, the
+// base URL baseURL ("" means openai.DefaultBaseURL) and timeout per call
+// (0 means openai.DefaultTimeout). The OpenAI API itself without a key is
+// ErrNoKey; other servers may need none.
 func OpenAIFromEnv(model, baseURL string, timeout time.Duration, getenv func(string) string) (*OpenAI, error) {
-	return NewOpenAI(OpenAIOptions{Model: model, APIKey: openai.KeyFromEnv(getenv), BaseURL: baseURL, Timeout: timeout})
+	c, err := openai.New(openai.Options{BaseURL: baseURL, APIKey: openai.KeyFromEnv(getenv), Timeout: timeout})
+	if errors.Is(err, openai.ErrNoKey) {
+		return nil, fmt.Errorf("openai %s: %w (set %s)", model, ErrNoKey, openai.EnvAPIKey)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("openai %s: %w", model, err)
+	}
+	return NewOpenAI(c, OpenAIOptions{Model: model})
 }
 
 // ID returns "openai:" + the model id.

@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/hugepage"
 	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
@@ -191,7 +190,6 @@ func (r *Reducer) sync() {
 			r.runs = r.runs[:n]
 		} else {
 			grown := make([]runState, n, n+n/2+64)
-			hugepage.Advise(grown)
 			copy(grown, r.runs)
 			r.runs = grown
 		}

@@ -15,6 +15,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
 )
@@ -158,7 +159,11 @@ func TestEvalTraceGenAIProvider(t *testing.T) {
 	}))
 	defer srv.Close()
 	deps := grading.Deps{Models: func(id string) (grading.Model, error) {
-		return grading.NewOpenAI(grading.OpenAIOptions{Model: "llama3", BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+		c, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
+		if err != nil {
+			return nil, err
+		}
+		return grading.NewOpenAI(c, grading.OpenAIOptions{Model: "llama3"})
 	}}
 	res, spans := evalTrace(t, deps, `{"id":"p","cases":[{"id":"a","prompt":"q","expected":"yes"}]}`, "openai:llama3")
 	tr := index(spans)

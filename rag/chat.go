@@ -4,35 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/verdryx/verdryx/provider/openai"
 )
 
-// ChatOptions configures the OpenAI-compatible generator.
-type ChatOptions struct {
-	// BaseURL is the API root including the version path, for example
-	// "https://api.openai.com/v1"; the client posts to BaseURL +
-	// "/chat/completions". Required.
-	BaseURL string
-	// Model is the chat model id. Required.
-	Model string
-	// APIKey is sent as a bearer token when non-empty; the OpenAI API
-	// itself refuses to be built without one.
-	APIKey string
-	// Timeout bounds each call; zero means openai.DefaultTimeout.
-	Timeout time.Duration
-	// Client is the HTTP transport; nil means a plain client.
-	Client *http.Client
-}
-
 // Chat is the OpenAI-compatible generator, over the shared client (package
-// provider/openai): one call per question at temperature 0 with the
-// pipeline's exact messages, no retries, and the first choice's content
-// returned verbatim. Each call is a GenAI span with the provider's token
-// usage under the span in the caller's context. It is safe for concurrent
-// use.
+// provider/openai, whose Options carry the base URL, key, per-call timeout
+// and body limit of every OpenAI-compatible call): one call per question
+// at temperature 0 with the pipeline's exact messages, no retries, and the
+// first choice's content returned verbatim. Each call is a GenAI span with
+// the provider's token usage under the span in the caller's context. It
+// is safe for concurrent use.
 type Chat struct {
 	model  string
 	client *openai.Client
@@ -40,19 +22,15 @@ type Chat struct {
 
 var _ Generator = (*Chat)(nil)
 
-// NewChat validates opts and returns the client. It makes no call.
-func NewChat(opts ChatOptions) (*Chat, error) {
-	if opts.BaseURL == "" {
-		return nil, errors.New("openai chat: base URL is required")
+// NewChat returns the generator of model on c. It makes no call.
+func NewChat(c *openai.Client, model string) (*Chat, error) {
+	if c == nil {
+		return nil, errors.New("openai chat: nil client")
 	}
-	if opts.Model == "" {
+	if model == "" {
 		return nil, errors.New("openai chat: model is required")
 	}
-	c, err := openai.New(openai.Options{BaseURL: opts.BaseURL, APIKey: opts.APIKey, Timeout: opts.Timeout, HTTPClient: opts.Client})
-	if err != nil {
-		return nil, fmt.Errorf("openai chat: %w", err)
-	}
-	return &Chat{model: opts.Model, client: c}, nil
+	return &Chat{model: model, client: c}, nil
 }
 
 // Name returns "openai-chat/<model>".

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -222,7 +223,9 @@ func TestChatGenerator(t *testing.T) {
 				io.WriteString(w, tc.body)
 			}))
 			defer srv.Close()
-			g, err := rag.NewChat(rag.ChatOptions{BaseURL: srv.URL + "/v1", Model: "gpt-test", APIKey: "k"})
+			c, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "k"})
+			require.NoError(t, err)
+			g, err := rag.NewChat(c, "gpt-test")
 			require.NoError(t, err)
 			msgs := []rag.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}
 			a, err := g.Generate(context.Background(), rag.Request{Messages: msgs})

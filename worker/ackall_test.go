@@ -104,8 +104,24 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	bopts.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue { return noPointerKV{kv} }
 	b := startFleet(t, bjs, e.subjects, "b", bopts)
 	// Unpinning makes the server drop the pull requests carrying the old
-	// pin id; b's waiting request (no pin id) takes the new pin.
-	time.Sleep(300 * time.Millisecond)
+	// pin id; b's waiting request (no pin id) takes the new pin, once it
+	// waits beside a's on every partition.
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		for p := range e.subjects.partitions() {
+			c, err := stream.Consumer(ctx, PartitionConsumer(p))
+			if err != nil {
+				return err
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumWaiting < 2 {
+				return fmt.Errorf("partition %d: %d pull requests waiting, want a's and b's", p, info.NumWaiting)
+			}
+		}
+		return nil
+	})
 	for p := range e.subjects.partitions() {
 		require.NoError(t, stream.UnpinConsumer(ctx, PartitionConsumer(p), PartitionGroup))
 	}

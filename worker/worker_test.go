@@ -24,7 +24,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// modernc sqlite and the nats-server keep process-wide helpers.
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 	)
 }
 

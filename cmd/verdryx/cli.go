@@ -168,6 +168,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
+	// --version without a shorthand: -v is --verbose (--log-level debug)
+	// on every command that logs, and means nothing else anywhere.
+	root.Flags().Bool("version", false, "print the version, commit and Go version (also: verdryx version)")
 	root.PersistentFlags().StringVar(&g.data, "data", defaultDataDir(),
 		"data directory: the store (verdryx.db), the index, the embedded NATS store and offsets ($VERDRYX_DATA)")
 	root.AddCommand(

@@ -4,13 +4,12 @@ import (
 	"github.com/spf13/cobra"
 	"path/filepath"
 
+	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
-	"log/slog"
 	"math"
 	"os"
 	"sort"
@@ -197,36 +196,37 @@ func (s *evalSinks) deps() grading.Deps {
 	return d
 }
 
-// evalModels maps --model values to adapters: "stub", "openai:<id>" for
-// an OpenAI-compatible endpoint, anything else an Anthropic model id.
-func evalModels(anthropicBase, openaiBase string, timeout time.Duration) func(string) (grading.Model, error) {
-	return func(id string) (grading.Model, error) {
-		switch {
-		case id == grading.StubID:
-			return &grading.Stub{}, nil
-		case strings.HasPrefix(id, "openai:"):
-			return grading.OpenAIFromEnv(strings.TrimPrefix(id, "openai:"), openaiBase, timeout, os.Getenv)
-		case strings.HasPrefix(id, "anthropic:"):
-			return grading.AnthropicFromEnv(strings.TrimPrefix(id, "anthropic:"), anthropicBase, timeout, os.Getenv)
-		}
-		return grading.AnthropicFromEnv(id, anthropicBase, timeout, os.Getenv)
+// evalLong is eval's help.
+const evalLong = "Grade a model against an eval set, store the run, emit events and spans.\n" +
+	"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n" +
+	"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n" +
+	"Typed cases are graded by typryx only with --typed-url (and the key in --typed-key-file or $VERDRYX_TYPRYX_KEY_FILE).\n" +
+	"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error;\n" +
+	"3: an outside service failed: typryx refused or could not be reached (nothing saved), the model or judge failed every case (the run is still stored), or the OTLP collector refused the spans."
+
+// evalRunError classifies the error of a run that did not complete: a bad
+// request is an input error, a typryx refusal an outside service's.
+func evalRunError(err error) error {
+	switch {
+	case errors.Is(err, grading.ErrBadRequest):
+		return inputError(err)
+	case errors.Is(err, grading.ErrTypedService):
+		return serviceError(fmt.Errorf("%w; nothing was saved", err))
 	}
+	return err
 }
 
-// cmdEval grades a model against an eval set and stores the run.
+// newEvalCmd grades a model against an eval set and stores the run.
 // Exit 0: graded (and at or above --fail-under); 1: under the floor, or
 // unmeasured with a floor set, or some events were not written to --events
-// (the count is printed); 2: usage or input error.
+// (the count is printed); 2: usage or input error; 3: typryx refused or
+// could not be reached, the model or judge failed every case, or the OTLP
+// collector refused the spans.
 func newEvalCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval EVALSET",
 		Short: "grade a model against an eval set and store the run",
-		Long: "Grade a model against an eval set, store the run, emit events and spans.\n" +
-			"--model stub (default) is the deterministic offline stub: it echoes prompts and answers rag cases with the offline RAG pipeline.\n" +
-			"Any other --model is an Anthropic model id (ANTHROPIC_API_KEY), or openai:<id> for an OpenAI-compatible endpoint (OPENAI_API_KEY).\n" +
-			"Typed cases are graded by typryx only with --typed-url (and the key in --typed-key-file or $VERDRYX_TYPRYX_KEY_FILE).\n" +
-			"Exit 0: pass; 1: mean under --fail-under (an unmeasured mean never passes a floor) or, with --baseline, regressed, or events could not be written to --events; 2: usage or input error;\n" +
-			"3: an outside service failed: typryx refused or could not be reached (nothing saved), every case unmeasured, or the OTLP collector refused the spans.",
+		Long:  evalLong,
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
@@ -246,38 +246,17 @@ func newEvalCmd(g *globals) *cobra.Command {
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		typed, keyRedactor, err := tf.build()
+		ts, err := tf.setup(stdout, stderr)
 		if err != nil {
 			return err
 		}
-		var wrapLog func(slog.Handler) slog.Handler
-		if keyRedactor != nil {
-			// The typryx key never leaves the process: not in output, logs
-			// or errors.
-			stdout, stderr = keyRedactor.Writer(stdout), keyRedactor.Writer(stderr)
-			wrapLog = keyRedactor.Handler
-			defer func() { err = keyRedactor.Error(err) }()
-		}
-		if len(pos) != 1 {
-			return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
-		}
-		if *failUnder > 1 || math.IsNaN(*failUnder) {
-			return usageErrorf("eval: --fail-under %v is above 1", *failUnder)
-		}
-		if *conc < 1 {
-			return usageErrorf("eval: --concurrency must be at least 1")
-		}
-		if *alpha <= 0 || *alpha >= 1 {
-			return usageErrorf("eval: --alpha must be in (0, 1)")
+		stdout, stderr, typed, wrapLog := ts.stdout, ts.stderr, ts.typed, ts.wrapLog
+		defer func() { err = ts.redact(err) }()
+		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha, *anthropicBase, *openaiBase); err != nil {
+			return err
 		}
 		logger, err := lf.logger(stderr, wrapLog)
 		if err != nil {
-			return err
-		}
-		if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", *anthropicBase, "http", "https"); err != nil {
-			return err
-		}
-		if err := checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", *openaiBase, "http", "https"); err != nil {
 			return err
 		}
 		// Load the set before opening anything, so a bad set touches nothing.
@@ -288,7 +267,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		resolve := evalModels(*anthropicBase, *openaiBase, *timeout)
+		resolve := grading.Models(grading.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
 		if _, err := resolve(*model); err != nil {
 			return inputError(fmt.Errorf("--model: %w", err))
 		}
@@ -315,32 +294,54 @@ func newEvalCmd(g *globals) *cobra.Command {
 		live.finish()
 		closeErr := s.close(ctx)
 		if runErr != nil {
-			if errors.Is(runErr, grading.ErrBadRequest) {
-				return inputError(runErr)
-			}
-			if errors.Is(runErr, grading.ErrTypedService) {
-				return serviceError(fmt.Errorf("%w; nothing was saved", runErr))
-			}
-			return runErr
+			return evalRunError(runErr)
 		}
-		printWarnings(stderr, res.Problems)
-		if closeErr != nil {
-			fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
-		}
-		// A failed fsync on close removes events Execute counted as written.
-		unwritten := s.eventsNotWritten(stderr)
-		if s.events != nil {
-			res.EventsWritten = int(s.events.Written())
-		}
-		if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, live.printed, *junit, *failUnder, *requireSig, unwritten); err != nil {
-			if s.spansErr != nil {
-				fmt.Fprintf(stderr, "verdryx: warning: %v\n", s.spansErr)
-			}
-			return err
-		}
-		return serviceError(s.spansErr)
+		return s.finishEval(stdout, stderr, res, closeErr, c, live.printed, *junit, *failUnder, *requireSig)
 	}
 	return cmd
+}
+
+// checkEvalArgs refuses eval's arguments and flag values that cannot work,
+// before anything is read or opened.
+func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, anthropicBase, openaiBase string) error {
+	if len(pos) != 1 {
+		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
+	}
+	if failUnder > 1 || math.IsNaN(failUnder) {
+		return usageErrorf("eval: --fail-under %v is above 1", failUnder)
+	}
+	if conc < 1 {
+		return usageErrorf("eval: --concurrency must be at least 1")
+	}
+	if alpha <= 0 || alpha >= 1 {
+		return usageErrorf("eval: --alpha must be in (0, 1)")
+	}
+	if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", anthropicBase, "http", "https"); err != nil {
+		return err
+	}
+	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", openaiBase, "http", "https")
+}
+
+// finishEval prints what grading left to say once the sinks are closed
+// (closeErr is their close's error), then reports the run (reportEval):
+// its error decides the exit, else a span export failure is exit 3.
+func (s *evalSinks) finishEval(stdout, stderr io.Writer, res grading.Result, closeErr error, c evalFlags, printedLive bool, junit string, failUnder float64, requireSig bool) error {
+	printWarnings(stderr, res.Problems)
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
+	}
+	// A failed fsync on close removes events Execute counted as written.
+	unwritten := s.eventsNotWritten(stderr)
+	if s.events != nil {
+		res.EventsWritten = int(s.events.Written())
+	}
+	if err := reportEval(stdout, stderr, res, s.store.Path(), *c.events, *c.asJSON, printedLive, junit, failUnder, requireSig, unwritten); err != nil {
+		if s.spansErr != nil {
+			fmt.Fprintf(stderr, "verdryx: warning: %v\n", s.spansErr)
+		}
+		return err
+	}
+	return serviceError(s.spansErr)
 }
 
 // reportEval writes the JUnit file and prints the run, then decides the
@@ -551,81 +552,13 @@ func evalShortDigest(d string) string {
 	return d
 }
 
-// JUnit XML, one testcase per eval case.
-type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Props    []junitProp `xml:"properties>property"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitProp struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	// SystemOut is the case's model output, as promptfoo's JUnit carries it.
-	SystemOut string `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Body    string `xml:",chardata"`
-}
-
-// writeJUnit writes the run as JUnit XML: a case under passMark is a
-// failure whose body lists each failed check with its detail, an unmeasured
-// case is skipped with its reason (a typed case typryx left unanswered with
-// typryx's reason and answer id); every case carries its model output in
-// system-out.
+// writeJUnit writes the run as JUnit XML (grading.WriteJUnit) to path.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
-	suite := junitSuite{
-		Name:  r.EvalSetID,
-		Tests: r.Cases,
-		Time:  fmt.Sprintf("%.3f", r.FinishedAt.Sub(r.StartedAt).Seconds()),
-		Props: []junitProp{{"run_id", r.ID}, {"model", r.Model}, {"eval_set_digest", r.EvalSetDigest}},
-	}
-	for _, s := range r.Scores {
-		jc := junitCase{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
-			SystemOut: s.Output}
-		switch {
-		case s.Unanswered():
-			jc.Skipped = &junitMessage{Message: fmt.Sprintf("unanswered by typryx: %s (answer %s)", s.Typed.Reason, s.Typed.AnswerID)}
-			suite.Skipped++
-		case !s.Graded():
-			jc.Skipped = &junitMessage{Message: "unmeasured: " + s.Unmeasured}
-			suite.Skipped++
-		case s.Value < passMark:
-			var body strings.Builder
-			for _, ch := range s.Checks {
-				if !ch.OK {
-					fmt.Fprintf(&body, "%s: %s\n", ch.Name, ch.Detail)
-				}
-			}
-			msg := fmt.Sprintf("score %.3f under %.3f", s.Value, passMark)
-			if f := s.Failing(); len(f) > 0 {
-				msg += "; failed: " + strings.Join(f, ", ")
-			}
-			jc.Failure = &junitMessage{Message: msg, Body: body.String()}
-			suite.Failures++
-		}
-		suite.Cases = append(suite.Cases, jc)
-	}
-	out, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := grading.WriteJUnit(&b, r, passMark); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // cmdBaseline snapshots a stored run as a baseline.
@@ -807,21 +740,11 @@ func newDriftCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// emitDrift appends the drift events and the span of rep, closes the
-// sinks and returns the problems met.
+// emitDrift appends the drift events and the span of rep
+// (grading.EmitDrift), closes the sinks and returns the problems met.
 func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agentID string, started time.Time) []string {
-	now := time.Now()
-	var problems []string
-	if s.events != nil {
-		for _, ev := range grading.DriftEvents(rep, agentID, now) {
-			if _, err := s.events.Append(ev); err != nil {
-				problems = append(problems, fmt.Sprintf("event %s: %v", ev.Type, err))
-			}
-		}
-	}
-	if s.spans != nil {
-		s.spans.Span(ctx, "verdryx.drift", rep.BaselineRunID, agentID, started, now, grading.DriftData(rep))
-	}
+	d := s.deps()
+	problems := grading.EmitDrift(ctx, d.Events, d.Spans, rep, agentID, started, time.Now())
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -300,7 +300,7 @@ func TestEvalJUnit(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	raw, err := os.ReadFile(out)
 	require.NoError(t, err)
-	var suite junitSuite
+	var suite grading.JUnitSuite
 	require.NoError(t, xml.Unmarshal(raw, &suite))
 	assert.Equal(t, "mixed", suite.Name)
 	require.Len(t, suite.Cases, 4, "one testcase per eval case")

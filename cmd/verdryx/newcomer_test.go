@@ -85,10 +85,15 @@ func TestNewcomerPath(t *testing.T) {
 	require.Len(t, listed, 1)
 	assert.Equal(t, "v1", listed[0]["label"])
 
-	// report reads the same store.
-	out, stderr, code = runCLI(t, "report", "--out", "report.html")
+	// report reads the same store; the tour's traces give its SLO
+	// section data, not only "not measured".
+	out, stderr, code = runCLI(t, "report", "--traces", "testdata/traces/slo", "--out", "report.html")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, out, "wrote report.html")
+	page, err := os.ReadFile("report.html")
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "exhausted (alert)", "an SLO measured and alerting")
+	assert.Contains(t, string(page), "0.6250", "the fleet's task_success, measured")
 
 	// The quickstart again: nothing new, and the eval line is answered
 	// from the store instead of silently missing.

@@ -4,20 +4,19 @@ import (
 	"bytes"
 	"github.com/spf13/cobra"
 
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -58,7 +57,7 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for "+what+" ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
 	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
-	fs.DurationVar(&f.timeout, "timeout", index.DefaultOpenAITimeout, "timeout of each provider call (no retries)")
+	fs.DurationVar(&f.timeout, "timeout", openai.DefaultTimeout, "timeout of each provider call (no retries)")
 	if withGenerator {
 		fs.StringVar(&f.generator, "generator", "offline", "generator: offline (extractive, no network) or openai (paid, opt-in)")
 		fs.StringVar(&f.genModel, "gen-model", defaultGenModel, "chat model for --generator openai")
@@ -87,10 +86,11 @@ func (f *ragFlags) newEmbedder() (index.Embedder, error) {
 		if err := f.checkKey(); err != nil {
 			return nil, err
 		}
-		return index.NewOpenAIEmbedder(index.OpenAIOptions{
-			BaseURL: f.baseURL, Model: f.embedModel, APIKey: os.Getenv("OPENAI_API_KEY"),
-			Dims: f.dims, Timeout: f.timeout,
-		})
+		c, err := f.client()
+		if err != nil {
+			return nil, err
+		}
+		return openai.NewEmbedder(c, f.embedModel, f.dims)
 	}
 	return nil, fmt.Errorf("--embedder %q: want offline or openai", f.embedder)
 }
@@ -103,11 +103,19 @@ func (f *ragFlags) newGenerator() (rag.Generator, error) {
 		if err := f.checkKey(); err != nil {
 			return nil, err
 		}
-		return rag.NewChat(rag.ChatOptions{
-			BaseURL: f.baseURL, Model: f.genModel, APIKey: os.Getenv("OPENAI_API_KEY"), Timeout: f.timeout,
-		})
+		c, err := f.client()
+		if err != nil {
+			return nil, err
+		}
+		return rag.NewChat(c, f.genModel)
 	}
 	return nil, fmt.Errorf("--generator %q: want offline or openai", f.generator)
+}
+
+// client is the OpenAI-compatible client of --openai-base-url, the key in
+// OPENAI_API_KEY and --timeout.
+func (f *ragFlags) client() (*openai.Client, error) {
+	return openai.New(openai.Options{BaseURL: f.baseURL, APIKey: openai.KeyFromEnv(os.Getenv), Timeout: f.timeout})
 }
 
 // checkKey refuses the OpenAI API itself without OPENAI_API_KEY; other
@@ -333,20 +341,8 @@ func newAskCmd(g *globals) *cobra.Command {
 			return usageErrorf("ask: the question is empty")
 		}
 		store := index.NewStore(rf.data, index.StoreOptions{})
-		corpusPath := rf.corpus
-		if corpusPath == "" {
-			if *memory {
-				return usageErrorf("ask: --memory needs --corpus")
-			}
-			corpusPath, _, err = store.ActiveCorpus()
-			if errors.Is(err, index.ErrNoActive) {
-				return inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
-			}
-			if err != nil {
-				return inputError(err)
-			}
-		}
-		if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+		corpusPath, err := askCorpusPath(store, rf, *memory)
+		if err != nil {
 			return err
 		}
 		corpus, err := rag.LoadCorpus(corpusPath)
@@ -414,48 +410,28 @@ func printRecord(w io.Writer, rec rag.Record) {
 	fmt.Fprintf(w, "\nanswer:\n%s\n", rec.Answer)
 }
 
-// mutateResult is one graded mutant.
-type mutateResult struct {
-	CaseID       string   `json:"case_id"`
-	Mutation     string   `json:"mutation"`
-	Target       string   `json:"target"`
-	Killed       bool     `json:"killed"`
-	FailedChecks []string `json:"failed_checks"`
-	Answer       string   `json:"answer"`
-}
-
-// controlResult is one graded control: a rephrasing of the case's
-// reference answer that must pass.
-type controlResult struct {
-	CaseID       string   `json:"case_id"`
-	Control      string   `json:"control"`
-	Target       string   `json:"target"`
-	Passed       bool     `json:"passed"`
-	FailedChecks []string `json:"failed_checks"`
-	Answer       string   `json:"answer"`
-}
-
-// mutateReport is what mutate prints with --json. Sensitivity is
-// killed/mutants and Specificity passed/controls, both in [0, 1] (0 when
-// there is nothing to measure, which fails the run).
-type mutateReport struct {
-	EvalSet         string                    `json:"eval_set"`
-	Cases           int                       `json:"cases"`
-	Mutants         int                       `json:"mutants"`
-	Killed          int                       `json:"killed"`
-	Survived        int                       `json:"survived"`
-	Sensitivity     float64                   `json:"sensitivity"`
-	Controls        int                       `json:"controls"`
-	ControlsPassed  int                       `json:"controls_passed"`
-	ControlsFailed  int                       `json:"controls_failed"`
-	Specificity     float64                   `json:"specificity"`
-	BaseFailures    []mutateResult            `json:"base_failures"`
-	Classes         map[string]map[string]int `json:"classes"`
-	ControlClasses  map[string]map[string]int `json:"control_classes"`
-	Survivors       []mutateResult            `json:"survivors"`
-	FailingControls []controlResult           `json:"failing_controls"`
-	Results         []mutateResult            `json:"results"`
-	ControlResults  []controlResult           `json:"control_results"`
+// askCorpusPath is the corpus ask answers from: --corpus, else the copy
+// the active index generation recorded (--memory needs --corpus). It must
+// be a non-empty file.
+func askCorpusPath(store *index.Store, rf ragFlags, memory bool) (string, error) {
+	corpusPath := rf.corpus
+	if corpusPath == "" {
+		if memory {
+			return "", usageErrorf("ask: --memory needs --corpus")
+		}
+		var err error
+		corpusPath, _, err = store.ActiveCorpus()
+		if errors.Is(err, index.ErrNoActive) {
+			return "", inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
+		}
+		if err != nil {
+			return "", inputError(err)
+		}
+	}
+	if err := checkNotEmpty(corpusPath, "corpus"); err != nil {
+		return "", err
+	}
+	return corpusPath, nil
 }
 
 // cmdMutate asks every rag case of an eval set through the offline
@@ -493,7 +469,7 @@ func newMutateCmd() *cobra.Command {
 			if *corpusPath == "" || *goldenPath == "" {
 				return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
 			}
-			set, err = inlineRAGSet(*corpusPath, *goldenPath)
+			set, err = grading.InlineRAGSet(*corpusPath, *goldenPath)
 		}
 		if err != nil {
 			return inputError(err)
@@ -506,7 +482,7 @@ func newMutateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := runMutations(ctx, set, corpus, p)
+		rep, err := grading.RunMutations(ctx, set, corpus, p)
 		if err != nil {
 			return err
 		}
@@ -525,113 +501,7 @@ func newMutateCmd() *cobra.Command {
 	return cmd
 }
 
-// runMutations grades every golden case of set unmutated, under each
-// named mutation and under each control of its reference answer, answered
-// (retrieval and context) by p over corpus.
-func runMutations(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (mutateReport, error) {
-	rep := mutateReport{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
-		BaseFailures: []mutateResult{}, Survivors: []mutateResult{}, FailingControls: []controlResult{}}
-	for _, c := range set.Cases {
-		gc, ok := set.RAGGolden(c.ID)
-		if !ok {
-			continue
-		}
-		rep.Cases++
-		rec, err := p.Ask(ctx, gc.Question)
-		if err != nil {
-			return rep, fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
-			rep.BaseFailures = append(rep.BaseFailures, mutateResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
-			continue
-		}
-		for _, m := range rag.Mutations(gc, rec, corpus) {
-			mutated := rec
-			mutated.Answer = m.Answer
-			v, checks := set.GradeRAGRecord(c.ID, mutated)
-			r := mutateResult{CaseID: c.ID, Mutation: m.Name, Target: m.Target, Killed: v < 1, FailedChecks: failedNames(checks), Answer: m.Answer}
-			rep.Results = append(rep.Results, r)
-			rep.Mutants++
-			cls := rep.Classes[m.Name]
-			if cls == nil {
-				cls = map[string]int{"mutants": 0, "killed": 0}
-				rep.Classes[m.Name] = cls
-			}
-			cls["mutants"]++
-			if r.Killed {
-				rep.Killed++
-				cls["killed"]++
-			} else {
-				rep.Survived++
-				rep.Survivors = append(rep.Survivors, r)
-			}
-		}
-		for _, ctl := range rag.Controls(gc, corpus) {
-			controlled := rec
-			controlled.Answer = ctl.Answer
-			v, checks := set.GradeRAGRecord(c.ID, controlled)
-			r := controlResult{CaseID: c.ID, Control: ctl.Name, Target: ctl.Target, Passed: v == 1, FailedChecks: failedNames(checks), Answer: ctl.Answer}
-			rep.ControlResults = append(rep.ControlResults, r)
-			rep.Controls++
-			cls := rep.ControlClasses[ctl.Name]
-			if cls == nil {
-				cls = map[string]int{"controls": 0, "passed": 0}
-				rep.ControlClasses[ctl.Name] = cls
-			}
-			cls["controls"]++
-			if r.Passed {
-				rep.ControlsPassed++
-				cls["passed"]++
-			} else {
-				rep.ControlsFailed++
-				rep.FailingControls = append(rep.FailingControls, r)
-			}
-		}
-	}
-	if rep.Mutants > 0 {
-		rep.Sensitivity = float64(rep.Killed) / float64(rep.Mutants)
-	}
-	if rep.Controls > 0 {
-		rep.Specificity = float64(rep.ControlsPassed) / float64(rep.Controls)
-	}
-	return rep, nil
-}
-
-// inlineRAGSet builds an eval set of every case of a golden file.
-func inlineRAGSet(corpusPath, goldenPath string) (*grading.EvalSet, error) {
-	cases, err := rag.LoadGolden(goldenPath)
-	if err != nil {
-		return nil, err
-	}
-	cabs, err := filepath.Abs(corpusPath)
-	if err != nil {
-		return nil, fmt.Errorf("--corpus: %w", err)
-	}
-	gabs, err := filepath.Abs(goldenPath)
-	if err != nil {
-		return nil, fmt.Errorf("--golden: %w", err)
-	}
-	type rc struct {
-		ID     string `json:"id"`
-		Grader string `json:"grader"`
-		Golden string `json:"golden"`
-	}
-	raw := struct {
-		ID     string `json:"id"`
-		Corpus string `json:"corpus"`
-		Cases  []rc   `json:"cases"`
-	}{ID: "mutate:" + filepath.Base(goldenPath), Corpus: cabs}
-	for _, gc := range cases {
-		raw.Cases = append(raw.Cases, rc{ID: gc.CaseID, Grader: grading.GraderRAG, Golden: gabs + "#" + gc.CaseID})
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("build eval set: %w", err)
-	}
-	return grading.ParseEvalSet(b, "")
-}
-
-func printMutate(w io.Writer, rep mutateReport) {
+func printMutate(w io.Writer, rep grading.MutationReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
 	for _, r := range rep.BaseFailures {
@@ -685,14 +555,4 @@ func percent(share float64, n int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f%%", 100*share)
-}
-
-func failedNames(checks []grading.Check) []string {
-	names := []string{}
-	for _, c := range checks {
-		if !c.OK {
-			names = append(names, c.Name)
-		}
-	}
-	return names
 }

@@ -32,8 +32,9 @@ func newReportCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
-	allowEmpty := fs.Bool("allow-empty", false, "render when --traces holds no segments (default: exit 2 saying it is empty)")
+	allowEmpty := fs.Bool("allow-empty", false, "render when --traces holds no segments or --input no records (default: exit 2 saying it is empty)")
 	traces := fs.String("traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when empty: those sections say not measured)")
+	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
 	out := fs.String("out", "report.html", "file to write")
 	since := fs.String("since", "", "only runs started at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	gridRuns := fs.Int("grid-runs", 30, "most recent runs per eval set and model in the cases x runs grid")
@@ -66,19 +67,8 @@ func newReportCmd(g *globals) *cobra.Command {
 			return err
 		}
 		in.Sources = append(in.Sources, "store "+path)
-		if *traces != "" {
-			if err := checkTraceDir("--traces", *traces, *allowEmpty); err != nil {
-				return err
-			}
-			r, err := outcome.NewReducer(outcome.Options{})
-			if err != nil {
-				return err
-			}
-			if _, err := reduceTraces(ctx, *traces, r, *strict, 0, stderr); err != nil {
-				return err
-			}
-			in.Traces, in.TraceSource = r, "traces "+*traces
-			in.Sources = append(in.Sources, in.TraceSource)
+		if err := addReportTraces(ctx, &in, *traces, *input, *allowEmpty, *strict, stderr); err != nil {
+			return err
 		}
 		var buf bytes.Buffer
 		if err := htmlreport.Render(ctx, &buf, in, htmlreport.Options{Version: version(), GridRuns: *gridRuns, DriftChecks: *driftChecks}); err != nil {
@@ -140,4 +130,40 @@ func reportHandler(st *store.Store, traces func(context.Context) (*worker.Aggreg
 		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
 		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version()})
 	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})
+}
+
+// addReportTraces reduces the calls of --traces DIR or --input FILE (at
+// most one; neither leaves the cost and SLO sections not measured) into
+// in.Traces and names the source.
+func addReportTraces(ctx context.Context, in *htmlreport.Input, traces, input string, allowEmpty, strict bool, stderr io.Writer) error {
+	if traces != "" && input != "" {
+		return usageErrorf("report: give at most one of --traces DIR or --input FILE")
+	}
+	if traces == "" && input == "" {
+		return nil
+	}
+	r, err := outcome.NewReducer(outcome.Options{})
+	if err != nil {
+		return err
+	}
+	if input != "" {
+		if err := outcome.ReadRecordsFile(input, r); err != nil {
+			return inputError(err)
+		}
+		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !allowEmpty {
+			return usageErrorf("report: --input %s holds no records (give --allow-empty to render it anyway)", input)
+		}
+		in.TraceSource = "records " + input
+	} else {
+		if err := checkTraceDir("--traces", traces, allowEmpty); err != nil {
+			return err
+		}
+		if _, err := reduceTraces(ctx, traces, r, strict, 0, stderr); err != nil {
+			return err
+		}
+		in.TraceSource = "traces " + traces
+	}
+	in.Traces = r
+	in.Sources = append(in.Sources, in.TraceSource)
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -172,43 +173,17 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
 		}
-		if n := btoi(tf.traces != "") + btoi(*input != "") + btoi(*tf.nats.url != ""); n != 1 {
-			return usageErrorf("cost-per-correct: give exactly one of --traces DIR, --input FILE or --nats URL")
-		}
 		opts, err := tf.options(*by)
 		if err != nil {
 			return usageErrorf("cost-per-correct: %v", err)
 		}
-		r, err := outcome.NewReducer(opts)
+		r, dirStats, err := tf.reduceSource(ctx, "cost-per-correct", *input, opts, stderr)
 		if err != nil {
-			return usageErrorf("cost-per-correct: %v", err)
-		}
-		var dirStats *replay.DirStats
-		if *tf.nats.url != "" {
-			if r, err = tf.fleetReducer(ctx, opts); err != nil {
-				return err
-			}
-		} else if *input != "" {
-			if err := outcome.ReadRecordsFile(*input, r); err != nil {
-				return inputError(err)
-			}
-		} else {
-			st, err := reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr)
-			if err != nil {
-				return err
-			}
-			dirStats = &st
+			return err
 		}
 		rep, err := r.CheckedReport()
 		if err != nil {
 			return inputError(err)
-		}
-		switch {
-		case tf.allowEmpty:
-		case *input != "" && rep.Stats.Calls == 0 && rep.Stats.Records == 0:
-			return usageErrorf("cost-per-correct: --input %s holds no records (give --allow-empty to report it anyway)", *input)
-		case dirStats != nil && dirStats.Segments+len(dirStats.Failed) == 0:
-			return usageErrorf("cost-per-correct: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
 		}
 		if tf.asJSON {
 			return writeJSON(stdout, struct {
@@ -250,14 +225,12 @@ func newSLOCmd(g *globals) *cobra.Command {
 	good := fs.String("good-outcomes", strings.Join(d.GoodOutcomes, ","), "comma-separated outcome tags task_success counts as good")
 	costMultiple := fs.Float64("cost-multiple", d.CostMultiple, "cost_discipline bound as a multiple of the fleet median run cost")
 	events := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append slo_burn events to this chained NDJSON file (env VERDRYX_EVENTS_PATH)")
+	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
 	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist (default: the data directory's store, or $VERDRYX_DB, when there is one)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) > 0 {
 			return usageErrorf("slo: unexpected argument %q", pos[0])
-		}
-		if (tf.traces == "") == (*tf.nats.url == "") {
-			return usageErrorf("slo: give exactly one of --traces DIR or --nats URL")
 		}
 		opts, err := tf.options("")
 		if err != nil {
@@ -273,32 +246,12 @@ func newSLOCmd(g *globals) *cobra.Command {
 		if err := sopts.Validate(); err != nil {
 			return usageErrorf("slo: %v", err)
 		}
-		if *scoresDB == "" {
-			// The store the quickstart and eval made, when there is one.
-			if p := dbPath(envOr("VERDRYX_DB", ""), g.data); fileExists(p) {
-				*scoresDB = p
-			}
-		}
-		if *scoresDB != "" {
-			scores, err := loadScores(ctx, *scoresDB)
-			if err != nil {
-				return inputError(err)
-			}
-			sopts.Scores = scores
-		}
-		r, err := outcome.NewReducer(opts)
-		if err != nil {
-			return usageErrorf("slo: %v", err)
-		}
-		var st replay.DirStats
-		if *tf.nats.url != "" {
-			if r, err = tf.fleetReducer(ctx, opts); err != nil {
-				return err
-			}
-		} else if st, err = reduceTraces(ctx, tf.traces, r, tf.strict, tf.procs, stderr); err != nil {
+		if sopts.Scores, err = sloScores(ctx, *scoresDB, g.data); err != nil {
 			return err
-		} else if st.Segments+len(st.Failed) == 0 && !tf.allowEmpty {
-			return usageErrorf("slo: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", tf.traces)
+		}
+		r, st, err := tf.reduceSource(ctx, "slo", *input, opts, stderr)
+		if err != nil {
+			return err
 		}
 		rep, err := r.SLO(sopts, envelope.ValidAgentID)
 		if err != nil {
@@ -306,7 +259,7 @@ func newSLOCmd(g *globals) *cobra.Command {
 		}
 		var written int
 		if *events != "" {
-			if written, err = appendBurnEvents(*events, rep.BurnEvents(time.Now())); err != nil {
+			if written, err = producer.AppendFile(*events, rep.BurnEvents(time.Now())); err != nil {
 				return err
 			}
 		}
@@ -317,23 +270,83 @@ func newSLOCmd(g *globals) *cobra.Command {
 
 // printSLO prints the SLO report with the replay counts and the events
 // appended to eventsPath.
-func printSLO(stdout io.Writer, rep *outcome.SLOReport, st replay.DirStats, asJSON bool, eventsPath string, written int) error {
+// printSLO prints the report; st is the trace directory's figures, nil
+// when the records came from --input or --nats.
+func printSLO(stdout io.Writer, rep *outcome.SLOReport, st *replay.DirStats, asJSON bool, eventsPath string, written int) error {
 	if asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.SLOReport
-			Traces        replay.DirStats `json:"traces"`
-			EventsWritten int             `json:"events_written"`
+			Traces        *replay.DirStats `json:"traces,omitempty"`
+			EventsWritten int              `json:"events_written"`
 		}{rep, st, written})
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad; %d runs", st.Segments, len(st.Failed), rep.Subjects[0].Runs)
+	if st != nil {
+		fmt.Fprintf(stdout, "segments: %d read, %d skipped as bad; ", st.Segments, len(st.Failed))
+	}
+	fmt.Fprintf(stdout, "%d runs", rep.Subjects[0].Runs)
 	if eventsPath != "" {
 		fmt.Fprintf(stdout, "; %d slo_burn events appended to %s", written, eventsPath)
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// sloScores are the eval scores quality_floor joins: those of --scores-db,
+// else of the data directory's store when there is one, else none.
+func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64, error) {
+	if scoresDB == "" {
+		// The store the quickstart and eval made, when there is one.
+		if p := dbPath(envOr("VERDRYX_DB", ""), data); fileExists(p) {
+			scoresDB = p
+		}
+	}
+	if scoresDB == "" {
+		return nil, nil
+	}
+	scores, err := loadScores(ctx, scoresDB)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	return scores, nil
+}
+
+// reduceSource folds the one source the flags of command name give
+// (--traces DIR, --input FILE or --nats URL) into a reducer made with
+// opts; dirStats is nil unless --traces was read. A directory without
+// segments or a file without records is a usage error unless
+// --allow-empty; a bad record is an input error.
+func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *replay.DirStats, error) {
+	if n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != ""); n != 1 {
+		return nil, nil, usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL", name)
+	}
+	r, err := outcome.NewReducer(opts)
+	if err != nil {
+		return nil, nil, usageErrorf("%s: %v", name, err)
+	}
+	switch {
+	case *f.nats.url != "":
+		r, err = f.fleetReducer(ctx, opts)
+		return r, nil, err
+	case input != "":
+		if err := outcome.ReadRecordsFile(input, r); err != nil {
+			return nil, nil, inputError(err)
+		}
+		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !f.allowEmpty {
+			return nil, nil, usageErrorf("%s: --input %s holds no records (give --allow-empty to report it anyway)", name, input)
+		}
+		return r, nil, nil
+	}
+	st, err := reduceTraces(ctx, f.traces, r, f.strict, f.procs, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Segments+len(st.Failed) == 0 && !f.allowEmpty {
+		return nil, nil, usageErrorf("%s: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", name, f.traces)
+	}
+	return r, &st, nil
 }
 
 // loadScores reads per-agent eval scores from an existing store.
@@ -352,31 +365,6 @@ func loadScores(ctx context.Context, path string) (map[string][]float64, error) 
 		return nil, fmt.Errorf("--scores-db %s: %w", path, err)
 	}
 	return scores, nil
-}
-
-func appendBurnEvents(path string, evs []envelope.Event) (int, error) {
-	if len(evs) == 0 {
-		return 0, nil
-	}
-	w, err := envelope.OpenWriter(path, envelope.WriterOptions{Sync: envelope.SyncOnClose})
-	if err != nil {
-		return 0, fmt.Errorf("open events file: %w", err)
-	}
-	n := 0
-	for _, ev := range evs {
-		ok, err := w.Append(ev)
-		if err != nil {
-			w.Close()
-			return n, fmt.Errorf("append slo_burn event: %w", err)
-		}
-		if ok {
-			n++
-		}
-	}
-	if err := w.Close(); err != nil {
-		return n, fmt.Errorf("close events file: %w", err)
-	}
-	return n, nil
 }
 
 // fileExists reports whether path names an existing regular file.

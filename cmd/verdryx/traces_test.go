@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/envelope"
@@ -256,4 +257,53 @@ func TestSLOScoresDB(t *testing.T) {
 		}
 	}
 	require.True(t, found)
+}
+
+// TestRecordsSample reads the documented per-call sample
+// (testdata/records/calls.ndjson, docs/traces.md) the same way through
+// every command that reads traces: cost-per-correct, slo and report take
+// it as --input.
+func TestRecordsSample(t *testing.T) {
+	const sample = "../../testdata/records/calls.ndjson"
+	out, errOut, code := tracesRun(t, "cost-per-correct", "--input", sample)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "cost per resolved outcome: $0.000460 (all spend $0.000460 / 1 resolved runs)")
+	assert.Contains(t, out, "calls read: 4, flat records: 1")
+
+	out, errOut, code = tracesRun(t, "slo", "--input", sample, "--min-events", "1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Subjects []struct {
+			Subject    string `json:"subject"`
+			Indicators []struct {
+				SLI    string `json:"sli"`
+				Events int64  `json:"events"`
+			} `json:"indicators"`
+		} `json:"subjects"`
+		Traces any `json:"traces"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.NotEmpty(t, rep.Subjects)
+	assert.Nil(t, rep.Traces, "no trace directory was read")
+	events := map[string]int64{}
+	for _, ind := range rep.Subjects[0].Indicators {
+		events[ind.SLI] = ind.Events
+	}
+	assert.Equal(t, int64(2), events["task_success"], "the two tagged runs of the sample: %s", out)
+
+	_, errOut, code = tracesRun(t, "slo", "--input", sample, "--traces", tracesFixture("slo"))
+	assert.Equal(t, 2, code, "one source at a time")
+	assert.Contains(t, errOut, "give exactly one of --traces DIR, --input FILE or --nats URL")
+
+	cleanEvalEnv(t)
+	db, _ := sampleStore(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	_, errOut, code = runCLI(t, "report", "--db", db, "--input", sample, "--out", page)
+	require.Equal(t, exitOK, code, errOut)
+	raw, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), "$0.000460 per resolved outcome")
+	assert.Contains(t, string(raw), "records "+sample)
+	_, _, code = runCLI(t, "report", "--db", db, "--input", sample, "--traces", tracesFixture("slo"), "--out", page)
+	assert.Equal(t, exitUsage, code)
 }

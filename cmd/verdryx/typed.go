@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,6 +29,30 @@ func addTypedFlags(fs *pflag.FlagSet) typedFlags {
 		template: fs.String("typed-template", typryx.DefaultTemplate, "typryx template typed cases ask (a noul or score template)"),
 		timeout:  fs.Duration("typed-timeout", typryx.DefaultTimeout, "timeout per typryx call (never retried)"),
 	}
+}
+
+// typedSetup is what the typed flags give a command: the grader (nil
+// without --typed-url), its output writers and a log handler wrapper that
+// redact the key, and redact for the error the command returns.
+type typedSetup struct {
+	typed          *grading.Typed
+	stdout, stderr io.Writer
+	wrapLog        func(slog.Handler) slog.Handler
+	redact         func(error) error
+}
+
+// setup builds the typed grader and, with a key, wraps stdout and stderr
+// so that the key never leaves the process: not in output, logs or errors.
+func (f typedFlags) setup(stdout, stderr io.Writer) (typedSetup, error) {
+	typed, r, err := f.build()
+	if err != nil {
+		return typedSetup{}, err
+	}
+	ts := typedSetup{typed: typed, stdout: stdout, stderr: stderr, redact: func(err error) error { return err }}
+	if r != nil {
+		ts.stdout, ts.stderr, ts.wrapLog, ts.redact = r.Writer(stdout), r.Writer(stderr), r.Handler, r.Error
+	}
+	return ts, nil
 }
 
 // build returns the typed grader the flags name and a redactor for its key,

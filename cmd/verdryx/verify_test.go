@@ -90,7 +90,18 @@ func TestTopLevel(t *testing.T) {
 	out, _, code = runCLI(t, "--version")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "verdryx ")
-	_, stderr, code := runCLI(t, "no-such-command")
+	// -v means --verbose (--log-level debug) wherever it exists, never
+	// --version.
+	_, stderr, code := runCLI(t, "-v")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "unknown shorthand flag: 'v'")
+	out, _, code = runCLI(t, "eval", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "-v, --verbose")
+	for _, c := range []string{"Exit 0:", "; 1:", "; 2:", "3:"} {
+		require.Contains(t, out, c, "eval --help lists every exit code of the README's table")
+	}
+	_, stderr, code = runCLI(t, "no-such-command")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `unknown command "no-such-command"`)
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)

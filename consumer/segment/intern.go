@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/hugepage"
 	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
@@ -133,7 +132,6 @@ func (c *internCache) place(s cacheSlot, h uint64) {
 func (c *internCache) grow() {
 	old := c.slots
 	c.slots = make([]cacheSlot, 2*len(old))
-	hugepage.Advise(c.slots)
 	for _, s := range old {
 		if s.tag != 0 {
 			key := s.key[:min(int(s.n), inlineKey)]

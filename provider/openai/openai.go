@@ -10,8 +10,12 @@
 // the API key (package redact). The client reads no environment variable
 // itself: KeyFromEnv reads OPENAI_API_KEY for the callers that want it.
 //
-// The index embedder, the RAG generator and the grading model and judge
-// adapters are thin layers over this client.
+// Options is the one configuration of every OpenAI-compatible call: the
+// embedder (Embedder, an index.Embedder), the RAG generator (rag.Chat) and
+// the grading model and judge adapter (grading.OpenAI) are thin layers
+// over a Client built from it, so they share its defaults: base URL
+// DefaultBaseURL, DefaultTimeout per call, DefaultMaxResponseBytes per
+// answer, no retries.
 package openai
 
 import (
@@ -40,6 +44,11 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // out may still have been processed (and billed) by the provider.
 const DefaultTimeout = 120 * time.Second
 
+// DefaultMaxResponseBytes bounds each answer's body when
+// Options.MaxResponseBytes is zero: room for a few thousand
+// 3,072-dimension vectors in one embeddings answer.
+const DefaultMaxResponseBytes = 64 << 20
+
 // EnvAPIKey is the environment variable KeyFromEnv reads.
 const EnvAPIKey = "OPENAI_API_KEY"
 
@@ -50,6 +59,11 @@ var ErrNoKey = errors.New("openai: no API key (set " + EnvAPIKey + ")")
 // ErrMalformed marks a 2xx answer that does not decode or lacks what the
 // call needs (no choice, no data).
 var ErrMalformed = errors.New("malformed response")
+
+// ErrTooLarge marks an answer whose body is over Options.MaxResponseBytes;
+// a 2xx answer so marked also wraps ErrMalformed. The body is not read
+// past the limit.
+var ErrTooLarge = errors.New("openai: response body over the limit")
 
 // StatusError is a non-2xx answer. Message is the provider's error message
 // (redacted), or the start of the body when it has none.
@@ -76,6 +90,9 @@ type Options struct {
 	// HTTPClient replaces the transport; nil means a plain http.Client
 	// (the per-call timeout applies either way).
 	HTTPClient *http.Client
+	// MaxResponseBytes bounds the body of each answer, error answers
+	// included; zero means DefaultMaxResponseBytes, negative is an error.
+	MaxResponseBytes int64
 }
 
 // Client calls one OpenAI-compatible server. It is safe for concurrent use.
@@ -97,8 +114,9 @@ func NeedsKey(baseURL string) bool {
 func KeyFromEnv(getenv func(string) string) string { return getenv(EnvAPIKey) }
 
 // New validates opts and builds the client. It makes no network call and
-// reads no environment variable. An empty key for the OpenAI API itself is
-// ErrNoKey.
+// reads no environment variable. An empty base URL is DefaultBaseURL, a
+// trailing slash is dropped, a scheme other than http or https is an
+// error; an empty key for the OpenAI API itself is ErrNoKey.
 func New(opts Options) (*Client, error) {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
@@ -111,6 +129,12 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	switch {
+	case opts.MaxResponseBytes < 0:
+		return nil, fmt.Errorf("openai: max response bytes must not be negative, have %d", opts.MaxResponseBytes)
+	case opts.MaxResponseBytes == 0:
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
@@ -125,6 +149,7 @@ func New(opts Options) (*Client, error) {
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
 		option.WithRequestTimeout(opts.Timeout),
+		option.WithMiddleware(limitBody(opts.MaxResponseBytes)),
 	}
 	if opts.APIKey != "" {
 		ro = append(ro, option.WithAPIKey(opts.APIKey))
@@ -299,6 +324,10 @@ func classify(ctx context.Context, hr *http.Response, err error) error {
 	switch {
 	case errors.As(err, &apiErr):
 		return &StatusError{Code: apiErr.StatusCode, Message: errorMessage(apiErr)}
+	case hr != nil && hr.StatusCode >= 400 && errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("%w: %w", &StatusError{Code: hr.StatusCode, Message: "error body too large"}, err)
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	case hr != nil && hr.StatusCode >= 400:
 		return &StatusError{Code: hr.StatusCode, Message: bodyMessage(hr)}
 	case ctx.Err() != nil:
@@ -345,3 +374,39 @@ func bodyMessage(hr *http.Response) string {
 	}
 	return "empty body"
 }
+
+// limitBody makes every answer's body fail with ErrTooLarge once more
+// than limit bytes have been read from it.
+func limitBody(limit int64) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if resp != nil && resp.Body != nil {
+			resp.Body = &limitedBody{rc: resp.Body, left: limit}
+		}
+		return resp, err
+	}
+}
+
+// limitedBody reads at most left bytes of rc, then fails with
+// ErrTooLarge if more is there.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n + int(b.left), ErrTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,6 +182,92 @@ func TestChatTimeout(t *testing.T) {
 	assert.EqualValues(t, 1, s.hits.Load(), "a timeout is not retried")
 }
 
+func TestEmbedFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		hang       bool
+		want       string
+		is         error
+	}{
+		{name: "error json", status: 401, body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`, want: "HTTP 401: Incorrect API key provided"},
+		{name: "plain error", status: 502, body: "upstream down", want: "HTTP 502: upstream down"},
+		{name: "not json", status: 200, body: "<html>oops</html>", is: ErrMalformed},
+		{name: "truncated", status: 200, body: `{"data":[{"embedding":[1,`, is: ErrMalformed},
+		{name: "wrong types", status: 200, body: `{"data":"no"}`, is: ErrMalformed},
+		{name: "timeout", hang: true, is: context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &server{status: tc.status, body: tc.body, hang: tc.hang}
+			url := s.start(t)
+			c := newClient(t, url, "", 200*time.Millisecond)
+			start := time.Now()
+			_, err := c.Embed(context.Background(), "m", []string{"a"})
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			assert.EqualValues(t, 1, s.hits.Load(), "exactly one attempt: retries are off")
+			assert.Contains(t, err.Error(), "openai embeddings m (POST "+url+"/embeddings)")
+			if tc.want != "" {
+				assert.Contains(t, err.Error(), tc.want)
+				var se *StatusError
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, tc.status, se.Code)
+			}
+			if tc.is != nil {
+				assert.ErrorIs(t, err, tc.is)
+			}
+		})
+	}
+}
+
+// TestBodyLimit: an answer is read up to Options.MaxResponseBytes and no
+// further; over it, a 2xx answer is malformed and an error answer keeps
+// its status, both marked ErrTooLarge.
+func TestBodyLimit(t *testing.T) {
+	const embedOK = `{"data":[{"index":0,"embedding":[1,0]}],"model":"m"}`
+	pad := func(body string, n int) string {
+		return body[:len(body)-1] + `,"pad":"` + strings.Repeat("x", n) + `"}`
+	}
+	for _, tc := range []struct {
+		name    string
+		status  int
+		body    string
+		limit   int64
+		status2 int // the StatusError code wanted, 0 for none
+		tooBig  bool
+	}{
+		{name: "at the limit", status: 200, body: embedOK, limit: int64(len(embedOK))},
+		{name: "one byte over", status: 200, body: embedOK, limit: int64(len(embedOK)) - 1, tooBig: true},
+		{name: "far over", status: 200, body: pad(embedOK, 1<<20), limit: 1 << 10, tooBig: true},
+		{name: "error body over", status: 500, body: pad(`{"error":{"message":"boom"}}`, 1<<20), limit: 1 << 10, status2: 500, tooBig: true},
+		{name: "error body within", status: 500, body: `{"error":{"message":"boom"}}`, limit: 1 << 10, status2: 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &server{status: tc.status, body: tc.body}
+			c, err := New(Options{BaseURL: s.start(t), Timeout: 5 * time.Second, MaxResponseBytes: tc.limit})
+			require.NoError(t, err)
+			resp, err := c.Embed(context.Background(), "m", []string{"a"})
+			if !tc.tooBig && tc.status2 == 0 {
+				require.NoError(t, err)
+				assert.Len(t, resp.Data, 1)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.tooBig, errors.Is(err, ErrTooLarge), "ErrTooLarge: %v", err)
+			var se *StatusError
+			if tc.status2 != 0 {
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, tc.status2, se.Code)
+			} else {
+				assert.ErrorIs(t, err, ErrMalformed)
+				assert.False(t, errors.As(err, &se), "a 2xx answer is no status error")
+			}
+		})
+	}
+	_, err := New(Options{BaseURL: "http://localhost:1/v1", MaxResponseBytes: -1})
+	assert.ErrorContains(t, err, "must not be negative")
+}
+
 func TestSecretsNotEchoed(t *testing.T) {
 	// A server that quotes the request's Authorization header back.
 	const key = "sk-very-secret-key-0001"
@@ -205,6 +292,9 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err, "a local server needs no key")
 	assert.Equal(t, "http://localhost:11434/v1", c.BaseURL())
 	assert.Equal(t, DefaultTimeout, c.Timeout())
+	c, err = New(Options{APIKey: "k"})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultBaseURL, c.BaseURL(), "no base URL is the OpenAI API, for every caller")
 	assert.Equal(t, "k", KeyFromEnv(func(n string) string { return map[string]string{EnvAPIKey: "k"}[n] }))
 }
 

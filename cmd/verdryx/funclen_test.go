@@ -1,0 +1,53 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the most lines a function of this package may span,
+// from its func line to its closing brace: cmd maps flags and prints;
+// logic longer than this belongs in a package of its own, with its tests.
+const maxFuncLines = 80
+
+// TestFunctionsAtMost80Lines fails naming every function declared in a
+// non-test file of this package that spans more than maxFuncLines lines.
+func TestFunctionsAtMost80Lines(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(fset, name, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			checked++
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+				t.Errorf("%s: %s is %d lines, over %d: move its logic to the package it belongs to", fset.Position(fd.Pos()), fd.Name.Name, n, maxFuncLines)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no function checked: run from the package directory")
+	}
+}
