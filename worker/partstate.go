@@ -258,7 +258,8 @@ func decodeRunAgg(b []byte) (runAgg, error) {
 const (
 	runPrefix   = 'r'
 	independent = 'i'
-	// segmentRows names a segment's row set (see rowSet) in the store.
+	// segmentRows names a segment's row set (see rowSet) among the runs
+	// of a store written by a build that kept a row per run.
 	segmentRows = 's'
 )
 
@@ -354,12 +355,6 @@ func (s *partState) keep() {
 	}
 	clear(s.undo)
 	s.undo = s.undo[:0]
-}
-
-// addKey records a key applied without a call (a segment marker).
-func (s *partState) addKey(k store.Key) {
-	s.keys[k] = struct{}{}
-	s.undo = append(s.undo, undoEntry{key: k, hasKey: true})
 }
 
 // apply folds one call identified by key (already checked new) with its
@@ -476,10 +471,6 @@ func (s *partState) rollbackTo(m int) {
 	}
 	s.undo = s.undo[:m]
 }
-
-// segRunName is the name a segment's row set is stored under among the
-// partition's runs in the store.
-func segRunName(digest [32]byte) []byte { return append([]byte{segmentRows}, digest[:]...) }
 
 // loadStored adds a run state (or a segment's row set) read from the store.
 func (s *partState) loadStored(name, state []byte) error {

@@ -1,12 +1,8 @@
 package worker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
-	"io"
-	"os"
 
 	"github.com/nats-io/nats.go"
 )
@@ -50,18 +46,4 @@ func traceMsgID(h nats.Header) string {
 		return ""
 	}
 	return h.Get(nats.MsgIdHdr)
-}
-
-// fileDigest returns the hex SHA-256 of a file's content.
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
