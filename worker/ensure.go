@@ -25,8 +25,8 @@ func (e serviceErr) Unwrap() []error { return []error{e.err, ErrService} }
 func serviceError(err error) error { return serviceErr{err} }
 
 // ensureStream creates cfg's stream, or updates it when what verdryx sets
-// (subjects, duplicate window) differs or it has fewer replicas than cfg
-// (replicas are raised, never lowered). A stream that already
+// (subjects, duplicate window, and retention when cfg sets it) differs or
+// it has fewer replicas than cfg (replicas are raised, never lowered). A stream that already
 // matches is only read: a restart needs no cluster-wide change, so it
 // works while a node of the cluster is down.
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
@@ -37,13 +37,24 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		// A duplicate window left unset is the server's default (2 min).
 		// Replicas are raised, never lowered: a client started without
 		// --replicas (a replay, dlq) must not scale an R3 stream down.
+		// Retention (MaxAge, MaxBytes) left unset (0, and -1 for bytes)
+		// keeps the stream's own: only a worker configures it.
+		if cfg.MaxAge == 0 {
+			cfg.MaxAge = have.MaxAge
+		}
+		if cfg.MaxBytes <= 0 {
+			cfg.MaxBytes = have.MaxBytes
+		}
 		if have.Replicas >= max(cfg.Replicas, 1) && (cfg.Duplicates == 0 || have.Duplicates == cfg.Duplicates) &&
-			sameSet(have.Subjects, cfg.Subjects) {
+			sameSet(have.Subjects, cfg.Subjects) && have.MaxAge == cfg.MaxAge && have.MaxBytes == cfg.MaxBytes {
 			return s, nil
 		}
 		cfg.Replicas = max(cfg.Replicas, have.Replicas)
 		return js.UpdateStream(ctx, cfg)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if cfg.MaxBytes == 0 {
+			cfg.MaxBytes = -1 // the server's "unlimited"
+		}
 		s, err = js.CreateStream(ctx, cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			return js.Stream(ctx, cfg.Name) // another worker created it first

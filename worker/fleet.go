@@ -410,9 +410,11 @@ type partHandler struct {
 	lastBatch time.Time
 	// backlog: the last batch's consumer had more pending after it.
 	backlog bool
-	buf     []byte         // snapshot encoding buffer, reused
-	batch   rowbatch.Batch // row batch decoding buffers, reused
-	name    []byte         // run name buffer, reused
+	// storeErr is the last store commit's failure (nil after a success).
+	storeErr error
+	buf      []byte         // snapshot encoding buffer, reused
+	batch    rowbatch.Batch // row batch decoding buffers, reused
+	name     []byte         // run name buffer, reused
 }
 
 // errStore is a snapshot that could not be stored in the worker's store:
@@ -523,7 +525,9 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 	// Commit and snapshot when snapshotDue: a snapshot is written whole,
 	// so its cost grows with the partition. When records stop coming, the
 	// ticker's idle rule (see flush) acks what waits.
-	if time.Since(h.lastSnap) >= h.snapshotDue() {
+	// While the store fails, every batch tries it (and reports the
+	// failure, so readiness follows the store, whichever path saw it).
+	if time.Since(h.lastSnap) >= h.snapshotDue() || h.storeErr != nil {
 		if err := h.flushLocked(ctx, len(msgs)); err != nil {
 			for i := range errs {
 				errs[i] = pull.Transient("store partition "+strconv.Itoa(h.p), err)
@@ -1072,8 +1076,10 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	// The store first: a restart loads it when it descends from the
 	// snapshot the pointer names.
 	if err := h.commit(ctx, snapData); err != nil {
+		h.storeErr = err
 		return fmt.Errorf("%w: %w", errStore, err)
 	}
+	h.storeErr = nil
 	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
 	if err != nil {
 		return err

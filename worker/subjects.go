@@ -25,12 +25,33 @@ type Subjects struct {
 	// Replicas of every stream and bucket the worker creates (3 on a
 	// three-node cluster); 0 means 1.
 	Replicas int
+	// Retention is the longest the traces and eval-request streams keep a
+	// message (their MaxAge); the events and dead-letter streams keep
+	// theirs LongRetention times as long. 0 leaves an existing stream's
+	// limit as it is and creates a new one without: only `serve` sets it
+	// (DefaultRetention), so a replay or dlq client never resets what the
+	// fleet's workers configured.
+	Retention time.Duration
+	// RetentionBytes bounds each stream's bytes (MaxBytes; the oldest
+	// messages go first): a backstop behind Retention. 0: as for Retention.
+	RetentionBytes int64
 
 	TracesStream     string
 	EvalStream       string
 	EventsStream     string
 	DeadLetterStream string
 }
+
+// Retention defaults of `serve` (see Subjects.Retention).
+const (
+	DefaultRetention = 7 * 24 * time.Hour
+	// LongRetention multiplies Retention for the events (the envelope
+	// chain) and dead-letter streams.
+	LongRetention = 4
+	// DuplicateWindow is the traces, eval and events streams' window of
+	// message-id deduplication; Retention must be at least as long.
+	DuplicateWindow = 10 * time.Minute
+)
 
 // DefaultSubjects returns the default subject and stream names.
 func DefaultSubjects() Subjects {
@@ -67,14 +88,22 @@ const EvalAckWait = 30 * time.Second
 // transiently is retried until it succeeds, and one that can never succeed
 // is terminated and dead-lettered by the handler, not by a delivery count.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
+	if s.Retention != 0 && s.Retention < DuplicateWindow {
+		return nil, nil, fmt.Errorf("retention %s is shorter than the streams' duplicate window (%s)", s.Retention, DuplicateWindow)
+	}
+	long := s.Retention * LongRetention
 	streams := []jetstream.StreamConfig{
-		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
-		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
-		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
-		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage},
+		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: s.Retention},
+		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: s.Retention},
+		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: long},
+		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage, MaxAge: long},
 	}
 	for _, cfg := range streams {
 		cfg.Replicas = max(s.Replicas, 1)
+		cfg.MaxBytes = s.RetentionBytes
+		if cfg.MaxBytes == 0 {
+			cfg.MaxBytes = -1 // "unset" to ensureStream: left as it is
+		}
 		if _, err := ensureStream(ctx, js, cfg); err != nil {
 			return nil, nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}

@@ -168,6 +168,8 @@ func TestExitCodes(t *testing.T) {
 		{"serve missing replay dir", []string{"serve", "--data", data, "--once", "--replay", absent}, exitUsage, "--replay"},
 		{"serve missing eval request", []string{"serve", "--data", data, "--once", "--eval-request", absent}, exitUsage, "--eval-request"},
 		{"serve bad nats url", []string{"serve", "--data", data, "--once", "--nats", "http://x:1"}, exitUsage, "--nats"},
+		{"serve retention under the duplicate window", []string{"serve", "--data", data, "--once", "--retention", "1m"}, exitUsage, "--retention"},
+		{"serve negative retention bytes", []string{"serve", "--data", data, "--once", "--retention-bytes", "-1"}, exitUsage, "--retention-bytes"},
 		{"serve eval request outside --root", []string{"serve", "--data", data, "--once", "--http=", "--eval-request", outside}, exitUsage, "--root"},
 		{"serve nats without jetstream", []string{"serve", "--data", data, "--once", "--http=", "--nats", noJS, "--start-timeout", "2s"}, exitService, "streams"},
 		{"serve nats down", []string{"serve", "--data", data, "--once", "--http=", "--nats", deadNATS}, exitService, ""},

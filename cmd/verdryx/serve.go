@@ -143,6 +143,10 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
+	fs.DurationVar(&f.subjects.Retention, "retention", worker.DefaultRetention,
+		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least the 10 min duplicate window")
+	fs.Int64Var(&f.subjects.RetentionBytes, "retention-bytes", 0,
+		"backstop: the most bytes each stream keeps, the oldest messages dropped first; the server reserves it per stream, so four streams must fit its storage (0 leaves the streams' byte limits as they are)")
 	f.sec = addSecurityFlags(fs)
 	f.typed = addTypedFlags(fs)
 	return f
@@ -168,6 +172,12 @@ func (f *serveFlags) checkInputs() error {
 			err := json.Unmarshal(b, &v)
 			return usageErrorf("--eval-request %s: not one JSON object: %v", p, err)
 		}
+	}
+	if r := f.subjects.Retention; r < worker.DuplicateWindow {
+		return usageErrorf("--retention %s: at least the streams' duplicate window, %s", r, worker.DuplicateWindow)
+	}
+	if f.subjects.RetentionBytes < 0 {
+		return usageErrorf("--retention-bytes %d: negative", f.subjects.RetentionBytes)
 	}
 	if *f.tail != "" && *f.once {
 		if _, err := os.Stat(*f.tail); err != nil {
