@@ -488,9 +488,9 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 	before := s.lastSeq
 	var poison []int
 	for i, m := range msgs {
-		mark := s.mark()
+		s.begin()
 		if err := h.applySafe(ctx, s, m, seqs[i]); err != nil {
-			s.rollbackTo(mark)
+			s.rollback()
 			errs[i] = err
 			poison = append(poison, i)
 		}
@@ -734,8 +734,16 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 			name = append(append(name, independent), key[:]...)
 		}
 		h.name = name
-		if done.has(row) || s.rowKeys && s.has(hashKey(RowKey(digest, row))) {
+		if done.has(row) {
 			continue
+		}
+		if s.rowKeys { // the row's key, from a per-row record or an older state
+			if c.HasRunID {
+				key = hashKey(RowKey(digest, row))
+			}
+			if s.has(key) {
+				continue
+			}
 		}
 		order[3] = row
 		if err := s.fold(name, c, order); err != nil {
@@ -971,9 +979,9 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 				break
 			}
 			n++
-			mark := s.mark()
+			s.begin()
 			if err := h.applySafe(ctx, s, m, seq); err != nil {
-				s.rollbackTo(mark)
+				s.rollback()
 				if derr := h.deadLetter(ctx, m, err); derr != nil {
 					fail = fmt.Errorf("partition %d catch-up, stream seq %d: %w", h.p, seq, derr)
 					break

@@ -337,12 +337,11 @@ func (s *partState) loadKey(k store.Key) {
 // has reports whether a key was applied.
 func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
 
-// mark starts a message: what the messages before it changed is kept (to
-// commit), and rollbackTo(mark()) undoes only the new message.
-func (s *partState) mark() int {
+// begin starts a message: what the messages before it changed is kept
+// (to commit), and rollback undoes only the new message.
+func (s *partState) begin() {
 	s.keep()
 	s.gen++
-	return 0
 }
 
 // keep moves the undo log's keys into what the next commit keeps.
@@ -360,12 +359,6 @@ func (s *partState) keep() {
 // apply folds one call identified by key (already checked new) with its
 // order and records the key; an error (a cost overflow) changes nothing.
 func (s *partState) apply(key store.Key, c *calls.Call, order Order) error {
-	if !c.HasRunID && c.Outcome == "" {
-		s.keys[key] = struct{}{}
-		s.undo = append(s.undo, undoEntry{key: key, hasKey: true, dropped: true})
-		s.dropped++
-		return nil
-	}
 	var name []byte
 	if c.HasRunID {
 		name = append(append(make([]byte, 0, 1+len(c.RunID)), runPrefix), c.RunID...)
@@ -410,7 +403,7 @@ func (s *partState) fold(name []byte, c *calls.Call, order Order) error {
 		s.undo = append(s.undo, undoEntry{run: n})
 		return nil
 	}
-	if a.gen == s.gen { // saved already: rollbackTo restores it
+	if a.gen == s.gen { // saved already: rollback restores it
 		return a.add(c, order)
 	}
 	s.undo = append(s.undo, undoEntry{run: string(name), prev: *a, had: true})
@@ -446,9 +439,9 @@ func (s *partState) addRows(digest [32]byte, lo, hi uint64) {
 	s.undo = append(s.undo, undoEntry{seg: &d, segPrev: prev})
 }
 
-// rollbackTo undoes everything applied since mark m.
-func (s *partState) rollbackTo(m int) {
-	for i := len(s.undo) - 1; i >= m; i-- {
+// rollback undoes everything applied since begin.
+func (s *partState) rollback() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		if u.hasKey {
 			delete(s.keys, u.key)
@@ -469,7 +462,7 @@ func (s *partState) rollbackTo(m int) {
 			delete(s.runs, u.run)
 		}
 	}
-	s.undo = s.undo[:m]
+	s.undo = s.undo[:0]
 }
 
 // loadStored adds a run state (or a segment's row set) read from the store.
