@@ -25,7 +25,8 @@ func (e serviceErr) Unwrap() []error { return []error{e.err, ErrService} }
 func serviceError(err error) error { return serviceErr{err} }
 
 // ensureStream creates cfg's stream, or updates it when what verdryx sets
-// (subjects, duplicate window, and retention when cfg sets it) differs or
+// (subjects, and the duplicate window and retention when cfg sets them:
+// a Duplicates below 0 is unset, DuplicateWindow for a new stream) differs or
 // it has fewer replicas than cfg (replicas are raised, never lowered). A stream that already
 // matches is only read: a restart needs no cluster-wide change, so it
 // works while a node of the cluster is down.
@@ -42,6 +43,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		if cfg.MaxAge == 0 {
 			cfg.MaxAge = have.MaxAge
 		}
+		if cfg.Duplicates < 0 {
+			cfg.Duplicates = have.Duplicates
+		}
 		if cfg.MaxBytes <= 0 {
 			cfg.MaxBytes = have.MaxBytes
 		}
@@ -54,6 +58,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if cfg.MaxBytes == 0 {
 			cfg.MaxBytes = -1 // the server's "unlimited"
+		}
+		if cfg.Duplicates < 0 {
+			cfg.Duplicates = DuplicateWindow
 		}
 		s, err = js.CreateStream(ctx, cfg)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -114,4 +114,22 @@ func TestRetentionAppliedToStreamsMadeByAnOlderVersion(t *testing.T) {
 	worker.Retention = time.Minute
 	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
 	require.ErrorContains(t, err, "duplicate window")
+
+	// A worker with a shorter duplicate window may keep a shorter
+	// retention; a client that sets neither keeps both.
+	worker.DuplicateWindow = 30 * time.Second
+	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
+	require.NoError(t, err)
+	dups := func() time.Duration {
+		st, err := e.js.Stream(ctx, s.TracesStream)
+		require.NoError(t, err)
+		return st.CachedInfo().Config.Duplicates
+	}
+	require.Equal(t, 30*time.Second, dups())
+	js.updates = 0
+	_, _, err = EnsureStreams(ctx, js, s, 0)
+	require.NoError(t, err)
+	require.Zero(t, js.updates, "a client without a window of its own changes nothing")
+	require.Equal(t, 30*time.Second, dups())
+	require.Equal(t, int64(time.Minute), limits()[s.TracesStream][0])
 }

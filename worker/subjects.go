@@ -35,6 +35,10 @@ type Subjects struct {
 	// RetentionBytes bounds each stream's bytes (MaxBytes; the oldest
 	// messages go first): a backstop behind Retention. 0: as for Retention.
 	RetentionBytes int64
+	// DuplicateWindow is the traces, eval and events streams' window of
+	// message-id deduplication; 0 means DuplicateWindow. Retention, when
+	// set, must be at least as long. Like Retention, only `serve` sets it.
+	DuplicateWindow time.Duration
 
 	TracesStream     string
 	EvalStream       string
@@ -48,8 +52,7 @@ const (
 	// LongRetention multiplies Retention for the events (the envelope
 	// chain) and dead-letter streams.
 	LongRetention = 4
-	// DuplicateWindow is the traces, eval and events streams' window of
-	// message-id deduplication; Retention must be at least as long.
+	// DuplicateWindow is the default of Subjects.DuplicateWindow.
 	DuplicateWindow = 10 * time.Minute
 )
 
@@ -88,14 +91,21 @@ const EvalAckWait = 30 * time.Second
 // transiently is retried until it succeeds, and one that can never succeed
 // is terminated and dead-lettered by the handler, not by a delivery count.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
-	if s.Retention != 0 && s.Retention < DuplicateWindow {
-		return nil, nil, fmt.Errorf("retention %s is shorter than the streams' duplicate window (%s)", s.Retention, DuplicateWindow)
+	// An unset window (-1 to ensureStream) keeps an existing stream's,
+	// as an unset Retention does: a replay or dlq client never resets
+	// what the workers configured.
+	dup, want := s.DuplicateWindow, s.DuplicateWindow
+	if dup == 0 {
+		dup, want = -1, DuplicateWindow
+	}
+	if s.Retention != 0 && s.Retention < want {
+		return nil, nil, fmt.Errorf("retention %s is shorter than the streams' duplicate window (%s)", s.Retention, want)
 	}
 	long := s.Retention * LongRetention
 	streams := []jetstream.StreamConfig{
-		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: s.Retention},
-		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: s.Retention},
-		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: DuplicateWindow, MaxAge: long},
+		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: s.Retention},
+		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: s.Retention},
+		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: long},
 		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage, MaxAge: long},
 	}
 	for _, cfg := range streams {

@@ -144,7 +144,9 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
 	fs.DurationVar(&f.subjects.Retention, "retention", worker.DefaultRetention,
-		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least the 10 min duplicate window")
+		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
+	fs.DurationVar(&f.subjects.DuplicateWindow, "duplicate-window", worker.DuplicateWindow,
+		"how long the traces, eval and events streams drop a message whose Nats-Msg-Id they already hold (a re-replay later than this is deduplicated by the workers' state instead)")
 	fs.Int64Var(&f.subjects.RetentionBytes, "retention-bytes", 0,
 		"backstop: the most bytes each stream keeps, the oldest messages dropped first; the server reserves it per stream, so four streams must fit its storage (0 leaves the streams' byte limits as they are)")
 	f.sec = addSecurityFlags(fs)
@@ -173,8 +175,11 @@ func (f *serveFlags) checkInputs() error {
 			return usageErrorf("--eval-request %s: not one JSON object: %v", p, err)
 		}
 	}
-	if r := f.subjects.Retention; r < worker.DuplicateWindow {
-		return usageErrorf("--retention %s: at least the streams' duplicate window, %s", r, worker.DuplicateWindow)
+	if d := f.subjects.DuplicateWindow; d <= 0 {
+		return usageErrorf("--duplicate-window %s: want a positive duration", d)
+	}
+	if r := f.subjects.Retention; r < f.subjects.DuplicateWindow {
+		return usageErrorf("--retention %s: at least --duplicate-window, %s", r, f.subjects.DuplicateWindow)
 	}
 	if f.subjects.RetentionBytes < 0 {
 		return usageErrorf("--retention-bytes %d: negative", f.subjects.RetentionBytes)
