@@ -6,5 +6,5 @@ import "github.com/spf13/cobra"
 // ratio to the reference it measures in the same run.
 func newBenchCmd() *cobra.Command {
 	return newGroupCmd("bench", "benchmarks: traces, index, worker, ingest, chain, chaos, cluster",
-		newBenchTracesCmd(), newBenchIndexCmd(), newBenchWorkerCmd(), newBenchIngestCmd(), newBenchChainCmd(), newBenchChaosCmd(), newBenchClusterCmd())
+		newBenchTracesCmd(), newBenchIndexCmd(), newBenchWorkerCmd(), newBenchIngestCmd(), newBenchChainCmd(), newBenchChaosCmd(), newBenchClusterCmd(), newBenchSoakCmd())
 }

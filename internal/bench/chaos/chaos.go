@@ -30,6 +30,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -237,10 +238,10 @@ type runner struct {
 	cluster *natscluster.Cluster // with Options.Cluster
 	down    int                  // the node stopped, -1 when none
 
-	serve      *child
-	replay     *child
+	serve      *proc.Child
+	replay     *proc.Child
 	replayDone bool
-	children   []*child
+	children   []*proc.Child
 	requestIDs []string
 	published  int
 
@@ -250,8 +251,8 @@ type runner struct {
 // cleanup kills every child still running and closes the connection.
 func (r *runner) cleanup() {
 	for _, c := range r.children {
-		if !c.exited() && !c.kill() {
-			r.log.Warn("child did not exit after SIGKILL", "child", c.name)
+		if !c.Exited() && !c.Kill() {
+			r.log.Warn("child did not exit after SIGKILL", "child", c.Name)
 		}
 	}
 	if r.nc != nil {
@@ -262,8 +263,8 @@ func (r *runner) cleanup() {
 	}
 }
 
-func (r *runner) spawn(name string, args ...string) (*child, error) {
-	c, err := spawn(r.opts.Bin, r.logs, name, args...)
+func (r *runner) spawn(name string, args ...string) (*proc.Child, error) {
+	c, err := proc.Spawn(r.opts.Bin, r.logs, name, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -419,16 +420,16 @@ func (r *runner) startServe(ctx context.Context) error {
 	r.serve = c
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if c.exited() {
+		if c.Exited() {
 			r.res.UnplannedExits++
-			return fmt.Errorf("chaos: serve start %d exited before it was ready (%s): %q", n, c.describe(), c.lastLine())
+			return fmt.Errorf("chaos: serve start %d exited before it was ready (%s): %q", n, c.Describe(), c.LastLine())
 		}
 		if r.ready(ctx) {
 			r.log.Info("serve ready", "start", n)
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("chaos: serve start %d not ready after 60s; log %s", n, c.log)
+			return fmt.Errorf("chaos: serve start %d not ready after 60s; log %s", n, c.Log)
 		}
 		if err := r.pause(ctx, 100*time.Millisecond); err != nil {
 			return err
@@ -466,42 +467,42 @@ func (r *runner) pause(ctx context.Context, d time.Duration) error {
 // still running with it (it is run again after the restart).
 func (r *runner) stopServe(s stop, after time.Duration) {
 	c := r.serve
-	if c.exited() {
+	if c.Exited() {
 		r.res.UnplannedExits++
-		r.res.problemf("%s exited by itself before its stop (%s): %q", c.name, c.describe(), c.lastLine())
+		r.res.problemf("%s exited by itself before its stop (%s): %q", c.Name, c.Describe(), c.LastLine())
 	} else if s.graceful {
 		if !s.final {
 			r.res.GracefulRestarts++
 		}
-		c.signal(syscall.SIGTERM)
-		if !c.wait(60 * time.Second) {
-			r.res.problemf("%s did not exit within 60s of SIGTERM: killed", c.name)
-			c.kill()
-		} else if c.exitCode() != 0 {
-			r.res.problemf("%s exited with %s after SIGTERM: %q", c.name, c.describe(), c.lastLine())
+		c.Signal(syscall.SIGTERM)
+		if !c.Wait(60 * time.Second) {
+			r.res.problemf("%s did not exit within 60s of SIGTERM: killed", c.Name)
+			c.Kill()
+		} else if c.ExitCode() != 0 {
+			r.res.problemf("%s exited with %s after SIGTERM: %q", c.Name, c.Describe(), c.LastLine())
 		}
-		r.log.Info("serve stopped gracefully", "child", c.name, "after", after.Round(time.Millisecond))
+		r.log.Info("serve stopped gracefully", "child", c.Name, "after", after.Round(time.Millisecond))
 	} else {
 		r.res.Kills++
-		c.kill()
-		r.log.Info("serve killed", "child", c.name, "after", after.Round(time.Millisecond))
+		c.Kill()
+		r.log.Info("serve killed", "child", c.Name, "after", after.Round(time.Millisecond))
 	}
-	if r.replay != nil && !r.replay.exited() {
-		r.replay.kill()
-		r.log.Info("replay interrupted by the stop", "child", r.replay.name)
+	if r.replay != nil && !r.replay.Exited() {
+		r.replay.Kill()
+		r.log.Info("replay interrupted by the stop", "child", r.replay.Name)
 	}
 	r.noteReplay()
 }
 
 // noteReplay records the outcome of a replay child that has exited.
 func (r *runner) noteReplay() {
-	if r.replay == nil || !r.replay.exited() || r.replayDone {
+	if r.replay == nil || !r.replay.Exited() || r.replayDone {
 		return
 	}
-	if r.replay.exitCode() == 0 {
+	if r.replay.ExitCode() == 0 {
 		r.replayDone = true
 		r.res.ReplayCompleted = true
-		r.log.Info("replay completed", "child", r.replay.name)
+		r.log.Info("replay completed", "child", r.replay.Name)
 	}
 }
 
@@ -510,11 +511,11 @@ func (r *runner) noteReplay() {
 // interrupted replay is simply run again.
 func (r *runner) ensureReplay() error {
 	r.noteReplay()
-	if r.replayDone || (r.replay != nil && !r.replay.exited()) {
+	if r.replayDone || (r.replay != nil && !r.replay.Exited()) {
 		return nil
 	}
-	if r.replay != nil && r.replay.exitCode() > 0 {
-		r.res.problemf("note: %s failed (%s) with serve up: %q; rerunning", r.replay.name, r.replay.describe(), r.replay.lastLine())
+	if r.replay != nil && r.replay.ExitCode() > 0 {
+		r.res.problemf("note: %s failed (%s) with serve up: %q; rerunning", r.replay.Name, r.replay.Describe(), r.replay.LastLine())
 	}
 	r.res.ReplayAttempts++
 	c, err := r.spawn(fmt.Sprintf("replay-%02d", r.res.ReplayAttempts), "replay", "--nats", r.url, r.traces)
@@ -537,18 +538,18 @@ func (r *runner) finishReplay(ctx context.Context) {
 		if r.replayDone {
 			return
 		}
-		for !r.replay.exited() && time.Now().Before(deadline) && ctx.Err() == nil {
-			r.replay.wait(200 * time.Millisecond)
+		for !r.replay.Exited() && time.Now().Before(deadline) && ctx.Err() == nil {
+			r.replay.Wait(200 * time.Millisecond)
 		}
-		if !r.replay.exited() {
-			r.replay.kill()
-			r.res.problemf("%s did not finish within the drain timeout: killed; log %s", r.replay.name, r.replay.log)
+		if !r.replay.Exited() {
+			r.replay.Kill()
+			r.res.problemf("%s did not finish within the drain timeout: killed; log %s", r.replay.Name, r.replay.Log)
 			return
 		}
 		r.noteReplay()
 	}
 	if !r.replayDone {
-		r.res.problemf("replay never completed after %d attempts; last log %s", r.res.ReplayAttempts, r.replay.log)
+		r.res.problemf("replay never completed after %d attempts; last log %s", r.res.ReplayAttempts, r.replay.Log)
 	}
 }
 
@@ -594,9 +595,9 @@ func (r *runner) drain(ctx context.Context) bool {
 	idle := 0
 	var last string
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if r.serve.exited() {
+		if r.serve.Exited() {
 			r.res.UnplannedExits++
-			r.res.problemf("%s exited while draining (%s): %q", r.serve.name, r.serve.describe(), r.serve.lastLine())
+			r.res.problemf("%s exited while draining (%s): %q", r.serve.Name, r.serve.Describe(), r.serve.LastLine())
 			return false
 		}
 		busy := !r.replayDone

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/worker"
@@ -74,12 +75,12 @@ func (r *runner) checkTraces(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !c.wait(5 * time.Minute) {
-		c.kill()
-		return fmt.Errorf("chaos: cost-per-correct did not finish in 5 minutes; log %s", c.log)
+	if !c.Wait(5 * time.Minute) {
+		c.Kill()
+		return fmt.Errorf("chaos: cost-per-correct did not finish in 5 minutes; log %s", c.Log)
 	}
-	if c.exitCode() != 0 {
-		return fmt.Errorf("chaos: cost-per-correct: %s; log %s", c.describe(), c.log)
+	if c.ExitCode() != 0 {
+		return fmt.Errorf("chaos: cost-per-correct: %s; log %s", c.Describe(), c.Log)
 	}
 	var want outcome.Report
 	if err := json.Unmarshal(out.Bytes(), &want); err != nil {
@@ -102,8 +103,8 @@ func (r *runner) checkTraces(ctx context.Context) error {
 
 // spawnTo runs a child whose stdout is captured into out (stderr goes to
 // its log file).
-func (r *runner) spawnTo(out *bytes.Buffer, name string, args ...string) (*child, error) {
-	c, err := spawnCapture(r.opts.Bin, r.logs, name, out, args...)
+func (r *runner) spawnTo(out *bytes.Buffer, name string, args ...string) (*proc.Child, error) {
+	c, err := proc.SpawnCapture(r.opts.Bin, r.logs, name, out, args...)
 	if err != nil {
 		return nil, err
 	}

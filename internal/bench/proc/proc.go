@@ -1,4 +1,7 @@
-package chaos
+// Package proc runs the verdryx child processes of the benchmark
+// harnesses (chaos, soak): each in its own process group, killed with the
+// harness, its output in a log file.
+package proc
 
 import (
 	"errors"
@@ -12,21 +15,21 @@ import (
 	"time"
 )
 
-// child is one verdryx child process. Its stdout and stderr go to a log
-// file; done is closed once the process has been waited for, and err then
-// holds its exit error (nil for exit 0).
-type child struct {
-	name string
+// Child is one verdryx child process of a benchmark harness. Its stdout
+// and stderr go to the log file Log. Its methods are safe for concurrent
+// use.
+type Child struct {
+	Name string
 	cmd  *exec.Cmd
-	log  string
+	Log  string
 	done chan struct{}
 	err  error
 }
 
-// childEnv is the environment of every child: the harness's, without
+// ChildEnv is the environment of every child: the harness's, without
 // VERDRYX_* variables, so a caller's VERDRYX_NATS_URL or VERDRYX_DATA never
 // points a child at something other than the harness's own data directory.
-func childEnv() []string {
+func ChildEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "VERDRYX_") {
@@ -36,18 +39,18 @@ func childEnv() []string {
 	return env
 }
 
-// spawn starts bin with args, logging to logDir/name.log. The process is
+// Spawn starts bin with args, logging to logDir/name.log. The process is
 // in its own process group (a Ctrl-C on the harness reaches the harness
 // only, which then kills its children) and, on Linux, is killed if the
 // harness dies.
-func spawn(bin, logDir, name string, args ...string) (*child, error) {
-	return spawnCapture(bin, logDir, name, nil, args...)
+func Spawn(bin, logDir, name string, args ...string) (*Child, error) {
+	return SpawnCapture(bin, logDir, name, nil, args...)
 }
 
-// spawnCapture is spawn with stdout written to stdout instead of the log
+// SpawnCapture is Spawn with stdout written to stdout instead of the log
 // file when stdout is non-nil; it must not be read before the child's done
 // channel is closed.
-func spawnCapture(bin, logDir, name string, stdout io.Writer, args ...string) (*child, error) {
+func SpawnCapture(bin, logDir, name string, stdout io.Writer, args ...string) (*Child, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -58,13 +61,13 @@ func spawnCapture(bin, logDir, name string, stdout io.Writer, args ...string) (*
 	if stdout != nil {
 		cmd.Stdout = stdout
 	}
-	cmd.Env = childEnv()
+	cmd.Env = ChildEnv()
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("child %s: start %s: %w", name, bin, err)
 	}
-	c := &child{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	c := &Child{Name: name, cmd: cmd, Log: logPath, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		f.Close()
@@ -73,8 +76,8 @@ func spawnCapture(bin, logDir, name string, stdout io.Writer, args ...string) (*
 	return c, nil
 }
 
-// exited reports whether the process has ended (and been waited for).
-func (c *child) exited() bool {
+// Exited reports whether the process has ended (and been waited for).
+func (c *Child) Exited() bool {
 	select {
 	case <-c.done:
 		return true
@@ -83,8 +86,8 @@ func (c *child) exited() bool {
 	}
 }
 
-// exitCode returns the exit code once exited: -1 when killed by a signal.
-func (c *child) exitCode() int {
+// ExitCode returns the exit code once exited: -1 when killed by a signal.
+func (c *Child) ExitCode() int {
 	if c.err == nil {
 		return 0
 	}
@@ -95,16 +98,16 @@ func (c *child) exitCode() int {
 	return -1
 }
 
-// signal sends sig unless the process has already ended.
-func (c *child) signal(sig syscall.Signal) {
-	if c.exited() {
+// Signal sends sig unless the process has already ended.
+func (c *Child) Signal(sig syscall.Signal) {
+	if c.Exited() {
 		return
 	}
 	_ = c.cmd.Process.Signal(sig)
 }
 
-// wait waits at most d for the process to end and reports whether it did.
-func (c *child) wait(d time.Duration) bool {
+// Wait waits at most d for the process to end and reports whether it did.
+func (c *Child) Wait(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -115,15 +118,15 @@ func (c *child) wait(d time.Duration) bool {
 	}
 }
 
-// kill sends SIGKILL and waits (at most 30 s) for the process to be reaped.
-func (c *child) kill() bool {
-	c.signal(syscall.SIGKILL)
-	return c.wait(30 * time.Second)
+// Kill sends SIGKILL and waits (at most 30 s) for the process to be reaped.
+func (c *Child) Kill() bool {
+	c.Signal(syscall.SIGKILL)
+	return c.Wait(30 * time.Second)
 }
 
-// describe is the exit status in words, for problems and logs.
-func (c *child) describe() string {
-	if !c.exited() {
+// Describe is the exit status in words, for problems and logs.
+func (c *Child) Describe() string {
+	if !c.Exited() {
 		return "still running"
 	}
 	if c.err == nil {
@@ -132,10 +135,10 @@ func (c *child) describe() string {
 	return c.err.Error()
 }
 
-// lastLine returns the last non-empty line of the child's log (read from
+// LastLine returns the last non-empty line of the child's log (read from
 // its final 64 KiB), for problems that name why a child failed.
-func (c *child) lastLine() string {
-	f, err := os.Open(c.log)
+func (c *Child) LastLine() string {
+	f, err := os.Open(c.Log)
 	if err != nil {
 		return ""
 	}
@@ -153,3 +156,9 @@ func (c *child) lastLine() string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+// Pid returns the process id.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Done is closed once the process has ended and been waited for.
+func (c *Child) Done() <-chan struct{} { return c.done }

@@ -1,0 +1,80 @@
+package soak
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
+)
+
+// TestGeneratorDeliversEveryCallOnceSomeLate: every generated call is
+// delivered exactly once, late ones on a later day than their ts says,
+// and the same fleet gives the same bytes.
+func TestGeneratorDeliversEveryCallOnceSomeLate(t *testing.T) {
+	fleet := Fleet{Days: 5, CallsPerDay: 4000, LateFraction: 0.05, SegmentRows: 1500,
+		Start: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Seed: 3}
+	gen := func(root string) []Delivery {
+		g, err := NewGenerator(root, fleet)
+		require.NoError(t, err)
+		var out []Delivery
+		for {
+			dl, ok, err := g.Next()
+			require.NoError(t, err)
+			if !ok {
+				return out
+			}
+			out = append(out, dl)
+		}
+	}
+	a, b := gen(t.TempDir()), gen(t.TempDir())
+	require.Len(t, a, 5)
+	var rows, late, held int64
+	for i, dl := range a {
+		rows += dl.Rows
+		late += dl.Late
+		held += dl.Held
+		fa, _ := os.ReadDir(dl.Dir)
+		fb, _ := os.ReadDir(b[i].Dir)
+		require.Equal(t, len(fa), len(fb))
+		for j := range fa {
+			x, err := os.ReadFile(filepath.Join(dl.Dir, fa[j].Name()))
+			require.NoError(t, err)
+			y, err := os.ReadFile(filepath.Join(b[i].Dir, fb[j].Name()))
+			require.NoError(t, err)
+			require.Equal(t, x, y, "day %d segment %d differs between two runs of one fleet", i, j)
+		}
+	}
+	assert.EqualValues(t, 5*4000, rows, "every call delivered once")
+	assert.Equal(t, held, late, "every held call delivered later")
+	assert.Greater(t, late, int64(400), "about 5% late")
+	assert.Zero(t, a[0].Late)
+
+	// A late call's ts is on an earlier day than its delivery; the day's
+	// own calls are within the day.
+	for _, dl := range a {
+		start, end := fleet.Start.AddDate(0, 0, dl.Day), fleet.Start.AddDate(0, 0, dl.Day+1)
+		r, err := outcome.NewReducer(outcome.Options{From: start, To: end})
+		require.NoError(t, err)
+		_, err = replay.ReduceDir(context.Background(), dl.Dir, r, replay.DirOptions{Procs: 1})
+		require.NoError(t, err)
+		st := r.Stats()
+		assert.Equal(t, dl.Late, st.OutsideWindow, "day %d: the late calls are exactly those before the day", dl.Day)
+		assert.Equal(t, dl.Rows, st.Calls)
+	}
+}
+
+func TestOptionsRefuseNonsense(t *testing.T) {
+	for _, o := range []Options{{}, {Bin: "x", Days: 0, CallsPerDay: 5000}, {Bin: "x", Days: 3, CallsPerDay: 10}, {Bin: "x", Days: 3, CallsPerDay: 5000, DaySeconds: 0.1}} {
+		_, err := Run(context.Background(), o)
+		assert.Error(t, err, "%+v", o)
+	}
+	_, err := NewGenerator(t.TempDir(), Fleet{Days: 2, CallsPerDay: 10, LateFraction: 1.5})
+	assert.ErrorContains(t, err, "late fraction")
+}
