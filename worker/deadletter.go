@@ -14,12 +14,6 @@ import (
 	"github.com/verdryx/verdryx/producer"
 )
 
-// HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the
-// re-drive publishes under an id of its own (so re-driving twice does not
-// publish twice, and JetStream does not drop it as a duplicate of the
-// original), and the trace handler deduplicates on the original id.
-const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
-
 // PullDeadLetters adapts p to the pull loop: a message the loop terminates
 // is published through p with its subject, stream and stream sequence (so
 // its dead-letter id is "dead-<stream>-<seq>").

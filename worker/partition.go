@@ -10,28 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Partitioning of trace records by run.
-//
-// A trace record goes to the subject <Subjects.Traces>.<p>, where p is
-// PartitionOf(run_id, Subjects.Partitions): the FNV-1a 32-bit hash of the
-// run id's bytes modulo the partition count. That is the hash nats-server's
-// subject-mapping function partition(n, wildcard-index...) applies to the
-// wildcard token(s) (server/subject_transform.go, getHashPartition), so a
-// producer publishing to verdryx.traces.run.<run_id> under the mapping
-//
-//	verdryx.traces.run.*  ->  verdryx.traces.{{partition(8,1)}}
-//
-// lands on the same partition as verdryx's own publishers (a run id that is
-// not a valid subject token, one holding '.', '*', '>' or whitespace, or an
-// empty one, cannot use that route: publish it to the bare subject, which
-// the worker routes). A record without run_id (an independent call) is
-// partitioned by its dedupe key (RecordKey); a segment row without a run id
-// by its RowKey. Every call of a run is therefore reduced by the one worker
-// that owns the run's partition, and partition aggregates simply add up.
-
-// DefaultPartitions is the default partition count of the traces subject.
-const DefaultPartitions = 8
-
 // PartitionGroup is the priority group of every partition consumer: with
 // the pinned-client policy, one client at a time receives a partition.
 const PartitionGroup = "verdryx"
@@ -40,46 +18,8 @@ const PartitionGroup = "verdryx"
 // stopped pulling (a dead worker) before another worker takes it over.
 const DefaultPinnedTTL = 10 * time.Second
 
-// PartitionOf returns FNV-1a 32 of key modulo n (n <= 0 means
-// DefaultPartitions). It allocates nothing.
-func PartitionOf(key string, n int) int {
-	if n <= 0 {
-		n = DefaultPartitions
-	}
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h ^= uint32(key[i])
-		h *= 16777619
-	}
-	return int(h % uint32(n))
-}
-
-// TraceSubject is the subject of partition p under the traces subject base.
-func TraceSubject(base string, p int) string { return base + "." + strconv.Itoa(p) }
-
 // PartitionConsumer is the durable consumer name of partition p.
 func PartitionConsumer(p int) string { return TracesConsumer + "-" + strconv.Itoa(p) }
-
-// partitions returns s.Partitions, or the default.
-func (s Subjects) partitions() int {
-	if s.Partitions <= 0 {
-		return DefaultPartitions
-	}
-	return s.Partitions
-}
-
-// RecordPartition returns the partition of a decoded per-call record
-// published with message id msgID: by run id, else by its dedupe key.
-func RecordPartition(rec *CallRecord, msgID string, n int) (int, error) {
-	if rec.RunID != nil {
-		return PartitionOf(*rec.RunID, n), nil
-	}
-	key, err := RecordKey(rec, msgID)
-	if err != nil {
-		return 0, err
-	}
-	return PartitionOf(key, n), nil
-}
 
 // PartitionOptions tune EnsurePartitions.
 type PartitionOptions struct {

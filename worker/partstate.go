@@ -797,3 +797,16 @@ func feedRun(r *outcome.Reducer, name string, a *runAgg) {
 		}
 	}
 }
+
+// ErrOverflow marks a record whose cost or tokens would overflow the
+// stored totals.
+var ErrOverflow = errors.New("sum overflows int64")
+
+// addInt64 returns a+b and whether it did not overflow.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	if (b > 0 && s < a) || (b < 0 && s > a) {
+		return 0, false
+	}
+	return s, true
+}

@@ -61,7 +61,6 @@ type ReplayOptions struct {
 const (
 	DefaultBatchRows = 4096
 	batchTarget      = 512 << 10
-	MaxBatchBytes    = 1 << 20
 )
 
 // WireFields are the columns a row batch carries: those the worker's

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -128,4 +129,15 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, eval
 		return nil, nil, fmt.Errorf("consumer %s: %w", EvalConsumer, err)
 	}
 	return traces, eval, nil
+}
+
+// TraceSubject is the subject of partition p under the traces subject base.
+func TraceSubject(base string, p int) string { return base + "." + strconv.Itoa(p) }
+
+// partitions returns s.Partitions, or the default.
+func (s Subjects) partitions() int {
+	if s.Partitions <= 0 {
+		return DefaultPartitions
+	}
+	return s.Partitions
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+
 	"github.com/verdryx/verdryx/calls"
 
 	"github.com/nats-io/nats.go"
@@ -47,3 +48,31 @@ func traceMsgID(h nats.Header) string {
 	}
 	return h.Get(nats.MsgIdHdr)
 }
+
+// DecodeCallRecord decodes a trace message strictly: unknown fields and
+// trailing data are errors; free-form data goes in "attributes". It is the
+// record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
+// DecodeStrict's errors.
+func DecodeCallRecord(data []byte) (CallRecord, error) {
+	var rec CallRecord
+	if err := calls.DecodeRecordInto(data, &rec, &rec.CallRecord,
+		calls.Ext{Key: "call_id", Dst: &rec.CallID}, calls.Ext{Key: "segment", Dst: &rec.Segment}); err != nil {
+		return rec, err
+	}
+	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
+	// writes whatever its gateway was given, cost-per-correct counts every
+	// such call, and the SLO report leaves a non-canonical subject out of
+	// slo_burn events. Refusing it here would make the worker's report
+	// differ from the direct reduction of the same rows.
+	return rec, nil
+}
+
+// HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the
+// re-drive publishes under an id of its own (so re-driving twice does not
+// publish twice, and JetStream does not drop it as a duplicate of the
+// original), and the trace handler deduplicates on the original id.
+const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
+
+// MaxBatchBytes is the largest row batch a worker applies (the server's
+// default max payload is 1 MiB); a larger one is dead-lettered.
+const MaxBatchBytes = 1 << 20

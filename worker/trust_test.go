@@ -2,7 +2,6 @@ package worker
 
 import (
 	"encoding/json"
-	"github.com/verdryx/verdryx/calls"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
