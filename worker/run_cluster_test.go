@@ -11,8 +11,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
+	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
+	"github.com/verdryx/verdryx/lease"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // TestWorkerStartsWithANodeDown: on a three-node cluster with one node
@@ -32,7 +36,7 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Shutdown()
 	_, adm := clusterConn(t, c, "admin")
-	s := DefaultSubjects()
+	s := streams.DefaultSubjects()
 	s.Replicas = 3
 	data := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +61,7 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 		return func() error { cancel(); return <-done }
 	}
 	started := func() {
-		checkFor(t, 120*time.Second, 50*time.Millisecond, func() error {
+		jstest.CheckFor(t, 120*time.Second, 50*time.Millisecond, func() error {
 			code, err := ready()
 			if err == nil && code != http.StatusOK {
 				err = fmt.Errorf("/readyz %d", code)
@@ -70,7 +74,7 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	stop := run()
 	// Without the third node an R3 stream cannot be placed: the worker
 	// waits, listening and unready.
-	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		code, err := ready()
 		if err == nil && code != http.StatusServiceUnavailable {
 			err = fmt.Errorf("/readyz %d while waiting for the node", code)
@@ -84,16 +88,16 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	// until the restarted node has caught up with the cluster's state),
 	// and a client that ensures them without --replicas (a replay) does
 	// not lower them.
-	ctx := testCtx(t, 120*time.Second)
-	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
-		if _, _, err := EnsureStreams(ctx, adm, DefaultSubjects(), 0); err != nil {
+	ctx := jstest.Ctx(t, 120*time.Second)
+	jstest.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		if _, _, err := streams.EnsureStreams(ctx, adm, streams.DefaultSubjects(), 0); err != nil {
 			return err
 		}
-		_, err := NewRequestClaims(ctx, adm, "a-replay-client", 0)
+		_, err := evalreq.NewClaims(ctx, adm, "a-replay-client", 0)
 		return err
 	})
-	checkFor(t, 60*time.Second, 100*time.Millisecond, func() error {
-		for _, b := range []string{LeaseBucket, ClaimBucket, PartitionsBucket} {
+	jstest.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		for _, b := range []string{lease.Bucket, evalreq.ClaimBucket, fleet.Bucket} {
 			kv, err := adm.KeyValue(ctx, b)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b, err)
@@ -125,4 +129,15 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	stop = run()
 	started()
 	require.NoError(t, stop())
+}
+
+// clusterConn connects to every node of c, reconnecting forever.
+func clusterConn(t *testing.T, c *natscluster.Cluster, name string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(c.URLs(), nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(10*time.Second))
+	require.NoError(t, err)
+	return nc, js
 }

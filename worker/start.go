@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/lease"
 )
 
 // ErrService marks a failure of an outside service (NATS, JetStream) that
@@ -29,7 +30,7 @@ func serviceError(err error) error { return serviceErr{err} }
 // errors, a lease held by another worker and authorization failures are
 // final.
 func retryable(err error) bool {
-	return !errors.Is(err, ErrInput) && !errors.Is(err, ErrInstanceInUse) &&
+	return !errors.Is(err, ErrInput) && !errors.Is(err, lease.ErrInstanceInUse) &&
 		!errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrPermissionViolation) &&
 		!errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) &&
 		!errors.Is(err, context.Canceled)
@@ -61,7 +62,7 @@ func (s *startRetrier) do(ctx context.Context, what string, step func(context.Co
 			return nil
 		}
 		if !retryable(err) || ctx.Err() != nil {
-			if errors.Is(err, ErrInput) || errors.Is(err, ErrInstanceInUse) || errors.Is(err, context.Canceled) {
+			if errors.Is(err, ErrInput) || errors.Is(err, lease.ErrInstanceInUse) || errors.Is(err, context.Canceled) {
 				return err
 			}
 			return serviceError(fmt.Errorf("%s: %w", what, err))
