@@ -16,7 +16,7 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// PullDeadLetters adapts p to the pull loop: a message the loop terminates
+// ForPull adapts p to the pull loop: a message the loop terminates
 // is published through p with its subject, stream and stream sequence (so
 // its dead-letter id is "dead-<stream>-<seq>").
 func ForPull(p *producer.DeadLetterPublisher) pull.DeadLetterer {
@@ -51,7 +51,7 @@ func (d Message) Matches(filter string) bool {
 		strings.Contains(string(d.msg.Data), filter)
 }
 
-// ListDeadLetters returns the messages of the dead-letter stream, oldest
+// List returns the messages of the dead-letter stream, oldest
 // first, that match filter (see DeadLetter.Matches).
 func List(ctx context.Context, js jetstream.JetStream, s streams.Subjects, filter string) ([]Message, error) {
 	stream, err := js.Stream(ctx, s.DeadLetterStream)

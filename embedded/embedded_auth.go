@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// EmbeddedSecurity configures who may connect to the embedded server. The
+// Security configures who may connect to the embedded server. The
 // zero value is an open server, fit only for a loopback listen address
 // (serve refuses a non-loopback one without auth unless told --nats-insecure).
 type Security struct {
@@ -32,7 +32,7 @@ func (s Security) HasAuth() bool {
 	return s.User != "" || s.Token != "" || s.ConfigFile != ""
 }
 
-// StartEmbeddedWith is StartEmbedded with authentication and TLS.
+// StartWith is Start with authentication and TLS.
 func StartWith(storeDir, listen string, sec Security) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {

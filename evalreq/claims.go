@@ -38,7 +38,7 @@ type Claim struct {
 	rev       uint64
 }
 
-// RequestClaims makes "one run per request_id" hold across workers that
+// Claims makes "one run per request_id" hold across workers that
 // share the eval consumer but keep stores of their own: a request is
 // claimed in a KV bucket before grading, by one instance, with one run id.
 // Another worker that receives the same request id answers a done claim
@@ -52,7 +52,7 @@ type Claims struct {
 	instance string
 }
 
-// NewRequestClaims opens (creating if needed, with replicas, updating an
+// NewClaims opens (creating if needed, with replicas, updating an
 // existing bucket with fewer) the claim bucket for this worker instance. It blocks for at most the KV round trips.
 func NewClaims(ctx context.Context, js jetstream.JetStream, instance string, replicas int) (*Claims, error) {
 	kv, err := streams.EnsureKV(ctx, js, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1, Replicas: max(replicas, 1),

@@ -18,10 +18,10 @@ import (
 	"github.com/verdryx/verdryx/streams"
 )
 
-// MaxInlineEvalSet bounds an eval set sent inline in a request (1 MiB).
+// maxInlineSet bounds an eval set sent inline in a request (1 MiB).
 const maxInlineSet = 1 << 20
 
-// EvalRequest is the JSON shape of an eval-request message.
+// Request is the JSON shape of an eval-request message.
 type Request struct {
 	RequestID   string          `json:"request_id"`
 	EvalSetPath string          `json:"eval_set_path,omitempty"`
@@ -43,7 +43,7 @@ type Request struct {
 	ReplyTo string `json:"reply_to,omitempty"`
 }
 
-// Request is the grading request r asks for, every field kept (ReplyTo is
+// GradingRequest is the grading request r asks for, every field kept (ReplyTo is
 // the worker's, not grading's). EvalSetPath is as given: the handler
 // resolves it under its roots before grading.
 func (r Request) GradingRequest() grading.Request {
@@ -55,7 +55,7 @@ func (r Request) GradingRequest() grading.Request {
 // HeaderReplyTo is the header naming where an eval result is sent.
 const HeaderReplyTo = "Verdryx-Reply-To"
 
-// EvalReply is what a requester receives.
+// Reply is what a requester receives.
 type Reply struct {
 	RequestID string          `json:"request_id"`
 	OK        bool            `json:"ok"`
@@ -64,7 +64,7 @@ type Reply struct {
 	Replayed  bool            `json:"replayed,omitempty"` // answered from the store after a redelivery
 }
 
-// EvalHandler runs eval requests exactly once, across crashes and
+// Handler runs eval requests exactly once, across crashes and
 // redeliveries:
 //
 //  1. every check that can refuse the request (fields, paths, model,
@@ -86,7 +86,7 @@ type Handler struct {
 	opts  Options
 }
 
-// EvalOptions configure an EvalHandler.
+// Options configure a Handler.
 type Options struct {
 	// Roots are the directories a request may name files under.
 	Roots confine.Roots
@@ -94,7 +94,7 @@ type Options struct {
 	// nil confines reads to Roots with confine's default limits.
 	Files *confine.Reader
 	// Claims, when set, makes one run per request_id hold across workers
-	// with stores of their own (see RequestClaims); nil: per store only.
+	// with stores of their own (see Claims); nil: per store only.
 	Claims *Claims
 	// Replies decides which reply_to subjects are answered; the zero
 	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
@@ -108,7 +108,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// NewEvalHandler returns a handler that grades eval requests with deps,
+// NewHandler returns a handler that grades eval requests with deps,
 // records them in st and replies through nc (nil: no replies).
 func NewHandler(st *store.Store, deps grading.Deps, nc *nats.Conn, opts Options) *Handler {
 	if opts.Logger == nil {
@@ -283,7 +283,7 @@ func (h *Handler) validate(req Request) (grading.Request, error) {
 	return Validate(req, h.opts.Roots)
 }
 
-// validateRequest checks what can refuse req before anything is stored:
+// Validate checks what can refuse req before anything is stored:
 // its fields, and that its eval_set_path resolves under roots.
 func Validate(req Request, roots confine.Roots) (grading.Request, error) {
 	if req.RequestID == "" {

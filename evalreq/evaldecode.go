@@ -18,7 +18,7 @@ func checkAgentID(id string) error {
 	return fmt.Errorf("field agent_id: %q does not match ^agent://[a-z0-9.-]+/[a-z0-9._/-]+$ (max 255 bytes)", id)
 }
 
-// DecodeEvalRequest decodes an eval-request message strictly: unknown
+// Decode decodes an eval-request message strictly: unknown
 // fields and trailing data are errors, agent_id must be canonical.
 func Decode(data []byte) (Request, error) {
 	var req Request

@@ -45,7 +45,7 @@ func fillDistinct(t *testing.T, v any) {
 
 // TestEvalRequestKeepsEveryField: every field of grading.Request but the
 // in-process Set has a field of the same name, type and JSON key in
-// EvalRequest, survives the JSON a requester sends (strictly decoded), and
+// Request, survives the JSON a requester sends (strictly decoded), and
 // reaches grading.Request unchanged.
 func TestEvalRequestKeepsEveryField(t *testing.T) {
 	var req Request

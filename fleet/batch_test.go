@@ -25,8 +25,8 @@ import (
 )
 
 // publishRowRecords publishes every row of dir as its own per-call record,
-// as replay did before row batches (message id SegmentRowID, the segment's
-// name in HeaderSegment): what an older replay left in a stream.
+// as replay did before row batches (message id tracemsg.SegmentRowID, the segment's
+// name in tracemsg.HeaderSegment): what an older replay left in a stream.
 func publishRowRecords(t *testing.T, e *env, dir string) {
 	t.Helper()
 	ctx := jstest.Ctx(t, 60*time.Second)

@@ -29,7 +29,7 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// PartitionsBucket names the KV bucket holding each partition's pointer
+// Bucket names the KV bucket holding each partition's pointer
 // (key "partition.<p>": the newest snapshot and aggregate, their stream
 // sequence and writer; its revision orders owners) and, under keys
 // "snap.<p>.<writer>.<slot>.<i>" and "agg.<p>.<writer>.<slot>.<i>", the
@@ -57,7 +57,7 @@ const DefaultSnapshotEvery = time.Second
 const snapshotShare = 10
 
 // pullBytes bounds the bytes of a partition's messages buffered in the
-// client: row batches are up to MaxBatchBytes each, and a pull of Batch of
+// client: row batches are up to tracemsg.MaxBatchBytes each, and a pull of Batch of
 // them would overflow the subscription's pending limit (64 MiB), which
 // drops messages (a gap in the delivery sequence: a reload).
 const pullBytes = 8 << 20
@@ -66,7 +66,7 @@ const pullBytes = 8 << 20
 // between snapshots while its consumer has a backlog.
 const backlogSnapshots = 5
 
-// partitionKey is partition p's key in the PartitionsBucket KV bucket.
+// partitionKey is partition p's key in the Bucket KV bucket.
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
 
 // partPointer is the value of a partition's KV key.
@@ -82,7 +82,7 @@ type partPointer struct {
 	Written    time.Time `json:"written"`
 }
 
-// blobRef names a chunked value in the PartitionsBucket KV bucket.
+// blobRef names a chunked value in the Bucket KV bucket.
 type blobRef struct {
 	Prefix string `json:"prefix"`
 	Chunks int    `json:"chunks"`
@@ -128,7 +128,7 @@ func getBlob(ctx context.Context, kv jetstream.KeyValue, ref blobRef) ([]byte, e
 	return data, nil
 }
 
-// FleetOptions configure a Fleet.
+// Options configure a Fleet.
 type Options struct {
 	Subjects streams.Subjects
 	// Instance names this worker in snapshot object names and logs.
@@ -168,7 +168,7 @@ type Options struct {
 // Fleet consumes the partitioned traces: one pinned-client puller per
 // partition (every worker pulls every partition; JetStream delivers each to
 // one worker at a time), partition state in the worker's store, snapshots
-// and aggregates in the PartitionsBucket buckets, and the router that moves
+// and aggregates in the Bucket buckets, and the router that moves
 // records published to the bare traces subject onto their partitions.
 //
 // Ownership: on the first batch of a partition it does not hold (a new pin,
@@ -253,8 +253,8 @@ func (f *Fleet) commitPartition(ctx context.Context, p int, c store.PartitionCom
 	return <-req.done
 }
 
-// EnsurePartitionBuckets creates (or binds, updating an existing bucket with
-// other replicas) the KV bucket PartitionsBucket with the given replicas (0
+// EnsureBucket creates (or binds, updating an existing bucket with
+// other replicas) the KV bucket Bucket with the given replicas (0
 // means 1).
 func EnsureBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
 	kv, err := streams.EnsureKV(ctx, js, jetstream.KeyValueConfig{Bucket: Bucket, History: 1, Replicas: max(replicas, 1),
@@ -265,8 +265,8 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, replicas int) (je
 	return kv, nil
 }
 
-// NewFleet ensures the partition consumers and buckets (the streams must
-// exist: EnsureStreams) and returns the fleet consumer of this worker.
+// New ensures the partition consumers and buckets (the streams must
+// exist: streams.EnsureStreams) and returns the fleet consumer of this worker.
 // router is the bare traces subject's consumer (nil: no routing).
 func New(ctx context.Context, js jetstream.JetStream, st *store.Store, router jetstream.Consumer, opts Options) (*Fleet, error) {
 	if opts.Logger == nil {
@@ -1192,7 +1192,7 @@ func (h *partHandler) unpin(ctx context.Context) {
 
 // router moves records published to the bare traces subject to their
 // partition subjects: a record to its run's (or key's) partition with its
-// identity kept (HeaderOrigMsgID, HeaderRouted), a segment reference to
+// identity kept (tracemsg.HeaderOrigMsgID, tracemsg.HeaderRouted), a segment reference to
 // every partition (each takes its own rows). The routed copies carry
 // message ids derived from the bare message's stream sequence, so routing
 // again after a crash stores nothing twice.

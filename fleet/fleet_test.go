@@ -30,7 +30,7 @@ import (
 )
 
 // TestPartitionMatchesServerMapping: a record published to a run-keyed
-// subject under the documented mapping lands on the partition PartitionOf
+// subject under the documented mapping lands on the partition tracemsg.PartitionOf
 // computes, so producers may rely on the server's partition().
 func TestPartitionMatchesServerMapping(t *testing.T) {
 	dir := t.TempDir()

@@ -43,7 +43,7 @@ type PartitionOptions struct {
 // recreated from its ack floor (JetStream cannot change a consumer's ack
 // policy): the records after the floor are delivered again and deduplicated.
 // It is idempotent and safe from every worker. The streams must exist
-// (EnsureStreams).
+// (streams.EnsureStreams).
 func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s streams.Subjects, opts PartitionOptions) ([]jetstream.Consumer, error) {
 	if opts.PinnedTTL <= 0 {
 		opts.PinnedTTL = DefaultPinnedTTL

@@ -68,7 +68,7 @@ func (m *Metrics) Terminated(s string, n int) { m.terminated.WithLabelValues(s).
 // DeadLettered implements pull.Counters.
 func (m *Metrics) DeadLettered(s string, n int) { m.deadLettered.WithLabelValues(s).Add(float64(n)) }
 
-// HTTPServer serves /healthz, /readyz and /metrics, and /report when
+// Server serves /healthz, /readyz and /metrics, and /report when
 // Report is set.
 type Server struct {
 	Addr    string

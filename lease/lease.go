@@ -12,7 +12,7 @@ import (
 	"github.com/verdryx/verdryx/streams"
 )
 
-// LeaseBucket is the JetStream KV bucket holding one key per live worker
+// Bucket is the JetStream KV bucket holding one key per live worker
 // instance.
 const Bucket = "verdryx-instances"
 
@@ -27,7 +27,7 @@ var ErrInstanceInUse = errors.New("worker: instance id in use")
 // id frees itself); a restart by the same holder (same host and data
 // directory) takes its own lease over at once.
 //
-// A Lease renews itself from the moment AcquireLease returns, every TTL/3,
+// A Lease renews itself from the moment Acquire returns, every TTL/3,
 // in a goroutine of its own, whatever the caller does meanwhile (a long
 // replay, a slow start). A renewal that fails because NATS does not answer
 // is retried, past the key's expiry if need be: when NATS answers again
@@ -52,7 +52,7 @@ type Lease struct {
 	released bool
 }
 
-// LeaseOptions configure a Lease.
+// Options configure a Lease.
 type Options struct {
 	// TTL is how long a lease lives without renewal; 0 means 15 s.
 	TTL time.Duration
@@ -63,14 +63,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// LeaseBucketConfig is the configuration of the lease bucket: one revision
+// BucketConfig is the configuration of the lease bucket: one revision
 // per key, keys expiring ttl after their last write.
 func BucketConfig(ttl time.Duration, replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Replicas: max(replicas, 1),
 		Description: "verdryx: one key per live worker instance"}
 }
 
-// AcquireLease takes the lease on instance for holder, refusing with
+// Acquire takes the lease on instance for holder, refusing with
 // ErrInstanceInUse when a different holder's lease is live, and starts
 // renewing it. It blocks for at most the KV round trips.
 func Acquire(ctx context.Context, js jetstream.JetStream, instance, holder string, opts Options) (*Lease, error) {

@@ -20,13 +20,13 @@ type Asker interface {
 	Ask(ctx context.Context, question string) (rag.Record, error)
 }
 
-// AskRequest is a RAG ask; a message that is not JSON is taken as the
+// Request is a RAG ask; a message that is not JSON is taken as the
 // question itself.
 type Request struct {
 	Question string `json:"question"`
 }
 
-// AskReply is the reply: the full record, or an error.
+// Reply is the reply: the full record, or an error.
 type Reply struct {
 	Record *rag.Record `json:"record,omitempty"`
 	Error  string      `json:"error,omitempty"`
@@ -35,7 +35,7 @@ type Reply struct {
 // maxQuestionBytes bounds a question (8 KiB).
 const maxQuestionBytes = 8 << 10
 
-// AskServer answers RAG asks on a core NATS subject with request/reply, in
+// Server answers RAG asks on a core NATS subject with request/reply, in
 // a queue group so several workers share them.
 type Server struct {
 	nc      *nats.Conn
@@ -44,7 +44,7 @@ type Server struct {
 	opts    Options
 }
 
-// AskOptions configure an AskServer.
+// Options configure an Server.
 type Options struct {
 	// Timeout bounds one ask; 0 means 2 minutes.
 	Timeout time.Duration
@@ -58,7 +58,7 @@ type Options struct {
 	Asked func(ok bool)
 }
 
-// NewAskServer returns a server answering asks on subject with asker.
+// NewServer returns a server answering asks on subject with asker.
 func NewServer(nc *nats.Conn, subject string, asker Asker, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -19,7 +19,7 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// ReplayStats counts what Replay published.
+// Stats counts what Replay published.
 type Stats struct {
 	Segments   int
 	Rows       int      // rows published (in row batches)
@@ -29,7 +29,7 @@ type Stats struct {
 	Failed     []string // segments that could not be read, with the reason; none of their rows was published
 }
 
-// ReplayOptions tune Replay.
+// Options tune Replay.
 type Options struct {
 	// Strict stops at the first corrupt segment instead of skipping it.
 	Strict bool
@@ -44,8 +44,8 @@ type Options struct {
 	// rows.
 	Progress func(rows int)
 	// Partitions is the partition count: each row goes to
-	// <subject>.<PartitionOf(run_id)> (a row without run id: of its RowKey).
-	// 0 means DefaultPartitions.
+	// <subject>.<tracemsg.PartitionOf(run_id)> (a row without run id: of its tracemsg.RowKey).
+	// 0 means tracemsg.DefaultPartitions.
 	Partitions int
 	// BatchRows is the most rows per batch; 0 means DefaultBatchRows. Smaller
 	// batches cost more messages for the same rows (tests use them to
@@ -59,7 +59,7 @@ type Options struct {
 // Row batches: Replay cuts each segment's rows of a partition into batches
 // of at most DefaultBatchRows rows, and halves a batch whose encoding is larger
 // than batchTarget bytes. A worker refuses a batch larger than
-// MaxBatchBytes (the server's default max payload is 1 MiB).
+// tracemsg.MaxBatchBytes (the server's default max payload is 1 MiB).
 const (
 	DefaultBatchRows = 4096
 	batchTarget      = 512 << 10
@@ -81,7 +81,7 @@ func batchMsgID(digest string, part int, first, last uint64) string {
 
 // Replay publishes every row of every segment in dir, in segment order
 // (nanos, then sequence, from the file names) and row order, to its
-// partition subject under subject (see PartitionOf) as row batches
+// partition subject under subject (see tracemsg.PartitionOf) as row batches
 // (package rowbatch): each segment's rows of a partition, DefaultBatchRows at a
 // time, with message id batchMsgID. The worker applies a batch as one unit
 // and remembers the rows of each segment it applied, so replaying a

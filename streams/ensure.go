@@ -49,7 +49,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	}
 }
 
-// ensureKV binds cfg's bucket, creating it, or updating it when its TTL or
+// EnsureKV binds cfg's bucket, creating it, or updating it when its TTL or
 // history differ or it has fewer replicas than cfg (an existing
 // one-replica bucket gains the configured replicas; none loses any).
 func EnsureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {

@@ -20,9 +20,9 @@ type Subjects struct {
 	Tail         string // envelopes read by the tailer are forwarded here (stream EventsStream)
 	DeadLetter   string // terminated messages with their reason (stream DeadLetterStream)
 	// Partitions is the partition count of the traces subject: records go
-	// to Traces.<p> (see PartitionOf); records published to the bare
+	// to Traces.<p> (see tracemsg.PartitionOf); records published to the bare
 	// Traces subject are routed there by the worker. 0 means
-	// DefaultPartitions. Every publisher and worker must agree on it.
+	// tracemsg.DefaultPartitions. Every publisher and worker must agree on it.
 	Partitions int
 	// Replicas of every stream and bucket the worker creates (3 on a
 	// three-node cluster); 0 means 1.
@@ -85,7 +85,7 @@ const EvalAckWait = 30 * time.Second
 
 // EnsureStreams creates (or updates) the streams and durable pull consumers
 // the worker needs; traces is the consumer of the bare traces subject (the
-// partition consumers are EnsurePartitions'). It is idempotent and safe to run from every worker.
+// partition consumers are fleet.EnsurePartitions'). It is idempotent and safe to run from every worker.
 // Consumers redeliver without limit (MaxDeliver -1): a message that fails
 // transiently is retried until it succeeds, and one that can never succeed
 // is terminated and dead-lettered by the handler, not by a delivery count.

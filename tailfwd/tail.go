@@ -15,14 +15,14 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// TailForwarder follows an NDJSON file and forwards what it reads. Each line
+// Forwarder follows an NDJSON file and forwards what it reads. Each line
 // is classified by tail.LineChecker, the classifier `verdryx tail` uses,
 // so both give the same verdict for every line (kind, validity and chain
 // link, including the chain seeded from the line before a saved offset on a
 // restart, and records counting as chain links): agent-event envelopes are
 // published to the tail subject (a chain break is logged and counted, the
 // event still forwarded); call records to their partition subject (see
-// PartitionOf) and segment references to every partition subject, where the
+// tracemsg.PartitionOf) and segment references to every partition subject, where the
 // partition owners ingest them; invalid
 // events, malformed lines and objects that are not a usable trace record go
 // to the dead letters with their reason.
@@ -38,7 +38,7 @@ type Forwarder struct {
 	checker  tail.LineChecker
 }
 
-// ForwardOptions configure a TailForwarder.
+// Options configure a Forwarder.
 type Options struct {
 	// Logger receives the forwarder's logs; nil discards them.
 	Logger *slog.Logger
@@ -50,7 +50,7 @@ type Options struct {
 	Checked func(tail.Line, tail.Classified)
 }
 
-// NewTailForwarder returns a forwarder of what tl reads to the subjects,
+// New returns a forwarder of what tl reads to the subjects,
 // published through js.
 func New(tl *tail.Tailer, js jetstream.JetStream, subjects streams.Subjects, opts Options) *Forwarder {
 	if opts.Logger == nil {

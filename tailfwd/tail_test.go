@@ -47,7 +47,7 @@ func forwarderClass(v tailVerdict) string {
 }
 
 // TestTailClassifiersAgree: `verdryx tail` (tail.Tailer +
-// tail.LineChecker) and `serve --tail` (TailForwarder) read the same
+// tail.LineChecker) and `serve --tail` (Forwarder) read the same
 // file, stop mid-file, restart from their saved offsets and read the rest;
 // they must give every line the same verdict. The file has a call record
 // between two events (the writer continues the chain from it), a malformed

@@ -36,7 +36,7 @@ func RecordOf(c calls.Call) CallRecord { return CallRecord{CallRecord: calls.Rec
 // identity is HeaderOrigMsgID (possibly empty).
 const HeaderRouted = "Verdryx-Routed"
 
-// traceMsgID returns the message id a trace message's identity uses: the
+// MsgID returns the message id a trace message's identity uses: the
 // original id of a re-driven dead letter or a routed record, else its
 // Nats-Msg-Id (never a routing id).
 func MsgID(h nats.Header) string {

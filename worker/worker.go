@@ -117,7 +117,7 @@ type Options struct {
 	// tail reached its end.
 	Once bool
 	// Subjects are the subjects and streams; the zero value means
-	// DefaultSubjects().
+	// streams.DefaultSubjects().
 	Subjects streams.Subjects
 	// Version is stamped on runs and spans.
 	Version string
@@ -130,7 +130,7 @@ type Options struct {
 	// answered on; the zero value allows _INBOX.> and verdryx.reply.>.
 	Replies streams.ReplyPolicy
 	// Report, when set, builds the /report handler over the store and the
-	// fleet's merged trace aggregate (ReadAggregate over the connection).
+	// fleet's merged trace aggregate (fleet.ReadAggregate over the connection).
 	Report func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
 	OnResult func(evalreq.Request, grading.Result)
@@ -141,7 +141,7 @@ type Options struct {
 	// Replay with default options.
 	Replay func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error)
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
-	// FleetOptions); 0 means the defaults.
+	// fleet.Options); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
 	// StartTimeout bounds how long start-up waits for NATS and JetStream
 	// (streams, buckets, the lease, the consumers) while a node is down or

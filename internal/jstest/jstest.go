@@ -1,3 +1,7 @@
+// Package jstest holds the test helpers shared by the packages whose tests
+// run against an embedded NATS server (fleet, evalreq, lease, ragask,
+// segreplay, streams, tailfwd, worker): deadlines, polling, stores,
+// pullers, sample calls and their direct report. Tests only.
 package jstest
 
 import (
@@ -18,13 +22,14 @@ import (
 	"github.com/verdryx/verdryx/store"
 )
 
+// Ctx returns a context that ends after d or when the test ends.
 func Ctx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-// checkFor polls f until it returns nil or the deadline passes.
+// CheckFor polls f until it returns nil or the deadline passes.
 func CheckFor(t *testing.T, total, every time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(total)
@@ -40,6 +45,7 @@ func CheckFor(t *testing.T, total, every time.Duration, f func() error) {
 	}
 }
 
+// OpenStore opens the SQLite store at path, closed when the test ends.
 func OpenStore(t *testing.T, path string) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), path, store.Options{})
@@ -48,7 +54,7 @@ func OpenStore(t *testing.T, path string) *store.Store {
 	return st
 }
 
-// runPuller runs a puller until the returned stop function is called.
+// RunPuller runs a puller until the returned stop function is called.
 func RunPuller(t *testing.T, cons jetstream.Consumer, h pull.BatchHandler, opts pull.Options) (stop func()) {
 	t.Helper()
 	p, err := pull.New(cons, h, opts)
@@ -69,7 +75,7 @@ func RunPuller(t *testing.T, cons jetstream.Consumer, h pull.BatchHandler, opts 
 	return stop
 }
 
-// sampleCalls builds calls with every reduction rule in play: runs split
+// SampleCalls builds calls with every reduction rule in play: runs split
 // over many steps out of order, blocked and wardryx rows, untagged runs,
 // runs whose last tag is not their last call, and records without a run.
 func SampleCalls() []calls.Call {
@@ -113,6 +119,8 @@ func SampleCalls() []calls.Call {
 	return cl
 }
 
+// ReportOf is the cost-per-correct table of reducing cl directly (what
+// a fleet's merged aggregate must reproduce).
 func ReportOf(t *testing.T, cl []calls.Call) string {
 	t.Helper()
 	r, err := outcome.NewReducer(outcome.Options{})
@@ -125,7 +133,7 @@ func ReportOf(t *testing.T, cl []calls.Call) string {
 	return buf.String()
 }
 
-// waitDrained waits until the consumer has nothing pending or unacked.
+// WaitDrained waits until the consumer has nothing pending or unacked.
 // Callers first wait for what they know must be stored (a nak'ed message
 // waiting out its delay may count as neither), so this only rules out
 // extra work still in flight.
@@ -143,6 +151,7 @@ func WaitDrained(t *testing.T, cons jetstream.Consumer) {
 	})
 }
 
+// Logger returns a debug logger writing to the test's log.
 func Logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
