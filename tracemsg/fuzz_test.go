@@ -10,7 +10,7 @@ import (
 // Fuzz targets for every decoder that takes outside bytes. Run one for a
 // minute with, for example:
 //
-//	go test ./worker -run '^$' -fuzz '^FuzzDecodeCallRecord$' -fuzztime 1m
+//	go test ./tracemsg -run '^$' -fuzz '^FuzzDecodeCallRecord$' -fuzztime 1m
 //
 // Crashers land in testdata/fuzz/<Target>/ and are replayed by go test.
 
