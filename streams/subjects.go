@@ -135,7 +135,8 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, eval
 // TraceSubject is the subject of partition p under the traces subject base.
 func TraceSubject(base string, p int) string { return base + "." + strconv.Itoa(p) }
 
-// partitions returns s.Partitions, or the default.
+// PartitionCount returns s.Partitions, or tracemsg.DefaultPartitions when
+// it is 0 or less: the partition count every publisher and worker uses.
 func (s Subjects) PartitionCount() int {
 	if s.Partitions <= 0 {
 		return tracemsg.DefaultPartitions
