@@ -2,6 +2,6 @@
 
 package worker
 
-// LockDataDir is a no-op where flock is not available; the instance lease
+// lockDataDir is a no-op where flock is not available; the instance lease
 // still refuses a second live worker with the same instance id.
-func LockDataDir(dir string) (release func(), err error) { return func() {}, nil }
+func lockDataDir(dir string) (release func(), err error) { return func() {}, nil }

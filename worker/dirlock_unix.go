@@ -10,11 +10,11 @@ import (
 	"syscall"
 )
 
-// LockDataDir takes an exclusive lock on dir/lock for the life of the
+// lockDataDir takes an exclusive lock on dir/lock for the life of the
 // process (or until the returned release is called): two workers never
 // share a data directory. The lock is released by the kernel when the
 // process dies, so a crashed worker never leaves it behind.
-func LockDataDir(dir string) (release func(), err error) {
+func lockDataDir(dir string) (release func(), err error) {
 	path := filepath.Join(dir, "lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

@@ -1,7 +1,9 @@
-// Package worker holds the handlers the verdryx worker runs on NATS
-// subjects: trace ingestion into the store, eval requests, RAG asks, the
-// NDJSON tail forwarder, and the streams and metrics they need; and the
-// Worker (New, Run) that assembles them into one process with oklog/run,
-// decides when --once inputs are drained and shuts down in order.
-// cmd/verdryx only maps flags and env to Options.
+// Package worker assembles the verdryx worker from the packages that hold
+// its parts: it takes Options, opens the store, starts or connects to NATS
+// (embedded, streams), takes the instance lease (lease), and runs as
+// oklog/run actors the fleet of trace partitions (fleet), the eval
+// consumer (evalreq), RAG asks (ragask), the tail forwarder (tailfwd), the
+// HTTP surface (httpapi) and the inputs published at start (segreplay);
+// it decides when --once inputs are drained and shuts down in order
+// (New, Run). cmd/verdryx only maps flags and env to Options.
 package worker

@@ -7,6 +7,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
+	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // countingJS counts the cluster-wide changes a start-up asks for.
@@ -37,14 +41,14 @@ func (c *countingJS) CreateOrUpdateConsumer(ctx context.Context, stream string, 
 // settings is updated.
 func TestEnsureOnlyReadsWhatAlreadyMatches(t *testing.T) {
 	e := newEnv(t)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := jstest.Ctx(t, 20*time.Second)
 	js := &countingJS{JetStream: e.js}
 	ensureAll := func() {
-		_, _, err := EnsureStreams(ctx, js, e.subjects, 0)
+		_, _, err := streams.EnsureStreams(ctx, js, e.subjects, 0)
 		require.NoError(t, err)
-		_, err = NewRequestClaims(ctx, js, "inst", 0)
+		_, err = evalreq.NewClaims(ctx, js, "inst", 0)
 		require.NoError(t, err)
-		_, err = EnsurePartitionBuckets(ctx, js, 0)
+		_, err = fleet.EnsureBucket(ctx, js, 0)
 		require.NoError(t, err)
 	}
 	ensureAll()
@@ -53,83 +57,13 @@ func TestEnsureOnlyReadsWhatAlreadyMatches(t *testing.T) {
 	require.Zero(t, js.updates, "nothing to change on a second start")
 
 	// A claims bucket left with other settings is brought in line.
-	_, err := e.js.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 3})
+	_, err := e.js.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: evalreq.ClaimBucket, History: 3})
 	require.NoError(t, err)
 	ensureAll()
 	require.Equal(t, 1, js.updates)
-	kv, err := e.js.KeyValue(ctx, ClaimBucket)
+	kv, err := e.js.KeyValue(ctx, evalreq.ClaimBucket)
 	require.NoError(t, err)
 	st, err := kv.Status(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, st.History())
-}
-
-// TestRetentionAppliedToStreamsMadeByAnOlderVersion: streams created
-// without limits (as an older build made them) get the configured
-// retention at the next worker start; a client that sets none (a replay,
-// dlq) leaves it as it is; an operator's new value replaces it.
-func TestRetentionAppliedToStreamsMadeByAnOlderVersion(t *testing.T) {
-	e := newEnv(t)
-	ctx := testCtx(t, 20*time.Second)
-	s := e.subjects
-	_, _, err := EnsureStreams(ctx, e.js, s, 0)
-	require.NoError(t, err)
-	limits := func() map[string][2]int64 {
-		out := map[string][2]int64{}
-		for _, name := range []string{s.TracesStream, s.EvalStream, s.EventsStream, s.DeadLetterStream} {
-			st, err := e.js.Stream(ctx, name)
-			require.NoError(t, err)
-			c := st.CachedInfo().Config
-			out[name] = [2]int64{int64(c.MaxAge), c.MaxBytes}
-		}
-		return out
-	}
-	for name, l := range limits() {
-		require.Equal(t, [2]int64{0, -1}, l, "%s made without limits", name)
-	}
-
-	worker := s
-	worker.Retention, worker.RetentionBytes = 2*time.Hour, 1<<30
-	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
-	require.NoError(t, err)
-	want := map[string][2]int64{
-		s.TracesStream:     {int64(2 * time.Hour), 1 << 30},
-		s.EvalStream:       {int64(2 * time.Hour), 1 << 30},
-		s.EventsStream:     {int64(8 * time.Hour), 1 << 30},
-		s.DeadLetterStream: {int64(8 * time.Hour), 1 << 30},
-	}
-	require.Equal(t, want, limits())
-
-	js := &countingJS{JetStream: e.js}
-	_, _, err = EnsureStreams(ctx, js, s, 0) // a replay client: no retention of its own
-	require.NoError(t, err)
-	require.Equal(t, want, limits())
-	require.Zero(t, js.updates, "a client without retention changes nothing")
-
-	worker.Retention = time.Hour
-	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
-	require.NoError(t, err)
-	require.Equal(t, int64(time.Hour), limits()[s.TracesStream][0])
-
-	worker.Retention = time.Minute
-	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
-	require.ErrorContains(t, err, "duplicate window")
-
-	// A worker with a shorter duplicate window may keep a shorter
-	// retention; a client that sets neither keeps both.
-	worker.DuplicateWindow = 30 * time.Second
-	_, _, err = EnsureStreams(ctx, e.js, worker, 0)
-	require.NoError(t, err)
-	dups := func() time.Duration {
-		st, err := e.js.Stream(ctx, s.TracesStream)
-		require.NoError(t, err)
-		return st.CachedInfo().Config.Duplicates
-	}
-	require.Equal(t, 30*time.Second, dups())
-	js.updates = 0
-	_, _, err = EnsureStreams(ctx, js, s, 0)
-	require.NoError(t, err)
-	require.Zero(t, js.updates, "a client without a window of its own changes nothing")
-	require.Equal(t, 30*time.Second, dups())
-	require.Equal(t, int64(time.Minute), limits()[s.TracesStream][0])
 }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // runOnce runs a worker with Once over a replayed fixture directory, on
@@ -26,7 +28,7 @@ func runOnce(t *testing.T, fixture string, mutate func(*Options)) (calls int64, 
 	opts.Listen, opts.HTTPAddr, opts.Once, opts.ReplayDir = "127.0.0.1:0", "", true, dir
 	calls = -1
 	opts.Drained = func(ctx context.Context, st *store.Store) error {
-		agg, err := LocalAggregate(ctx, st)
+		agg, err := fleet.LocalAggregate(ctx, st)
 		if err == nil {
 			calls = agg.Calls()
 		}
@@ -41,7 +43,7 @@ func runOnce(t *testing.T, fixture string, mutate func(*Options)) (calls int64, 
 	defer cancel()
 	err = w.Run(ctx)
 	// Shutdown released everything: the data directory can be locked again.
-	release, lerr := LockDataDir(opts.DataDir)
+	release, lerr := lockDataDir(opts.DataDir)
 	require.NoError(t, lerr, "the data directory is still locked after Run")
 	release()
 	return calls, err
@@ -54,7 +56,7 @@ func TestWorkerRunOnceDrainsThenReportsFromTheOpenStore(t *testing.T) {
 		o.EventsPath = events
 		o.Roots = []string{filepath.Join("..", "testdata")}
 		o.EvalRequestFiles = []string{filepath.Join("..", "testdata", "requests", "grimoire.json")}
-		o.OnResult = func(_ EvalRequest, res grading.Result) { results = append(results, res) }
+		o.OnResult = func(_ evalreq.Request, res grading.Result) { results = append(results, res) }
 	})
 	require.NoError(t, err)
 	require.Len(t, results, 1, "the eval request ran once before the drain")
@@ -91,7 +93,7 @@ func TestEnsureDefaults(t *testing.T) {
 	o.EnsureDefaults()
 	require.Equal(t, filepath.Join("d", "verdryx.db"), o.DBPath)
 	require.Equal(t, []string{filepath.Join("d", "eval")}, o.Roots)
-	require.Equal(t, DefaultSubjects(), o.Subjects)
+	require.Equal(t, streams.DefaultSubjects(), o.Subjects)
 	require.Equal(t, DefaultInstance("d"), o.Instance)
 	require.Empty(t, o.HTTPAddr, "an empty HTTP address disables HTTP and stays empty")
 	require.NotNil(t, o.Logger)

@@ -19,9 +19,19 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	oklogrun "github.com/oklog/run"
-
 	"github.com/verdryx/verdryx/confine"
+	"github.com/verdryx/verdryx/deadletter"
+	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
+	"github.com/verdryx/verdryx/httpapi"
+	"github.com/verdryx/verdryx/lease"
+	"github.com/verdryx/verdryx/ragask"
+	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tailfwd"
+
+	oklogrun "github.com/oklog/run"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/consumer/tail"
@@ -69,7 +79,7 @@ type Options struct {
 	// JetStream, listening on Listen and secured by Security.
 	NATSURL  string
 	Listen   string // embedded server address; "" means 127.0.0.1:4222 (port 0 picks a free one)
-	Security EmbeddedSecurity
+	Security embedded.Security
 	// NATSOptions are client options (credentials, TLS, auth) for the
 	// worker's connection, which is named verdryx-serve-<instance> and
 	// reconnects forever.
@@ -107,31 +117,31 @@ type Options struct {
 	// tail reached its end.
 	Once bool
 	// Subjects are the subjects and streams; the zero value means
-	// DefaultSubjects().
-	Subjects Subjects
+	// streams.DefaultSubjects().
+	Subjects streams.Subjects
 	// Version is stamped on runs and spans.
 	Version string
 	// Logger receives the worker's logs; nil discards them.
 	Logger *slog.Logger
 	// Files returns the confined reader for the roots; nil confines reads
 	// to the roots with confine's default limits.
-	Files func(Roots) *confine.Reader
+	Files func(confine.Roots) *confine.Reader
 	// Replies decides which reply subjects eval requests and asks are
 	// answered on; the zero value allows _INBOX.> and verdryx.reply.>.
-	Replies ReplyPolicy
+	Replies streams.ReplyPolicy
 	// Report, when set, builds the /report handler over the store and the
-	// fleet's merged trace aggregate (ReadAggregate over the connection).
-	Report func(st *store.Store, traces func(context.Context) (*Aggregate, error)) http.Handler
+	// fleet's merged trace aggregate (fleet.ReadAggregate over the connection).
+	Report func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
-	OnResult func(EvalRequest, grading.Result)
+	OnResult func(evalreq.Request, grading.Result)
 	// Typed grades the typed cases of eval requests with typryx (serve
 	// --typed-url); nil refuses a request whose set has one.
 	Typed *grading.Typed
 	// Replay publishes ReplayDir to the partitions of s.Traces; nil means
 	// Replay with default options.
-	Replay func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error)
+	Replay func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error)
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
-	// FleetOptions); 0 means the defaults.
+	// fleet.Options); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
 	// StartTimeout bounds how long start-up waits for NATS and JetStream
 	// (streams, buckets, the lease, the consumers) while a node is down or
@@ -150,7 +160,7 @@ type Options struct {
 // DefaultOptions returns the options of `verdryx serve` with no flags but
 // the data directory.
 func DefaultOptions(dataDir string) Options {
-	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: DefaultSubjects()}
+	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: streams.DefaultSubjects()}
 }
 
 // EnsureDefaults fills every zero option that has a default (HTTPAddr
@@ -168,22 +178,22 @@ func (o *Options) EnsureDefaults() *Options {
 	if len(o.Roots) == 0 && o.DataDir != "" {
 		o.Roots = []string{filepath.Join(o.DataDir, "eval")}
 	}
-	if o.Subjects == (Subjects{}) {
-		o.Subjects = DefaultSubjects()
+	if o.Subjects == (streams.Subjects{}) {
+		o.Subjects = streams.DefaultSubjects()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Files == nil {
-		o.Files = func(r Roots) *confine.Reader { return &confine.Reader{Roots: r} }
+		o.Files = func(r confine.Roots) *confine.Reader { return &confine.Reader{Roots: r} }
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 2 * time.Minute
 	}
 	if o.Replay == nil {
 		logger := o.Logger
-		o.Replay = func(ctx context.Context, js jetstream.JetStream, s Subjects, dir string) (ReplayStats, error) {
-			return Replay(ctx, js, s.Traces, dir, ReplayOptions{Partitions: s.Partitions, Logger: logger})
+		o.Replay = func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
+			return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Partitions: s.Partitions, Logger: logger})
 		}
 	}
 	return o
@@ -242,10 +252,10 @@ func New(opts Options) (*Worker, error) {
 // check applies New's refusals to w.opts (defaults filled).
 func (w *Worker) check() error {
 	o := &w.opts
-	if o.NATSURL == "" && !IsLoopback(o.Listen) && !o.Security.HasAuth() && !o.Security.Insecure {
+	if o.NATSURL == "" && !embedded.IsLoopback(o.Listen) && !o.Security.HasAuth() && !o.Security.Insecure {
 		return fmt.Errorf("--nats-listen %s is not a loopback address: the embedded server needs authentication (--nats-user/--nats-password, --nats-token or --nats-config; --nats-insecure to run it open)", o.Listen)
 	}
-	if o.HTTPAddr != "" && !IsLoopback(o.HTTPAddr) && !o.HTTPPublic {
+	if o.HTTPAddr != "" && !embedded.IsLoopback(o.HTTPAddr) && !o.HTTPPublic {
 		return fmt.Errorf("--http %s is not a loopback address: /metrics and /readyz have no authentication (--http-public to serve them anyway)", o.HTTPAddr)
 	}
 	if o.ReplayDir != "" {
@@ -259,11 +269,11 @@ func (w *Worker) check() error {
 		if err != nil {
 			return fmt.Errorf("--eval-request: %w", err)
 		}
-		req, err := DecodeEvalRequest(raw)
+		req, err := evalreq.Decode(raw)
 		if err != nil {
 			return fmt.Errorf("--eval-request %s: %w", f, err)
 		}
-		if _, err := validateRequest(req, roots); err != nil {
+		if _, err := evalreq.Validate(req, roots); err != nil {
 			return fmt.Errorf("--eval-request %s: the worker would refuse it: %w (eval_set_path resolves under --root: %s)", f, err, strings.Join(roots, ", "))
 		}
 	}
@@ -285,7 +295,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 		return inputError(fmt.Errorf("--data %s: %w", o.DataDir, err))
 	}
-	unlock, err := LockDataDir(o.DataDir)
+	unlock, err := lockDataDir(o.DataDir)
 	if err != nil {
 		return inputError(fmt.Errorf("--data: %w", err))
 	}
@@ -298,7 +308,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	r := &running{w: w, st: st, roots: w.roots(), metrics: NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
+	r := &running{w: w, st: st, roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
 		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
 	defer r.close()
 	// Health first: /readyz answers 503 while start-up waits for NATS.
@@ -357,8 +367,8 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // roots are the absolute Roots, and ReplayDir (its segments may be
 // referenced).
-func (w *Worker) roots() Roots {
-	var roots Roots
+func (w *Worker) roots() confine.Roots {
+	var roots confine.Roots
 	for _, root := range w.opts.Roots {
 		if a, err := filepath.Abs(root); err == nil {
 			roots = append(roots, a)
@@ -402,7 +412,7 @@ func AskCorpus(flag, dataDir string, logger *slog.Logger) string {
 type running struct {
 	w        *Worker
 	st       *store.Store
-	metrics  *Metrics
+	metrics  *httpapi.Metrics
 	closers  []func() // run in reverse by close
 	ns       *server.Server
 	nc       *nats.Conn
@@ -410,18 +420,18 @@ type running struct {
 	js       jetstream.JetStream
 	traces   jetstream.Consumer // the bare traces subject (routed)
 	eval     jetstream.Consumer
-	fleet    *Fleet
-	lease    *Lease
+	fleet    *fleet.Fleet
+	lease    *lease.Lease
 	chain    *producer.NATSChain
 	fileW    *envelope.Writer
 	deps     grading.Deps
-	roots    Roots
+	roots    confine.Roots
 	tailDone chan struct{}
 	// inputsDone is closed once the replay and the eval-request files are
 	// published.
 	inputsDone chan struct{}
 	start      *startRetrier // start-up steps against NATS share one budget
-	http       *HTTPServer
+	http       *httpapi.Server
 	httpErr    chan error
 
 	ready, tracesOK, evalOK atomic.Bool
@@ -441,7 +451,7 @@ func (r *running) connect(ctx context.Context) error {
 	o := &r.w.opts
 	url := o.NATSURL
 	if url == "" {
-		ns, err := StartEmbeddedWith(filepath.Join(o.DataDir, "nats"), o.Listen, o.Security)
+		ns, err := embedded.StartWith(filepath.Join(o.DataDir, "nats"), o.Listen, o.Security)
 		if err != nil {
 			return err
 		}
@@ -469,7 +479,7 @@ func (r *running) connect(ctx context.Context) error {
 		return err
 	}
 	if err := r.start.do(ctx, "streams", func(ctx context.Context) (err error) {
-		r.traces, r.eval, err = EnsureStreams(ctx, r.js, o.Subjects, 0)
+		r.traces, r.eval, err = streams.EnsureStreams(ctx, r.js, o.Subjects, 0)
 		return err
 	}); err != nil {
 		return err
@@ -480,8 +490,8 @@ func (r *running) connect(ctx context.Context) error {
 	absData, _ := filepath.Abs(o.DataDir)
 	host, _ := os.Hostname()
 	if err := r.start.do(ctx, "instance lease", func(ctx context.Context) (err error) {
-		r.lease, err = AcquireLease(ctx, r.js, o.Instance, host+":"+absData, LeaseOptions{Logger: o.Logger, Replicas: o.Subjects.Replicas})
-		if errors.Is(err, ErrInstanceInUse) {
+		r.lease, err = lease.Acquire(ctx, r.js, o.Instance, host+":"+absData, lease.Options{Logger: o.Logger, Replicas: o.Subjects.Replicas})
+		if errors.Is(err, lease.ErrInstanceInUse) {
 			return inputError(fmt.Errorf("--instance: %w", err))
 		}
 		return err
@@ -614,15 +624,15 @@ func (r *running) serveHTTP() error {
 	if o.HTTPAddr == "" {
 		return nil
 	}
-	hs := &HTTPServer{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
+	hs := &httpapi.Server{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
 		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && r.lease.Held()
 	}}
 	if o.Report != nil {
-		hs.Report = o.Report(r.st, func(ctx context.Context) (*Aggregate, error) {
+		hs.Report = o.Report(r.st, func(ctx context.Context) (*fleet.Aggregate, error) {
 			if !r.ready.Load() { // r.js is set before ready
 				return nil, errors.New("worker still starting: NATS not ready")
 			}
-			return ReadAggregate(ctx, r.js, o.Subjects)
+			return fleet.ReadAggregate(ctx, r.js, o.Subjects)
 		})
 	}
 	addr, err := hs.Listen()
@@ -644,18 +654,18 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	o := &r.w.opts
 	r.tracesOK.Store(true)
 	r.evalOK.Store(true)
-	dead := PullDeadLetters(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter})
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter})
 	// One run per request id across every worker sharing the eval consumer.
-	var claims *RequestClaims
+	var claims *evalreq.Claims
 	if err := r.start.do(ctx, "eval claims", func(ctx context.Context) (err error) {
-		claims, err = NewRequestClaims(ctx, r.js, o.Instance, o.Subjects.Replicas)
+		claims, err = evalreq.NewClaims(ctx, r.js, o.Instance, o.Subjects.Replicas)
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	evalH := NewEvalHandler(r.st, r.deps, r.nc, EvalOptions{Roots: r.roots, Logger: o.Logger, Claims: claims,
+	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
 		Files: o.Files(r.roots), Replies: o.Replies,
-		OnResult: func(req EvalRequest, res grading.Result) {
+		OnResult: func(req evalreq.Request, res grading.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))
 			if o.OnResult != nil {
@@ -663,7 +673,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 			}
 		}})
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
-		r.fleet, err = NewFleet(ctx, r.js, r.st, r.traces, FleetOptions{Subjects: o.Subjects, Instance: o.Instance,
+		r.fleet, err = fleet.New(ctx, r.js, r.st, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
 			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
 		return err
@@ -671,7 +681,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		return nil, err
 	}
 	evalPull, err := pull.New(r.eval, evalH,
-		pull.Options{Name: "eval", Batch: 1, Heartbeat: EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
+		pull.Options{Name: "eval", Batch: 1, Heartbeat: streams.EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
 	if err != nil {
 		return nil, err
 	}
@@ -689,7 +699,7 @@ func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	if err != nil {
 		return inputError(fmt.Errorf("--rag-corpus: %w", err))
 	}
-	asks := NewAskServer(r.nc, o.Subjects.RAGAsk, pipe, AskOptions{Logger: o.Logger, Replies: o.Replies,
+	asks := ragask.NewServer(r.nc, o.Subjects.RAGAsk, pipe, ragask.Options{Logger: o.Logger, Replies: o.Replies,
 		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }})
 	actx, cancel := context.WithCancel(context.Background())
 	g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
@@ -716,7 +726,7 @@ func (r *running) tail(g *oklogrun.Group) error {
 	if err != nil {
 		return inputError(fmt.Errorf("--tail: %w", err))
 	}
-	fw := NewTailForwarder(t, r.js, o.Subjects, ForwardOptions{Logger: o.Logger,
+	fw := tailfwd.New(t, r.js, o.Subjects, tailfwd.Options{Logger: o.Logger,
 		Counted: func(class string) { r.metrics.TailLines.WithLabelValues(class).Inc() }})
 	tctx, cancel := context.WithCancel(context.Background())
 	g.Add(func() error {
@@ -759,7 +769,7 @@ var errDrained = errors.New("inputs drained")
 // errDrained when every consumer has nothing pending or unacked, twice in
 // a row, and every input is done (closed): the tail at its end, the
 // replay published.
-func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *Metrics, once bool, inputs []<-chan struct{}, logger *slog.Logger) error {
+func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *httpapi.Metrics, once bool, inputs []<-chan struct{}, logger *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	idle := 0
@@ -823,7 +833,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 		if err != nil {
 			return nil, inputError(fmt.Errorf("--eval-request: %w", err))
 		}
-		var req EvalRequest
+		var req evalreq.Request
 		if err := json.Unmarshal(raw, &req); err != nil {
 			return nil, inputError(fmt.Errorf("--eval-request %s: %w", f, err))
 		}

@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/spf13/cobra"
+	"github.com/verdryx/verdryx/deadletter"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // newDLQCmd lists and re-drives dead letters.
@@ -38,7 +38,7 @@ func newDLQSubCmd(sub, short, long string) *cobra.Command {
 	return cmd
 }
 
-func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, filter string, asJSON bool, subjects *worker.Subjects) error {
+func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, filter string, asJSON bool, subjects *streams.Subjects) error {
 	if err := checkNATSURL(*nf.url); err != nil {
 		return err
 	}
@@ -53,14 +53,14 @@ func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, fil
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	dls, err := worker.ListDeadLetters(cctx, js, *subjects, filter)
+	dls, err := deadletter.List(cctx, js, *subjects, filter)
 	if err != nil {
 		return err
 	}
 	if sub == "ls" {
 		if asJSON {
 			if dls == nil {
-				dls = []worker.DeadLetter{}
+				dls = []deadletter.Message{}
 			}
 			return writeJSON(stdout, dls)
 		}
@@ -70,7 +70,7 @@ func runDLQ(ctx context.Context, stdout io.Writer, sub string, nf natsFlags, fil
 		fmt.Fprintf(stdout, "%d dead letters\n", len(dls))
 		return nil
 	}
-	n, err := worker.Redrive(cctx, js, *subjects, dls)
+	n, err := deadletter.Redrive(cctx, js, *subjects, dls)
 	if asJSON {
 		if jerr := writeJSON(stdout, map[string]any{"redriven": n, "matched": len(dls)}); jerr != nil {
 			return jerr

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
-
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/verdryx/verdryx/worker"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
+
 	htmlreport "github.com/verdryx/verdryx/report"
 	"github.com/verdryx/verdryx/store"
 )
@@ -112,7 +112,7 @@ func writeFileAtomic(path string, data []byte) error {
 // reportHandler serves the report of the worker's store at /report: eval
 // runs and baselines, and cost and SLOs from the trace calls the worker
 // has stored; rendered on request and cached for ttl.
-func reportHandler(st *store.Store, traces func(context.Context) (*worker.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
+func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
 	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer) error {
 		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
 		if err != nil {

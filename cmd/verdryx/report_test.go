@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/worker"
 	"io"
 	"net"
 	"net/http"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/report/fixture"
 	"github.com/verdryx/verdryx/store"
@@ -181,7 +180,7 @@ func TestServeReport(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(data, "verdryx.db"), store.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	agg, err := worker.LocalAggregate(context.Background(), st)
+	agg, err := fleet.LocalAggregate(context.Background(), st)
 	require.NoError(t, err)
 	r, err := agg.Reducer(outcome.Options{})
 	require.NoError(t, err)

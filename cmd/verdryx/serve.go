@@ -2,32 +2,35 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"net"
-	"path/filepath"
-
-	"github.com/spf13/cobra"
-	"github.com/verdryx/verdryx/consumer/segment"
-	"os"
-	"sync"
-
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/redact"
+	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/worker"
 )
 
@@ -94,8 +97,8 @@ func (n natsFlags) connect(url, name string, extra ...nats.Option) (*nats.Conn, 
 	return nc, nil
 }
 
-func addSubjectFlags(fs *pflag.FlagSet) *worker.Subjects {
-	s := worker.DefaultSubjects()
+func addSubjectFlags(fs *pflag.FlagSet) *streams.Subjects {
+	s := streams.DefaultSubjects()
 	fs.StringVar(&s.Traces, "subject-traces", s.Traces, "subject of per-call trace records and segment references")
 	fs.StringVar(&s.EvalRequests, "subject-eval", s.EvalRequests, "subject of eval requests")
 	fs.StringVar(&s.RAGAsk, "subject-ask", s.RAGAsk, "subject of RAG asks (core request/reply)")
@@ -114,7 +117,7 @@ type serveFlags struct {
 	evalFiles, roots                                               []string
 	log                                                            *logFlags
 	nats                                                           natsFlags
-	subjects                                                       *worker.Subjects
+	subjects                                                       *streams.Subjects
 	sec                                                            *securityFlags
 	pinnedTTL, snapshotEvery, startTimeout                         *time.Duration
 	maxRecord                                                      *int
@@ -138,14 +141,14 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.log = addLogFlags(fs, "info")
-	f.pinnedTTL = fs.Duration("pinned-ttl", worker.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
-	f.snapshotEvery = fs.Duration("snapshot-every", worker.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
+	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
 	f.subjects = addSubjectFlags(fs)
-	fs.DurationVar(&f.subjects.Retention, "retention", worker.DefaultRetention,
+	fs.DurationVar(&f.subjects.Retention, "retention", streams.DefaultRetention,
 		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
-	fs.DurationVar(&f.subjects.DuplicateWindow, "duplicate-window", worker.DuplicateWindow,
+	fs.DurationVar(&f.subjects.DuplicateWindow, "duplicate-window", streams.DuplicateWindow,
 		"how long the traces, eval and events streams drop a message whose Nats-Msg-Id they already hold (a re-replay later than this is deduplicated by the workers' state instead)")
 	fs.Int64Var(&f.subjects.RetentionBytes, "retention-bytes", 0,
 		"backstop: the most bytes each stream keeps, the oldest messages dropped first; the server reserves it per stream, so four streams must fit its storage (0 leaves the streams' byte limits as they are)")
@@ -258,14 +261,14 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
-		Report: func(st *store.Store, traces func(context.Context) (*worker.Aggregate, error)) http.Handler {
+		Report: func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler {
 			return reportHandler(st, traces, 5*time.Second, logger)
 		},
-		OnResult: func(req worker.EvalRequest, res grading.Result) {
+		OnResult: func(req evalreq.Request, res grading.Result) {
 			printed.add(req.RequestID)
 			printEvalResult(stdout, req, res, false)
 		},
-		Replay: func(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string) (worker.ReplayStats, error) {
+		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
 			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
 			if err == nil {
 				printReplayStats(stdout, st, dir, s)
@@ -342,7 +345,7 @@ func newServeCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
 			}
 			return &exitError{code: exitFailure, err: err}
-		case errors.Is(err, worker.ErrInput), errors.Is(err, worker.ErrInstanceInUse):
+		case errors.Is(err, worker.ErrInput), errors.Is(err, lease.ErrInstanceInUse):
 			return inputError(err)
 		case errors.Is(err, worker.ErrService):
 			return serviceError(err)
@@ -354,7 +357,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (worker.ReplayStats, error) {
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segreplay.Stats, error) {
 	var progress func(int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
@@ -363,7 +366,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, s worker.Su
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return worker.Replay(ctx, js, s.Traces, dir, worker.ReplayOptions{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
+	return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
 }
 
 // printedRequests are the eval requests serve printed a result line for.
@@ -394,7 +397,7 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 		if err != nil {
 			return inputError(fmt.Errorf("--eval-request %s: %w", path, err))
 		}
-		var req worker.EvalRequest
+		var req evalreq.Request
 		if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" || printed.has(req.RequestID) {
 			continue
 		}
@@ -431,7 +434,7 @@ type replayJSON struct {
 
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
-func printReplayStats(w io.Writer, st worker.ReplayStats, dir string, s worker.Subjects) {
+func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Subjects) {
 	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s.<0..%d>: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
 		st.Rows, st.Segments, dir, s.Traces, max(s.Partitions, 1)-1, st.New, st.Duplicates, st.Ignored, len(st.Failed))
 	for _, f := range st.Failed {
@@ -439,7 +442,7 @@ func printReplayStats(w io.Writer, st worker.ReplayStats, dir string, s worker.S
 	}
 }
 
-func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result, stored bool) {
+func printEvalResult(w io.Writer, req evalreq.Request, res grading.Result, stored bool) {
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
@@ -459,7 +462,7 @@ func printEvalResult(w io.Writer, req worker.EvalRequest, res grading.Result, st
 // printStoreReport prints the cost-per-outcome report of the trace
 // partitions in the worker's store (the whole fleet's for a single worker).
 func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
-	agg, err := worker.LocalAggregate(ctx, st)
+	agg, err := fleet.LocalAggregate(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -514,7 +517,7 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if _, _, err := worker.EnsureStreams(ctx, js, *subjects, 0); err != nil {
+		if _, _, err := streams.EnsureStreams(ctx, js, *subjects, 0); err != nil {
 			return err
 		}
 		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr, logger)

@@ -3,20 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
-
+	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // securityFlags are serve's trust-boundary flags: embedded-server auth and
 // TLS, the file confinement limits and the reply subjects.
 type securityFlags struct {
-	sec         worker.EmbeddedSecurity
+	sec         embedded.Security
 	httpPublic  bool
 	maxBytes    int64
 	fileTimeout time.Duration
@@ -41,8 +41,8 @@ func addSecurityFlags(fs *pflag.FlagSet) *securityFlags {
 
 // check refuses an exposed, unauthenticated start and logs a warning for
 // every exposure the operator allowed explicitly.
-func (s *securityFlags) check(embedded bool, listen, httpAddr string, logger *slog.Logger) error {
-	if embedded && !worker.IsLoopback(listen) {
+func (s *securityFlags) check(ownServer bool, listen, httpAddr string, logger *slog.Logger) error {
+	if ownServer && !embedded.IsLoopback(listen) {
 		switch {
 		case s.sec.HasAuth():
 		case s.sec.Insecure:
@@ -54,7 +54,7 @@ func (s *securityFlags) check(embedded bool, listen, httpAddr string, logger *sl
 			logger.Warn("the embedded NATS server listens beyond loopback without TLS (--nats-listen-tls-cert/--nats-listen-tls-key)", "listen", listen)
 		}
 	}
-	if httpAddr != "" && !worker.IsLoopback(httpAddr) {
+	if httpAddr != "" && !embedded.IsLoopback(httpAddr) {
 		if !s.httpPublic {
 			return usageErrorf("serve: --http %s is not a loopback address: /metrics and /readyz have no authentication (give --http-public to serve them anyway)", httpAddr)
 		}
@@ -67,13 +67,13 @@ func (s *securityFlags) check(embedded bool, listen, httpAddr string, logger *sl
 }
 
 // files returns the confined reader messages' files are read through.
-func (s *securityFlags) files(roots worker.Roots) *confine.Reader {
+func (s *securityFlags) files(roots confine.Roots) *confine.Reader {
 	return &confine.Reader{Roots: roots, MaxBytes: s.maxBytes, Timeout: s.fileTimeout}
 }
 
 // replyPolicy returns where eval replies may go.
-func (s *securityFlags) replyPolicy(subjects worker.Subjects) worker.ReplyPolicy {
-	p := worker.ReplyPolicy{Forbidden: subjects.StreamSubjects()}
+func (s *securityFlags) replyPolicy(subjects streams.Subjects) streams.ReplyPolicy {
+	p := streams.ReplyPolicy{Forbidden: subjects.StreamSubjects()}
 	if len(s.replies) > 0 {
 		p.Allowed = append([]string(nil), s.replies...)
 	}

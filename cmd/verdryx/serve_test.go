@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/verdryx/verdryx/calls"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/worker"
 )

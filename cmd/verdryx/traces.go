@@ -1,11 +1,8 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
-
 	"context"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"runtime"
@@ -14,14 +11,17 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
-
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // traceFlags are the input flags cost-per-correct and slo share.
@@ -49,9 +49,9 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options) (*o
 	if err != nil {
 		return nil, err
 	}
-	s := worker.DefaultSubjects()
+	s := streams.DefaultSubjects()
 	s.Partitions = t.partitions
-	agg, err := worker.ReadAggregate(ctx, js, s)
+	agg, err := fleet.ReadAggregate(ctx, js, s)
 	if err != nil {
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
@@ -68,7 +68,7 @@ func btoi(b bool) int {
 func (t *traceFlags) register(fs *pflag.FlagSet) {
 	t.nats = addNATSFlags(fs, "", "read the merged trace partitions the workers published on this NATS server instead of --traces")
 	*t.nats.url = "" // not $NATS_URL: --traces must keep working where it is set
-	fs.IntVar(&t.partitions, "partitions", worker.DefaultPartitions, "trace partitions of the fleet read with --nats")
+	fs.IntVar(&t.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")

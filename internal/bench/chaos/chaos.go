@@ -29,10 +29,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/internal/natscluster"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // MinRecords is the smallest trace directory Run accepts.
@@ -439,8 +440,8 @@ func (r *runner) startServe(ctx context.Context) error {
 
 // ready reports whether both durable consumers answer an info request.
 func (r *runner) ready(ctx context.Context) bool {
-	s := worker.DefaultSubjects()
-	for _, sc := range [][2]string{{s.TracesStream, worker.TracesConsumer}, {s.EvalStream, worker.EvalConsumer}} {
+	s := streams.DefaultSubjects()
+	for _, sc := range [][2]string{{s.TracesStream, streams.TracesConsumer}, {s.EvalStream, streams.EvalConsumer}} {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := r.js.Consumer(cctx, sc[0], sc[1])
 		cancel()
@@ -565,7 +566,7 @@ type evalRequest struct {
 // id eval:<request_id> (as serve --eval-request does), retrying a publish
 // for at most 30 s.
 func (r *runner) publishEvals(ctx context.Context, upto int) {
-	subject := worker.DefaultSubjects().EvalRequests
+	subject := streams.DefaultSubjects().EvalRequests
 	for ; r.published < upto; r.published++ {
 		id := r.requestIDs[r.published]
 		b, _ := json.Marshal(evalRequest{RequestID: id, EvalSetPath: filepath.Base(r.evalSet), Model: "stub",
@@ -590,7 +591,7 @@ func (r *runner) publishEvals(ctx context.Context, upto int) {
 // drain waits until the replay is done and both consumers have nothing
 // pending or unacknowledged, twice in a row, within the drain timeout.
 func (r *runner) drain(ctx context.Context) bool {
-	s := worker.DefaultSubjects()
+	s := streams.DefaultSubjects()
 	deadline := time.Now().Add(r.opts.DrainTimeout)
 	idle := 0
 	var last string
@@ -607,9 +608,9 @@ func (r *runner) drain(ctx context.Context) bool {
 		// partition is done when its ack floor reached its subject's
 		// newest record.
 		type cons struct{ stream, name, subject string }
-		all := []cons{{s.TracesStream, worker.TracesConsumer, ""}, {s.EvalStream, worker.EvalConsumer, ""}}
-		for p := range worker.DefaultPartitions {
-			all = append(all, cons{s.TracesStream, worker.PartitionConsumer(p), worker.TraceSubject(s.Traces, p)})
+		all := []cons{{s.TracesStream, streams.TracesConsumer, ""}, {s.EvalStream, streams.EvalConsumer, ""}}
+		for p := range tracemsg.DefaultPartitions {
+			all = append(all, cons{s.TracesStream, fleet.PartitionConsumer(p), streams.TraceSubject(s.Traces, p)})
 		}
 		for _, sc := range all {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -14,12 +14,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // measure runs every check once serve has stopped: the store against the
@@ -49,7 +50,7 @@ func (r *runner) checkTraces(ctx context.Context) error {
 		return fmt.Errorf("chaos: open the worker's store: %w", err)
 	}
 	defer st.Close()
-	agg, err := worker.LocalAggregate(ctx, st)
+	agg, err := fleet.LocalAggregate(ctx, st)
 	if err != nil {
 		return fmt.Errorf("chaos: read the worker's store: %w", err)
 	}
@@ -281,7 +282,7 @@ func (r *runner) addChain(ch Chain) {
 func (r *runner) checkSubjects(ctx context.Context) error {
 	url := r.url // the cluster, still up
 	if r.cluster == nil {
-		ns, err := worker.StartEmbedded(filepath.Join(r.data, "nats"), "127.0.0.1:0")
+		ns, err := embedded.Start(filepath.Join(r.data, "nats"), "127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("chaos: reopen the NATS store: %w", err)
 		}
@@ -297,7 +298,7 @@ func (r *runner) checkSubjects(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
-	subj := worker.DefaultSubjects()
+	subj := streams.DefaultSubjects()
 	if dl, err := js.Stream(ctx, subj.DeadLetterStream); err == nil {
 		if info, err := dl.Info(ctx); err == nil {
 			r.res.DeadLetters = info.State.Msgs

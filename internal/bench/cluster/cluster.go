@@ -21,12 +21,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // Options configures Run.
@@ -100,7 +102,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Records: opts.Records, Nodes: opts.Nodes, Partitions: worker.DefaultPartitions, Equal: true}
+	res := &Result{Records: opts.Records, Nodes: opts.Nodes, Partitions: tracemsg.DefaultPartitions, Equal: true}
 	if opts.Keep {
 		res.Dir = dir
 	} else {
@@ -178,18 +180,18 @@ func round(ctx context.Context, opts Options, dir, traces string, k int, want []
 	if err != nil {
 		return rd, err
 	}
-	s := worker.DefaultSubjects()
+	s := streams.DefaultSubjects()
 	s.Replicas = min(opts.Nodes, 3)
-	if _, _, err := worker.EnsureStreams(ctx, js, s, 0); err != nil {
+	if _, _, err := streams.EnsureStreams(ctx, js, s, 0); err != nil {
 		return rd, err
 	}
-	if _, err := worker.EnsurePartitions(ctx, js, s, worker.PartitionOptions{}); err != nil {
+	if _, err := fleet.EnsurePartitions(ctx, js, s, fleet.PartitionOptions{}); err != nil {
 		return rd, err
 	}
-	if _, err := worker.EnsurePartitionBuckets(ctx, js, s.Replicas); err != nil {
+	if _, err := fleet.EnsureBucket(ctx, js, s.Replicas); err != nil {
 		return rd, err
 	}
-	if _, err := worker.Replay(ctx, js, s.Traces, traces, worker.ReplayOptions{Strict: true, Partitions: s.Partitions}); err != nil {
+	if _, err := segreplay.Replay(ctx, js, s.Traces, traces, segreplay.Options{Strict: true, Partitions: s.Partitions}); err != nil {
 		return rd, err
 	}
 	start := time.Now()
@@ -226,7 +228,7 @@ func round(ctx context.Context, opts Options, dir, traces string, k int, want []
 	d := time.Since(start)
 	rd.Seconds = d.Seconds()
 	rd.RecordsPerSec = float64(opts.Records) / d.Seconds()
-	agg, err := worker.ReadAggregate(ctx, js, s)
+	agg, err := fleet.ReadAggregate(ctx, js, s)
 	if err != nil {
 		return rd, err
 	}
@@ -279,12 +281,12 @@ func stop(cmd *exec.Cmd) {
 // waitDrained polls until every partition consumer has nothing pending or
 // unacked (acks follow the partition snapshots, so the aggregates are
 // published) and every partition with records has a published aggregate.
-func waitDrained(ctx context.Context, js jetstream.JetStream, s worker.Subjects, timeout time.Duration) error {
+func waitDrained(ctx context.Context, js jetstream.JetStream, s streams.Subjects, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		busy := ""
 		for p := range s.Partitions {
-			c, err := js.Consumer(ctx, s.TracesStream, worker.PartitionConsumer(p))
+			c, err := js.Consumer(ctx, s.TracesStream, fleet.PartitionConsumer(p))
 			if err == nil {
 				var info *jetstream.ConsumerInfo
 				if info, err = c.Info(ctx); err == nil && (info.NumPending > 0 || info.NumAckPending > 0) {
@@ -299,7 +301,7 @@ func waitDrained(ctx context.Context, js jetstream.JetStream, s worker.Subjects,
 			}
 		}
 		if busy == "" {
-			if _, err := worker.ReadAggregate(ctx, js, s); err != nil {
+			if _, err := fleet.ReadAggregate(ctx, js, s); err != nil {
 				busy = err.Error()
 			}
 		}

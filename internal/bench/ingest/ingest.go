@@ -22,10 +22,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/store"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // Options configures Run. Zero Records, Batch and Rounds take 1,000,000,
@@ -149,7 +151,7 @@ func runRound(ctx context.Context, opts Options, round int) (Round, error) {
 		return Round{}, err
 	}
 	defer os.RemoveAll(dir)
-	ns, err := worker.StartEmbedded(filepath.Join(dir, "nats"), "127.0.0.1:0")
+	ns, err := embedded.Start(filepath.Join(dir, "nats"), "127.0.0.1:0")
 	if err != nil {
 		return Round{}, err
 	}
@@ -163,8 +165,8 @@ func runRound(ctx context.Context, opts Options, round int) (Round, error) {
 	if err != nil {
 		return Round{}, err
 	}
-	subjects := worker.DefaultSubjects()
-	if _, _, err := worker.EnsureStreams(ctx, js, subjects, 0); err != nil {
+	subjects := streams.DefaultSubjects()
+	if _, _, err := streams.EnsureStreams(ctx, js, subjects, 0); err != nil {
 		return Round{}, err
 	}
 	rd := Round{Round: round}
@@ -191,7 +193,7 @@ func runRound(ctx context.Context, opts Options, round int) (Round, error) {
 
 // publishRecords publishes n generated per-call records to their
 // partition subjects.
-func publishRecords(js jetstream.JetStream, s worker.Subjects, n int) error {
+func publishRecords(js jetstream.JetStream, s streams.Subjects, n int) error {
 	for i := 0; i < n; i++ {
 		run, step := fmt.Sprintf("run-%d", i/10), uint32(i%10)
 		c := calls.Call{TSMillis: int64(1_700_000_000_000 + i), RunID: run, HasRunID: true, Model: "gpt-4o-mini", Decision: "allow",
@@ -200,8 +202,8 @@ func publishRecords(js jetstream.JetStream, s worker.Subjects, n int) error {
 		if step == 9 {
 			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[i%3]
 		}
-		b, _ := json.Marshal(worker.RecordOf(c))
-		if _, err := js.PublishAsync(worker.TraceSubject(s.Traces, worker.PartitionOf(run, s.Partitions)), b); err != nil {
+		b, _ := json.Marshal(tracemsg.RecordOf(c))
+		if _, err := js.PublishAsync(streams.TraceSubject(s.Traces, tracemsg.PartitionOf(run, s.Partitions)), b); err != nil {
 			return err
 		}
 	}
@@ -237,18 +239,18 @@ func rawConsume(ctx context.Context, js jetstream.JetStream, stream string, n in
 // workerConsume times the worker's partitioned trace consumers storing n
 // records into a fresh store at dbPath; it returns the calls stored and the
 // messages settled other than by an ack.
-func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
+func workerConsume(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
 	st, err := store.Open(ctx, dbPath, store.Options{})
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer st.Close()
-	traces, _, err := worker.EnsureStreams(ctx, js, subjects, 0)
+	traces, _, err := streams.EnsureStreams(ctx, js, subjects, 0)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	counter := &ackCounter{}
-	f, err := worker.NewFleet(ctx, js, st, traces, worker.FleetOptions{Subjects: subjects, Instance: "bench", Batch: batch, Counters: counter})
+	f, err := fleet.New(ctx, js, st, traces, fleet.Options{Subjects: subjects, Instance: "bench", Batch: batch, Counters: counter})
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -269,7 +271,7 @@ func workerConsume(ctx context.Context, js jetstream.JetStream, subjects worker.
 	if err := <-errc; err != nil {
 		return 0, 0, 0, err
 	}
-	agg, err := worker.LocalAggregate(ctx, st)
+	agg, err := fleet.LocalAggregate(ctx, st)
 	if err != nil {
 		return 0, 0, 0, err
 	}

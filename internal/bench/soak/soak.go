@@ -41,8 +41,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/bench/proc"
-	"github.com/verdryx/verdryx/worker"
+	"github.com/verdryx/verdryx/streams"
 )
 
 // Options configure a soak run.
@@ -504,7 +505,7 @@ func (r *runner) drain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stream := worker.DefaultSubjects().TracesStream
+	stream := streams.DefaultSubjects().TracesStream
 	deadline := time.Now().Add(5 * time.Minute)
 	idle := 0
 	var last string
@@ -583,10 +584,10 @@ func (r *runner) sample(ctx context.Context, day *Day) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if s, err := js.Stream(cctx, worker.DefaultSubjects().TracesStream); err == nil {
+	if s, err := js.Stream(cctx, streams.DefaultSubjects().TracesStream); err == nil {
 		day.StreamBytes = int64(s.CachedInfo().State.Bytes)
 	}
-	if s, err := js.Stream(cctx, "KV_"+worker.PartitionsBucket); err == nil {
+	if s, err := js.Stream(cctx, "KV_"+fleet.Bucket); err == nil {
 		day.StateBytes = int64(s.CachedInfo().State.Bytes)
 	}
 }

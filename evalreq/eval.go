@@ -1,0 +1,320 @@
+package evalreq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/confine"
+	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
+)
+
+// maxInlineSet bounds an eval set sent inline in a request (1 MiB).
+const maxInlineSet = 1 << 20
+
+// Request is the JSON shape of an eval-request message.
+type Request struct {
+	RequestID   string          `json:"request_id"`
+	EvalSetPath string          `json:"eval_set_path,omitempty"`
+	EvalSet     json.RawMessage `json:"eval_set,omitempty"`
+	Model       string          `json:"model,omitempty"`
+	AgentID     string          `json:"agent_id,omitempty"`
+	BaselineID  string          `json:"baseline_id,omitempty"`
+	Window      int             `json:"window,omitempty"`
+	Threshold   float64         `json:"threshold,omitempty"`
+	// AllowChangedSet, Seed and Alpha are grading.Request's: a drift check
+	// over runs of a changed set, the drift check's seed and its
+	// significance level.
+	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
+	Seed            *uint64 `json:"seed,omitempty"`
+	Alpha           float64 `json:"alpha,omitempty"`
+	// ReplyTo, or the Verdryx-Reply-To header, names a subject the result
+	// is published to. (A JetStream-captured subject answers a plain NATS
+	// request with its own publish ack, so replies travel this way.)
+	ReplyTo string `json:"reply_to,omitempty"`
+}
+
+// GradingRequest is the grading request r asks for, every field kept (ReplyTo is
+// the worker's, not grading's). EvalSetPath is as given: the handler
+// resolves it under its roots before grading.
+func (r Request) GradingRequest() grading.Request {
+	return grading.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
+		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
+		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha}
+}
+
+// HeaderReplyTo is the header naming where an eval result is sent.
+const HeaderReplyTo = "Verdryx-Reply-To"
+
+// Reply is what a requester receives.
+type Reply struct {
+	RequestID string          `json:"request_id"`
+	OK        bool            `json:"ok"`
+	Error     string          `json:"error,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Replayed  bool            `json:"replayed,omitempty"` // answered from the store after a redelivery
+}
+
+// Handler runs eval requests exactly once, across crashes and
+// redeliveries:
+//
+//  1. every check that can refuse the request (fields, paths, model,
+//     baseline) runs before anything is stored;
+//  2. the request id is recorded with a run id before grading starts, so a
+//     request regraded after a crash keeps its run id;
+//  3. the run, its scores and the request's result are committed in one
+//     transaction;
+//  4. the result's events are emitted after the commit, in order, each
+//     recorded as emitted once durable; a redelivered request whose run was
+//     committed only replies and emits what was not yet emitted (the NATS
+//     chain drops a re-emitted event by its message id).
+//
+// A request id already done is answered from the store.
+type Handler struct {
+	store *store.Store
+	deps  grading.Deps
+	nc    *nats.Conn
+	opts  Options
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Roots are the directories a request may name files under.
+	Roots confine.Roots
+	// Files reads every file a request names (eval set, corpus, golden);
+	// nil confines reads to Roots with confine's default limits.
+	Files *confine.Reader
+	// Claims, when set, makes one run per request_id hold across workers
+	// with stores of their own (see Claims); nil: per store only.
+	Claims *Claims
+	// Replies decides which reply_to subjects are answered; the zero
+	// value allows _INBOX.> and verdryx.reply.> and never a stream subject.
+	Replies streams.ReplyPolicy
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+	// OnResult, when set, is called with every result this handler
+	// finished (the CLI prints them as they are produced).
+	OnResult func(req Request, res grading.Result)
+	// Now stamps claims and commits; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewHandler returns a handler that grades eval requests with deps,
+// records them in st and replies through nc (nil: no replies).
+func NewHandler(st *store.Store, deps grading.Deps, nc *nats.Conn, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Handler{store: st, deps: deps, nc: nc, opts: opts}
+}
+
+// HandleBatch implements pull.BatchHandler; requests are run one at a
+// time.
+func (h *Handler) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
+	errs := make([]error, len(msgs))
+	for i, m := range msgs {
+		errs[i] = h.handle(ctx, m)
+	}
+	return errs
+}
+
+func (h *Handler) logger() *slog.Logger { return h.opts.Logger }
+
+func (h *Handler) now() time.Time { return h.opts.Now() }
+
+func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
+	if n := len(m.Data()); n > maxInlineSet+64<<10 {
+		return pull.Permanent("malformed eval request", fmt.Errorf("%d bytes, at most %d", n, maxInlineSet+64<<10))
+	}
+	req, decErr := Decode(m.Data())
+	if req.ReplyTo == "" {
+		req.ReplyTo = m.Headers().Get(HeaderReplyTo)
+	}
+	if req.ReplyTo != "" {
+		if err := h.opts.Replies.Check(req.ReplyTo); err != nil {
+			return pull.Permanent("reply_to refused", err)
+		}
+	}
+	if decErr != nil {
+		h.reply(req, Reply{RequestID: req.RequestID, Error: decErr.Error()})
+		return pull.Permanent("malformed eval request", decErr)
+	}
+	greq, err := h.validate(req)
+	if err != nil {
+		h.reply(req, Reply{RequestID: req.RequestID, Error: err.Error()})
+		return pull.Permanent("invalid eval request", err)
+	}
+	rec, seen, err := h.store.EvalRequestState(ctx, req.RequestID)
+	if err != nil {
+		return pull.Transient("eval request lookup", err)
+	}
+	if seen && rec.State == store.RequestDone {
+		return h.finish(ctx, req, rec, false)
+	}
+	plan, err := grading.Prepare(ctx, h.confinedDeps(), greq)
+	if err != nil {
+		return h.refuseOrRetry(req, err)
+	}
+	runID := rec.RunID
+	if !seen {
+		runID = grading.NewID("run", h.now())
+	}
+	if h.opts.Claims != nil {
+		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)
+		if err != nil {
+			return pull.Transient("claim eval request", err)
+		}
+		if cl.State == claimDone {
+			// Graded and emitted by another worker: answer from its claim.
+			h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true})
+			return nil
+		}
+		runID = cl.RunID
+	}
+	if !seen {
+		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
+			return pull.Transient("record eval request", err)
+		}
+		if rec.State == store.RequestDone { // finished meanwhile
+			return h.finish(ctx, req, rec, false)
+		}
+	}
+	rec.RunID = runID
+	gradeStart := h.now()
+	res, err := plan.Grade(ctx, rec.RunID)
+	if err != nil {
+		return h.refuseOrRetry(req, err)
+	}
+	res.Saved = true
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return pull.Permanent("encode eval result", err)
+	}
+	if err := h.store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
+		if errors.Is(err, store.ErrAlreadyDone) {
+			if rec, _, err = h.store.EvalRequestState(ctx, req.RequestID); err == nil {
+				return h.finish(ctx, req, rec, false)
+			}
+		}
+		return pull.Transient("commit eval run", err)
+	}
+	grading.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
+	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
+	return h.finish(ctx, req, rec, true)
+}
+
+// refuseOrRetry replies with and terminates a request that can never
+// succeed as sent, or that typryx refused (a non-200 status, named with
+// its code) or answered malformed; anything else, typryx unreachable
+// included, is retried. Nothing of a refused run is stored.
+func (h *Handler) refuseOrRetry(req Request, err error) error {
+	var refused *typryx.RefusalError
+	switch {
+	case errors.Is(err, grading.ErrBadRequest):
+		h.reply(req, Reply{RequestID: req.RequestID, Error: err.Error()})
+		return pull.Permanent("eval request refused", err)
+	case errors.Is(err, grading.ErrTypedService) && (errors.As(err, &refused) || errors.Is(err, typryx.ErrMalformed)):
+		h.reply(req, Reply{RequestID: req.RequestID, Error: err.Error()})
+		return pull.Permanent("typryx refused the eval run", err)
+	}
+	return pull.Transient("eval run", err)
+}
+
+// finish emits the committed result's events not yet emitted, then
+// replies. An event that cannot be emitted fails the delivery
+// transiently: the redelivery emits from there.
+func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest, fresh bool) error {
+	var res grading.Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return pull.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
+	}
+	evs := grading.Events(res)
+	if h.deps.Events != nil {
+		for i := rec.Emitted; i < len(evs); i++ {
+			if _, err := h.deps.Events.Append(ctx, evs[i]); err != nil {
+				return pull.Transient("emit eval events", err)
+			}
+			if err := h.store.MarkEmitted(ctx, req.RequestID, i+1); err != nil {
+				return pull.Transient("emit eval events", err)
+			}
+		}
+		for _, ev := range evs {
+			if ev.AgentID == "" {
+				res.EventsSkipped++
+			} else {
+				res.EventsWritten++
+			}
+		}
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return pull.Permanent("encode eval result", err)
+	}
+	// Only now, with the run committed and every event emitted, may another
+	// worker answer this request from the claim.
+	if h.opts.Claims != nil {
+		if err := h.opts.Claims.Done(ctx, req.RequestID, rec.RunID, raw); err != nil {
+			return pull.Transient("mark eval request done", err)
+		}
+	}
+	replayed := !fresh && rec.Emitted >= len(evs)
+	if !replayed && h.opts.OnResult != nil {
+		h.opts.OnResult(req, res)
+	}
+	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed})
+	return nil
+}
+
+// validate checks the request and resolves its eval set path under the
+// roots; nothing outside them is read.
+func (h *Handler) validate(req Request) (grading.Request, error) {
+	return Validate(req, h.opts.Roots)
+}
+
+// Validate checks what can refuse req before anything is stored:
+// its fields, and that its eval_set_path resolves under roots.
+func Validate(req Request, roots confine.Roots) (grading.Request, error) {
+	if req.RequestID == "" {
+		return grading.Request{}, errors.New("field request_id: missing")
+	}
+	if (req.EvalSetPath == "") == (len(req.EvalSet) == 0) {
+		return grading.Request{}, errors.New("exactly one of eval_set_path and eval_set is required")
+	}
+	if len(req.EvalSet) > maxInlineSet {
+		return grading.Request{}, fmt.Errorf("field eval_set: %d bytes, at most %d inline", len(req.EvalSet), maxInlineSet)
+	}
+	g := req.GradingRequest()
+	if req.EvalSetPath != "" {
+		p, err := roots.Resolve(req.EvalSetPath)
+		if err != nil {
+			return grading.Request{}, fmt.Errorf("field eval_set_path: %w", err)
+		}
+		g.EvalSetPath = p
+	}
+	return g, nil
+}
+
+func (h *Handler) reply(req Request, r Reply) {
+	if req.ReplyTo == "" || h.nc == nil {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	if err := producer.Reply(h.nc, req.ReplyTo, b); err != nil {
+		h.logger().Warn("eval reply", "request_id", req.RequestID, "err", err)
+	}
+}

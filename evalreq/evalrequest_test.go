@@ -1,0 +1,82 @@
+package evalreq
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/calls"
+)
+
+// fillDistinct sets every field of the struct v points to a non-zero value
+// of its own, so a field dropped or swapped on the way shows.
+func fillDistinct(t *testing.T, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		name := rv.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("v-" + name)
+		case reflect.Int:
+			f.SetInt(int64(10 + i))
+		case reflect.Float64:
+			f.SetFloat(0.01 * float64(1+i))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Pointer:
+			p := reflect.New(f.Type().Elem())
+			require.Equal(t, reflect.Uint64, p.Elem().Kind(), "field %s: extend fillDistinct", name)
+			p.Elem().SetUint(uint64(1000 + i))
+			f.Set(p)
+		case reflect.Slice:
+			require.Equal(t, reflect.TypeOf(json.RawMessage(nil)), f.Type(), "field %s: extend fillDistinct", name)
+			f.Set(reflect.ValueOf(json.RawMessage(fmt.Sprintf(`{"field":%q}`, name))))
+		default:
+			t.Fatalf("field %s: kind %s: extend fillDistinct", name, f.Kind())
+		}
+	}
+}
+
+// TestEvalRequestKeepsEveryField: every field of grading.Request but the
+// in-process Set has a field of the same name, type and JSON key in
+// Request, survives the JSON a requester sends (strictly decoded), and
+// reaches grading.Request unchanged.
+func TestEvalRequestKeepsEveryField(t *testing.T) {
+	var req Request
+	fillDistinct(t, &req)
+
+	b, err := json.Marshal(req)
+	require.NoError(t, err)
+	var decoded Request
+	require.NoError(t, calls.DecodeStrict(b, &decoded))
+	require.Equal(t, req, decoded, "JSON round trip")
+
+	g := decoded.GradingRequest()
+	gt, et := reflect.TypeOf(g), reflect.TypeOf(req)
+	gv, ev := reflect.ValueOf(g), reflect.ValueOf(req)
+	for i := range gt.NumField() {
+		gf := gt.Field(i)
+		if gf.Name == "Set" {
+			continue // in-process only, never sent
+		}
+		ef, ok := et.FieldByName(gf.Name)
+		require.True(t, ok, "grading.Request.%s has no EvalRequest field", gf.Name)
+		require.Equal(t, gf.Type, ef.Type, "field %s type", gf.Name)
+		gkey, _, _ := strings.Cut(gf.Tag.Get("json"), ",")
+		ekey, _, _ := strings.Cut(ef.Tag.Get("json"), ",")
+		require.Equal(t, gkey, ekey, "field %s JSON key", gf.Name)
+		require.Equal(t, ev.FieldByIndex(ef.Index).Interface(), gv.Field(i).Interface(), "field %s not kept", gf.Name)
+	}
+	for i := range et.NumField() {
+		if name := et.Field(i).Name; name != "ReplyTo" {
+			_, ok := gt.FieldByName(name)
+			require.True(t, ok, "EvalRequest.%s does not reach grading.Request", name)
+		}
+	}
+}

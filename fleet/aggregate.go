@@ -1,0 +1,134 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
+)
+
+// MissingPartitionsError is returned by ReadAggregate when partitions that
+// hold trace records have never had an aggregate published (no worker has
+// owned them yet): a merged report without them would be wrong.
+type MissingPartitionsError struct {
+	Partitions []int
+}
+
+func (e *MissingPartitionsError) Error() string {
+	s := make([]string, len(e.Partitions))
+	for i, p := range e.Partitions {
+		s[i] = fmt.Sprint(p)
+	}
+	return fmt.Sprintf("partition(s) %s have trace records but no published aggregate (no worker has owned them yet; start a worker or wait for one to take them over)",
+		strings.Join(s, ", "))
+}
+
+// ReadAggregate reads every partition's newest published aggregate from
+// the Bucket buckets and returns their union. A partition with
+// no aggregate and no record in the stream counts as empty; one with
+// records but no aggregate fails the read (MissingPartitionsError). The
+// aggregates are as of each owner's last snapshot (at most
+// DefaultSnapshotEvery behind what it has acked: nothing acked is missing).
+// It only reads.
+func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (*Aggregate, error) {
+	n := s.PartitionCount()
+	stream, err := js.Stream(ctx, s.TracesStream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", s.TracesStream, err)
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("kv bucket %s: %w", Bucket, err)
+	}
+	agg := &Aggregate{parts: map[int]*partState{}}
+	var missing []int
+	for p := range n {
+		st, err := readPartAggregate(ctx, kv, p, n)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			agg.parts[p] = st
+			continue
+		}
+		last, err := lastSeqOf(ctx, stream, streams.TraceSubject(s.Traces, p))
+		if err != nil {
+			return nil, err
+		}
+		if last > 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &MissingPartitionsError{Partitions: missing}
+	}
+	return agg, nil
+}
+
+// readPartAggregate reads partition p's aggregate, nil when none was
+// published. An object replaced between reading the pointer and the
+// object is read again from the new pointer.
+func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, error) {
+	if kv == nil {
+		return nil, nil
+	}
+	for try := 0; ; try++ {
+		e, err := kv.Get(ctx, partitionKey(p))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition %d pointer: %w", p, err)
+		}
+		var ptr partPointer
+		if err := json.Unmarshal(e.Value(), &ptr); err != nil {
+			return nil, fmt.Errorf("partition %d pointer: %w", p, err)
+		}
+		if ptr.Partitions != n {
+			return nil, fmt.Errorf("partition %d was published with %d partitions, not %d (--partitions)", p, ptr.Partitions, n)
+		}
+		b, err := getBlob(ctx, kv, ptr.Aggregate)
+		if errors.Is(err, errBlobChanged) && try < 5 {
+			continue // overwritten by a newer aggregate meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition %d aggregate: %w", p, err)
+		}
+		st, err := decodePartState(b)
+		if err != nil {
+			return nil, err
+		}
+		if st.part != p || st.parts != n {
+			return nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
+		}
+		return st, nil
+	}
+}
+
+// LocalAggregate returns the union of the partition states in a worker's
+// store. It is the fleet's state only for a worker that has owned every
+// partition up to now (a single worker); otherwise use ReadAggregate.
+func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
+	parts, err := st.Partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	agg := &Aggregate{parts: map[int]*partState{}}
+	for _, p := range parts {
+		head, _, err := st.PartitionHead(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		s, err := readStoredPartition(ctx, st, p, head)
+		if err != nil {
+			return nil, err
+		}
+		agg.parts[p] = s
+	}
+	return agg, nil
+}

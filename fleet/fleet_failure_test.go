@@ -1,0 +1,447 @@
+package fleet
+
+// The failure table of docs/worker.md, proved on the path production runs:
+// the partitioned fleet (router of the bare subject, partition handlers,
+// partition state in the store, aggregates in the KV bucket).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/deadletter"
+	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// mergedTable is the merged report of the published aggregates as the
+// table reportOf prints.
+func mergedTable(t *testing.T, js jetstream.JetStream, s streams.Subjects) string {
+	t.Helper()
+	agg, err := ReadAggregate(jstest.Ctx(t, 30*time.Second), js, s)
+	require.NoError(t, err)
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, r.Report().WriteTable(&buf))
+	return buf.String()
+}
+
+// publishToPartitions publishes calls straight to their partition subjects,
+// as producers that partition themselves do: call_id "<callPrefix>-<i>"
+// (none when callPrefix is empty), message id "<msgPrefix>-<i>", i from
+// offset.
+func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callPrefix, msgPrefix string, offset int) {
+	e.t.Helper()
+	ctx := jstest.Ctx(e.t, 20*time.Second)
+	n := e.subjects.PartitionCount()
+	for i, c := range cl {
+		rec := tracemsg.RecordOf(c)
+		if callPrefix != "" {
+			rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
+		}
+		id := fmt.Sprintf("%s-%d", msgPrefix, offset+i)
+		p, err := tracemsg.RecordPartition(&rec, id, n)
+		require.NoError(e.t, err)
+		b, err := json.Marshal(rec)
+		require.NoError(e.t, err)
+		_, err = js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, p), b, jetstream.WithMsgID(id))
+		require.NoError(e.t, err)
+	}
+}
+
+// ackPending is how many delivered records the partition consumers wait on
+// acks for.
+func ackPending(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (int, error) {
+	n := 0
+	for p := range s.PartitionCount() {
+		c, err := js.Consumer(ctx, s.TracesStream, PartitionConsumer(p))
+		if err != nil {
+			return 0, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += info.NumAckPending
+	}
+	return n, nil
+}
+
+// TestFleetRecordsMatchDirectReduction: records published to the bare
+// subject, with every reduction rule in play, are routed to their
+// partitions; the merged report equals the direct reduction.
+func TestFleetRecordsMatchDirectReduction(t *testing.T) {
+	e := newEnv(t)
+	cl := jstest.SampleCalls()
+	want := jstest.ReportOf(t, cl)
+	require.Contains(t, want, "case_resolved")
+	require.Contains(t, want, "(untagged)")
+	require.Equal(t, want, fleetTableOf(t, e, cl, "a", 16))
+}
+
+// fleetTableOf publishes cl to the bare traces subject under message ids
+// "<idPrefix>-<i>", lets one fleet worker (batches of batch) take them all
+// and returns the merged report's table.
+func fleetTableOf(t *testing.T, e *env, cl []calls.Call, idPrefix string, batch int) string {
+	t.Helper()
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: batch})
+	e.publishCalls(cl, idPrefix)
+	waitFleetCalls(t, w, int64(len(cl)))
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	return mergedTable(t, e.js, e.subjects)
+}
+
+// TestFleetEqualStepCallsBothCount: a blocked call and its allowed retry
+// share a step; both count, and the later one decides the outcome.
+func TestFleetEqualStepCallsBothCount(t *testing.T) {
+	e := newEnv(t)
+	var cl []calls.Call
+	for _, c := range jstest.SampleCalls() {
+		if strings.HasPrefix(c.RunID, "retry-") {
+			cl = append(cl, c)
+		}
+	}
+	require.Len(t, cl, 9)
+	want := jstest.ReportOf(t, cl)
+	require.Contains(t, want, "case_resolved     3      9        3   0.001050")
+	require.Equal(t, want, fleetTableOf(t, e, cl, "eq", 4))
+}
+
+// TestFleetCrashAfterCommitBeforeAckCountsOnce: a worker commits records
+// to its store and dies (its connection drops) before acking them; a
+// worker restarted on the same store takes the partitions over, is
+// delivered the unacked records again and counts each once. The whole set
+// published again under new message ids (a duplicate replay JetStream's
+// own dedupe cannot catch) counts nothing twice: call_id is the identity.
+func TestFleetCrashAfterCommitBeforeAckCountsOnce(t *testing.T) {
+	e := newEnv(t)
+	cl := jstest.SampleCalls()
+	want := jstest.ReportOf(t, cl)
+	st := jstest.OpenStore(t, filepath.Join(t.TempDir(), "a.db"))
+	nc, err := nats.Connect(e.nc.ConnectedUrl())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ajs, err := jetstream.New(nc)
+	require.NoError(t, err)
+	// Worker a cannot move a partition pointer: it commits its state to
+	// its store before each snapshot, and acks nothing.
+	a := startFleetOn(t, ajs, e.subjects, "a", st,
+		Options{PinnedTTL: time.Second, AckWait: 2 * time.Second, Batch: 8,
+			wrapKV: func(kv jetstream.KeyValue) jetstream.KeyValue { return noPointerKV{kv} }})
+	e.publishToPartitions(e.js, cl[:100], "call", "a", 0)
+	ctx := jstest.Ctx(t, 60*time.Second)
+	jstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		agg, err := LocalAggregate(ctx, st)
+		if err != nil {
+			return err
+		}
+		unacked, err := ackPending(ctx, e.js, e.subjects)
+		if err != nil {
+			return err
+		}
+		if agg.Calls() != 100 || unacked == 0 {
+			return fmt.Errorf("%d calls committed, %d records unacked", agg.Calls(), unacked)
+		}
+		return nil
+	})
+	nc.Close() // a dies: nothing flushed, acked or unpinned
+	a.stop(t)
+
+	a2 := startFleetOn(t, e.js, e.subjects, "a", st, Options{PinnedTTL: time.Second, AckWait: 2 * time.Second, Batch: 8})
+	e.publishToPartitions(e.js, cl[100:], "call", "b", 100)
+	e.publishToPartitions(e.js, cl, "call", "dup", 0)
+	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	a2.stop(t)
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, len(cl), agg.Calls(), "every call once")
+	require.Equal(t, want, mergedTable(t, e.js, e.subjects), "exactly the direct reduction: nothing lost or doubled")
+}
+
+// TestFleetStoreOutageLosesNothingAndDeadLettersNothing: while every store
+// commit fails (a full disk), the partition handlers nak their batches as
+// transient, report unhealthy and dead-letter nothing; once the store is
+// back every record is applied once.
+func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
+	e := newEnv(t)
+	cl := jstest.SampleCalls()
+	want := jstest.ReportOf(t, cl)
+	var down atomic.Bool
+	var tries atomic.Int32
+	dl := &failingDeadLetters{copied: map[uint64]int{}}
+	var mu sync.Mutex
+	var health []bool
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 16, DeadLetter: dl,
+		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
+		failCommit: func() error {
+			if !down.Load() {
+				return nil
+			}
+			tries.Add(1)
+			return errors.New("simulated: database or disk is full (13)")
+		}})
+	// The worker holds every partition's state when the outage starts, so
+	// it hits live batches (and then the reloads' catch-ups).
+	half := len(cl) / 2
+	e.publishToPartitions(e.js, cl[:half], "", "c", 0)
+	waitFleetCalls(t, w, int64(half))
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	down.Store(true)
+	e.publishToPartitions(e.js, cl[half:], "", "c", half)
+	// The outage lasts well past the five deliveries a poison record gets.
+	jstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if n := tries.Load(); n < 24 {
+			return fmt.Errorf("%d failed commits", n)
+		}
+		return nil
+	})
+	mu.Lock()
+	require.False(t, health[len(health)-1], "not ready while the store fails")
+	mu.Unlock()
+	down.Store(false)
+	waitFleetCalls(t, w, int64(len(cl)))
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	require.Equal(t, want, mergedTable(t, e.js, e.subjects))
+	dl.mu.Lock()
+	require.Empty(t, dl.copied, "a transient failure is never dead-lettered")
+	dl.mu.Unlock()
+	mu.Lock()
+	require.True(t, health[len(health)-1], "ready again once a batch commits")
+	mu.Unlock()
+}
+
+// TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed: a malformed
+// and an invalid record on a partition are copied to the dead-letter
+// subject by the partition handler with their reasons and settled by the
+// next ack (rule 4: never terminated); the good record after them counts.
+// A malformed record on the bare subject is dead-lettered by the router
+// (which acks each message, so it terminates it).
+func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
+	e := newEnv(t)
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
+	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
+	require.NoError(t, err)
+	defer sub.Unsubscribe()
+	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dead})
+	ctx := jstest.Ctx(t, 60*time.Second)
+	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("r1", e.subjects.PartitionCount()))
+	// The worker holds the partition's state when the poison records come
+	// (the live path, not a take-over's catch-up).
+	_, err = e.js.Publish(ctx, subject, []byte(`{"run_id": "r1", "step": 0, "decision": "allow", "cost_microusd": 1}`))
+	require.NoError(t, err)
+	waitFleetCalls(t, w, 1)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	for _, raw := range []string{
+		`{"run_id": "r1", "step": "not a number"`,
+		`{"run_id": "r1", "step": 1}`, // no decision
+		`{"run_id": "r1", "step": 2, "decision": "allow", "cost_microusd": 5}`,
+	} {
+		_, err := e.js.Publish(ctx, subject, []byte(raw))
+		require.NoError(t, err)
+	}
+	m, err := sub.NextMsg(10 * time.Second)
+	require.NoError(t, err)
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
+	require.Equal(t, subject, m.Header.Get(producer.HeaderDeadSubject))
+	m, err = sub.NextMsg(10 * time.Second)
+	require.NoError(t, err)
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
+	require.Equal(t, subject, m.Header.Get(producer.HeaderDeadSubject))
+
+	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow"`))
+	require.NoError(t, err)
+	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow","cost_microusd":9}`))
+	require.NoError(t, err)
+	m, err = sub.NextMsg(10 * time.Second)
+	require.NoError(t, err)
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
+	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
+
+	waitFleetCalls(t, w, 3)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	// (a copy made again, as in a catch-up, is dropped by the dead-letter
+	// stream's message id)
+	dls, err := deadletter.List(ctx, e.js, e.subjects, "")
+	require.NoError(t, err)
+	require.Len(t, dls, 3, "no further dead letters")
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, agg.Runs()["r1"])
+	require.EqualValues(t, 1, agg.Runs()["r2"])
+}
+
+// TestFleetFoldPanicDeadLettersOnlyThatRecord: a panic while a record is
+// folded (after its call was applied to the state) dead-letters that
+// record, undoes its call, and the rest of its batch counts.
+func TestFleetFoldPanicDeadLettersOnlyThatRecord(t *testing.T) {
+	e := newEnv(t)
+	n := e.subjects.PartitionCount()
+	p := tracemsg.PartitionOf("boom", n)
+	var good []calls.Call
+	for _, c := range jstest.SampleCalls() {
+		if c.HasRunID && tracemsg.PartitionOf(c.RunID, n) == p {
+			good = append(good, c)
+		}
+	}
+	require.NotEmpty(t, good)
+	ctx := jstest.Ctx(t, 60*time.Second)
+	// Published first, so the panicking record shares a batch with good ones.
+	half := len(good) / 2
+	e.publishToPartitions(e.js, good[:half], "", "a", 0)
+	ack, err := e.js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, p), []byte(`{"run_id":"boom","step":0,"decision":"allow","cost_microusd":999}`))
+	require.NoError(t, err)
+	e.publishToPartitions(e.js, good[half:], "", "b", half)
+	dl := &failingDeadLetters{copied: map[uint64]int{}, reason: map[uint64]string{}}
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 64, DeadLetter: dl, afterFold: func(c calls.Call) {
+		if c.RunID == "boom" {
+			panic("fold bug on run boom")
+		}
+	}})
+	waitFleetCalls(t, w, int64(len(good)))
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	dl.mu.Lock()
+	require.Len(t, dl.copied, 1, "only the panicking record is dead-lettered")
+	require.Positive(t, dl.copied[ack.Sequence])
+	require.Contains(t, dl.reason[ack.Sequence], "handler panic")
+	dl.mu.Unlock()
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.Zero(t, agg.Runs()["boom"], "the panicking record's call is undone")
+	require.Equal(t, jstest.ReportOf(t, good), mergedTable(t, e.js, e.subjects), "the good records of the batch count")
+}
+
+// TestFleetDeadLettersListAndRedriveOnce: records the partition handler
+// refused are listed with their (redacted) reasons; once the deployment
+// is fixed (here: a larger record limit), re-driving the same dead letter
+// twice (a crash between publish and delete) counts the call once and
+// deletes it.
+func TestFleetDeadLettersListAndRedriveOnce(t *testing.T) {
+	e := newEnv(t)
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
+	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dead, MaxRecordBytes: 80})
+	ctx := jstest.Ctx(t, 60*time.Second)
+	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("r1", e.subjects.PartitionCount()))
+	rec := `{"run_id":"r1","step":1,"decision":"allow","cost_microusd":7,"attributes":{"note":"longer than the limit"}}`
+	_, err := e.js.Publish(ctx, subject, []byte(rec), jetstream.WithMsgID("orig-1"))
+	require.NoError(t, err)
+	_, err = e.js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, 0), []byte(`{"segment":"https://admin:s3cr3tpass@example.invalid/x"}`))
+	require.NoError(t, err)
+	var dls []deadletter.Message
+	jstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
+		dls, err = deadletter.List(ctx, e.js, e.subjects, "")
+		if err == nil && len(dls) != 2 {
+			err = fmt.Errorf("%d dead letters", len(dls))
+		}
+		return err
+	})
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	seg, err := deadletter.List(ctx, e.js, e.subjects, "segment refused")
+	require.NoError(t, err)
+	require.Len(t, seg, 1)
+	require.NotContains(t, seg[0].Reason, "s3cr3tpass", "credentials in an error never reach the dead-letter stream")
+	require.Contains(t, seg[0].Reason, "[REDACTED]")
+	big, err := deadletter.List(ctx, e.js, e.subjects, "oversized trace record")
+	require.NoError(t, err)
+	require.Len(t, big, 1)
+	require.Equal(t, subject, big[0].Subject)
+	none, err := deadletter.List(ctx, e.js, e.subjects, "no such text")
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	// Fixed: re-drive to a worker with the default limit.
+	w2 := startFleet(t, e.js, e.subjects, "w2", Options{DeadLetter: dead})
+	n, err := deadletter.Redrive(ctx, e.js, e.subjects, append(big, big...))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	waitFleetCalls(t, w2, 1)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w2.stop(t)
+	left, err := deadletter.List(ctx, e.js, e.subjects, "")
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the re-driven dead letter is deleted")
+	require.Contains(t, left[0].Reason, "segment refused")
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, agg.Runs()["r1"], "re-driven twice, counted once")
+	require.EqualValues(t, 1, agg.Calls())
+}
+
+// TestFleetRecordsWithoutIDsDedupeOnCanonicalBytes: records without a
+// call_id or a message id, published to the bare subject (so each routed
+// copy carries the routing's own message id), are deduplicated on their
+// canonical bytes: the same record in another key order is one call.
+func TestFleetRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
+	e := newEnv(t)
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 4})
+	ctx := jstest.Ctx(t, 30*time.Second)
+	for _, raw := range []string{
+		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":5}`,
+		`{ "cost_microusd": 5, "decision": "allow", "step": 1, "run_id": "r" }`,
+		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":6}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	waitFleetCalls(t, w, 2)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, agg.Runs()["r"])
+	require.EqualValues(t, 2, agg.Calls())
+}
+
+// TestFleetCallIDsAreScopedByRun: two runs numbering their calls from 1
+// are four calls; the same call again (same run and call_id, a new
+// message) is still four.
+func TestFleetCallIDsAreScopedByRun(t *testing.T) {
+	e := newEnv(t)
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 8})
+	ctx := jstest.Ctx(t, 30*time.Second)
+	// Runs a and b share a partition (dedupe keys are per partition).
+	n := e.subjects.PartitionCount()
+	b := ""
+	for i := 0; b == ""; i++ {
+		if id := fmt.Sprintf("b%d", i); tracemsg.PartitionOf(id, n) == tracemsg.PartitionOf("a", n) {
+			b = id
+		}
+	}
+	for _, raw := range []string{
+		`{"call_id":"1","run_id":"a","step":1,"decision":"allow","cost_microusd":1}`,
+		`{"call_id":"2","run_id":"a","step":2,"decision":"allow","cost_microusd":2}`,
+		`{"call_id":"1","run_id":"` + b + `","step":1,"decision":"allow","cost_microusd":3}`,
+		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
+		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	waitFleetCalls(t, w, 4)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, agg.Runs()["a"])
+	require.EqualValues(t, 2, agg.Runs()[b])
+}

@@ -1,0 +1,392 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracegen"
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// TestPartitionMatchesServerMapping: a record published to a run-keyed
+// subject under the documented mapping lands on the partition tracemsg.PartitionOf
+// computes, so producers may rely on the server's partition().
+func TestPartitionMatchesServerMapping(t *testing.T) {
+	dir := t.TempDir()
+	ns, err := embedded.Start(filepath.Join(dir, "nats"), "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	require.NoError(t, ns.GlobalAccount().AddMapping("verdryx.traces.run.*", "verdryx.traces.{{partition(8,1)}}"))
+	nc, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := jstest.Ctx(t, 20*time.Second)
+	s := streams.DefaultSubjects()
+	_, _, err = streams.EnsureStreams(ctx, js, s, 0)
+	require.NoError(t, err)
+	ids := []string{"r1", "run-42", "agent-run_7", "ÆØÅ-unicode", "0", strings.Repeat("x", 200)}
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("run-%d", i))
+	}
+	seen := map[int]bool{}
+	for _, id := range ids {
+		ack, err := js.Publish(ctx, "verdryx.traces.run."+id, []byte(`{"run_id":`+strconv.Quote(id)+`,"decision":"allow"}`))
+		require.NoError(t, err)
+		m, err := js.Stream(ctx, s.TracesStream)
+		require.NoError(t, err)
+		raw, err := m.GetMsg(ctx, ack.Sequence)
+		require.NoError(t, err)
+		want := tracemsg.PartitionOf(id, 8)
+		require.Equal(t, streams.TraceSubject(s.Traces, want), raw.Subject, "run id %q", id)
+		seen[want] = true
+	}
+	require.Len(t, seen, 8, "the ids spread over every partition")
+}
+
+// fleetDir generates a trace directory and returns its direct
+// cost-per-correct report as JSON.
+func fleetDir(t *testing.T, rows int64, seed uint64) (dir string, want []byte) {
+	t.Helper()
+	return fleetDirN(t, rows, seed, 4)
+}
+
+// fleetDirN is fleetDir with segs segments.
+func fleetDirN(t *testing.T, rows int64, seed uint64, segs int64) (dir string, want []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	_, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{Rows: rows, MeanCallsPerRun: 20, Concurrent: 50,
+		SegmentRows: rows / segs, RowGroupRows: rows / segs / 2, Agents: 5, Seed: seed, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Span: 24 * time.Hour})
+	require.NoError(t, err)
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	_, err = replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+	require.NoError(t, err)
+	return dir, reportJSON(t, r)
+}
+
+func reportJSON(t *testing.T, r *outcome.Reducer) []byte {
+	t.Helper()
+	rep, err := r.CheckedReport()
+	require.NoError(t, err)
+	slo, err := r.SLO(outcome.DefaultSLOOptions(), func(string) bool { return true })
+	require.NoError(t, err)
+	b, err := json.MarshalIndent(struct {
+		Cost *outcome.Report    `json:"cost"`
+		SLO  *outcome.SLOReport `json:"slo"`
+	}{rep, slo}, "", " ")
+	require.NoError(t, err)
+	return b
+}
+
+// fleetWorker runs a Fleet over its own store until stop.
+type fleetWorker struct {
+	f      *Fleet
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+func startFleet(t *testing.T, js jetstream.JetStream, s streams.Subjects, name string, opts Options) *fleetWorker {
+	t.Helper()
+	return startFleetOn(t, js, s, name, jstest.OpenStore(t, filepath.Join(t.TempDir(), name+".db")), opts)
+}
+
+// startFleetOn is startFleet over the store st (a worker restarted on its
+// data directory passes the store of the one that died).
+func startFleetOn(t *testing.T, js jetstream.JetStream, s streams.Subjects, name string, st *store.Store, opts Options) *fleetWorker {
+	t.Helper()
+	ctx := jstest.Ctx(t, 30*time.Second)
+	traces, _, err := streams.EnsureStreams(ctx, js, s, 0)
+	require.NoError(t, err)
+	opts.Subjects, opts.Instance = s, name
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = 200 * time.Millisecond
+	}
+	opts.Logger = jstest.Logger(t).With("worker", name)
+	f, err := New(ctx, js, st, traces, opts)
+	require.NoError(t, err)
+	fctx, cancel := context.WithCancel(context.Background())
+	w := &fleetWorker{f: f, cancel: cancel, done: make(chan error, 1)}
+	go func() { w.done <- f.Run(fctx) }()
+	t.Cleanup(func() { w.stop(t) })
+	return w
+}
+
+func (w *fleetWorker) stop(t *testing.T) {
+	w.once.Do(func() {
+		w.cancel()
+		select {
+		case err := <-w.done:
+			require.NoError(t, err)
+		case <-time.After(60 * time.Second):
+			buf := make([]byte, 1<<22)
+			n := runtime.Stack(buf, true)
+			_ = os.WriteFile(filepath.Join(os.TempDir(), "fleet-stop-stacks.txt"), buf[:n], 0o644)
+			t.Error("fleet did not stop in 60s")
+		}
+	})
+}
+
+// waitDrained polls until every trace consumer has nothing pending or
+// unacked.
+func waitFleetDrained(t *testing.T, js jetstream.JetStream, s streams.Subjects, total time.Duration) {
+	t.Helper()
+	ctx := jstest.Ctx(t, total+10*time.Second)
+	jstest.CheckFor(t, total, 100*time.Millisecond, func() error {
+		stream, err := js.Stream(ctx, s.TracesStream)
+		if err != nil {
+			return err
+		}
+		names := map[string]string{streams.TracesConsumer: s.Traces}
+		for p := range s.PartitionCount() {
+			names[PartitionConsumer(p)] = streams.TraceSubject(s.Traces, p)
+		}
+		for n, subject := range names {
+			c, err := js.Consumer(ctx, s.TracesStream, n)
+			if err != nil {
+				return err
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				return fmt.Errorf("%s: %d pending, %d unacked", n, info.NumPending, info.NumAckPending)
+			}
+			// The pending count follows a publish asynchronously in the
+			// server: the ack floor must also have reached the subject's
+			// newest record.
+			last, err := lastSeqOf(ctx, stream, subject)
+			if err != nil {
+				return err
+			}
+			if info.AckFloor.Stream < last {
+				return fmt.Errorf("%s: acked through stream seq %d of %d", n, info.AckFloor.Stream, last)
+			}
+		}
+		return nil
+	})
+}
+
+func mergedJSON(t *testing.T, js jetstream.JetStream, s streams.Subjects) []byte {
+	t.Helper()
+	agg, err := ReadAggregate(jstest.Ctx(t, 30*time.Second), js, s)
+	require.NoError(t, err)
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
+	return reportJSON(t, r)
+}
+
+// TestFleetOneWorkerMatchesDirectReduction: a directory replayed twice to
+// the partitions plus records on the bare (legacy) subject, consumed by one
+// worker, gives exactly the direct reduction, merged from the published
+// aggregates and from the worker's own store.
+func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
+	e := newEnv(t)
+	dir, want := fleetDir(t, 6000, 3)
+	ctx := jstest.Ctx(t, 60*time.Second)
+	st, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, dir, segreplay.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 6000, st.New)
+	// The merged report refuses while partitions were never published.
+	_, err = ReadAggregate(ctx, e.js, e.subjects)
+	var missing *MissingPartitionsError
+	require.ErrorAs(t, err, &missing)
+	require.Len(t, missing.Partitions, 8)
+
+	w := startFleet(t, e.js, e.subjects, "solo", Options{})
+	// Replayed again: every row is a duplicate.
+	st, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, dir, segreplay.Options{})
+	require.NoError(t, err)
+	require.Equal(t, 6000, st.Duplicates)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+
+	// Legacy producers: records on the bare subject are routed; the same
+	// record without an id twice counts once, equal steps both count.
+	for _, raw := range []string{
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":5}`,
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":5}`,
+		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":7,"outcome":"case_resolved"}`,
+	} {
+		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		require.NoError(t, err)
+	}
+	// A consumer's pending count follows a publish asynchronously in the
+	// server, so right after these publishes "drained" can be read before
+	// the router has seen them: wait for the routed records to be
+	// published in their partition's aggregate first.
+	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		agg, err := ReadAggregate(ctx, e.js, e.subjects)
+		if err != nil {
+			return err
+		}
+		if got := agg.Runs()["legacy-1"]; got != 2 {
+			return fmt.Errorf("legacy-1 has %d calls in the aggregate, want 2", got)
+		}
+		return nil
+	})
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), agg.Runs()["legacy-1"])
+	require.Equal(t, int64(6002), agg.Calls())
+	local, err := LocalAggregate(ctx, w.f.st)
+	require.NoError(t, err)
+	require.Equal(t, agg.Runs(), local.Runs())
+}
+
+// waitFleetCalls polls the worker's store until it holds n calls.
+func waitFleetCalls(t *testing.T, w *fleetWorker, n int64) {
+	t.Helper()
+	jstest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		agg, err := LocalAggregate(context.Background(), w.f.st)
+		if err != nil {
+			return err
+		}
+		if got := agg.Calls(); got != n {
+			return fmt.Errorf("stored %d calls, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// TestSnapshotDueFollowsTheSnapshotsCost: a cheap snapshot is repeated at
+// a twentieth of SnapshotEvery, a costly one waits snapshotShare times its
+// duration, never longer than SnapshotEvery.
+func TestSnapshotDueFollowsTheSnapshotsCost(t *testing.T) {
+	h := &partHandler{f: &Fleet{opts: Options{SnapshotEvery: time.Second}}}
+	require.Equal(t, 50*time.Millisecond, h.snapshotDue(), "before the first snapshot")
+	h.lastSnapTook = 2 * time.Millisecond
+	require.Equal(t, 50*time.Millisecond, h.snapshotDue())
+	h.lastSnapTook = 30 * time.Millisecond
+	require.Equal(t, 300*time.Millisecond, h.snapshotDue())
+	h.lastSnapTook = 400 * time.Millisecond
+	require.Equal(t, time.Second, h.snapshotDue())
+}
+
+// lostReplyKV applies the pointer updates of partition 0 but reports the
+// ones listed in lose as failed, as when the reply is lost with a node.
+type lostReplyKV struct {
+	jetstream.KeyValue
+	mu      sync.Mutex
+	updates int
+	lose    map[int]bool
+	lost    atomic.Int32
+}
+
+func (kv *lostReplyKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := kv.KeyValue.Update(ctx, key, value, last)
+	if err != nil || key != partitionKey(0) {
+		return rev, err
+	}
+	kv.mu.Lock()
+	kv.updates++
+	lose := kv.lose[kv.updates]
+	kv.mu.Unlock()
+	if lose {
+		kv.lost.Add(1)
+		return 0, errors.New("simulated: reply lost after the update was applied")
+	}
+	return rev, nil
+}
+
+// TestSnapshotPointerUpdateWithALostReply: a pointer update applied with
+// its reply lost does not lead the owner to overwrite the blobs the pointer
+// now names; the partition stays loadable and the merged report exact.
+func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
+	e := newEnv(t)
+	dir, want := fleetDirN(t, 16000, 11, 12)
+	kv := &lostReplyKV{lose: map[int]bool{2: true, 4: true}}
+	w := startFleet(t, e.js, e.subjects, "w", Options{SnapshotEvery: 20 * time.Millisecond, Batch: 64,
+		wrapKV: func(inner jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = inner; return kv }})
+	ctx := jstest.Ctx(t, 60*time.Second)
+	// A replay per phase, each drained: partition 0's pointer moves at
+	// least once per phase.
+	for _, phase := range phaseDirs(t, dir, 6) {
+		_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phase, segreplay.Options{BatchRows: 64})
+		require.NoError(t, err)
+		waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	}
+	w.stop(t)
+	require.EqualValues(t, 2, kv.lost.Load(), "the lost replies happened")
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	// A new owner loads every partition's snapshot.
+	for p := range e.subjects.PartitionCount() {
+		entry, err := kv.KeyValue.Get(ctx, partitionKey(p))
+		require.NoError(t, err)
+		var ptr partPointer
+		require.NoError(t, json.Unmarshal(entry.Value(), &ptr))
+		_, err = getBlob(ctx, kv.KeyValue, ptr.Snapshot)
+		require.NoError(t, err, "partition %d snapshot", p)
+	}
+}
+
+// TestFleetFailedCommitsLoseNothing: batches whose store commit fails are
+// nak'ed while later batches commit, snapshot and ack; the nak'ed records
+// are redelivered and applied, so no record is lost or doubled. The
+// failures come once the worker holds every partition's state, so they hit
+// live batches (not a take-over's catch-up): an ack of a later record acks
+// the failed ones too (AckAll), so the worker must drop the state and
+// catch up again before it acks anything.
+func TestFleetFailedCommitsLoseNothing(t *testing.T) {
+	e := newEnv(t)
+	const rows = 12000
+	dir, want := fleetDirN(t, rows, 13, 12)
+	phases := phaseDirs(t, dir, 2)
+	var armed atomic.Bool
+	var commits, failed atomic.Int32
+	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 64, failCommit: func() error {
+		if !armed.Load() {
+			return nil
+		}
+		switch commits.Add(1) {
+		case 3, 4, 11, 20:
+			failed.Add(1)
+			return errors.New("simulated: disk full")
+		}
+		return nil
+	}})
+	ctx := jstest.Ctx(t, 60*time.Second)
+	_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
+	require.NoError(t, err)
+	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	armed.Store(true)
+	// Small batches, replayed in parts: many commits to fail.
+	for _, part := range phaseDirs(t, phases[1], 4) {
+		_, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, part, segreplay.Options{BatchRows: 16})
+		require.NoError(t, err)
+		waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	}
+	t.Logf("%d commits after arming", commits.Load())
+	w.stop(t)
+	require.EqualValues(t, 4, failed.Load(), "the commits failed")
+	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, rows, agg.Calls(), "every call once")
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+}

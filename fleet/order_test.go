@@ -1,0 +1,95 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/tracegen"
+)
+
+// splitDirs writes runs whose calls are spread over three segments (as
+// two gateway processes writing one run would), with many calls of a run
+// at one step carrying different outcomes and agents: the first and last
+// segments in dirA, the middle one in dirB, all three in union. want is
+// the direct reduction of union.
+func splitDirs(t *testing.T) (dirA, dirB string, want []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 11))
+	segs := make([][]calls.Call, 3)
+	outcomes := []string{"", "case_resolved", "escalated", "abandoned"}
+	for run := range 300 {
+		for i := range 8 {
+			c := calls.Call{TSMillis: int64(1_000_000 + run*10 + i), RunID: fmt.Sprintf("run-%03d", run), HasRunID: true,
+				Step: uint32(rng.IntN(3)), HasStep: true, Decision: "allow", CostMicroUSD: int64(rng.IntN(500)), Model: "m",
+				Outcome: outcomes[rng.IntN(len(outcomes))], AgentID: fmt.Sprintf("agent://x/%d", rng.IntN(4))}
+			s := rng.IntN(3)
+			segs[s] = append(segs[s], c)
+		}
+	}
+	dirA, dirB, union := t.TempDir(), t.TempDir(), t.TempDir()
+	for i, cl := range segs {
+		name := tracegen.SegmentName(0x42, uint64(1_700_000_000_000_000_000+i*1_000_000), uint64(i))
+		dst := dirA
+		if i == 1 {
+			dst = dirB
+		}
+		for _, d := range []string{dst, union} {
+			require.NoError(t, tracegen.WriteFile(filepath.Join(d, name), tracegen.Current, cl, tracegen.Options{}))
+		}
+	}
+	r, err := outcome.NewReducer(outcome.Options{})
+	require.NoError(t, err)
+	_, err = replay.ReduceDir(context.Background(), union, r, replay.DirOptions{})
+	require.NoError(t, err)
+	return dirA, dirB, reportJSON(t, r)
+}
+
+// TestSplitReplayGivesTheReportOfTheUnion: a directory split in two,
+// replayed as two replays in either order, gives the report of one
+// reduction of both: ties at one step go by the records' own order
+// (segment, row), never by arrival.
+func TestSplitReplayGivesTheReportOfTheUnion(t *testing.T) {
+	dirA, dirB, want := splitDirs(t)
+	for _, order := range [][]string{{dirA, dirB}, {dirB, dirA}} {
+		t.Run(filepath.Base(order[0]), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := jstest.Ctx(t, 60*time.Second)
+			for _, d := range order {
+				_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, d, segreplay.Options{})
+				require.NoError(t, err)
+			}
+			w := startFleet(t, e.js, e.subjects, "split", Options{})
+			waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+			require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+			w.stop(t)
+		})
+	}
+}
+
+// TestOrderKeys: segment rows by (nanos, sequence, pid) of their file
+// name, then row; records by time, then identity.
+func TestOrderKeys(t *testing.T) {
+	name := tracegen.SegmentName(0x1f, 0x2000, 3)
+	a := segmentOrder(name, "d1", 5)
+	require.Equal(t, callOrder{0x2000, 3, 0x1f, 5}, a)
+	require.Equal(t, -1, a.Compare(segmentOrder(name, "d1", 6)), "a later row")
+	require.Equal(t, -1, a.Compare(segmentOrder(tracegen.SegmentName(0x1f, 0x2000, 4), "d0", 0)), "a later sequence")
+	require.Equal(t, -1, a.Compare(segmentOrder(tracegen.SegmentName(0x01, 0x2001, 0), "d0", 0)), "a later segment")
+	// Unparseable names: ordered by digest, deterministically.
+	require.Equal(t, segmentOrder("x.parquet", "d", 1), segmentOrder("y.parquet", "d", 1))
+	// Records: by time, then by identity.
+	require.Equal(t, -1, recordOrder(10, "k").Compare(recordOrder(11, "a")))
+	require.Equal(t, recordOrder(10, "k"), recordOrder(10, "k"))
+	require.NotEqual(t, recordOrder(10, "k"), recordOrder(10, "j"))
+	require.Equal(t, recordOrder(-5, "k"), recordOrder(0, "k"))
+}

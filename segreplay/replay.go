@@ -1,0 +1,240 @@
+package segreplay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/calls/rowbatch"
+	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// Stats counts what Replay published.
+type Stats struct {
+	Segments   int
+	Rows       int      // rows published (in row batches)
+	New        int      // rows JetStream stored
+	Duplicates int      // rows JetStream dropped as already stored (same message id)
+	Ignored    int      // files in the directory that are not segments
+	Failed     []string // segments that could not be read, with the reason; none of their rows was published
+}
+
+// Options tune Replay.
+type Options struct {
+	// Strict stops at the first corrupt segment instead of skipping it.
+	Strict bool
+	// MaxInFlight bounds batches awaiting their acknowledgement; the
+	// publisher waits for the oldest before sending more. 0 means 64.
+	MaxInFlight int
+	// AckTimeout bounds the wait for one acknowledgement before the row is
+	// published again (with the same message id, so never twice); 0 means
+	// 30 s. A batch is tried at most 5 times.
+	AckTimeout time.Duration
+	// Progress, when set, is called with the running count of acknowledged
+	// rows.
+	Progress func(rows int)
+	// Partitions is the partition count: each row goes to
+	// <subject>.<tracemsg.PartitionOf(run_id)> (a row without run id: of its tracemsg.RowKey).
+	// 0 means tracemsg.DefaultPartitions.
+	Partitions int
+	// BatchRows is the most rows per batch; 0 means DefaultBatchRows. Smaller
+	// batches cost more messages for the same rows (tests use them to
+	// have many).
+	BatchRows int
+	// Logger, when set, hears (once per 10 s) of acknowledgements that
+	// fail while the server is away, and of the rows sent again.
+	Logger *slog.Logger
+}
+
+// Row batches: Replay cuts each segment's rows of a partition into batches
+// of at most DefaultBatchRows rows, and halves a batch whose encoding is larger
+// than batchTarget bytes. A worker refuses a batch larger than
+// tracemsg.MaxBatchBytes (the server's default max payload is 1 MiB).
+const (
+	DefaultBatchRows = 4096
+	batchTarget      = 512 << 10
+)
+
+// wireFields are the columns a row batch carries: those the worker's
+// reduction reads (outcome.Reducer's, less a grouping column; the run
+// state keeps no other). The batch names its columns, so a later version
+// can carry more without a new format.
+var wireFields = calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
+	calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)
+
+// batchMsgID is the message id of the batch of a segment's rows first..last
+// routed to partition part: the rows' identity, so the same rows cut the
+// same way are stored once, and any cut is applied once (see rowSet).
+func batchMsgID(digest string, part int, first, last uint64) string {
+	return fmt.Sprintf("rows:%s:%d:%d-%d", digest, part, first, last)
+}
+
+// Replay publishes every row of every segment in dir, in segment order
+// (nanos, then sequence, from the file names) and row order, to its
+// partition subject under subject (see tracemsg.PartitionOf) as row batches
+// (package rowbatch): each segment's rows of a partition, DefaultBatchRows at a
+// time, with message id batchMsgID. The worker applies a batch as one unit
+// and remembers the rows of each segment it applied, so replaying a
+// directory twice never counts a row twice.
+//
+// A segment is read whole and encoded before any of its batches is
+// published, so a corrupt segment contributes nothing: it is reported in
+// Failed and the rest still replays, unless opts.Strict. Publishing applies
+// backpressure (at most MaxInFlight unacknowledged batches), so a slow
+// server slows the replay down rather than failing it. Replay blocks until
+// every batch is acknowledged or ctx is done. Counts are in rows.
+func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, opts Options) (Stats, error) {
+	segs, ignored, err := segment.List(dir)
+	if err != nil {
+		return Stats{}, err
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
+	}
+	st := Stats{Ignored: ignored}
+	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress, Logger: opts.Logger})
+	// stats is st with the publisher's counts.
+	stats := func() Stats {
+		ps := p.Stats()
+		st.Rows, st.New, st.Duplicates = ps.Published, ps.New, ps.Duplicates
+		return st
+	}
+	parts := opts.Partitions
+	if parts <= 0 {
+		parts = tracemsg.DefaultPartitions
+	}
+	enc := newSegmentEncoder(parts, opts.BatchRows)
+	for _, seg := range segs {
+		if err := ctx.Err(); err != nil {
+			return stats(), err
+		}
+		msgs, err := enc.encode(seg.Path)
+		if err != nil {
+			if opts.Strict || !segment.IsError(err) {
+				return stats(), fmt.Errorf("replay %s: %w", seg.Path, err)
+			}
+			st.Failed = append(st.Failed, err.Error())
+			continue
+		}
+		for _, m := range msgs {
+			if err := p.PublishRows(ctx, streams.TraceSubject(subject, m.part), nil, m.data, m.id, m.rows); err != nil {
+				// Batches already published stay deduplicated by id.
+				return stats(), fmt.Errorf("replay %s: publish %s: %w", seg.Path, m.id, err)
+			}
+		}
+		st.Segments++
+	}
+	if err := p.Drain(ctx); err != nil {
+		return stats(), err
+	}
+	if opts.Progress != nil {
+		ps := p.Stats()
+		opts.Progress(ps.New + ps.Duplicates)
+	}
+	return stats(), nil
+}
+
+// batchMsg is one encoded batch of a segment, to publish.
+type batchMsg struct {
+	part, rows int
+	id         string
+	data       []byte
+}
+
+// segmentEncoder cuts segments into row batches. Not safe for concurrent use.
+type segmentEncoder struct {
+	parts, rows int
+	builders    []rowbatch.Builder
+}
+
+func newSegmentEncoder(parts, rows int) *segmentEncoder {
+	if rows <= 0 || rows > DefaultBatchRows {
+		rows = DefaultBatchRows
+	}
+	return &segmentEncoder{parts: parts, rows: rows, builders: make([]rowbatch.Builder, parts)}
+}
+
+// encode reads the segment at path whole and returns its batches, or the
+// segment's error (nothing of a segment that fails anywhere).
+func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
+	file, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	raw := sha256.Sum256(file)
+	digest := hex.EncodeToString(raw[:])
+	base := filepath.Base(path)
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	fields := wireFields
+	for i := range e.builders {
+		e.builders[i].Reset()
+	}
+	var out []batchMsg
+	// flush encodes partition p's rows, halving a batch that is too large.
+	var flushRange func(p, lo, hi int)
+	flushRange = func(p, lo, hi int) {
+		b := &e.builders[p]
+		h := rowbatch.Header{Digest: raw, Segment: base, Parts: e.parts, Part: p}
+		data := b.Encode(nil, h, fields, lo, hi, runs, syms)
+		if len(data) > batchTarget && hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			flushRange(p, lo, mid)
+			flushRange(p, mid, hi)
+			return
+		}
+		first, last := b.Row(lo), b.Row(hi-1)
+		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last), data: data})
+	}
+	flush := func(p int) {
+		if n := e.builders[p].Len(); n > 0 {
+			flushRange(p, 0, n)
+			e.builders[p].Reset()
+		}
+	}
+	partOf := []int32{} // by run symbol id; -1 not computed yet
+	row := uint64(0)
+	sc := segment.NewScanner(wireFields, runs, syms)
+	err = sc.ScanBytes(path, file, func(b *calls.Batch) error {
+		if !b.HasRunID {
+			fields &^= calls.Fields(calls.FieldRunID)
+		}
+		for i := range b.Len {
+			var p int
+			if b.HasRunID {
+				id := b.RunID[i]
+				for int(id) >= len(partOf) {
+					partOf = append(partOf, -1)
+				}
+				if partOf[id] < 0 {
+					partOf[id] = int32(tracemsg.PartitionOf(runs.Name(id), e.parts))
+				}
+				p = int(partOf[id])
+			} else {
+				p = tracemsg.PartitionOf(tracemsg.RowKey(digest, row), e.parts)
+			}
+			e.builders[p].Append(b, i, row)
+			if e.builders[p].Len() == e.rows {
+				flush(p)
+			}
+			row++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for p := range e.builders {
+		flush(p)
+	}
+	return out, nil
+}

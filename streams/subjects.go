@@ -1,0 +1,155 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// Subjects names every subject and stream the worker uses. All are
+// configurable; DefaultSubjects documents the defaults.
+type Subjects struct {
+	Traces       string // per-call records and segment references (stream TracesStream)
+	EvalRequests string // eval requests (stream EvalStream)
+	RAGAsk       string // RAG asks, core request/reply, queue group "verdryx"
+	Events       string // verdryx publishes its envelopes on Events.<instance> (stream EventsStream)
+	Tail         string // envelopes read by the tailer are forwarded here (stream EventsStream)
+	DeadLetter   string // terminated messages with their reason (stream DeadLetterStream)
+	// Partitions is the partition count of the traces subject: records go
+	// to Traces.<p> (see tracemsg.PartitionOf); records published to the bare
+	// Traces subject are routed there by the worker. 0 means
+	// tracemsg.DefaultPartitions. Every publisher and worker must agree on it.
+	Partitions int
+	// Replicas of every stream and bucket the worker creates (3 on a
+	// three-node cluster); 0 means 1.
+	Replicas int
+	// Retention is the longest the traces and eval-request streams keep a
+	// message (their MaxAge); the events and dead-letter streams keep
+	// theirs LongRetention times as long. 0 leaves an existing stream's
+	// limit as it is and creates a new one without: only `serve` sets it
+	// (DefaultRetention), so a replay or dlq client never resets what the
+	// fleet's workers configured.
+	Retention time.Duration
+	// RetentionBytes bounds each stream's bytes (MaxBytes; the oldest
+	// messages go first): a backstop behind Retention. 0: as for Retention.
+	RetentionBytes int64
+	// DuplicateWindow is the traces, eval and events streams' window of
+	// message-id deduplication; 0 means DuplicateWindow. Retention, when
+	// set, must be at least as long. Like Retention, only `serve` sets it.
+	DuplicateWindow time.Duration
+
+	TracesStream     string
+	EvalStream       string
+	EventsStream     string
+	DeadLetterStream string
+}
+
+// Retention defaults of `serve` (see Subjects.Retention).
+const (
+	DefaultRetention = 7 * 24 * time.Hour
+	// LongRetention multiplies Retention for the events (the envelope
+	// chain) and dead-letter streams.
+	LongRetention = 4
+	// DuplicateWindow is the default of Subjects.DuplicateWindow.
+	DuplicateWindow = 10 * time.Minute
+)
+
+// DefaultSubjects returns the default subject and stream names.
+func DefaultSubjects() Subjects {
+	return Subjects{
+		Traces:           "verdryx.traces",
+		EvalRequests:     "verdryx.eval.requests",
+		RAGAsk:           "verdryx.rag.ask",
+		Events:           "verdryx.events",
+		Tail:             "verdryx.tail.events",
+		DeadLetter:       "verdryx.deadletter",
+		Partitions:       tracemsg.DefaultPartitions,
+		TracesStream:     "VERDRYX_TRACES",
+		EvalStream:       "VERDRYX_EVAL",
+		EventsStream:     "VERDRYX_EVENTS",
+		DeadLetterStream: "VERDRYX_DEADLETTER",
+	}
+}
+
+// Durable consumer names.
+const (
+	TracesConsumer = "verdryx-traces"
+	EvalConsumer   = "verdryx-eval"
+)
+
+// EvalAckWait is the eval consumer's default AckWait: short, so a crashed
+// worker's request is redelivered within a minute; a long request reports
+// progress (InProgress) every EvalAckWait/3 while it runs.
+const EvalAckWait = 30 * time.Second
+
+// EnsureStreams creates (or updates) the streams and durable pull consumers
+// the worker needs; traces is the consumer of the bare traces subject (the
+// partition consumers are fleet.EnsurePartitions'). It is idempotent and safe to run from every worker.
+// Consumers redeliver without limit (MaxDeliver -1): a message that fails
+// transiently is retried until it succeeds, and one that can never succeed
+// is terminated and dead-lettered by the handler, not by a delivery count.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, evalAckWait time.Duration) (traces, eval jetstream.Consumer, err error) {
+	// An unset window (-1 to ensureStream) keeps an existing stream's,
+	// as an unset Retention does: a replay or dlq client never resets
+	// what the workers configured.
+	dup, want := s.DuplicateWindow, s.DuplicateWindow
+	if dup == 0 {
+		dup, want = -1, DuplicateWindow
+	}
+	if s.Retention != 0 && s.Retention < want {
+		return nil, nil, fmt.Errorf("retention %s is shorter than the streams' duplicate window (%s)", s.Retention, want)
+	}
+	long := s.Retention * LongRetention
+	streams := []jetstream.StreamConfig{
+		{Name: s.TracesStream, Subjects: []string{s.Traces, s.Traces + ".*"}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: s.Retention},
+		{Name: s.EvalStream, Subjects: []string{s.EvalRequests}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: s.Retention},
+		{Name: s.EventsStream, Subjects: []string{s.Events + ".>", s.Tail}, Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: long},
+		{Name: s.DeadLetterStream, Subjects: []string{s.DeadLetter}, Storage: jetstream.FileStorage, MaxAge: long},
+	}
+	for _, cfg := range streams {
+		cfg.Replicas = max(s.Replicas, 1)
+		cfg.MaxBytes = s.RetentionBytes
+		if cfg.MaxBytes == 0 {
+			cfg.MaxBytes = -1 // "unset" to ensureStream: left as it is
+		}
+		if _, err := ensureStream(ctx, js, cfg); err != nil {
+			return nil, nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		}
+	}
+	// The bare traces subject's consumer: the worker routes what arrives
+	// there to the partition subjects (legacy producers).
+	traces, err = ensureConsumer(ctx, js, s.TracesStream, jetstream.ConsumerConfig{
+		Durable: TracesConsumer, FilterSubject: s.Traces, AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		MaxDeliver: -1, MaxAckPending: 20000,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumer %s: %w", TracesConsumer, err)
+	}
+	if evalAckWait <= 0 {
+		evalAckWait = EvalAckWait
+	}
+	eval, err = ensureConsumer(ctx, js, s.EvalStream, jetstream.ConsumerConfig{
+		Durable: EvalConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: evalAckWait,
+		MaxDeliver: -1, MaxAckPending: 64,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consumer %s: %w", EvalConsumer, err)
+	}
+	return traces, eval, nil
+}
+
+// TraceSubject is the subject of partition p under the traces subject base.
+func TraceSubject(base string, p int) string { return base + "." + strconv.Itoa(p) }
+
+// PartitionCount returns s.Partitions, or tracemsg.DefaultPartitions when
+// it is 0 or less: the partition count every publisher and worker uses.
+func (s Subjects) PartitionCount() int {
+	if s.Partitions <= 0 {
+		return tracemsg.DefaultPartitions
+	}
+	return s.Partitions
+}

@@ -1,0 +1,78 @@
+package tracemsg
+
+import (
+	"fmt"
+
+	"github.com/verdryx/verdryx/calls"
+
+	"github.com/nats-io/nats.go"
+)
+
+// CallRecord is the JSON shape of one trace message: a per-call record with
+// the Parquet row's columns by name (calls.CallRecord; without run_id an
+// independent per-call record, without step encounter order applies), or,
+// when Segment is set, a segment reference: a path resolved under the
+// configured roots whose rows are ingested. CallID, when set, identifies the
+// call for deduplication (see RecordKey).
+type CallRecord struct {
+	calls.CallRecord
+	CallID  string `json:"call_id,omitempty"`
+	Segment string `json:"segment,omitempty"`
+}
+
+// Call converts the record; decision is required.
+func (r *CallRecord) Call() (calls.Call, error) {
+	if r.Decision == nil {
+		return calls.Call{}, fmt.Errorf("field decision: missing")
+	}
+	return r.CallRecord.Call(), nil
+}
+
+// RecordOf returns the message form of a call.
+func RecordOf(c calls.Call) CallRecord { return CallRecord{CallRecord: calls.RecordOf(c)} }
+
+// HeaderRouted marks a trace record the worker routed from the bare traces
+// subject to its partition: its Nats-Msg-Id is the routing's own, and its
+// identity is HeaderOrigMsgID (possibly empty).
+const HeaderRouted = "Verdryx-Routed"
+
+// MsgID returns the message id a trace message's identity uses: the
+// original id of a re-driven dead letter or a routed record, else its
+// Nats-Msg-Id (never a routing id).
+func MsgID(h nats.Header) string {
+	if id := h.Get(HeaderOrigMsgID); id != "" {
+		return id
+	}
+	if h.Get(HeaderRouted) != "" {
+		return ""
+	}
+	return h.Get(nats.MsgIdHdr)
+}
+
+// DecodeCallRecord decodes a trace message strictly: unknown fields and
+// trailing data are errors; free-form data goes in "attributes". It is the
+// record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
+// DecodeStrict's errors.
+func DecodeCallRecord(data []byte) (CallRecord, error) {
+	var rec CallRecord
+	if err := calls.DecodeRecordInto(data, &rec, &rec.CallRecord,
+		calls.Ext{Key: "call_id", Dst: &rec.CallID}, calls.Ext{Key: "segment", Dst: &rec.Segment}); err != nil {
+		return rec, err
+	}
+	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
+	// writes whatever its gateway was given, cost-per-correct counts every
+	// such call, and the SLO report leaves a non-canonical subject out of
+	// slo_burn events. Refusing it here would make the worker's report
+	// differ from the direct reduction of the same rows.
+	return rec, nil
+}
+
+// HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the
+// re-drive publishes under an id of its own (so re-driving twice does not
+// publish twice, and JetStream does not drop it as a duplicate of the
+// original), and the trace handler deduplicates on the original id.
+const HeaderOrigMsgID = "Verdryx-Orig-Msg-Id"
+
+// MaxBatchBytes is the largest row batch a worker applies (the server's
+// default max payload is 1 MiB); a larger one is dead-lettered.
+const MaxBatchBytes = 1 << 20
