@@ -39,6 +39,12 @@ func (r *Reducer) Merge(o *Reducer) error {
 		symMap[i] = r.syms.InternString(o.syms.Name(int32(i)))
 	}
 	r.sync()
+	// Merging into a reducer that knows fewer runs (the first merge of a
+	// parallel pass is into an empty one) adds up to that many: room for
+	// them is made once rather than by doubling as they come.
+	if n := o.runSyms.Len(); r.runSyms.Len() < n {
+		r.runSyms.Reserve(n - r.runSyms.Len())
+	}
 	runMap := make([]int32, len(o.runs))
 	for i := range o.runs {
 		src := &o.runs[i]
