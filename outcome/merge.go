@@ -126,6 +126,30 @@ func (r *Reducer) mergeRun(rs, src *runState, symMap []int32, id int32) error {
 	return nil
 }
 
+// MergeOwned is Merge for an o its caller gives up: o must not be used
+// afterwards. When r is empty (nothing added, merged or restored since
+// NewReducer) and o has no open transaction, r takes o's state as it is
+// instead of copying it run by run, keeping its own position; the Report,
+// SLO, Stats and MarshalBinary bytes are those Merge would give. Otherwise
+// it is Merge.
+func (r *Reducer) MergeOwned(o *Reducer) error {
+	if r == o || o.tx.open || !sameOptions(r.opts, o.opts) || !r.empty() {
+		return r.Merge(o)
+	}
+	pos := r.pos
+	*r = *o
+	r.pos = pos
+	*o = Reducer{} // any further use of o fails loudly rather than sharing r's state
+	return nil
+}
+
+// empty reports whether nothing was ever added to, merged into or
+// restored into r.
+func (r *Reducer) empty() bool {
+	return !r.tx.open && r.err == nil && r.stats == Stats{} && len(r.runs) == 0 && len(r.anon) == 0 &&
+		len(r.flat) == 0 && len(r.groups) == 0 && r.runSyms.Len() == 1 && r.syms.Len() == 1
+}
+
 // sameOptions reports whether two reducers reduce alike.
 func sameOptions(a, b Options) bool {
 	return a.By == b.By && a.From.Equal(b.From) && a.To.Equal(b.To)
