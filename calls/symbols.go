@@ -36,6 +36,23 @@ func NewSymbols() *Symbols {
 	return s
 }
 
+// Reserve makes room for n more strings, so that interning up to n new ones
+// grows nothing: the index is resized once, here, rather than doubled
+// step by step while they arrive.
+func (s *Symbols) Reserve(n int) {
+	want := len(s.names) + n
+	if 4*want > 3*len(s.slots) {
+		size := len(s.slots)
+		for 4*want > 3*size {
+			size *= 2
+		}
+		s.resize(size)
+	}
+	if cap(s.names) < want {
+		s.names = append(make([]string, 0, want), s.names...)
+	}
+}
+
 // Intern returns the id of b, adding it if new. It does not retain b.
 func (s *Symbols) Intern(b []byte) int32 {
 	h := maphash.Bytes(s.seed, b)

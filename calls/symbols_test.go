@@ -78,3 +78,31 @@ func BenchmarkSymbolsIntern(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/new")
 }
+
+// TestSymbolsReserve: after Reserve(n) the next n new strings are interned
+// without a resize, and every id issued before and after still answers.
+func TestSymbolsReserve(t *testing.T) {
+	s := NewSymbols()
+	for i := range 100 {
+		s.InternString(fmt.Sprintf("before-%d", i))
+	}
+	s.Reserve(5000)
+	slots, names := len(s.slots), cap(s.names)
+	for i := range 5000 {
+		s.Intern([]byte(fmt.Sprintf("after-%d", i)))
+	}
+	require.Equal(t, slots, len(s.slots), "no resize within the reservation")
+	require.Equal(t, names, cap(s.names), "no growth of the names within the reservation")
+	for i := range 100 {
+		id, ok := s.Lookup(fmt.Sprintf("before-%d", i))
+		require.True(t, ok)
+		require.Equal(t, int32(i+1), id)
+	}
+	for i := range 5000 {
+		id, ok := s.Lookup(fmt.Sprintf("after-%d", i))
+		require.True(t, ok)
+		require.Equal(t, fmt.Sprintf("after-%d", i), s.Name(id))
+	}
+	s.Reserve(0) // nothing to do
+	require.Equal(t, slots, len(s.slots))
+}

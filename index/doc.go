@@ -9,8 +9,22 @@
 // similarity, then ascending id, and selected with a bounded heap, never by
 // sorting all rows.
 //
+// Every row also has an int8 copy: codes in [-127, 127], a per-row scale and
+// an upper bound on the norm of the quantisation error. A single query is
+// quantised the same way and scanned against the copy first (a quarter of
+// the bytes), which gives every row an interval that provably holds its
+// exact float32 score (quant.go has the derivation: both quantisation
+// errors and the float32 rounding of the exact kernel). Only rows whose
+// upper bound reaches the k-th best lower bound are scored in float32, with
+// the kernel a full scan uses, so results equal a full float32 scan's bit
+// for bit. The int8 kernel is picked from the CPU at construction
+// (AVX-512 VNNI, AVX-512BW, AVX2, portable); they compute the same integers.
+//
 // A generation lives in <data>/index/generations/<32-hex id>/ (manifest.json,
-// vectors.f32 and corpus.json, the copy of the corpus it was built from) and is published by an atomic rename; <data>/index/active.json
+// vectors.f32, vectors.i8 (the int8 copy, DTypeInt8RowScale, its digest in
+// the fingerprinted manifest, its bounds re-verified against the float32 rows
+// at load) and corpus.json, the copy of the corpus it was built from) and is
+// published by an atomic rename; <data>/index/active.json
 // names the active one and is replaced atomically. Files and directories are
 // fsynced, so a reader sees either the complete old or the complete new
 // generation while a save runs.

@@ -18,10 +18,11 @@ func simdDot() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 // the AVX2+FMA assembly kernels where the CPU has them, else the portable
 // ones. The two families round differently, so an Index fixes one family at
 // construction; within a family the one- and four-query kernels agree bit
-// for bit.
+// for bit. The int8 kernel is the best this CPU runs (AVX-512 VNNI,
+// AVX-512BW, AVX2, portable); all of them return the same integers.
 func kernel() kernels {
 	if simdDot() {
-		return kernels{dot: dotSIMD, dot4: dot4SIMD}
+		return kernels{f32Name: "avx2-fma", dot: dotSIMD, dot4: dot4SIMD, i8: i8Kernels()[0]}
 	}
 	return genericKernels()
 }

@@ -28,6 +28,9 @@ type Index struct {
 	dims int
 	ids  []string
 	data []float32 // len(ids) * dims, row-major, unit rows
+	// red is the int8 copy single-query searches scan first; nil when dims
+	// exceeds maxReducedDims.
+	red *reduced
 	kernels
 
 	fpOnce sync.Once
@@ -42,6 +45,7 @@ type Builder struct {
 	ids  []string
 	data []float32
 	seen map[string]int
+	red  *reduced // nil when dims exceeds maxReducedDims
 }
 
 // NewBuilder returns a Builder for rows of dims components. capacity is the
@@ -53,16 +57,24 @@ func NewBuilder(dims, capacity int) (*Builder, error) {
 	if capacity < 0 {
 		capacity = 0
 	}
-	return &Builder{
+	b := &Builder{
 		dims: dims,
 		ids:  make([]string, 0, capacity),
 		data: make([]float32, 0, capacity*dims),
 		seen: make(map[string]int, capacity),
-	}, nil
+	}
+	if dims <= maxReducedDims {
+		b.red = &reduced{
+			codes:  make([]int8, 0, capacity*dims),
+			scales: make([]float32, 0, capacity),
+			errs:   make([]float32, 0, capacity),
+		}
+	}
+	return b, nil
 }
 
 // Add validates v (length dims, finite, non-zero) and appends it, normalised,
-// under id. Ids must be unique and non-empty.
+// under id, with its int8 copy. Ids must be unique and non-empty.
 func (b *Builder) Add(id string, v []float32) error {
 	if id == "" {
 		return errors.New("index: empty id")
@@ -79,6 +91,14 @@ func (b *Builder) Add(id string, v []float32) error {
 		b.data = b.data[:n]
 		return fmt.Errorf("row %q: %w", id, err)
 	}
+	if red := b.red; red != nil {
+		c := len(red.codes)
+		red.codes = append(red.codes, make([]int8, b.dims)...)
+		s, e, norm := quantizeInto(red.codes[c:], b.data[n:])
+		red.scales = append(red.scales, s)
+		red.errs = append(red.errs, e)
+		red.norm = max(red.norm, norm)
+	}
 	b.seen[id] = len(b.ids)
 	b.ids = append(b.ids, id)
 	return nil
@@ -92,8 +112,8 @@ func (b *Builder) Build() (*Index, error) {
 	if len(b.ids) == 0 {
 		return nil, errors.New("index: no rows")
 	}
-	idx := &Index{dims: b.dims, ids: b.ids, data: b.data, kernels: kernel()}
-	b.ids, b.data, b.seen = nil, nil, nil
+	idx := &Index{dims: b.dims, ids: b.ids, data: b.data, red: b.red, kernels: kernel()}
+	b.ids, b.data, b.seen, b.red = nil, nil, nil, nil
 	return idx, nil
 }
 
@@ -129,6 +149,25 @@ func (x *Index) IDs() []string { return append([]string(nil), x.ids...) }
 
 // MatrixBytes returns the size of the vector matrix in bytes.
 func (x *Index) MatrixBytes() int64 { return int64(len(x.data)) * 4 }
+
+// ReducedBytes returns the size of the int8 copy (codes, scales and error
+// bounds) in bytes, 0 when the index has none.
+func (x *Index) ReducedBytes() int64 {
+	if x.red == nil {
+		return 0
+	}
+	return x.red.bytes()
+}
+
+// Kernels names the kernels this index runs: the float32 dot product every
+// score comes from and the int8 kernel of the first pass of a single query
+// ("none" without an int8 copy).
+func (x *Index) Kernels() (f32, i8 string) {
+	if x.red == nil {
+		return x.f32Name, "none"
+	}
+	return x.f32Name, x.i8.name
+}
 
 // Row returns a copy of row i.
 func (x *Index) Row(i int) []float32 {
@@ -176,6 +215,11 @@ const tileBytes = 128 << 10
 // similarity then ascending id. query must have Dims components, be finite
 // and non-zero; it is normalised first. For large indexes the rows are split
 // across GOMAXPROCS goroutines. Search does not block on anything else.
+//
+// The rows are first scanned in their int8 copy, which bounds every row's
+// exact score from both sides; only rows whose upper bound reaches the k-th
+// best lower bound are scored in float32. The result is the one a float32
+// scan of every row gives: same rows, order and similarities, bit for bit.
 func (x *Index) Search(query []float32, k int) ([]Hit, error) {
 	res, err := x.SearchBatch([][]float32{query}, k)
 	if err != nil {
@@ -208,6 +252,10 @@ func (x *Index) SearchBatch(queries [][]float32, k int) ([][]Hit, error) {
 	}
 	if k > len(x.ids) {
 		k = len(x.ids)
+	}
+	if len(qs) == 1 && x.red != nil {
+		hits, _ := x.searchReduced(qs[0], k)
+		return [][]Hit{hits}, nil
 	}
 	n := len(x.ids)
 	workers := runtime.GOMAXPROCS(0)
@@ -372,26 +420,31 @@ func (t *topK) hits() []Hit {
 
 // ScanFloor reads every stored component once, split across goroutines the
 // way Search splits rows, and returns their sum. It does no ranking: its
-// run time is the memory-bandwidth floor a single-query scan of this matrix
-// can approach, measured on the same machine and the same memory.
-func (x *Index) ScanFloor() float32 {
-	n := len(x.ids)
+// run time is the memory-bandwidth floor a single-query float32 scan of this
+// matrix can approach, measured on the same machine and the same memory.
+func (x *Index) ScanFloor() float32 { return x.ScanFloorBytes(x.MatrixBytes()) }
+
+// ScanFloorBytes is ScanFloor over the first b bytes of the matrix (at most
+// all of it, whole components): the floor of any pass that reads b bytes,
+// such as the int8 pass (ReducedBytes) or a float16 copy (MatrixBytes/2).
+func (x *Index) ScanFloorBytes(b int64) float32 {
+	total := int(min(b, x.MatrixBytes()) / 4)
 	workers := runtime.GOMAXPROCS(0)
-	if w := n * x.dims / parallelMinWork; w < workers {
+	if w := total / parallelMinWork; w < workers {
 		workers = max(w, 1)
 	}
 	sums := make([]float32, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := n*w/workers*x.dims, n*(w+1)/workers*x.dims
+		lo, hi := total*w/workers, total*(w+1)/workers
 		wg.Go(func() { sums[w] = sum(x.data[lo:hi]) })
 	}
 	wg.Wait()
-	var total float32
+	var t float32
 	for _, s := range sums {
-		total += s
+		t += s
 	}
-	return total
+	return t
 }
 
 // sumGeneric adds a with eight independent accumulators, so the loop is

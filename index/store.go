@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+	"unsafe"
 )
 
 // Layout of a store under its data directory.
@@ -28,6 +29,7 @@ const (
 	activeFile     = "active.json"
 	manifestFile   = "manifest.json"
 	vectorsFile    = "vectors.f32"
+	reducedFile    = "vectors.i8"
 	// CorpusFile is the copy of the corpus file a generation records, in its
 	// generation directory.
 	CorpusFile = "corpus.json"
@@ -88,10 +90,22 @@ type Manifest struct {
 	CorpusDigest string       `json:"corpus_digest"`
 	// CorpusSHA256 is the SHA-256 of the recorded corpus file (CorpusFile);
 	// empty for a generation that records none.
-	CorpusSHA256  string   `json:"corpus_sha256,omitempty"`
-	VectorsSHA256 string   `json:"vectors_sha256"`
-	IDs           []string `json:"ids"`
-	Fingerprint   string   `json:"fingerprint"`
+	CorpusSHA256  string `json:"corpus_sha256,omitempty"`
+	VectorsSHA256 string `json:"vectors_sha256"`
+	// Reduced describes the int8 copy of the vectors (vectors.i8) that
+	// single-query searches scan first; nil for a generation saved before
+	// generations stored one, whose copy is rebuilt at load.
+	Reduced     *ReducedInfo `json:"reduced,omitempty"`
+	IDs         []string     `json:"ids"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+// ReducedInfo names the encoding and digest of a generation's int8 copy.
+type ReducedInfo struct {
+	// DType is DTypeInt8RowScale.
+	DType string `json:"dtype"`
+	// SHA256 is "sha256:<hex>" of vectors.i8.
+	SHA256 string `json:"sha256"`
 }
 
 func (m *Manifest) computeFingerprint() string {
@@ -104,8 +118,9 @@ func (m *Manifest) computeFingerprint() string {
 		CorpusDigest  string       `json:"corpus_digest"`
 		CorpusSHA256  string       `json:"corpus_sha256,omitempty"`
 		VectorsSHA256 string       `json:"vectors_sha256"`
+		Reduced       *ReducedInfo `json:"reduced,omitempty"`
 		IDs           []string     `json:"ids"`
-	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.IDs})
+	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.Reduced, m.IDs})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -238,6 +253,11 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		VectorsSHA256: vectorsDigest(idx.data),
 		IDs:           idx.IDs(),
 	}
+	if idx.red != nil {
+		h := sha256.New()
+		_ = writeReduced(h, idx.red) // a hash never fails to write
+		m.Reduced = &ReducedInfo{DType: DTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(h.Sum(nil))}
+	}
 	if corpus.File != nil {
 		sum := sha256.Sum256(corpus.File)
 		m.CorpusSHA256 = "sha256:" + hex.EncodeToString(sum[:])
@@ -258,6 +278,13 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		return writeVectors(w, idx.data)
 	}); err != nil {
 		return Manifest{}, err
+	}
+	if idx.red != nil {
+		if err := writeSynced(filepath.Join(staging, reducedFile), func(w io.Writer) error {
+			return writeReduced(w, idx.red)
+		}); err != nil {
+			return Manifest{}, err
+		}
 	}
 	if corpus.File != nil {
 		if err := writeSynced(filepath.Join(staging, CorpusFile), func(w io.Writer) error {
@@ -374,6 +401,26 @@ func writeVectors(w io.Writer, data []float32) error {
 	return err
 }
 
+// writeReduced writes red in the DTypeInt8RowScale encoding: the codes,
+// then the scales, then the error bounds.
+func writeReduced(w io.Writer, red *reduced) error {
+	if _, err := w.Write(int8Bytes(red.codes)); err != nil {
+		return err
+	}
+	if err := writeVectors(w, red.scales); err != nil {
+		return err
+	}
+	return writeVectors(w, red.errs)
+}
+
+// int8Bytes views codes as bytes.
+func int8Bytes(codes []int8) []byte {
+	if len(codes) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&codes[0])), len(codes))
+}
+
 // ActiveID returns the id named by active.json, or ErrNoActive.
 func (s *Store) ActiveID() (string, error) {
 	if _, err := checkDir(s.root); err != nil {
@@ -439,6 +486,10 @@ func (s *Store) readManifest(id string) (Manifest, error) {
 		return Manifest{}, bad("dims %d is not positive", m.Dims)
 	case m.Count <= 0 || m.Count != len(m.IDs):
 		return Manifest{}, bad("count %d does not match %d ids", m.Count, len(m.IDs))
+	case m.Reduced != nil && (m.Reduced.DType != DTypeInt8RowScale || m.Reduced.SHA256 == ""):
+		return Manifest{}, bad("reduced copy dtype %q, want %q with a digest", m.Reduced.DType, DTypeInt8RowScale)
+	case m.Reduced != nil && m.Dims > maxReducedDims:
+		return Manifest{}, bad("reduced copy of %d dims, at most %d", m.Dims, maxReducedDims)
 	case m.Fingerprint != m.computeFingerprint():
 		return Manifest{}, bad("fingerprint %s does not match its content", m.Fingerprint)
 	}
@@ -583,7 +634,68 @@ func (s *Store) loadVectors(m Manifest) (*Index, error) {
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.VectorsSHA256 {
 		return nil, fmt.Errorf("%w: %s digest %s, manifest says %s", ErrCorrupt, path, got, m.VectorsSHA256)
 	}
-	return &Index{dims: m.Dims, ids: append([]string(nil), m.IDs...), data: data, kernels: kernel()}, nil
+	idx := &Index{dims: m.Dims, ids: append([]string(nil), m.IDs...), data: data, kernels: kernel()}
+	switch {
+	case m.Reduced != nil:
+		red, err := s.loadReduced(m, data)
+		if err != nil {
+			return nil, err
+		}
+		idx.red = red
+	case m.Dims <= maxReducedDims:
+		idx.red = buildReduced(data, m.Dims)
+	}
+	return idx, nil
+}
+
+// loadReduced reads the int8 copy of generation m and verifies its size,
+// its digest and, row by row against data, that its codes are in range and
+// its error bounds hold, so a search's intervals hold whatever wrote it.
+func (s *Store) loadReduced(m Manifest, data []float32) (*reduced, error) {
+	path := filepath.Join(s.root, generationsDir, m.ID, reducedFile)
+	fi, err := checkFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the manifest names a reduced copy: %v", ErrCorrupt, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, d := m.Count, m.Dims
+	want := int64(n)*int64(d) + 8*int64(n)
+	if fi.Size() != want {
+		return nil, fmt.Errorf("%w: %s has %d bytes, want %d (%d x %d int8 and %d scales and error bounds)", ErrCorrupt, path, fi.Size(), want, n, d, n)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	red := &reduced{codes: make([]int8, n*d), scales: make([]float32, n), errs: make([]float32, n)}
+	h := sha256.New()
+	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), h)
+	if _, err := io.ReadFull(r, int8Bytes(red.codes)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	buf := make([]byte, 4*n)
+	for _, dst := range [][]float32{red.scales, red.errs} {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+		}
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.Reduced.SHA256 {
+		return nil, fmt.Errorf("%w: %s digest %s, manifest says %s", ErrCorrupt, path, got, m.Reduced.SHA256)
+	}
+	for row := range n {
+		v := data[row*d : (row+1)*d]
+		if !verifyRow(red.codes[row*d:(row+1)*d], v, red.scales[row], red.errs[row]) {
+			return nil, fmt.Errorf("%w: %s row %d (%s): codes out of range or error bound %g does not hold", ErrCorrupt, path, row, m.IDs[row], red.errs[row])
+		}
+		red.norm = max(red.norm, normBound(v))
+	}
+	return red, nil
 }
 
 // Listing describes one retained generation.

@@ -1,7 +1,10 @@
 package index
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
@@ -75,6 +78,52 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Len(t, entries, 2, "no staging leftovers")
 }
 
+// TestStoreReducedCopy: a generation stores the int8 copy, names its
+// digest in the fingerprinted manifest and loads it unchanged; a
+// generation saved before copies were stored loads with one rebuilt from
+// its vectors, and both search exactly like the float32 scan.
+func TestStoreReducedCopy(t *testing.T) {
+	s := NewStore(t.TempDir(), StoreOptions{})
+	built := randomIndex(t, 500, 70, 3)
+	m, err := s.Save(built, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
+	require.NoError(t, err)
+	require.NotNil(t, m.Reduced)
+	assert.Equal(t, DTypeInt8RowScale, m.Reduced.DType)
+	dir := filepath.Join(s.Dir(), "generations", m.ID)
+	fi, err := os.Stat(filepath.Join(dir, reducedFile))
+	require.NoError(t, err)
+	assert.Equal(t, built.ReducedBytes(), fi.Size())
+
+	loaded, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	require.NoError(t, err)
+	assert.Equal(t, built.red.codes, loaded.red.codes)
+	assert.Equal(t, built.red.scales, loaded.red.scales)
+	assert.Equal(t, built.red.errs, loaded.red.errs)
+	assert.InDelta(t, built.red.norm, loaded.red.norm, 1e-12)
+	q := randomQueries(1, 70, 4)[0]
+	want := bruteForce(built, q, 3)
+	got, err := loaded.Search(q, 3)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	// A generation of the earlier layout: no vectors.i8, no "reduced".
+	require.NoError(t, os.Remove(filepath.Join(dir, reducedFile)))
+	old := m
+	old.Reduced = nil
+	old.Fingerprint = old.computeFingerprint()
+	b, err := json.Marshal(old)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), `"reduced"`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644))
+	loaded, _, err = s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	require.NoError(t, err)
+	require.NotNil(t, loaded.red)
+	assert.Equal(t, built.red.codes, loaded.red.codes)
+	got, err = loaded.Search(q, 3)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
 func TestStoreRefusesStale(t *testing.T) {
 	s := NewStore(t.TempDir(), StoreOptions{})
 	saveSmall(t, s, time.Unix(1, 0))
@@ -106,6 +155,9 @@ func rewrite(t *testing.T, s *Store, m Manifest, data []float32, edit func(*Mani
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, vectorsFile), buf, 0o644))
 	m.VectorsSHA256 = vectorsDigest(data)
+	if m.Reduced != nil && len(data)%m.Dims == 0 {
+		writeReducedFile(t, dir, buildReduced(data, m.Dims), &m)
+	}
 	if edit != nil {
 		edit(&m)
 	}
@@ -113,6 +165,17 @@ func rewrite(t *testing.T, s *Store, m Manifest, data []float32, edit func(*Mani
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644))
+}
+
+// writeReducedFile replaces the int8 copy of the generation in dir with red
+// and records its digest in m (which the caller re-signs).
+func writeReducedFile(t *testing.T, dir string, red *reduced, m *Manifest) {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, writeReduced(&buf, red))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, reducedFile), buf.Bytes(), 0o644))
+	sum := sha256.Sum256(buf.Bytes())
+	m.Reduced = &ReducedInfo{DType: DTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(sum[:])}
 }
 
 func TestStoreLoadValidates(t *testing.T) {
@@ -160,6 +223,38 @@ func TestStoreLoadValidates(t *testing.T) {
 			b, _ = json.Marshal(raw)
 			require.NoError(t, os.WriteFile(p, b, 0o644))
 		}, "fingerprint"},
+		{"reduced digest", func(t *testing.T, s *Store, m Manifest) {
+			p := filepath.Join(s.Dir(), "generations", m.ID, reducedFile)
+			b, _ := os.ReadFile(p)
+			b[0]++
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}, "vectors.i8 digest"},
+		{"reduced truncated", func(t *testing.T, s *Store, m Manifest) {
+			p := filepath.Join(s.Dir(), "generations", m.ID, reducedFile)
+			b, _ := os.ReadFile(p)
+			require.NoError(t, os.WriteFile(p, b[:len(b)-1], 0o644))
+		}, "vectors.i8 has"},
+		{"reduced missing", func(t *testing.T, s *Store, m Manifest) {
+			require.NoError(t, os.Remove(filepath.Join(s.Dir(), "generations", m.ID, reducedFile)))
+		}, "vectors.i8"},
+		{"reduced bound does not hold", func(t *testing.T, s *Store, m Manifest) {
+			// A re-signed copy whose codes moved but whose bound did not.
+			red := buildReduced(good, m.Dims)
+			red.codes[0] -= 3
+			rewrite(t, s, m, good, func(m *Manifest) {
+				writeReducedFile(t, filepath.Join(s.Dir(), "generations", m.ID), red, m)
+			})
+		}, "row 0 (a): codes out of range or error bound"},
+		{"reduced code -128", func(t *testing.T, s *Store, m Manifest) {
+			red := buildReduced(good, m.Dims)
+			red.codes[4], red.errs[1] = -128, 10
+			rewrite(t, s, m, good, func(m *Manifest) {
+				writeReducedFile(t, filepath.Join(s.Dir(), "generations", m.ID), red, m)
+			})
+		}, "row 1 (b): codes out of range"},
+		{"reduced dtype", func(t *testing.T, s *Store, m Manifest) {
+			rewrite(t, s, m, good, func(m *Manifest) { m.Reduced.DType = "int4" })
+		}, `reduced copy dtype "int4"`},
 		{"active names missing generation", func(t *testing.T, s *Store, m Manifest) {
 			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), activeFile), []byte(`{"generation":"00000000000000000000000000000000"}`), 0o644))
 		}, "does not exist"},

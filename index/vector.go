@@ -91,14 +91,17 @@ func dotGeneric(a, b []float32) float32 {
 
 // kernels are the dot products of one family: dot(q, row) scores one query,
 // dot4 scores one row against four queries with results identical to four
-// dot calls.
+// dot calls; i8 is the int8 kernel of the first pass, which is exact and so
+// free to differ from the float32 family.
 type kernels struct {
-	dot  func(a, b []float32) float32
-	dot4 func(row []float32, q *[4][]float32, out *[4]float32)
+	f32Name string
+	dot     func(a, b []float32) float32
+	dot4    func(row []float32, q *[4][]float32, out *[4]float32)
+	i8      i8Kernel
 }
 
 func genericKernels() kernels {
-	return kernels{dot: dotGeneric, dot4: func(row []float32, q *[4][]float32, out *[4]float32) {
+	return kernels{f32Name: "portable", i8: i8Kernels()[0], dot: dotGeneric, dot4: func(row []float32, q *[4][]float32, out *[4]float32) {
 		for i := range out {
 			out[i] = dotGeneric(q[i], row)
 		}

@@ -39,6 +39,12 @@ func (r *Reducer) Merge(o *Reducer) error {
 		symMap[i] = r.syms.InternString(o.syms.Name(int32(i)))
 	}
 	r.sync()
+	// Merging into a reducer that knows fewer runs (the first merge of a
+	// parallel pass is into an empty one) adds up to that many: room for
+	// them is made once rather than by doubling as they come.
+	if n := o.runSyms.Len(); r.runSyms.Len() < n {
+		r.runSyms.Reserve(n - r.runSyms.Len())
+	}
 	runMap := make([]int32, len(o.runs))
 	for i := range o.runs {
 		src := &o.runs[i]
@@ -118,6 +124,30 @@ func (r *Reducer) mergeRun(rs, src *runState, symMap []int32, id int32) error {
 		rs.agent, rs.agentStep, rs.agentPos = symMap[src.agent], src.agentStep, src.agentPos
 	}
 	return nil
+}
+
+// MergeOwned is Merge for an o its caller gives up: o must not be used
+// afterwards. When r is empty (nothing added, merged or restored since
+// NewReducer) and o has no open transaction, r takes o's state as it is
+// instead of copying it run by run, keeping its own position; the Report,
+// SLO, Stats and MarshalBinary bytes are those Merge would give. Otherwise
+// it is Merge.
+func (r *Reducer) MergeOwned(o *Reducer) error {
+	if r == o || o.tx.open || !sameOptions(r.opts, o.opts) || !r.empty() {
+		return r.Merge(o)
+	}
+	pos := r.pos
+	*r = *o
+	r.pos = pos
+	*o = Reducer{} // any further use of o fails loudly rather than sharing r's state
+	return nil
+}
+
+// empty reports whether nothing was ever added to, merged into or
+// restored into r.
+func (r *Reducer) empty() bool {
+	return !r.tx.open && r.err == nil && r.stats == Stats{} && len(r.runs) == 0 && len(r.anon) == 0 &&
+		len(r.flat) == 0 && len(r.groups) == 0 && r.runSyms.Len() == 1 && r.syms.Len() == 1
 }
 
 // sameOptions reports whether two reducers reduce alike.

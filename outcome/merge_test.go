@@ -335,3 +335,43 @@ func FuzzDecodeStateBody(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeOwnedEqualsMerge: MergeOwned into an empty reducer takes the
+// part's state (and leaves the part unusable), into a non-empty one it
+// merges; either way the report, SLO report, stats and state bytes are
+// those of Merge, for every option set, and the receiver keeps its
+// position.
+func TestMergeOwnedEqualsMerge(t *testing.T) {
+	for oi, opts := range mergeOptions() {
+		rng := rand.New(rand.NewPCG(uint64(oi), 99))
+		ins := genInputs(rng, 600, 40)
+		part := func(lo, hi int) *Reducer {
+			p := newReducer(t, opts)
+			for _, in := range ins[lo:hi] {
+				offer(p, in)
+			}
+			return p
+		}
+		want := newReducer(t, opts)
+		want.SetPos(77)
+		require.NoError(t, want.Merge(part(0, 300)))
+		require.NoError(t, want.Merge(part(300, 600)))
+
+		got := newReducer(t, opts)
+		got.SetPos(77)
+		first := part(0, 300)
+		require.NoError(t, got.MergeOwned(first))
+		require.Nil(t, first.runSyms, "the part's state was taken, not copied")
+		second := part(300, 600)
+		require.NoError(t, got.MergeOwned(second))
+		require.NotNil(t, second.runSyms, "into a non-empty reducer MergeOwned merges")
+		require.Equal(t, reduce(t, want), reduce(t, got), "opts %d", oi)
+		require.Equal(t, uint64(77), got.CurrentPos())
+
+		// Incompatible options are refused as by Merge.
+		other := newReducer(t, Options{By: "model"})
+		if opts.By != "model" || !opts.From.IsZero() || !opts.To.IsZero() {
+			require.ErrorIs(t, newReducer(t, opts).MergeOwned(other), ErrIncompatible)
+		}
+	}
+}

@@ -129,9 +129,24 @@ func (c *internCache) place(s cacheSlot, h uint64) {
 	c.slots[i] = s
 }
 
-func (c *internCache) grow() {
+func (c *internCache) grow() { c.resize(2 * len(c.slots)) }
+
+// reserve makes room for n more keys in the cache and in its table, with
+// one resize of each instead of a doubling at a time.
+func (c *internCache) reserve(n int) {
+	want, size := c.used+n, len(c.slots)
+	for 8*want > 7*size {
+		size *= 2
+	}
+	if size > len(c.slots) {
+		c.resize(size)
+	}
+	c.table.Reserve(n)
+}
+
+func (c *internCache) resize(n int) {
 	old := c.slots
-	c.slots = make([]cacheSlot, 2*len(old))
+	c.slots = make([]cacheSlot, n)
 	for _, s := range old {
 		if s.tag != 0 {
 			key := s.key[:min(int(s.n), inlineKey)]
@@ -145,7 +160,15 @@ func (c *internCache) grow() {
 
 // lookupAll writes the id of each of n keys (key(i) returns key i) into
 // dst[:n]. Hashing every key first lets the probes run back to back.
+//
+// The first dictionary an empty cache meets, such as the first run id
+// dictionary of an interleaved directory, brings only new keys, and later
+// row groups bring more: room is made at once for it and a quarter more,
+// rather than by doubling step by step.
 func (c *internCache) lookupAll(dst []int32, n int, key func(int) []byte) {
+	if c.used == 0 {
+		c.reserve(n + n/4)
+	}
 	if cap(c.hash) < n {
 		c.hash = make([]uint64, n)
 	}

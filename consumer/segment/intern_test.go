@@ -49,3 +49,32 @@ func testInternCache(t *testing.T, weak bool) {
 	require.Equal(t, 2+min(n, 5000)+n, table.Len()) // "", long, interned-elsewhere-*, run-*
 	require.Positive(t, len(c.arena))
 }
+
+// TestInternCacheReservesForFirstDictionary: the first dictionary an empty
+// cache maps makes room for itself and a quarter more at once, in the
+// cache and in its table, and the ids are the table's.
+func TestInternCacheReservesForFirstDictionary(t *testing.T) {
+	table := calls.NewSymbols()
+	table.InternString("known")
+	c := newInternCache(table)
+	keys := make([][]byte, 14000) // doubling alone would stop at 16384 slots, too few for 17500
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("run-%08d", i))
+	}
+	keys[5] = []byte("known")
+	dst := make([]int32, len(keys))
+	c.lookupAll(dst, len(keys), func(i int) []byte { return keys[i] })
+	slots := len(c.slots)
+	require.GreaterOrEqual(t, 7*slots, 8*(len(keys)+len(keys)/4), "room for the dictionary and a quarter more")
+	for i, k := range keys {
+		id, ok := table.Lookup(string(k))
+		require.True(t, ok)
+		require.Equal(t, id, dst[i])
+	}
+	more := make([][]byte, len(keys)/4)
+	for i := range more {
+		more[i] = []byte(fmt.Sprintf("run-%08d", len(keys)+i))
+	}
+	c.lookupAll(dst, len(more), func(i int) []byte { return more[i] })
+	require.Equal(t, slots, len(c.slots), "a quarter more keys fit without growing")
+}

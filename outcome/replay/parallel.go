@@ -91,7 +91,9 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 			continue // redo without the bad segments
 		}
 		for _, p := range parts {
-			if err := r.Merge(p); err != nil {
+			// The parts are not used again: the first one is taken
+			// over by an empty r rather than copied into it.
+			if err := r.MergeOwned(p); err != nil {
 				return st, fmt.Errorf("merge row groups: %w", err)
 			}
 		}

@@ -1,8 +1,11 @@
 // Package search is the harness of `verdryx bench index`: exact search over
 // synthetic vectors, measured as build time and peak memory against the
-// matrix size, the plain-scan memory-bandwidth floor of the same matrix,
-// single-query time against that floor, and batched per-query time against
-// single.
+// matrix plus its int8 copy, the plain-scan memory-bandwidth floors of
+// reading the float32 matrix, half of it (what a float16 copy would read)
+// and a quarter of it (what the int8 pass reads), single-query time against
+// those floors, and batched per-query time against single. The floors and
+// the single query are timed in turn, rep by rep, so that the machine's
+// load moves them together.
 package search
 
 import (
@@ -34,18 +37,26 @@ type Result struct {
 	GoVersion  string `json:"go_version"`
 	Reps       int    `json:"reps"`
 	Batch      int    `json:"batch"`
-	Rows       []Row  `json:"rows"`
+	// KernelF32 and KernelI8 name the kernels that ran: the float32 dot
+	// product every score comes from and the int8 first pass.
+	KernelF32 string `json:"kernel_f32"`
+	KernelI8  string `json:"kernel_i8"`
+	Rows      []Row  `json:"rows"`
 }
 
 // Row holds the figures of one size. Durations are in nanoseconds.
 type Row struct {
-	N           int           `json:"n"`
-	MatrixBytes int64         `json:"matrix_bytes"`
-	PeakBytes   int64         `json:"build_peak_bytes"` // growth of VmHWM over the resident set before the build
-	Build       time.Duration `json:"build_ns"`
-	Floor       time.Duration `json:"floor_ns"`  // one parallel sequential sum over the matrix
-	Single      time.Duration `json:"single_ns"` // one query
-	Batch       time.Duration `json:"batch_ns_per_query"`
+	N            int           `json:"n"`
+	MatrixBytes  int64         `json:"matrix_bytes"`
+	ReducedBytes int64         `json:"reduced_bytes"`    // the int8 copy: codes, scales and error bounds
+	PeakBytes    int64         `json:"build_peak_bytes"` // growth of VmHWM over the resident set before the build
+	Build        time.Duration `json:"build_ns"`
+	Floor        time.Duration `json:"floor_ns"`     // one parallel sequential sum over the matrix
+	FloorF16     time.Duration `json:"floor_f16_ns"` // the same over half its bytes
+	FloorI8      time.Duration `json:"floor_i8_ns"`  // the same over a quarter of its bytes, what the int8 pass reads
+	Single       time.Duration `json:"single_ns"`    // one query
+	Reranked     float64       `json:"reranked"`     // rows scored in float32 per single query, mean
+	Batch        time.Duration `json:"batch_ns_per_query"`
 }
 
 // Run measures each size of opts.Sizes, ascending.
@@ -63,17 +74,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if n <= 0 {
 			return Result{}, errors.New("bench index: sizes must be positive")
 		}
-		r, err := measure(n, opts.Dim, opts.Batch, opts.Reps)
+		r, f32, i8, err := measure(n, opts.Dim, opts.Batch, opts.Reps)
 		if err != nil {
 			return Result{}, err
 		}
+		res.KernelF32, res.KernelI8 = f32, i8
 		res.Rows = append(res.Rows, r)
 	}
 	return res, nil
 }
 
-func measure(n, dim, batch, reps int) (Row, error) {
-	r := Row{N: n}
+func measure(n, dim, batch, reps int) (r Row, f32, i8 string, err error) {
+	r = Row{N: n}
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss.ResetPeak()
@@ -82,7 +94,7 @@ func measure(n, dim, batch, reps int) (Row, error) {
 	start := time.Now()
 	b, err := index.NewBuilder(dim, n)
 	if err != nil {
-		return r, err
+		return r, "", "", err
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(dim)))
 	row := make([]float32, dim)
@@ -91,12 +103,12 @@ func measure(n, dim, batch, reps int) (Row, error) {
 			row[j] = rng.Float32() - 0.5
 		}
 		if err := b.Add("v"+strconv.Itoa(i), row); err != nil {
-			return r, err
+			return r, "", "", err
 		}
 	}
 	idx, err := b.Build()
 	if err != nil {
-		return r, err
+		return r, "", "", err
 	}
 	r.Build = time.Since(start)
 	r.PeakBytes = rss.Peak() - before
@@ -109,20 +121,41 @@ func measure(n, dim, batch, reps int) (Row, error) {
 			queries[i][j] = rng.Float32() - 0.5
 		}
 	}
+	r.ReducedBytes = idx.ReducedBytes()
+	f32, i8 = idx.Kernels()
 	idx.ScanFloor() // warm up
-	r.Floor = median(reps, func() error { idx.ScanFloor(); return nil })
-	qi := 0
-	r.Single = median(reps, func() error {
-		_, err := idx.Search(queries[qi%batch], 2)
-		qi++
-		return err
-	})
+	var floor, f16, fi8, single []time.Duration
+	reranked := 0
+	for i := range reps {
+		floor = append(floor, timed(func() { idx.ScanFloor() }))
+		f16 = append(f16, timed(func() { idx.ScanFloorBytes(idx.MatrixBytes() / 2) }))
+		fi8 = append(fi8, timed(func() { idx.ScanFloorBytes(idx.MatrixBytes() / 4) }))
+		var st index.Stats
+		single = append(single, timed(func() { _, st, err = idx.SearchStats(queries[i%batch], 2) }))
+		if err != nil {
+			return r, "", "", err
+		}
+		reranked += st.Reranked
+	}
+	r.Floor, r.FloorF16, r.FloorI8, r.Single = mid(floor), mid(f16), mid(fi8), mid(single)
+	r.Reranked = float64(reranked) / float64(reps)
 	r.Batch = median(max(reps/3, 3), func() error {
 		_, err := idx.SearchBatch(queries, 2)
 		return err
 	}) / time.Duration(batch)
 	runtime.KeepAlive(idx)
-	return r, nil
+	return r, f32, i8, nil
+}
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+func mid(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 func median(reps int, f func() error) time.Duration {

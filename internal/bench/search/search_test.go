@@ -13,8 +13,12 @@ func TestRunSmall(t *testing.T) {
 	require.Len(t, res.Rows, 2)
 	require.Equal(t, 50, res.Rows[0].N, "sizes run ascending")
 	require.Equal(t, 200, res.Rows[1].N)
+	require.NotEmpty(t, res.KernelF32)
+	require.NotEqual(t, "none", res.KernelI8)
 	for _, r := range res.Rows {
 		require.Equal(t, int64(r.N*32*4), r.MatrixBytes)
+		require.Equal(t, int64(r.N*32+r.N*8), r.ReducedBytes)
+		require.GreaterOrEqual(t, r.Reranked, 2.0)
 		require.Positive(t, r.Build)
 		require.Positive(t, r.Single)
 	}
