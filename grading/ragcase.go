@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
 )
@@ -121,8 +123,8 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 // embedder and, for the stub model, the offline extractive generator; for
 // any other model the model itself generates from the retrieved context.
 // It makes no network call for the stub.
-func OfflineRAG(ctx context.Context, corpusPath string, model Model) (RAGAsker, error) {
-	if model == nil || model.ID() == StubID {
+func OfflineRAG(ctx context.Context, corpusPath string, model llm.Model) (RAGAsker, error) {
+	if model == nil || model.ID() == llm.StubID {
 		return rag.NewOffline(ctx, corpusPath, rag.Options{})
 	}
 	c, err := rag.LoadCorpus(corpusPath)
@@ -140,12 +142,12 @@ type usageKey struct{}
 
 // modelGenerator lets a Model generate rag answers from the pipeline's
 // messages, adding its usage to the ask's *usage when there is one.
-type modelGenerator struct{ m Model }
+type modelGenerator struct{ m llm.Model }
 
 func (g modelGenerator) Name() string { return g.m.ID() }
 
 func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, error) {
-	var call Call
+	var call llm.Call
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "system":
@@ -163,7 +165,7 @@ func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, 
 		return "", err
 	}
 	if c.Text == "" {
-		return "", fmt.Errorf("%s: %w: empty answer", g.m.ID(), ErrMalformed)
+		return "", fmt.Errorf("%s: %w: empty answer", g.m.ID(), llm.ErrMalformed)
 	}
 	return c.Text, nil
 }
@@ -182,7 +184,7 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 	s.Tokens = u.in + u.out
 	prices := r.Prices
 	if prices == nil {
-		prices = DefaultPriceBook()
+		prices = llm.DefaultPriceBook()
 	}
 	s.CostUSD, _ = prices.Cost(r.Model.ID(), u.in, u.out)
 	if err != nil {
@@ -218,16 +220,16 @@ func (s *EvalSet) RAGCorpus() (c rag.Corpus, path string, ok bool) {
 // as eval does: every check of rag.Checker.Check, value 1 when all pass,
 // else 0 (strict: an answer with the wrong source's number is wrong, not
 // nine-tenths right). An unknown id grades 0 with one failed check.
-func (s *EvalSet) GradeRAGRecord(id string, rec rag.Record) (float64, []Check) {
+func (s *EvalSet) GradeRAGRecord(id string, rec rag.Record) (float64, []grader.Check) {
 	gc, ok := s.RAGGolden(id)
 	if !ok {
-		return 0, []Check{{Name: "golden", OK: false, Detail: fmt.Sprintf("no rag case %q in set %s", id, s.ID)}}
+		return 0, []grader.Check{{Name: "golden", OK: false, Detail: fmt.Sprintf("no rag case %q in set %s", id, s.ID)}}
 	}
-	var checks []Check
+	var checks []grader.Check
 	for _, ch := range s.rag.checker.Check(gc, rec) {
-		checks = append(checks, Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
+		checks = append(checks, grader.Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
 	}
-	if len(checks) > 0 && !slices.ContainsFunc(checks, func(ch Check) bool { return !ch.OK }) {
+	if len(checks) > 0 && !slices.ContainsFunc(checks, func(ch grader.Check) bool { return !ch.OK }) {
 		return 1, checks
 	}
 	return 0, checks

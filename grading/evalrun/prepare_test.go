@@ -1,4 +1,4 @@
-package grading_test
+package evalrun_test
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 )
 
 // A corpus the offline pipeline cannot index fails the same way on every
 // delivery: the request is refused (ErrBadRequest), not retried forever.
 func TestPrepareRefusesAnUnindexableCorpus(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile("../testdata/grimoire/corpus.json")
+	raw, err := os.ReadFile("../../testdata/grimoire/corpus.json")
 	require.NoError(t, err)
 	var corpus map[string]any
 	require.NoError(t, json.Unmarshal(raw, &corpus))
@@ -31,13 +32,13 @@ func TestPrepareRefusesAnUnindexableCorpus(t *testing.T) {
 	b, err := json.Marshal(corpus)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "corpus.json"), b, 0o644))
-	golden, err := os.ReadFile("../testdata/grimoire/golden.json")
+	golden, err := os.ReadFile("../../testdata/grimoire/golden.json")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "golden.json"), golden, 0o644))
 	set := `{"id":"junk-set","corpus":"corpus.json","cases":[{"id":"c1","grader":"rag","golden":"golden.json#numeric-source-amber-dose"}]}`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evalset.json"), []byte(set), 0o644))
 
-	_, err = grading.Prepare(context.Background(), grading.Deps{}, grading.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
+	_, err = evalrun.Prepare(context.Background(), evalrun.Deps{}, evalrun.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
 	require.Error(t, err)
 	require.True(t, errors.Is(err, grading.ErrBadRequest), "%v", err)
 }

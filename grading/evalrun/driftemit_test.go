@@ -1,4 +1,4 @@
-package grading_test
+package evalrun_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
 )
 
 // eventSink records appended events, failing each with err when set.
@@ -32,10 +34,10 @@ func TestEmitDrift(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	end := start.Add(time.Second)
 	ci := -0.2
-	reg := grading.DriftReport{Verdict: grading.VerdictRegressed, BaselineID: "bl", BaselineRunID: "run-1", Window: 3, CIHigh: &ci, CILow: &ci}
+	reg := drift.Report{Verdict: drift.VerdictRegressed, BaselineID: "bl", BaselineRunID: "run-1", Window: 3, CIHigh: &ci, CILow: &ci}
 
 	evs, spans := &eventSink{}, &spanSink{}
-	assert.Empty(t, grading.EmitDrift(ctx, evs, spans, reg, agent, start, end))
+	assert.Empty(t, evalrun.EmitDrift(ctx, evs, spans, reg, agent, start, end))
 	require.Len(t, evs.got, 1)
 	assert.Equal(t, "quality_drift", evs.got[0].Type)
 	assert.Equal(t, "run-1", evs.got[0].RunID)
@@ -45,12 +47,12 @@ func TestEmitDrift(t *testing.T) {
 	assert.Equal(t, agent, spans.got[0].agentID)
 
 	evs, spans = &eventSink{}, &spanSink{}
-	on := grading.DriftReport{Verdict: grading.VerdictOnTrack, BaselineRunID: "run-1"}
-	assert.Empty(t, grading.EmitDrift(ctx, evs, spans, on, agent, start, end))
+	on := drift.Report{Verdict: drift.VerdictOnTrack, BaselineRunID: "run-1"}
+	assert.Empty(t, evalrun.EmitDrift(ctx, evs, spans, on, agent, start, end))
 	assert.Empty(t, evs.got, "on track: no event")
 	assert.Len(t, spans.got, 1, "but a span")
 
-	problems := grading.EmitDrift(ctx, &eventSink{err: errors.New("disk full")}, nil, reg, agent, start, end)
+	problems := evalrun.EmitDrift(ctx, &eventSink{err: errors.New("disk full")}, nil, reg, agent, start, end)
 	assert.Equal(t, []string{"event quality_drift: disk full"}, problems)
-	assert.Empty(t, grading.EmitDrift(ctx, nil, nil, reg, agent, start, end), "no sinks: nothing to do")
+	assert.Empty(t, evalrun.EmitDrift(ctx, nil, nil, reg, agent, start, end), "no sinks: nothing to do")
 }

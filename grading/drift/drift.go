@@ -1,4 +1,4 @@
-package grading
+package drift
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,9 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
 )
 
 // Drift verdicts.
@@ -38,8 +41,8 @@ type Baseline struct {
 	Label     string    `json:"label,omitempty"`
 }
 
-// DriftOptions tune ComputeDrift.
-type DriftOptions struct {
+// Options tune Compute.
+type Options struct {
 	// Threshold: a pooled mean this far (or more) below the baseline mean
 	// is regressed. <= 0 means DefaultThreshold.
 	Threshold float64
@@ -73,8 +76,8 @@ type PairedTest struct {
 	PValue float64 `json:"p_value"`
 }
 
-// DriftReport is the result of one drift check.
-type DriftReport struct {
+// Report is the result of one drift check.
+type Report struct {
 	BaselineID    string `json:"baseline_id"`
 	BaselineRunID string `json:"baseline_run_id"`
 	EvalSetID     string `json:"eval_set_id"`
@@ -121,7 +124,7 @@ type DriftReport struct {
 
 // VerdictText is the verdict qualified by its significance, e.g.
 // "regressed (not significant: CI [-0.72, 0.03] includes 0, n=5, ...)".
-func (r DriftReport) VerdictText() string {
+func (r Report) VerdictText() string {
 	if r.Verdict != VerdictRegressed {
 		return r.Verdict
 	}
@@ -160,7 +163,7 @@ func DefaultSeed(baselineID string, windowRunIDs []string) uint64 {
 	return binary.BigEndian.Uint64(h.Sum(nil)[:8])
 }
 
-// ComputeDrift compares window (most recent first) with the baseline and its
+// Compute compares window (most recent first) with the baseline and its
 // run. It pools every graded case score of the window into one mean (not a
 // mean of run means); delta = mean - baseline mean; regressed when
 // delta <= -threshold. With at least two graded scores on each side it adds
@@ -171,14 +174,14 @@ func DefaultSeed(baselineID string, windowRunIDs []string) uint64 {
 // states whether the drop is significant (ci_high < 0, or paired p < alpha
 // with a negative paired delta) without changing the verdict, and Welch's
 // t comes with its degrees of freedom and two-sided p-value.
-func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOptions) (DriftReport, error) {
+func Compute(baseline Baseline, baseRun grading.Run, window []grading.Run, opts Options) (Report, error) {
 	if opts.Threshold <= 0 {
 		opts.Threshold = DefaultThreshold
 	}
 	if opts.Resamples <= 0 {
 		opts.Resamples = DefaultResamples
 	}
-	rep := DriftReport{
+	rep := Report{
 		BaselineID:    baseline.ID,
 		BaselineRunID: baseline.RunID,
 		EvalSetID:     baseRun.EvalSetID,
@@ -195,9 +198,9 @@ func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOption
 		if w.EvalSetDigest == baseRun.EvalSetDigest {
 			continue
 		}
-		cases := ChangedCases(baseRun.Provenance.CaseDigests, w.Provenance.CaseDigests)
+		cases := grading.ChangedCases(baseRun.Provenance.CaseDigests, w.Provenance.CaseDigests)
 		if !opts.AllowChangedSet {
-			return DriftReport{}, &ChangedSetError{RunID: w.ID, Cases: cases}
+			return Report{}, &ChangedSetError{RunID: w.ID, Cases: cases}
 		}
 		for _, c := range cases {
 			changed[c] = true
@@ -214,7 +217,7 @@ func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOption
 		pooled = append(pooled, window[i].Graded()...)
 	}
 	if len(pooled) == 0 {
-		return DriftReport{}, ErrNoWindow
+		return Report{}, ErrNoWindow
 	}
 	base := baseRun.Graded()
 	rep.WindowN = len(pooled)
@@ -257,7 +260,7 @@ func ComputeDrift(baseline Baseline, baseRun Run, window []Run, opts DriftOption
 
 // significance decides whether the report's drop is significant and says
 // why in words.
-func significance(r DriftReport) (bool, string) {
+func significance(r Report) (bool, string) {
 	n := r.WindowN
 	if r.Paired != nil {
 		n = r.Paired.Cases
@@ -333,7 +336,7 @@ func resampleMean(xs []float64, rng *rand.Rand) float64 {
 // pairedTest pairs each case id graded in the baseline run with its mean
 // over the window runs that graded it. It returns nil with fewer than two
 // pairs.
-func pairedTest(baseRun Run, window []Run, opts DriftOptions) *PairedTest {
+func pairedTest(baseRun grading.Run, window []grading.Run, opts Options) *PairedTest {
 	baseByCase := map[string]float64{}
 	for _, s := range baseRun.Scores {
 		if s.Graded() {
@@ -392,4 +395,42 @@ func pairedTest(baseRun Run, window []Run, opts DriftOptions) *PairedTest {
 	}
 	p.PValue = float64(hits+1) / float64(opts.Resamples+1)
 	return p
+}
+
+// Data is the data of a quality_drift envelope and drift span.
+func Data(r Report) map[string]any {
+	opt := func(p *float64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	d := map[string]any{
+		"baseline_id": r.BaselineID,
+		"window":      r.Window,
+		"mean_score":  r.MeanScore,
+		"delta":       r.Delta,
+		"verdict":     r.Verdict,
+		"baseline_n":  r.BaselineN,
+		"t_statistic": opt(r.TStatistic),
+		"ci_low":      opt(r.CILow),
+		"ci_high":     opt(r.CIHigh),
+		"seed":        fmt.Sprint(r.Seed),
+		"significant": r.Significant,
+	}
+	if r.ChangedSet {
+		d["changed_set"] = true
+		d["changed_cases"] = r.ChangedCases
+	}
+	return d
+}
+
+// Events returns the envelopes of a drift check: one quality_drift
+// when the verdict is regressed, none when on-track. run_id is the
+// baseline's run, so the event joins the run's trace.
+func Events(r Report, agentID string, ts time.Time) []envelope.Event {
+	if r.Verdict != VerdictRegressed {
+		return nil
+	}
+	return []envelope.Event{envelope.New("quality_drift", agentID, r.BaselineRunID, Data(r), ts)}
 }

@@ -1,4 +1,4 @@
-package grading_test
+package evalrun_test
 
 import (
 	"bufio"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/store"
@@ -67,9 +70,9 @@ func TestExecuteSavesEmitsAndChecksDrift(t *testing.T) {
 		{"id":"a","prompt":"yes","expected":"yes"},
 		{"id":"b","prompt":"no","expected":"yes"},
 		{"id":"c","prompt":"case_resolved","grader":"outcome_tag"}]}`)
-	deps := grading.Deps{Store: st, Events: producer.File{W: w}, Spans: spans, Version: "test"}
+	deps := evalrun.Deps{Store: st, Events: producer.File{W: w}, Spans: spans, Version: "test"}
 
-	first, err := grading.Execute(ctx, deps, grading.Request{RequestID: "req-1", EvalSet: set, AgentID: agent})
+	first, err := evalrun.Execute(ctx, deps, evalrun.Request{RequestID: "req-1", EvalSet: set, AgentID: agent})
 	require.NoError(t, err)
 	require.True(t, first.Saved)
 	require.NotNil(t, first.Run.MeanScore)
@@ -83,12 +86,12 @@ func TestExecuteSavesEmitsAndChecksDrift(t *testing.T) {
 
 	bl, err := st.CreateBaseline(ctx, first.Run.ID, "v1", time.Now())
 	require.NoError(t, err)
-	second, err := grading.Execute(ctx, deps, grading.Request{EvalSet: set, AgentID: agent, BaselineID: bl.ID, Window: 3})
+	second, err := evalrun.Execute(ctx, deps, evalrun.Request{EvalSet: set, AgentID: agent, BaselineID: bl.ID, Window: 3})
 	require.NoError(t, err)
 	require.NotNil(t, second.Drift)
-	assert.Equal(t, grading.VerdictOnTrack, second.Drift.Verdict)
+	assert.Equal(t, drift.VerdictOnTrack, second.Drift.Verdict)
 	assert.Equal(t, []string{second.Run.ID}, second.Drift.WindowRunIDs, "the baseline's own run is not in its window")
-	byLabel, err := grading.CheckDrift(ctx, st, grading.DriftRequest{BaselineID: "v1"})
+	byLabel, err := evalrun.CheckDrift(ctx, st, evalrun.DriftRequest{BaselineID: "v1"})
 	require.NoError(t, err, "a drift check takes a baseline label")
 	assert.Equal(t, bl.ID, byLabel.BaselineID, "and reports the baseline's id")
 	require.NoError(t, w.Close())
@@ -126,8 +129,8 @@ func TestExecuteWithoutAgentSkipsEvents(t *testing.T) {
 	w, err := envelope.OpenWriter(evPath, envelope.WriterOptions{})
 	require.NoError(t, err)
 	defer w.Close()
-	res, err := grading.Execute(context.Background(), grading.Deps{Events: producer.File{W: w}},
-		grading.Request{EvalSet: json.RawMessage(`{"id":"s","cases":[{"id":"a","prompt":"x","expected":"x"}]}`)})
+	res, err := evalrun.Execute(context.Background(), evalrun.Deps{Events: producer.File{W: w}},
+		evalrun.Request{EvalSet: json.RawMessage(`{"id":"s","cases":[{"id":"a","prompt":"x","expected":"x"}]}`)})
 	require.NoError(t, err)
 	assert.False(t, res.Saved, "no store, nothing saved")
 	assert.Zero(t, res.EventsWritten)
@@ -136,7 +139,7 @@ func TestExecuteWithoutAgentSkipsEvents(t *testing.T) {
 
 func TestExecuteBadRequests(t *testing.T) {
 	ctx := context.Background()
-	for name, req := range map[string]grading.Request{
+	for name, req := range map[string]evalrun.Request{
 		"no set":        {},
 		"both sets":     {EvalSetPath: "x.json", EvalSet: json.RawMessage(`{}`)},
 		"invalid set":   {EvalSet: json.RawMessage(`{"id":"s","cases":[{"id":"a","grader":"nope"}]}`)},
@@ -144,12 +147,12 @@ func TestExecuteBadRequests(t *testing.T) {
 		"missing file":  {EvalSetPath: filepath.Join(t.TempDir(), "absent.json")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := grading.Execute(ctx, grading.Deps{}, req)
+			_, err := evalrun.Execute(ctx, evalrun.Deps{}, req)
 			assert.ErrorIs(t, err, grading.ErrBadRequest)
 		})
 	}
 	st := openStore(t)
-	_, err := grading.Execute(ctx, grading.Deps{Store: st}, grading.Request{
+	_, err := evalrun.Execute(ctx, evalrun.Deps{Store: st}, evalrun.Request{
 		EvalSet: json.RawMessage(`{"id":"s","cases":[{"id":"a","prompt":"x","expected":"x"}]}`), BaselineID: "bl-missing"})
 	assert.ErrorIs(t, err, grading.ErrBadRequest)
 	assert.ErrorIs(t, err, store.ErrNotFound)
@@ -157,7 +160,7 @@ func TestExecuteBadRequests(t *testing.T) {
 
 func grimoirePath(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join("..", "testdata", "grimoire", "evalset.json")
+	p := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("committed grimoire fixture missing (renamed or deleted?): %v", err)
 	}
@@ -165,7 +168,7 @@ func grimoirePath(t *testing.T) string {
 }
 
 func TestExecuteGrimoireThroughOfflinePipeline(t *testing.T) {
-	res, err := grading.Execute(context.Background(), grading.Deps{Version: "test"}, grading.Request{EvalSetPath: grimoirePath(t)})
+	res, err := evalrun.Execute(context.Background(), evalrun.Deps{Version: "test"}, evalrun.Request{EvalSetPath: grimoirePath(t)})
 	require.NoError(t, err)
 	assert.Equal(t, 7, res.Run.Cases)
 	assert.Equal(t, 7, res.Run.GradedN, "every golden case is graded by the offline pipeline")
@@ -208,11 +211,11 @@ func TestRAGGraderNamesFailingChecks(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, gc.CaseID, "the golden set has a case with forbidden values")
-	deps := grading.Deps{RAG: func(ctx context.Context, corpus string, m grading.Model) (grading.RAGAsker, error) {
+	deps := evalrun.Deps{RAG: func(ctx context.Context, corpus string, m llm.Model) (grading.RAGAsker, error) {
 		inner, err := grading.OfflineRAG(ctx, corpus, m)
 		return mutatingAsker{inner: inner, to: gc.ForbiddenValues[0]}, err
 	}}
-	res, err := grading.Execute(context.Background(), deps, grading.Request{EvalSetPath: path})
+	res, err := evalrun.Execute(context.Background(), deps, evalrun.Request{EvalSetPath: path})
 	require.NoError(t, err)
 	for _, s := range res.Run.Scores {
 		if s.CaseID != gc.CaseID {
@@ -226,10 +229,10 @@ func TestRAGGraderNamesFailingChecks(t *testing.T) {
 }
 
 func TestRAGAskFailureIsUnmeasured(t *testing.T) {
-	deps := grading.Deps{RAG: func(context.Context, string, grading.Model) (grading.RAGAsker, error) {
+	deps := evalrun.Deps{RAG: func(context.Context, string, llm.Model) (grading.RAGAsker, error) {
 		return failingAsker{}, nil
 	}}
-	res, err := grading.Execute(context.Background(), deps, grading.Request{EvalSetPath: grimoirePath(t)})
+	res, err := evalrun.Execute(context.Background(), deps, evalrun.Request{EvalSetPath: grimoirePath(t)})
 	require.NoError(t, err)
 	assert.Nil(t, res.Run.MeanScore)
 	assert.Equal(t, 7, res.Run.Unanswered)
@@ -250,7 +253,7 @@ func (failingAsker) Ask(context.Context, string) (rag.Record, error) {
 func TestExecuteRefusesSetFailingItsEvidence(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"corpus.json", "evalset.json", "golden.json"} {
-		b, err := os.ReadFile(filepath.Join("..", "testdata", "grimoire", f))
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "grimoire", f))
 		require.NoError(t, err)
 		if f == "golden.json" {
 			var g map[string]any
@@ -265,7 +268,7 @@ func TestExecuteRefusesSetFailingItsEvidence(t *testing.T) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 	}
-	_, err := grading.Execute(context.Background(), grading.Deps{Version: "test"}, grading.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
+	_, err := evalrun.Execute(context.Background(), evalrun.Deps{Version: "test"}, evalrun.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
 	require.ErrorIs(t, err, grading.ErrBadRequest)
 	assert.Contains(t, err.Error(), `"conditional-shadeglass-harvest"`)
 	assert.Contains(t, err.Error(), rag.CheckForbiddenAbsent)

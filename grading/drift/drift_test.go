@@ -1,4 +1,4 @@
-package grading
+package drift
 
 import (
 	"errors"
@@ -10,15 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/verdryx/verdryx/grading"
 )
 
 // mkRun builds a run of one eval set whose case i scores vals[i].
-func mkRun(id, digest string, vals []float64) Run {
-	r := Run{ID: id, EvalSetID: "set", EvalSetDigest: digest, Model: "m",
-		Provenance: Provenance{CaseDigests: map[string]string{}}}
+func mkRun(id, digest string, vals []float64) grading.Run {
+	r := grading.Run{ID: id, EvalSetID: "set", EvalSetDigest: digest, Model: "m",
+		Provenance: grading.Provenance{CaseDigests: map[string]string{}}}
 	for i, v := range vals {
 		cid := fmt.Sprintf("case-%02d", i)
-		r.Scores = append(r.Scores, Score{CaseID: cid, Value: v})
+		r.Scores = append(r.Scores, grading.Score{CaseID: cid, Value: v})
 		r.Provenance.CaseDigests[cid] = digest + "/" + cid
 	}
 	return r
@@ -34,7 +36,7 @@ func spread(n int) []float64 {
 	return out
 }
 
-func baselineOf(r Run) Baseline {
+func baselineOf(r grading.Run) Baseline {
 	m, _ := r.Mean()
 	return Baseline{ID: "bl-1", RunID: r.ID, MeanScore: m}
 }
@@ -45,8 +47,8 @@ func TestDriftPlantedRegression(t *testing.T) {
 	for i := 0; i < 10; i++ { // a real regression on a third of the cases
 		lowered[i] = math.Max(0, lowered[i]-0.4)
 	}
-	window := []Run{mkRun("w3", "d1", lowered), mkRun("w2", "d1", lowered), mkRun("w1", "d1", lowered)}
-	rep, err := ComputeDrift(baselineOf(base), base, window, DriftOptions{Seed: 7})
+	window := []grading.Run{mkRun("w3", "d1", lowered), mkRun("w2", "d1", lowered), mkRun("w1", "d1", lowered)}
+	rep, err := Compute(baselineOf(base), base, window, Options{Seed: 7})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictRegressed, rep.Verdict)
 	require.NotNil(t, rep.CIHigh)
@@ -64,8 +66,8 @@ func TestDriftPlantedRegression(t *testing.T) {
 
 func TestDriftIdenticalRunsOnTrack(t *testing.T) {
 	base := mkRun("base", "d1", spread(30))
-	window := []Run{mkRun("w2", "d1", spread(30)), mkRun("w1", "d1", spread(30))}
-	rep, err := ComputeDrift(baselineOf(base), base, window, DriftOptions{Seed: 7})
+	window := []grading.Run{mkRun("w2", "d1", spread(30)), mkRun("w1", "d1", spread(30))}
+	rep, err := Compute(baselineOf(base), base, window, Options{Seed: 7})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictOnTrack, rep.Verdict)
 	assert.InDelta(t, 0, rep.Delta, 1e-12)
@@ -85,7 +87,7 @@ func TestDriftSmallConsistentDropCaughtByCI(t *testing.T) {
 		w[i] = 0.87 + jitter // 0.03 lower: under the 0.05 threshold
 	}
 	base := mkRun("base", "d1", b)
-	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", w)}, DriftOptions{Seed: 1})
+	rep, err := Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", w)}, Options{Seed: 1})
 	require.NoError(t, err)
 	assert.Greater(t, rep.Delta, -DefaultThreshold, "the flat threshold alone would pass it")
 	assert.Less(t, *rep.CIHigh, 0.0)
@@ -95,17 +97,17 @@ func TestDriftSmallConsistentDropCaughtByCI(t *testing.T) {
 
 func TestDriftThresholdWithoutSignificance(t *testing.T) {
 	base := mkRun("base", "d1", []float64{1})
-	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", []float64{0.9})}, DriftOptions{})
+	rep, err := Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", []float64{0.9})}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictRegressed, rep.Verdict, "delta -0.1 <= -0.05")
 	assert.Nil(t, rep.CIHigh, "one score a side: no interval")
 	assert.Nil(t, rep.TStatistic)
 	assert.Nil(t, rep.Paired)
 
-	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", []float64{0.95})}, DriftOptions{})
+	rep, err = Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", []float64{0.95})}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictRegressed, rep.Verdict, "delta exactly -threshold is regressed")
-	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", []float64{0.96})}, DriftOptions{})
+	rep, err = Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", []float64{0.96})}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictOnTrack, rep.Verdict)
 }
@@ -114,13 +116,13 @@ func TestDriftReproducibleFromSeed(t *testing.T) {
 	base := mkRun("base", "d1", spread(25))
 	lowered := spread(25)
 	lowered[3], lowered[4] = 0, 0.1
-	window := []Run{mkRun("w", "d1", lowered)}
-	a, err := ComputeDrift(baselineOf(base), base, window, DriftOptions{Seed: 42})
+	window := []grading.Run{mkRun("w", "d1", lowered)}
+	a, err := Compute(baselineOf(base), base, window, Options{Seed: 42})
 	require.NoError(t, err)
-	b, err := ComputeDrift(baselineOf(base), base, window, DriftOptions{Seed: 42})
+	b, err := Compute(baselineOf(base), base, window, Options{Seed: 42})
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "same inputs and seed, same report")
-	c, err := ComputeDrift(baselineOf(base), base, window, DriftOptions{Seed: 43})
+	c, err := Compute(baselineOf(base), base, window, Options{Seed: 43})
 	require.NoError(t, err)
 	assert.NotEqual(t, *a.CILow+*a.CIHigh, *c.CILow+*c.CIHigh, "the seed drives the draws")
 	assert.Equal(t, DefaultSeed("bl", []string{"a", "b"}), DefaultSeed("bl", []string{"a", "b"}))
@@ -158,18 +160,18 @@ func TestDriftRefusesChangedSet(t *testing.T) {
 	changed.Provenance.CaseDigests["case-02"] = "edited"
 	delete(changed.Provenance.CaseDigests, "case-04")
 
-	_, err := ComputeDrift(baselineOf(base), base, []Run{changed}, DriftOptions{})
+	_, err := Compute(baselineOf(base), base, []grading.Run{changed}, Options{})
 	var cse *ChangedSetError
 	require.True(t, errors.As(err, &cse))
 	assert.ErrorIs(t, err, ErrChangedSet)
 	assert.Equal(t, []string{"case-02", "case-04"}, cse.Cases)
 	assert.Contains(t, err.Error(), "--allow-changed-set")
 
-	rep, err := ComputeDrift(baselineOf(base), base, []Run{changed}, DriftOptions{AllowChangedSet: true})
+	rep, err := Compute(baselineOf(base), base, []grading.Run{changed}, Options{AllowChangedSet: true})
 	require.NoError(t, err)
 	assert.True(t, rep.ChangedSet)
 	assert.Equal(t, []string{"case-02", "case-04"}, rep.ChangedCases)
-	assert.Equal(t, true, DriftData(rep)["changed_set"])
+	assert.Equal(t, true, Data(rep)["changed_set"])
 }
 
 func TestDriftNothingGraded(t *testing.T) {
@@ -178,16 +180,16 @@ func TestDriftNothingGraded(t *testing.T) {
 	for i := range w.Scores {
 		w.Scores[i].Unmeasured = "judge down"
 	}
-	_, err := ComputeDrift(baselineOf(base), base, []Run{w}, DriftOptions{})
+	_, err := Compute(baselineOf(base), base, []grading.Run{w}, Options{})
 	assert.ErrorIs(t, err, ErrNoWindow)
 }
 
 func TestDriftEventsOnlyWhenRegressed(t *testing.T) {
-	on := DriftReport{Verdict: VerdictOnTrack}
-	assert.Empty(t, DriftEvents(on, "agent://a.example/b", timeZero()))
+	on := Report{Verdict: VerdictOnTrack}
+	assert.Empty(t, Events(on, "agent://a.example/b", timeZero()))
 	ci := -0.1
-	reg := DriftReport{Verdict: VerdictRegressed, BaselineID: "bl", BaselineRunID: "run-1", Window: 3, CIHigh: &ci, CILow: &ci}
-	evs := DriftEvents(reg, "agent://a.example/b", timeZero())
+	reg := Report{Verdict: VerdictRegressed, BaselineID: "bl", BaselineRunID: "run-1", Window: 3, CIHigh: &ci, CILow: &ci}
+	evs := Events(reg, "agent://a.example/b", timeZero())
 	require.Len(t, evs, 1)
 	assert.Equal(t, "quality_drift", evs[0].Type)
 	assert.Equal(t, "high", evs[0].Severity)
@@ -219,7 +221,7 @@ func TestDriftSignificance(t *testing.T) {
 		return out
 	}
 	base := mkRun("base", "d1", ones(5))
-	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(5, 2))}, DriftOptions{Seed: 3})
+	rep, err := Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", drop(5, 2))}, Options{Seed: 3})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictRegressed, rep.Verdict, "the contract's rule: delta -0.4 <= -0.05")
 	assert.False(t, rep.Significant)
@@ -229,7 +231,7 @@ func TestDriftSignificance(t *testing.T) {
 	assert.Regexp(t, `^regressed \(not significant: CI \[-?\d\.\d\d, -?\d\.\d\d\] includes 0, n=5, paired p 0\.\d{4} >= 0\.05\)$`, rep.VerdictText())
 
 	base = mkRun("base", "d1", ones(40))
-	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(40, 12))}, DriftOptions{Seed: 3})
+	rep, err = Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", drop(40, 12))}, Options{Seed: 3})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictRegressed, rep.Verdict)
 	assert.True(t, rep.Significant)
@@ -239,14 +241,14 @@ func TestDriftSignificance(t *testing.T) {
 
 	// A tighter alpha alone does not make the 40-case drop insignificant:
 	// its CI already lies below 0.
-	rep, err = ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", drop(40, 12))}, DriftOptions{Seed: 3, Alpha: 1e-9})
+	rep, err = Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", drop(40, 12))}, Options{Seed: 3, Alpha: 1e-9})
 	require.NoError(t, err)
 	assert.True(t, rep.Significant)
 	assert.Equal(t, 1e-9, rep.Alpha)
 
 	// An improvement is never a significant drop.
 	low := mkRun("base", "d1", drop(40, 12))
-	rep, err = ComputeDrift(baselineOf(low), low, []Run{mkRun("w", "d1", ones(40))}, DriftOptions{Seed: 3})
+	rep, err = Compute(baselineOf(low), low, []grading.Run{mkRun("w", "d1", ones(40))}, Options{Seed: 3})
 	require.NoError(t, err)
 	assert.Equal(t, VerdictOnTrack, rep.Verdict)
 	assert.False(t, rep.Significant)
@@ -260,7 +262,7 @@ func TestDriftWelchPValue(t *testing.T) {
 	for i := range 8 {
 		w[i] = 0.2
 	}
-	rep, err := ComputeDrift(baselineOf(base), base, []Run{mkRun("w", "d1", w)}, DriftOptions{Seed: 1})
+	rep, err := Compute(baselineOf(base), base, []grading.Run{mkRun("w", "d1", w)}, Options{Seed: 1})
 	require.NoError(t, err)
 	require.NotNil(t, rep.WelchDF)
 	require.NotNil(t, rep.WelchP)

@@ -1,4 +1,4 @@
-package grading
+package grader
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/verdryx/verdryx/grading/llm"
 )
 
 // GradeExact scores 1 when output equals expected byte for byte.
@@ -98,8 +100,8 @@ var ErrJudgeUnparseable = errors.New("grading: judge answer is not a single numb
 // Judge grades an output against a rubric with a Model. It is safe for
 // concurrent use when its Model is.
 type Judge struct {
-	Model  Model
-	Prices PriceBook // nil means DefaultPriceBook
+	Model  llm.Model
+	Prices llm.PriceBook // nil means DefaultPriceBook
 }
 
 // JudgeResult is one judge call.
@@ -136,18 +138,18 @@ func JudgePrompt(rubric, task, output string) string {
 // not a single number returns an error wrapping ErrJudgeUnparseable; the
 // call's tokens and cost are still returned so they can be accounted.
 func (j *Judge) Grade(ctx context.Context, rubric, task, output string) (JudgeResult, error) {
-	c, err := j.Model.Complete(withRole(ctx, "judge"), Call{
+	c, err := j.Model.Complete(llm.WithRole(ctx, "judge"), llm.Call{
 		System:    judgeSystem,
 		Prompt:    JudgePrompt(rubric, task, output),
 		MaxTokens: 16,
-		Judge:     &JudgeInput{Rubric: rubric, Output: output},
+		Judge:     &llm.JudgeInput{Rubric: rubric, Output: output},
 	})
 	if err != nil {
 		return JudgeResult{}, fmt.Errorf("judge %s: %w", j.Model.ID(), err)
 	}
 	prices := j.Prices
 	if prices == nil {
-		prices = DefaultPriceBook()
+		prices = llm.DefaultPriceBook()
 	}
 	res := JudgeResult{Tokens: c.InputTokens + c.OutputTokens}
 	// An unpriced judge costs 0 here; the run's provenance lists it.
@@ -183,4 +185,28 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// Check is one named check behind a score, with why it passed or failed.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// clamp01 limits v to [0, 1].
+func clamp01(v float64) float64 {
+	switch {
+	case v < 0:
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}
+
+// DefaultOutcomeScores is the outcome_tag grader's default table; a tag not
+// in the table scores 0.
+func DefaultOutcomeScores() map[string]float64 {
+	return map[string]float64{"case_resolved": 1.0, "escalated": 0.5, "abandoned": 0.0}
 }

@@ -1,4 +1,4 @@
-package grading
+package mutation
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -30,10 +32,10 @@ type ControlResult struct {
 	Answer       string   `json:"answer"`
 }
 
-// MutationReport is the outcome of RunMutations (verdryx mutate --json). Sensitivity is
+// Report is the outcome of Run (verdryx mutate --json). Sensitivity is
 // killed/mutants and Specificity passed/controls, both in [0, 1] (0 when
 // there is nothing to measure, which fails the run).
-type MutationReport struct {
+type Report struct {
 	EvalSet         string                    `json:"eval_set"`
 	Cases           int                       `json:"cases"`
 	Mutants         int                       `json:"mutants"`
@@ -53,14 +55,14 @@ type MutationReport struct {
 	ControlResults  []ControlResult           `json:"control_results"`
 }
 
-// RunMutations grades every golden case of set unmutated, under each
+// Run grades every golden case of set unmutated, under each
 // named mutation and under each control of its reference answer, answered
 // (retrieval and context) by p over corpus, with the graders eval uses. A
 // case that fails unmutated is listed in BaseFailures and not mutated. The
 // report's slices are never nil. An error of p names the case; the report
 // so far is returned with it.
-func RunMutations(ctx context.Context, set *EvalSet, corpus rag.Corpus, p RAGAsker) (MutationReport, error) {
-	rep := MutationReport{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
+func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (Report, error) {
+	rep := Report{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
 		BaseFailures: []MutantResult{}, Survivors: []MutantResult{}, FailingControls: []ControlResult{}}
 	for _, c := range set.Cases {
 		gc, ok := set.RAGGolden(c.ID)
@@ -131,7 +133,7 @@ func RunMutations(ctx context.Context, set *EvalSet, corpus rag.Corpus, p RAGAsk
 // InlineRAGSet builds an eval set ("mutate:" + the golden file's name) with
 // one rag case per case of the golden file at goldenPath, over the corpus
 // at corpusPath. Errors name the file they come from.
-func InlineRAGSet(corpusPath, goldenPath string) (*EvalSet, error) {
+func InlineRAGSet(corpusPath, goldenPath string) (*grading.EvalSet, error) {
 	cases, err := rag.LoadGolden(goldenPath)
 	if err != nil {
 		return nil, err
@@ -155,16 +157,16 @@ func InlineRAGSet(corpusPath, goldenPath string) (*EvalSet, error) {
 		Cases  []rc   `json:"cases"`
 	}{ID: "mutate:" + filepath.Base(goldenPath), Corpus: cabs}
 	for _, gc := range cases {
-		raw.Cases = append(raw.Cases, rc{ID: gc.CaseID, Grader: GraderRAG, Golden: gabs + "#" + gc.CaseID})
+		raw.Cases = append(raw.Cases, rc{ID: gc.CaseID, Grader: grading.GraderRAG, Golden: gabs + "#" + gc.CaseID})
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
 		return nil, fmt.Errorf("build eval set: %w", err)
 	}
-	return ParseEvalSet(b, "")
+	return grading.ParseEvalSet(b, "")
 }
 
-func failedNames(checks []Check) []string {
+func failedNames(checks []grader.Check) []string {
 	names := []string{}
 	for _, c := range checks {
 		if !c.OK {

@@ -1,4 +1,4 @@
-package grading
+package grader
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/grading/llm"
 )
 
 func TestGradeExactAndRegex(t *testing.T) {
@@ -106,16 +108,16 @@ type cannedModel struct {
 	id   string
 	text string
 	err  error
-	last Call
+	last llm.Call
 }
 
 func (m *cannedModel) ID() string { return m.id }
-func (m *cannedModel) Complete(_ context.Context, c Call) (Completion, error) {
+func (m *cannedModel) Complete(_ context.Context, c llm.Call) (llm.Completion, error) {
 	m.last = c
 	if m.err != nil {
-		return Completion{}, m.err
+		return llm.Completion{}, m.err
 	}
-	return Completion{Text: m.text, InputTokens: 1000, OutputTokens: 10}, nil
+	return llm.Completion{Text: m.text, InputTokens: 1000, OutputTokens: 10}, nil
 }
 
 func TestJudgeGrade(t *testing.T) {
@@ -168,14 +170,14 @@ func TestJudgePromptKeepsOutputInert(t *testing.T) {
 
 func TestStubJudgeAndModel(t *testing.T) {
 	ctx := context.Background()
-	s := &Stub{Canned: map[string]Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}, Record: true}
-	c, err := s.Complete(ctx, Call{Prompt: "hello"})
+	s := &llm.Stub{Canned: map[string]llm.Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}, Record: true}
+	c, err := s.Complete(ctx, llm.Call{Prompt: "hello"})
 	require.NoError(t, err)
 	assert.Equal(t, "hello", c.Text, "echo")
-	c, err = s.Complete(ctx, Call{Prompt: "q"})
+	c, err = s.Complete(ctx, llm.Call{Prompt: "q"})
 	require.NoError(t, err)
-	assert.Equal(t, Completion{Text: "canned", ToolCalls: []string{"a"}}, c)
-	c, err = s.Complete(ctx, Call{Judge: &JudgeInput{Rubric: "Confirms refund amount and timeline", Output: "the refund amount is $5"}})
+	assert.Equal(t, llm.Completion{Text: "canned", ToolCalls: []string{"a"}}, c)
+	c, err = s.Complete(ctx, llm.Call{Judge: &llm.JudgeInput{Rubric: "Confirms refund amount and timeline", Output: "the refund amount is $5"}})
 	require.NoError(t, err)
 	v, err := ParseJudgeAnswer(c.Text)
 	require.NoError(t, err)
@@ -184,12 +186,12 @@ func TestStubJudgeAndModel(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = s.Complete(cctx, Call{Prompt: "x"})
+	_, err = s.Complete(cctx, llm.Call{Prompt: "x"})
 	assert.True(t, errors.Is(err, context.Canceled))
 }
 
 func TestPriceBook(t *testing.T) {
-	b := DefaultPriceBook()
+	b := llm.DefaultPriceBook()
 	usd, ok := b.Cost("claude-opus-4-5-20251101", 1_000_000, 1_000_000)
 	require.True(t, ok)
 	assert.InDelta(t, 30.0, usd, 1e-9, "longest prefix wins over claude-opus-4")

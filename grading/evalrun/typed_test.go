@@ -1,4 +1,4 @@
-package grading_test
+package evalrun_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
@@ -72,10 +74,10 @@ func TestTypedGradesCountsUnansweredApartAndPostsLabels(t *testing.T) {
 		"task c": {Unanswered: "backend_error"},
 		"task d": {Unanswered: "timeout"},
 	})})
-	deps := grading.Deps{Store: st, Events: producer.File{W: w}, Spans: spans, Version: "test",
+	deps := evalrun.Deps{Store: st, Events: producer.File{W: w}, Spans: spans, Version: "test",
 		Typed: typedGrader(t, fake.URL, "", time.Second)}
 
-	res, err := grading.Execute(ctx, deps, grading.Request{EvalSet: json.RawMessage(typedSet), AgentID: agent})
+	res, err := evalrun.Execute(ctx, deps, evalrun.Request{EvalSet: json.RawMessage(typedSet), AgentID: agent})
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	run := res.Run
@@ -178,8 +180,8 @@ func TestTypedScoreTemplateIsTheMeanLevelOverTheTop(t *testing.T) {
 		return typryxtest.Reply{Probabilities: map[string]float64{"0": 0.1, "1": 0.1, "2": 0.2, "3": 0.2, "4": 0.4}}
 	}})
 	set := `{"id":"s","cases":[{"id":"q","grader":"typed","prompt":"p","expected":"3"}]}`
-	res, err := grading.Execute(context.Background(), grading.Deps{Typed: typedGrader(t, fake.URL, typryxtest.Score, time.Second)},
-		grading.Request{EvalSet: json.RawMessage(set)})
+	res, err := evalrun.Execute(context.Background(), evalrun.Deps{Typed: typedGrader(t, fake.URL, typryxtest.Score, time.Second)},
+		evalrun.Request{EvalSet: json.RawMessage(set)})
 	require.NoError(t, err)
 	want := (0*0.1 + 1*0.1 + 2*0.2 + 3*0.2 + 4*0.4) / 4
 	assert.InDelta(t, want, res.Run.Scores[0].Value, 1e-12)
@@ -217,8 +219,8 @@ func TestTypedRefusalsFailTheRunWithNothingSaved(t *testing.T) {
 			fake := typedFake(t, typryxtest.Options{Key: tc.key, Answer: byTask(map[string]typryxtest.Reply{
 				"task a": typryxtest.Noulp(0.9), "task b": tc.reply, "task c": typryxtest.Noulp(0.9), "task d": typryxtest.Noulp(0.9),
 			})})
-			deps := grading.Deps{Store: st, Events: producer.File{W: w}, Typed: typedGrader(t, fake.URL, tc.template, time.Second)}
-			_, err = grading.Execute(ctx, deps, grading.Request{EvalSet: json.RawMessage(typedSet), AgentID: agent})
+			deps := evalrun.Deps{Store: st, Events: producer.File{W: w}, Typed: typedGrader(t, fake.URL, tc.template, time.Second)}
+			_, err = evalrun.Execute(ctx, deps, evalrun.Request{EvalSet: json.RawMessage(typedSet), AgentID: agent})
 			require.ErrorIs(t, err, grading.ErrTypedService)
 			assert.NotErrorIs(t, err, grading.ErrBadRequest)
 			var ref *typryx.RefusalError
@@ -245,8 +247,8 @@ func TestTypedSlowOrMalformedTypryxFailsTheRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := openStore(t)
 			fake := typedFake(t, typryxtest.Options{Answer: byTask(map[string]typryxtest.Reply{"task c": rep})})
-			_, err := grading.Execute(context.Background(), grading.Deps{Store: st, Typed: typedGrader(t, fake.URL, "", 200*time.Millisecond)},
-				grading.Request{EvalSet: json.RawMessage(typedSet)})
+			_, err := evalrun.Execute(context.Background(), evalrun.Deps{Store: st, Typed: typedGrader(t, fake.URL, "", 200*time.Millisecond)},
+				evalrun.Request{EvalSet: json.RawMessage(typedSet)})
 			require.ErrorIs(t, err, grading.ErrTypedService)
 			if name == "slow" {
 				require.ErrorIs(t, err, typryx.ErrUnreachable)
@@ -274,8 +276,8 @@ func TestTypedLabelsAreCheckedBeforeAnythingIsAsked(t *testing.T) {
 			if tc.label != "" {
 				c = `{"id":"q","grader":"typed","prompt":"p","expected":"` + tc.label + `"}`
 			}
-			_, err := grading.Execute(context.Background(), grading.Deps{Typed: typedGrader(t, fake.URL, tc.template, time.Second)},
-				grading.Request{EvalSet: json.RawMessage(`{"id":"s","cases":[` + c + `]}`)})
+			_, err := evalrun.Execute(context.Background(), evalrun.Deps{Typed: typedGrader(t, fake.URL, tc.template, time.Second)},
+				evalrun.Request{EvalSet: json.RawMessage(`{"id":"s","cases":[` + c + `]}`)})
 			require.ErrorIs(t, err, grading.ErrBadRequest)
 			assert.Empty(t, fake.Asks(), "nothing asked")
 		})
@@ -287,7 +289,7 @@ func TestTypedLabelsAreCheckedBeforeAnythingIsAsked(t *testing.T) {
 }
 
 func TestTypedCasesNeedTypryxEnabled(t *testing.T) {
-	_, err := grading.Execute(context.Background(), grading.Deps{}, grading.Request{EvalSet: json.RawMessage(typedSet)})
+	_, err := evalrun.Execute(context.Background(), evalrun.Deps{}, evalrun.Request{EvalSet: json.RawMessage(typedSet)})
 	require.ErrorIs(t, err, grading.ErrBadRequest)
 	assert.ErrorContains(t, err, "--typed-url")
 }
@@ -300,8 +302,8 @@ func TestTypedFailedLabelPostKeepsTheScore(t *testing.T) {
 	var sums []*grading.TypedSummary
 	for _, f := range []*typryxtest.Server{ok, bad} {
 		st := openStore(t)
-		res, err := grading.Execute(context.Background(), grading.Deps{Store: st, Typed: typedGrader(t, f.URL, "", time.Second)},
-			grading.Request{EvalSet: json.RawMessage(typedSet)})
+		res, err := evalrun.Execute(context.Background(), evalrun.Deps{Store: st, Typed: typedGrader(t, f.URL, "", time.Second)},
+			evalrun.Request{EvalSet: json.RawMessage(typedSet)})
 		require.NoError(t, err)
 		require.True(t, res.Saved)
 		means = append(means, *res.Run.MeanScore)
@@ -319,7 +321,7 @@ func TestTypedFailedLabelPostKeepsTheScore(t *testing.T) {
 // baseline of the agreeing typryx.
 func TestTypedOppositeLabelsMoveTheScore(t *testing.T) {
 	ctx := context.Background()
-	set, err := grading.LoadEvalSet(filepath.Join("..", "testdata", "typed", "evalset.json"))
+	set, err := grading.LoadEvalSet(filepath.Join("..", "..", "testdata", "typed", "evalset.json"))
 	require.NoError(t, err)
 	labels := map[string]string{}
 	for _, c := range set.Cases {
@@ -341,10 +343,10 @@ func TestTypedOppositeLabelsMoveTheScore(t *testing.T) {
 		}
 	}
 	st := openStore(t)
-	run := func(agree bool) grading.Result {
+	run := func(agree bool) evalrun.Result {
 		f := typedFake(t, typryxtest.Options{Answer: answering(agree)})
-		res, err := grading.Execute(ctx, grading.Deps{Store: st, Typed: typedGrader(t, f.URL, "", time.Second)},
-			grading.Request{Set: set})
+		res, err := evalrun.Execute(ctx, evalrun.Deps{Store: st, Typed: typedGrader(t, f.URL, "", time.Second)},
+			evalrun.Request{Set: set})
 		require.NoError(t, err)
 		return res
 	}
@@ -361,9 +363,9 @@ func TestTypedOppositeLabelsMoveTheScore(t *testing.T) {
 		assert.Equal(t, !yes, bad.Run.Scores[i].Value > 0.5, "opposite typryx must move %s across 0.5", s.CaseID)
 	}
 	assert.Less(t, *bad.Run.MeanScore, *good.Run.MeanScore-0.25)
-	rep, err := grading.CheckDrift(ctx, st, grading.DriftRequest{BaselineID: bl.ID})
+	rep, err := evalrun.CheckDrift(ctx, st, evalrun.DriftRequest{BaselineID: bl.ID})
 	require.NoError(t, err)
-	assert.Equal(t, grading.VerdictRegressed, rep.Verdict, "typed scores take part in drift")
+	assert.Equal(t, drift.VerdictRegressed, rep.Verdict, "typed scores take part in drift")
 }
 
 func TestTypedAllUnansweredHasNoMeanAndNoBaseline(t *testing.T) {
@@ -373,8 +375,8 @@ func TestTypedAllUnansweredHasNoMeanAndNoBaseline(t *testing.T) {
 		return typryxtest.Reply{Unanswered: "no_probabilities"}
 	}})
 	set := `{"id":"s","cases":[{"id":"a","grader":"typed","prompt":"x"},{"id":"b","grader":"typed","prompt":"y","expected":"true"}]}`
-	res, err := grading.Execute(ctx, grading.Deps{Store: st, Typed: typedGrader(t, fake.URL, "", time.Second)},
-		grading.Request{EvalSet: json.RawMessage(set)})
+	res, err := evalrun.Execute(ctx, evalrun.Deps{Store: st, Typed: typedGrader(t, fake.URL, "", time.Second)},
+		evalrun.Request{EvalSet: json.RawMessage(set)})
 	require.NoError(t, err)
 	assert.True(t, res.Saved, "an unanswered run completes and is saved")
 	assert.Nil(t, res.Run.MeanScore)

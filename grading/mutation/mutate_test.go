@@ -1,14 +1,16 @@
-package grading
+package mutation
 
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -16,13 +18,13 @@ import (
 // mutation class is present and killed and every control passes.
 func TestRunMutationsKillsEveryMutant(t *testing.T) {
 	ctx := context.Background()
-	set, err := LoadEvalSet(grimoire(t))
+	set, err := grading.LoadEvalSet(grimoire(t))
 	require.NoError(t, err)
 	corpus, cpath, ok := set.RAGCorpus()
 	require.True(t, ok)
-	p, err := OfflineRAG(ctx, cpath, nil)
+	p, err := grading.OfflineRAG(ctx, cpath, nil)
 	require.NoError(t, err)
-	rep, err := RunMutations(ctx, set, corpus, p)
+	rep, err := Run(ctx, set, corpus, p)
 	require.NoError(t, err)
 	assert.Equal(t, set.ID, rep.EvalSet)
 	assert.Positive(t, rep.Cases)
@@ -59,21 +61,21 @@ func (weakAsker) Generation() string { return "" }
 // and not mutated, and an asker's error names the case.
 func TestRunMutationsBaseFailures(t *testing.T) {
 	ctx := context.Background()
-	set, err := LoadEvalSet(grimoire(t))
+	set, err := grading.LoadEvalSet(grimoire(t))
 	require.NoError(t, err)
 	corpus, _, _ := set.RAGCorpus()
-	rep, err := RunMutations(ctx, set, corpus, weakAsker{})
+	rep, err := Run(ctx, set, corpus, weakAsker{})
 	require.NoError(t, err)
 	assert.Len(t, rep.BaseFailures, rep.Cases)
 	assert.Zero(t, rep.Mutants, "a failing case is not mutated")
 	assert.Zero(t, rep.Sensitivity, "nothing measured is 0, which fails the run")
 
-	_, err = RunMutations(ctx, set, corpus, weakAsker{err: errors.New("down")})
+	_, err = Run(ctx, set, corpus, weakAsker{err: errors.New("down")})
 	assert.ErrorContains(t, err, "case "+set.Cases[0].ID+": down")
 }
 
 func TestInlineRAGSet(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "grimoire")
+	dir := filepath.Join("..", "..", "testdata", "grimoire")
 	golden, err := rag.LoadGolden(filepath.Join(dir, "golden.json"))
 	require.NoError(t, err)
 	set, err := InlineRAGSet(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "golden.json"))
@@ -91,4 +93,13 @@ func TestInlineRAGSet(t *testing.T) {
 
 	_, err = InlineRAGSet(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "missing.json"))
 	assert.ErrorContains(t, err, "missing.json")
+}
+
+func grimoire(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("committed grimoire fixture missing (renamed or deleted?): %v", err)
+	}
+	return p
 }
