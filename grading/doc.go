@@ -9,7 +9,7 @@
 //     evaluation (a grading/llm Model) answers each case, and the graders
 //     turn an output into one Score in [0, 1] with tokens, cost and
 //     per-check reasons: exact, regex, outcome_tag, tool_trace and llm_judge
-//     from grading/grader, rag against the set's golden cases (rag.Checker),
+//     from grading/grader, rag against the set's golden cases (golden.Checker),
 //     and typed, which asks typryx when Runner.UseTyped enabled it. A case
 //     that cannot be graded is counted apart with its reason; a run with no
 //     graded case has no mean ("unmeasured"), never 0. A typed case typryx

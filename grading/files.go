@@ -8,6 +8,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 	"github.com/verdryx/verdryx/redact"
 )
 
@@ -46,13 +47,13 @@ func loadCorpusWith(read ReadFileFunc, path string) (rag.Corpus, error) {
 	return c, nil
 }
 
-// loadGoldenWith mirrors rag.LoadGolden, reading through read.
-func loadGoldenWith(read ReadFileFunc, path string) ([]rag.GoldenCase, error) {
+// loadGoldenWith mirrors golden.Load, reading through read.
+func loadGoldenWith(read ReadFileFunc, path string) ([]golden.Case, error) {
 	b, err := read.read(path)
 	if err != nil {
 		return nil, fmt.Errorf("read golden cases: %w", err)
 	}
-	cases, err := rag.ParseGolden(b)
+	cases, err := golden.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

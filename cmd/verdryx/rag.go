@@ -19,6 +19,7 @@ import (
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // Defaults of the RAG commands. The data directory is --data, else
@@ -525,14 +526,14 @@ func printMutate(w io.Writer, rep mutation.Report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, name := range rag.MutationNames() {
+	for _, name := range golden.MutationNames() {
 		if c := rep.Classes[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["killed"], c["mutants"]))
 		}
 	}
 	fmt.Fprintf(w, "killed by class: %s\n", strings.Join(parts, ", "))
 	parts = nil
-	for _, name := range rag.ControlNames() {
+	for _, name := range golden.ControlNames() {
 		if c := rep.ControlClasses[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["passed"], c["controls"]))
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -201,10 +202,10 @@ func (m mutatingAsker) Ask(ctx context.Context, q string) (rag.Record, error) {
 
 func TestRAGGraderNamesFailingChecks(t *testing.T) {
 	path := grimoirePath(t)
-	golden, err := rag.LoadGolden(filepath.Join(filepath.Dir(path), "golden.json"))
+	cases, err := golden.Load(filepath.Join(filepath.Dir(path), "golden.json"))
 	require.NoError(t, err)
-	var gc rag.GoldenCase
-	for _, g := range golden {
+	var gc golden.Case
+	for _, g := range cases {
 		if len(g.ForbiddenValues) > 0 && !g.ExpectAbstention {
 			gc = g
 			break
@@ -222,7 +223,7 @@ func TestRAGGraderNamesFailingChecks(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, 0.0, s.Value, "a leaked sibling value fails the case")
-		assert.Contains(t, s.Failing(), rag.CheckForbiddenAbsent)
+		assert.Contains(t, s.Failing(), golden.CheckForbiddenAbsent)
 		return
 	}
 	t.Fatalf("case %s not in the run", gc.CaseID)
@@ -271,6 +272,6 @@ func TestExecuteRefusesSetFailingItsEvidence(t *testing.T) {
 	_, err := evalrun.Execute(context.Background(), evalrun.Deps{Version: "test"}, evalrun.Request{EvalSetPath: filepath.Join(dir, "evalset.json")})
 	require.ErrorIs(t, err, grading.ErrBadRequest)
 	assert.Contains(t, err.Error(), `"conditional-shadeglass-harvest"`)
-	assert.Contains(t, err.Error(), rag.CheckForbiddenAbsent)
+	assert.Contains(t, err.Error(), golden.CheckForbiddenAbsent)
 	assert.Contains(t, err.Error(), "fail their own evidence")
 }

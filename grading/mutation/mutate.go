@@ -9,6 +9,7 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // MutantResult is one graded mutant of a golden case's correct answer.
@@ -78,7 +79,7 @@ func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading
 			rep.BaseFailures = append(rep.BaseFailures, MutantResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
 			continue
 		}
-		for _, m := range rag.Mutations(gc, rec, corpus) {
+		for _, m := range golden.Mutations(gc, rec, corpus) {
 			mutated := rec
 			mutated.Answer = m.Answer
 			v, checks := set.GradeRAGRecord(c.ID, mutated)
@@ -99,7 +100,7 @@ func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading
 				rep.Survivors = append(rep.Survivors, r)
 			}
 		}
-		for _, ctl := range rag.Controls(gc, corpus) {
+		for _, ctl := range golden.Controls(gc, corpus) {
 			controlled := rec
 			controlled.Answer = ctl.Answer
 			v, checks := set.GradeRAGRecord(c.ID, controlled)
@@ -134,7 +135,7 @@ func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading
 // one rag case per case of the golden file at goldenPath, over the corpus
 // at corpusPath. Errors name the file they come from.
 func InlineRAGSet(corpusPath, goldenPath string) (*grading.EvalSet, error) {
-	cases, err := rag.LoadGolden(goldenPath)
+	cases, err := golden.Load(goldenPath)
 	if err != nil {
 		return nil, err
 	}

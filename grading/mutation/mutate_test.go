@@ -12,6 +12,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // TestRunMutationsKillsEveryMutant: over the grimoire set, every named
@@ -37,7 +38,7 @@ func TestRunMutationsKillsEveryMutant(t *testing.T) {
 	assert.Positive(t, rep.Controls)
 	assert.Equal(t, rep.Controls, rep.ControlsPassed)
 	assert.Equal(t, 1.0, rep.Specificity)
-	for _, name := range rag.MutationNames() {
+	for _, name := range golden.MutationNames() {
 		cls := rep.Classes[name]
 		if assert.NotNil(t, cls, "class %s", name) {
 			assert.Equal(t, cls["mutants"], cls["killed"], "class %s", name)
@@ -76,7 +77,7 @@ func TestRunMutationsBaseFailures(t *testing.T) {
 
 func TestInlineRAGSet(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "grimoire")
-	golden, err := rag.LoadGolden(filepath.Join(dir, "golden.json"))
+	golden, err := golden.Load(filepath.Join(dir, "golden.json"))
 	require.NoError(t, err)
 	set, err := InlineRAGSet(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "golden.json"))
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // paraphrases are hand-written answers to one shipped case: right ones a
@@ -245,16 +246,16 @@ var paraphraseTable = []paraphrases{
 // fails at least one.
 func TestParaphrases(t *testing.T) {
 	sets := map[string]string{
-		"grimoire":   "../testdata/grimoire/evalset.json",
-		"lighthouse": "../testdata/lighthouse/evalset.json",
-		"kiln":       "../grading/testdata/kiln/evalset.json",
+		"grimoire":   "../../testdata/grimoire/evalset.json",
+		"lighthouse": "../../testdata/lighthouse/evalset.json",
+		"kiln":       "../../grading/testdata/kiln/evalset.json",
 	}
 	covered := map[string]bool{}
 	for _, p := range paraphraseTable {
 		covered[p.set+"/"+p.caseID] = true
 	}
 	for name, path := range sets {
-		es, err := rag.LoadEvalSet(path)
+		es, err := golden.LoadEvalSet(path)
 		require.NoError(t, err)
 		for _, gc := range es.Cases {
 			if !gc.ExpectAbstention {
@@ -276,7 +277,7 @@ func TestParaphrases(t *testing.T) {
 			assert.GreaterOrEqual(t, len(p.right), 6, "%s: right answers", p.caseID)
 			assert.GreaterOrEqual(t, len(p.wrong), 6, "%s: wrong answers", p.caseID)
 			fill := strings.NewReplacer("{C}", rag.Cite(gc.ExpectedRetrievedID), "{S}", gc.ExpectedSourceID)
-			rec := rag.EvidenceRecord(gc, es.Corpus, "")
+			rec := golden.EvidenceRecord(gc, es.Corpus, "")
 			for k, ans := range p.right {
 				ans = fill.Replace(ans)
 				assert.Empty(t, failedChecks(t, gc, rec, es.Corpus, ans), "%s right[%d] failed: %q", p.caseID, k, ans)

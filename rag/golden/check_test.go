@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
-func askAll(t *testing.T, evalset string) (rag.EvalSet, []rag.Record) {
+func askAll(t *testing.T, evalset string) (golden.EvalSet, []rag.Record) {
 	t.Helper()
-	es, err := rag.LoadEvalSet(evalset)
+	es, err := golden.LoadEvalSet(evalset)
 	require.NoError(t, err)
 	p, err := rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
 	require.NoError(t, err)
@@ -31,32 +32,32 @@ func askAll(t *testing.T, evalset string) (rag.EvalSet, []rag.Record) {
 // TestEveryMutationIsCaught derives every named mutation of every golden
 // case of both domains and requires CheckGolden to fail each one.
 func TestEveryMutationIsCaught(t *testing.T) {
-	for _, evalset := range []string{"../testdata/grimoire/evalset.json", "../testdata/lighthouse/evalset.json"} {
+	for _, evalset := range []string{"../../testdata/grimoire/evalset.json", "../../testdata/lighthouse/evalset.json"} {
 		es, recs := askAll(t, evalset)
 		seen := map[string]bool{}
 		for i, gc := range es.Cases {
-			require.True(t, rag.Passed(rag.CheckGolden(gc, recs[i], es.Corpus)), "unmutated %s must pass", gc.CaseID)
-			for _, m := range rag.Mutations(gc, recs[i], es.Corpus) {
+			require.True(t, golden.Passed(golden.CheckGolden(gc, recs[i], es.Corpus)), "unmutated %s must pass", gc.CaseID)
+			for _, m := range golden.Mutations(gc, recs[i], es.Corpus) {
 				seen[m.Name] = true
 				mutated := recs[i]
 				mutated.Answer = m.Answer
-				assert.False(t, rag.Passed(rag.CheckGolden(gc, mutated, es.Corpus)), "%s: %s (%s) survived: %q", gc.CaseID, m.Name, m.Target, m.Answer)
+				assert.False(t, golden.Passed(golden.CheckGolden(gc, mutated, es.Corpus)), "%s: %s (%s) survived: %q", gc.CaseID, m.Name, m.Target, m.Answer)
 			}
 		}
-		for _, name := range []string{rag.MutWrongSourceNumber, rag.MutSwappedSynonym, rag.MutDroppedQualifier, rag.MutDroppedCitation, rag.MutInventedAnswer} {
+		for _, name := range []string{golden.MutWrongSourceNumber, golden.MutSwappedSynonym, golden.MutDroppedQualifier, golden.MutDroppedCitation, golden.MutInventedAnswer} {
 			assert.True(t, seen[name], "%s: no case exercises %s", es.ID, name)
 		}
 	}
 }
 
 func TestMutationsAreDerivedFromCaseFields(t *testing.T) {
-	es, recs := askAll(t, "../testdata/grimoire/evalset.json")
-	byCase := map[string][]rag.Mutation{}
+	es, recs := askAll(t, "../../testdata/grimoire/evalset.json")
+	byCase := map[string][]golden.Mutation{}
 	for i, gc := range es.Cases {
-		byCase[gc.CaseID] = rag.Mutations(gc, recs[i], es.Corpus)
+		byCase[gc.CaseID] = golden.Mutations(gc, recs[i], es.Corpus)
 	}
-	find := func(id, name string) []rag.Mutation {
-		var out []rag.Mutation
+	find := func(id, name string) []golden.Mutation {
+		var out []golden.Mutation
 		for _, m := range byCase[id] {
 			if m.Name == name {
 				out = append(out, m)
@@ -64,28 +65,28 @@ func TestMutationsAreDerivedFromCaseFields(t *testing.T) {
 		}
 		return out
 	}
-	wrong := find("numeric-source-verdigris-dose", rag.MutWrongSourceNumber)
+	wrong := find("numeric-source-verdigris-dose", golden.MutWrongSourceNumber)
 	require.Len(t, wrong, 2, "one per forbidden value")
 	assert.Contains(t, wrong[0].Answer, "9 drams")
 	assert.NotContains(t, wrong[0].Answer, "3 drams")
-	swap := find("near-synonym-moonpetal-vapor", rag.MutSwappedSynonym)
+	swap := find("near-synonym-moonpetal-vapor", golden.MutSwappedSynonym)
 	require.Len(t, swap, 1)
 	assert.Contains(t, swap[0].Answer, "When moonflower is ground")
 	assert.Contains(t, swap[0].Answer, "[moonpetal-silver-vapor]", "the swap keeps the citation")
-	assert.Empty(t, find("numeric-source-verdigris-dose", rag.MutSwappedSynonym), "same-subject siblings give no synonym swap")
-	inv := find("absent-moonpetal-dew-shelf-life", rag.MutInventedAnswer)
+	assert.Empty(t, find("numeric-source-verdigris-dose", golden.MutSwappedSynonym), "same-subject siblings give no synonym swap")
+	inv := find("absent-moonpetal-dew-shelf-life", golden.MutInventedAnswer)
 	require.Len(t, inv, 1)
 	assert.Contains(t, inv[0].Answer, "11 grains")
-	dropped := find("conditional-shadeglass-harvest", rag.MutDroppedQualifier)
+	dropped := find("conditional-shadeglass-harvest", golden.MutDroppedQualifier)
 	require.Len(t, dropped, 1)
 	assert.NotContains(t, dropped[0].Answer, "grown entirely in shade")
 }
 
 func TestCheckGoldenDetails(t *testing.T) {
-	es, recs := askAll(t, "../testdata/grimoire/evalset.json")
-	failed := func(gc rag.GoldenCase, rec rag.Record) []string {
+	es, recs := askAll(t, "../../testdata/grimoire/evalset.json")
+	failed := func(gc golden.Case, rec rag.Record) []string {
 		var names []string
-		for _, c := range rag.CheckGolden(gc, rec, es.Corpus) {
+		for _, c := range golden.CheckGolden(gc, rec, es.Corpus) {
 			if !c.OK {
 				names = append(names, c.Name)
 			}
@@ -96,24 +97,24 @@ func TestCheckGoldenDetails(t *testing.T) {
 	require.True(t, absent.ExpectAbstention)
 	r := absentRec
 	r.Answer = rag.Abstention + "\n"
-	assert.Equal(t, []string{rag.CheckAbstention}, failed(absent, r), "abstention is byte-for-byte")
+	assert.Equal(t, []string{golden.CheckAbstention}, failed(absent, r), "abstention is byte-for-byte")
 	r.Answer = "insufficient_context"
-	assert.Equal(t, []string{rag.CheckAbstention}, failed(absent, r))
+	assert.Equal(t, []string{golden.CheckAbstention}, failed(absent, r))
 
 	dose, doseRec := es.Cases[0], recs[0]
 	r = doseRec
 	r.RetrievedIDs = []string{doseRec.RetrievedIDs[1], doseRec.RetrievedIDs[0]}
-	assert.Equal(t, []string{rag.CheckRankedIDs}, failed(dose, r), "rank order is exact")
+	assert.Equal(t, []string{golden.CheckRankedIDs}, failed(dose, r), "rank order is exact")
 
 	r = doseRec
 	r.ContextPayload = doseRec.ContextPayload[:len(doseRec.ContextPayload)/2]
-	assert.Equal(t, []string{rag.CheckCollisionInContext}, failed(dose, r), "the sibling block must be in the payload")
+	assert.Equal(t, []string{golden.CheckCollisionInContext}, failed(dose, r), "the sibling block must be in the payload")
 
 	// A number that no cited chunk holds, phrased so no literal check sees it.
 	r = doseRec
 	r.Answer = doseRec.Answer + " Repeat after 4 nights."
-	assert.Equal(t, []string{rag.CheckNumericGrounding}, failed(dose, r))
-	assert.Equal(t, []string{"4 nights"}, rag.UngroundedNumbers(r))
+	assert.Equal(t, []string{golden.CheckNumericGrounding}, failed(dose, r))
+	assert.Equal(t, []string{"4 nights"}, golden.UngroundedNumbers(r))
 }
 
 func TestUngroundedNumbers(t *testing.T) {
@@ -133,7 +134,7 @@ func TestUngroundedNumbers(t *testing.T) {
 		{"It takes 1,5 grains [b]", []string{"1,5 grains"}}, // decimal comma kept whole
 	} {
 		rec.Answer = tc.answer
-		assert.Equal(t, tc.want, rag.UngroundedNumbers(rec), tc.answer)
+		assert.Equal(t, tc.want, golden.UngroundedNumbers(rec), tc.answer)
 	}
 }
 
@@ -200,9 +201,9 @@ func TestGoldenFileErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "golden.json")
 			require.NoError(t, os.WriteFile(path, []byte(tc.json), 0o644))
-			cases, err := rag.LoadGolden(path)
+			cases, err := golden.Load(path)
 			if err == nil && tc.validate {
-				err = rag.Validate(cases, corpus)
+				err = golden.Validate(cases, corpus)
 			}
 			if tc.want == "" {
 				require.NoError(t, err)
@@ -216,3 +217,10 @@ func TestGoldenFileErrors(t *testing.T) {
 }
 
 func replaceAll(s, old, repl string) string { return strings.ReplaceAll(s, old, repl) }
+
+func loadGrimoire(t *testing.T) rag.Corpus {
+	t.Helper()
+	c, err := rag.LoadCorpus("../../testdata/grimoire/corpus.json")
+	require.NoError(t, err)
+	return c
+}

@@ -1,4 +1,4 @@
-package rag
+package golden
 
 import (
 	"bytes"
@@ -9,16 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
-// Abstention is the exact answer for a question the context does not
-// support.
-const Abstention = "INSUFFICIENT_CONTEXT"
-
-// GoldenCase is one golden question with its expectations. Literal checks
+// Case is one golden question with its expectations. Literal checks
 // against it compare match keys (see Key: NFKC, case folding, confusable
 // skeleton), values compare as quantities, and abstention is byte-for-byte.
-type GoldenCase struct {
+type Case struct {
 	CaseID   string `json:"case_id"`
 	Question string `json:"question"`
 	// ExpectedRetrievedID is the chunk that must rank first (and be cited).
@@ -58,7 +57,7 @@ type GoldenCase struct {
 }
 
 // deriveSubjects fills gc's corpus-derived subjects.
-func deriveSubjects(gc GoldenCase, c Corpus) GoldenCase {
+func deriveSubjects(gc Case, c rag.Corpus) Case {
 	gc.Subject, gc.SiblingSubjects = "", nil
 	if gc.ExpectAbstention || c.SubjectField == "" {
 		return gc
@@ -82,26 +81,23 @@ func deriveSubjects(gc GoldenCase, c Corpus) GoldenCase {
 	return gc
 }
 
-// Cite returns the citation marker of chunk id: "[id]".
-func Cite(id string) string { return "[" + id + "]" }
-
-// LoadGolden reads a golden file ({"id": ..., "cases": [...]}). Errors name
+// Load reads a golden file ({"id": ..., "cases": [...]}). Errors name
 // the file, the case and the field. It checks each case on its own; Validate
 // checks the cases against a corpus.
-func LoadGolden(path string) ([]GoldenCase, error) {
+func Load(path string) ([]Case, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read golden cases: %w", err)
 	}
-	cases, err := ParseGolden(b)
+	cases, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cases, nil
 }
 
-// ParseGolden decodes and checks golden-file JSON.
-func ParseGolden(b []byte) ([]GoldenCase, error) {
+// Parse decodes and checks golden-file JSON.
+func Parse(b []byte) ([]Case, error) {
 	var raw struct {
 		ID    string            `json:"id"`
 		Cases []json.RawMessage `json:"cases"`
@@ -114,7 +110,7 @@ func ParseGolden(b []byte) ([]GoldenCase, error) {
 	if len(raw.Cases) == 0 {
 		return nil, errors.New(`field "cases": no cases`)
 	}
-	var out []GoldenCase
+	var out []Case
 	seen := map[string]int{}
 	for i, rb := range raw.Cases {
 		gc, err := parseCase(rb)
@@ -137,9 +133,9 @@ func caseSuffix(id string) string {
 	return fmt.Sprintf(" (case_id %q)", id)
 }
 
-func parseCase(b []byte) (GoldenCase, error) {
+func parseCase(b []byte) (Case, error) {
 	var raw struct {
-		GoldenCase
+		Case
 		ExpectedGrimoireID string `json:"expected_grimoire_id"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -149,9 +145,9 @@ func parseCase(b []byte) (GoldenCase, error) {
 			CaseID string `json:"case_id"`
 		}
 		_ = json.Unmarshal(b, &id)
-		return GoldenCase{CaseID: id.CaseID}, fmt.Errorf("decode case: %w", err)
+		return Case{CaseID: id.CaseID}, fmt.Errorf("decode case: %w", err)
 	}
-	gc := raw.GoldenCase
+	gc := raw.Case
 	if raw.ExpectedGrimoireID != "" {
 		if gc.ExpectedSourceID != "" && gc.ExpectedSourceID != raw.ExpectedGrimoireID {
 			return gc, errors.New(`fields "expected_source_id" and "expected_grimoire_id" disagree`)
@@ -189,10 +185,10 @@ func parseCase(b []byte) (GoldenCase, error) {
 		}
 	}
 	if gc.ExpectAbstention {
-		if gc.ExpectedAnswer != Abstention {
-			return gc, field("expected_answer", fmt.Sprintf("an abstention case expects exactly %q", Abstention))
+		if gc.ExpectedAnswer != rag.Abstention {
+			return gc, field("expected_answer", fmt.Sprintf("an abstention case expects exactly %q", rag.Abstention))
 		}
-		if len(gc.MustContain) > 0 && !slices.Equal(gc.MustContain, []string{Abstention}) {
+		if len(gc.MustContain) > 0 && !slices.Equal(gc.MustContain, []string{rag.Abstention}) {
 			return gc, field("must_contain", "an abstention case may only require the abstention string")
 		}
 		return gc, nil
@@ -205,7 +201,7 @@ func parseCase(b []byte) (GoldenCase, error) {
 	}
 	// must_contain holds the value, the qualifiers, the source id and the
 	// citation; a fixture that drops one of them has been softened.
-	want := append([]string{gc.ExpectedSourceID, Cite(gc.ExpectedRetrievedID)}, gc.RequiredQualifiers...)
+	want := append([]string{gc.ExpectedSourceID, rag.Cite(gc.ExpectedRetrievedID)}, gc.RequiredQualifiers...)
 	if gc.ExpectedValue != "" {
 		want = append(want, gc.ExpectedValue)
 	}
@@ -233,7 +229,7 @@ func parseCase(b []byte) (GoldenCase, error) {
 // source id passes every check of its case), so a pair that would fail
 // correct answers is refused before it grades anything. It fills each
 // case's derived Subject and SiblingSubjects in place.
-func Validate(cases []GoldenCase, c Corpus) error {
+func Validate(cases []Case, c rag.Corpus) error {
 	for i := range cases {
 		cases[i] = deriveSubjects(cases[i], c)
 		gc := cases[i]
@@ -294,8 +290,8 @@ func Validate(cases []GoldenCase, c Corpus) error {
 type EvalSet struct {
 	ID         string
 	CorpusPath string
-	Corpus     Corpus
-	Cases      []GoldenCase
+	Corpus     rag.Corpus
+	Cases      []Case
 }
 
 // LoadEvalSet reads an eval-set file of the form documented in the package
@@ -331,12 +327,12 @@ func LoadEvalSet(path string) (EvalSet, error) {
 	}
 	dir := filepath.Dir(path)
 	es := EvalSet{ID: raw.ID, CorpusPath: filepath.Join(dir, raw.Corpus)}
-	if es.Corpus, err = LoadCorpus(es.CorpusPath); err != nil {
+	if es.Corpus, err = rag.LoadCorpus(es.CorpusPath); err != nil {
 		return EvalSet{}, err
 	}
-	goldens := map[string][]GoldenCase{}
+	goldens := map[string][]Case{}
 	for i, rc := range raw.Cases {
-		where := fmt.Sprintf("%s: cases[%d]%s", path, i, idSuffix(rc.ID))
+		where := fmt.Sprintf("%s: cases[%d]%s", path, i, ragtext.IDSuffix(rc.ID))
 		if rc.Grader != "rag" {
 			return EvalSet{}, fmt.Errorf(`%s: field "grader": %q, want "rag"`, where, rc.Grader)
 		}
@@ -350,12 +346,12 @@ func LoadEvalSet(path string) (EvalSet, error) {
 		gpath := filepath.Join(dir, file)
 		cases, ok := goldens[gpath]
 		if !ok {
-			if cases, err = LoadGolden(gpath); err != nil {
+			if cases, err = Load(gpath); err != nil {
 				return EvalSet{}, err
 			}
 			goldens[gpath] = cases
 		}
-		k := slices.IndexFunc(cases, func(gc GoldenCase) bool { return gc.CaseID == caseID })
+		k := slices.IndexFunc(cases, func(gc Case) bool { return gc.CaseID == caseID })
 		if k < 0 {
 			return EvalSet{}, fmt.Errorf(`%s: field "golden": no case %q in %s`, where, caseID, gpath)
 		}

@@ -1,18 +1,20 @@
-package rag
+package golden
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/verdryx/verdryx/rag"
 )
 
 // ReferenceAnswer returns the answer a case's own evidence makes: the
 // expected chunk's text, its citation and its source id, as
 // "TEXT [id] (<source_field>: SOURCE)". For an abstention case it is
 // Abstention; for a case whose expected chunk is not in c it is "".
-func ReferenceAnswer(gc GoldenCase, c Corpus) string {
+func ReferenceAnswer(gc Case, c rag.Corpus) string {
 	if gc.ExpectAbstention {
-		return Abstention
+		return rag.Abstention
 	}
 	e, ok := c.Entry(gc.ExpectedRetrievedID)
 	if !ok {
@@ -22,7 +24,7 @@ func ReferenceAnswer(gc GoldenCase, c Corpus) string {
 	if field == "" {
 		field = "source"
 	}
-	return strings.TrimSpace(e.Text) + " " + Cite(e.ID) + " (" + field + ": " + gc.ExpectedSourceID + ")"
+	return strings.TrimSpace(e.Text) + " " + rag.Cite(e.ID) + " (" + field + ": " + gc.ExpectedSourceID + ")"
 }
 
 // EvidenceRecord returns the record of a retrieval that went as the case
@@ -30,8 +32,8 @@ func ReferenceAnswer(gc GoldenCase, c Corpus) string {
 // collision siblings, each with its chunk and its context block in the
 // payload. It is what the reference answer is graded against, so a
 // failed check is a check that fails its own evidence, not retrieval.
-func EvidenceRecord(gc GoldenCase, c Corpus, answer string) Record {
-	rec := Record{Question: gc.Question, Answer: answer}
+func EvidenceRecord(gc Case, c rag.Corpus, answer string) rag.Record {
+	rec := rag.Record{Question: gc.Question, Answer: answer}
 	var blocks []string
 	for _, id := range append(slices.Clone(gc.ExpectedRankedIDs), gc.CollisionSiblingIDs...) {
 		if slices.Contains(rec.RetrievedIDs, id) {
@@ -42,7 +44,7 @@ func EvidenceRecord(gc GoldenCase, c Corpus, answer string) Record {
 			continue
 		}
 		rec.RetrievedIDs = append(rec.RetrievedIDs, id)
-		rec.Chunks = append(rec.Chunks, Chunk{ID: id, Text: e.Text, Metadata: e.Metadata, Similarity: 1})
+		rec.Chunks = append(rec.Chunks, rag.Chunk{ID: id, Text: e.Text, Metadata: e.Metadata, Similarity: 1})
 		rec.Similarities = append(rec.Similarities, 1)
 		rec.Distances = append(rec.Distances, 0)
 		blocks = append(blocks, c.Block(e))
@@ -57,7 +59,7 @@ func EvidenceRecord(gc GoldenCase, c Corpus, answer string) Record {
 // and why: a golden case whose checks fail the cited chunk's own words
 // would grade correct answers wrong, so it is an input error, not a
 // measurement. cases should have been through Validate.
-func CheckEvidence(cases []GoldenCase, c Corpus) error {
+func CheckEvidence(cases []Case, c rag.Corpus) error {
 	k := NewChecker(c)
 	for i, gc := range cases {
 		if gc.ExpectAbstention {

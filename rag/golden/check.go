@@ -1,4 +1,4 @@
-package rag
+package golden
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // Check is the outcome of one golden check on one record.
@@ -41,7 +44,7 @@ const (
 // Checker grades records against golden cases of one corpus. Build it with
 // NewChecker; it is read-only afterwards and safe for concurrent use.
 type Checker struct {
-	corpus Corpus
+	corpus rag.Corpus
 	units  *units
 	byKey  map[string]string     // Key(id) -> id
 	held   map[string][]Quantity // chunk id -> quantities of its text
@@ -50,7 +53,7 @@ type Checker struct {
 // NewChecker prepares the checks for corpus c: its unit table (defaults
 // plus the corpus's "units"), the quantities each chunk holds and the
 // citation keys of its ids.
-func NewChecker(c Corpus) *Checker {
+func NewChecker(c rag.Corpus) *Checker {
 	k := &Checker{corpus: c, units: newUnits(c.Units), byKey: map[string]string{}, held: map[string][]Quantity{}}
 	k.units.observe(c.Texts())
 	for _, e := range c.Entries {
@@ -63,7 +66,7 @@ func NewChecker(c Corpus) *Checker {
 }
 
 // CheckGolden grades rec against gc with the checks of NewChecker(c).Check.
-func CheckGolden(gc GoldenCase, rec Record, c Corpus) []Check {
+func CheckGolden(gc Case, rec rag.Record, c rag.Corpus) []Check {
 	return NewChecker(c).Check(gc, rec)
 }
 
@@ -234,7 +237,7 @@ func (k *Checker) statesQuantity(a *analysis, lit string) bool {
 // only as written (under the match key). A citation literal is read as
 // contains reads it; any other literal only in the prose, so the words of
 // a cited id ("[argent-wick-trim]") do not name "argent wick".
-func (k *Checker) containsRequired(a *analysis, gc GoldenCase, lit string) bool {
+func (k *Checker) containsRequired(a *analysis, gc Case, lit string) bool {
 	if _, ok := citationLiteral(lit); ok {
 		return k.contains(a, lit)
 	}
@@ -270,7 +273,7 @@ func (k *Checker) isID(lit string) bool {
 // uses), its words that the case's subject lacks standing together in one
 // sentence ("the mantle" names "lamp mantle" for a "lamp wick" case), or
 // two or more of those words written as one ("CapeRock").
-func (k *Checker) otherSubject(a *analysis, gc GoldenCase, used []bool) string {
+func (k *Checker) otherSubject(a *analysis, gc Case, used []bool) string {
 	own := pattern(gc.Subject, true)
 	seen := map[string]bool{Key(gc.Subject): true}
 	for _, e := range k.corpus.Entries {
@@ -386,7 +389,7 @@ func (k *Checker) labelledNumber(lit string) (Quantity, bool) {
 
 // forbiddenQuantities are the quantities of the case's forbidden values
 // and of its forbidden literals that are one quantity.
-func (k *Checker) forbiddenQuantities(gc GoldenCase) []Quantity {
+func (k *Checker) forbiddenQuantities(gc Case) []Quantity {
 	var out []Quantity
 	for _, lit := range forbiddenLiterals(gc) {
 		if q, ok := k.quantityLiteral(lit); ok {
@@ -396,7 +399,7 @@ func (k *Checker) forbiddenQuantities(gc GoldenCase) []Quantity {
 	return out
 }
 
-func forbiddenLiterals(gc GoldenCase) []string {
+func forbiddenLiterals(gc Case) []string {
 	out := slices.Clone(gc.Forbidden)
 	for _, v := range gc.ForbiddenValues {
 		if !slices.Contains(out, v) {
@@ -408,7 +411,7 @@ func forbiddenLiterals(gc GoldenCase) []string {
 
 // textHolds reports whether chunk id's text contains literal v under the
 // match key.
-func (k *Checker) textHolds(rec Record, id, v string) bool {
+func (k *Checker) textHolds(rec rag.Record, id, v string) bool {
 	text := ""
 	if e, ok := k.corpus.Entry(id); ok {
 		text = e.Text
@@ -424,7 +427,7 @@ func (k *Checker) textHolds(rec Record, id, v string) bool {
 
 // holds reports whether chunk id states q, in its text or (for a bare
 // number) as one of its label values.
-func (k *Checker) holds(rec Record, id string, q Quantity) bool {
+func (k *Checker) holds(rec rag.Record, id string, q Quantity) bool {
 	qs, ok := k.held[id]
 	if !ok {
 		for _, c := range rec.Chunks {
@@ -443,7 +446,7 @@ func (k *Checker) holds(rec Record, id string, q Quantity) bool {
 	}
 	if e, ok := k.corpus.Entry(id); ok {
 		for _, f := range k.corpus.LabelFields {
-			if v, err := strconv.ParseFloat(labelText(e.Metadata[f]), 64); err == nil && v == q.Value {
+			if v, err := strconv.ParseFloat(ragtext.LabelText(e.Metadata[f]), 64); err == nil && v == q.Value {
 				return true
 			}
 		}
@@ -460,7 +463,7 @@ func (k *Checker) holds(rec Record, id string, q Quantity) bool {
 // every returned check constrains something. gc should have been through
 // Validate (which derives its subjects); Check derives them itself when
 // it was not.
-func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
+func (k *Checker) Check(gc Case, rec rag.Record) []Check {
 	if gc.Subject == "" && !gc.ExpectAbstention {
 		gc = deriveSubjects(gc, k.corpus)
 	}
@@ -518,15 +521,15 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 	}
 
 	if gc.ExpectAbstention {
-		ok := rec.Answer == Abstention
-		add(CheckAbstention, ok, detailIf(!ok, "answer %q is not exactly %q", clip(rec.Answer), Abstention))
+		ok := rec.Answer == rag.Abstention
+		add(CheckAbstention, ok, detailIf(!ok, "answer %q is not exactly %q", clip(rec.Answer), rag.Abstention))
 	} else {
-		ok := rec.Answer != Abstention
+		ok := rec.Answer != rag.Abstention
 		add(CheckAbstention, ok, detailIf(!ok, "abstained on an answerable question"))
 
 		var missing []string
 		if !a.cited(gc.ExpectedRetrievedID) {
-			missing = append(missing, Cite(gc.ExpectedRetrievedID))
+			missing = append(missing, rag.Cite(gc.ExpectedRetrievedID))
 		}
 		if !containsKey(a.proseKey, a.prose, gc.ExpectedSourceID) {
 			missing = append(missing, gc.ExpectedSourceID)
@@ -589,7 +592,7 @@ func (k *Checker) Check(gc GoldenCase, rec Record) []Check {
 			unretrieved = append(unretrieved, c.written)
 		}
 		if mixedScript(c.written) || hasInvisible(c.written) || (c.id != "" && lookalike(c.written, c.id)) {
-			mixed = append(mixed, Cite(c.written))
+			mixed = append(mixed, rag.Cite(c.written))
 		}
 	}
 	add(CheckCitationKnown, len(unknown) == 0, detailList("not in the corpus", unknown))
@@ -947,10 +950,10 @@ func clip(s string) string {
 // closes it, holds. Quantities are compared as values with the default
 // unit table; the chunks are the record's. An answer with numbers and no
 // citation has every number ungrounded.
-func UngroundedNumbers(rec Record) []string {
-	c := Corpus{}
+func UngroundedNumbers(rec rag.Record) []string {
+	c := rag.Corpus{}
 	for _, ch := range rec.Chunks {
-		c.Entries = append(c.Entries, Entry{ID: ch.ID, Text: ch.Text, Metadata: ch.Metadata})
+		c.Entries = append(c.Entries, rag.Entry{ID: ch.ID, Text: ch.Text, Metadata: ch.Metadata})
 	}
 	k := NewChecker(c)
 	return k.ungrounded(k.analyse(rec.Answer), rec)
@@ -958,7 +961,7 @@ func UngroundedNumbers(rec Record) []string {
 
 // ungrounded returns the quantities of a that no chunk supporting their
 // sentence holds.
-func (k *Checker) ungrounded(a *analysis, rec Record) []string {
+func (k *Checker) ungrounded(a *analysis, rec rag.Record) []string {
 	var out []string
 	for _, q := range a.quantities {
 		s := a.sentenceAt(a.folded.src[q.Start])

@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // A held-out style corpus written for this test only (no shipped fixture
@@ -60,9 +61,9 @@ const keeperGolden = `{"id": "keepers-golden", "cases": [
 func TestHeldOutStyleCorpus(t *testing.T) {
 	c, err := rag.ParseCorpus([]byte(keeperCorpus))
 	require.NoError(t, err)
-	cases, err := rag.ParseGolden([]byte(keeperGolden))
+	cases, err := golden.Parse([]byte(keeperGolden))
 	require.NoError(t, err)
-	require.NoError(t, rag.Validate(cases, c), "the reference answers pass their own checks")
+	require.NoError(t, golden.Validate(cases, c), "the reference answers pass their own checks")
 
 	tr := map[string]string{
 		"gull-lamp":   " [gull-lamp-light] (log_id: KEEP-GULL)",
@@ -86,44 +87,44 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 		{"gull-lamp", "R modifier between, possessive", "The Gull Point light's Fresnel lamp is lit 30 minutes before sunset when the sea fog is thick.", true, ""},
 		{"gull-lamp", "R qualifier in parentheses", "Lit 30 minutes before sunset (when the sea fog is thick), the Gull Point lamp.", true, ""},
 		{"gull-lamp", "R no subject named", "It is lit 30 minutes before sunset when the sea fog is thick.", true, ""},
-		{"gull-lamp", "W sibling's subject, possessive", "Cape Rock's lamp is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
-		{"gull-lamp", "W sibling's subject, prepositional", "The lamp at Cape Rock is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
-		{"gull-lamp", "W sibling's subject with a lookalike letter", "The lamp at C\u0430pe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
-		{"gull-lamp", "W sibling's subject with a soft hyphen", "The lamp at Ca\u00adpe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
-		{"gull-lamp", "W sibling's words written as one", "The CapeRock lamp is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSubjectNamed},
-		{"gull-lamp", "W sibling's subject, own subject possessive beside it", "Cape Rock's lamp, not Gull Point's, is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSiblingSubject},
-		{"gull-lamp", "W sibling named beside the subject", "The Gull Point lamp, like the lamp on Cape Rock, is lit 30 minutes before sunset when the sea fog is thick.", false, rag.CheckSiblingSubject},
-		{"gull-lamp", "W sibling's value", "The Gull Point Fresnel lamp is lit 10 minutes before sunset when the sea fog is thick.", false, rag.CheckForbiddenAbsent},
-		{"gull-lamp", "W qualifier negated inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea fog is not thick.", false, rag.CheckQualifierNegated},
-		{"gull-lamp", "W qualifier offered as an alternative inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea or fog is thick.", false, rag.CheckQualifiers},
-		{"gull-lamp", "W qualifier dropped", "The Gull Point lamp is lit 30 minutes before sunset.", false, rag.CheckQualifiers},
-		{"gull-lamp", "W qualifier's words scattered", "The Gull Point lamp is lit 30 minutes before sunset; fog is thick when the sea is calm.", false, rag.CheckQualifiers},
+		{"gull-lamp", "W sibling's subject, possessive", "Cape Rock's lamp is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's subject, prepositional", "The lamp at Cape Rock is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's subject with a lookalike letter", "The lamp at C\u0430pe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's subject with a soft hyphen", "The lamp at Ca\u00adpe Rock is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's words written as one", "The CapeRock lamp is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSubjectNamed},
+		{"gull-lamp", "W sibling's subject, own subject possessive beside it", "Cape Rock's lamp, not Gull Point's, is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSiblingSubject},
+		{"gull-lamp", "W sibling named beside the subject", "The Gull Point lamp, like the lamp on Cape Rock, is lit 30 minutes before sunset when the sea fog is thick.", false, golden.CheckSiblingSubject},
+		{"gull-lamp", "W sibling's value", "The Gull Point Fresnel lamp is lit 10 minutes before sunset when the sea fog is thick.", false, golden.CheckForbiddenAbsent},
+		{"gull-lamp", "W qualifier negated inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea fog is not thick.", false, golden.CheckQualifierNegated},
+		{"gull-lamp", "W qualifier offered as an alternative inside", "The Gull Point lamp is lit 30 minutes before sunset when the sea or fog is thick.", false, golden.CheckQualifiers},
+		{"gull-lamp", "W qualifier dropped", "The Gull Point lamp is lit 30 minutes before sunset.", false, golden.CheckQualifiers},
+		{"gull-lamp", "W qualifier's words scattered", "The Gull Point lamp is lit 30 minutes before sunset; fog is thick when the sea is calm.", false, golden.CheckQualifiers},
 
 		{"lens-polish", "R chunk verbatim", "The great lens may be polished every 14 days with dry chalk.", true, ""},
 		{"lens-polish", "R noun phrase", "Lens polishing is done every 14 days with dry chalk.", true, ""},
 		{"lens-polish", "R verb, other order", "Every fourteen days, with dry chalk, the keeper polishes the lens.", true, ""},
 		{"lens-polish", "R plural", "Lenses are polished with dry chalk every 14 days.", true, ""},
-		{"lens-polish", "W sibling's verb", "The great lens may be washed every 14 days with dry chalk.", false, rag.CheckSubjectNamed},
-		{"lens-polish", "W sibling's noun phrase beside the subject", "Lens polishing, like lens washing, is done every 14 days with dry chalk.", false, rag.CheckSiblingSubject},
-		{"lens-polish", "W sibling's value", "The great lens may be polished every 3 days with dry chalk.", false, rag.CheckForbiddenAbsent},
-		{"lens-polish", "W qualifier negated", "The great lens may be polished every 14 days, never with dry chalk.", false, rag.CheckQualifierNegated},
+		{"lens-polish", "W sibling's verb", "The great lens may be washed every 14 days with dry chalk.", false, golden.CheckSubjectNamed},
+		{"lens-polish", "W sibling's noun phrase beside the subject", "Lens polishing, like lens washing, is done every 14 days with dry chalk.", false, golden.CheckSiblingSubject},
+		{"lens-polish", "W sibling's value", "The great lens may be polished every 3 days with dry chalk.", false, golden.CheckForbiddenAbsent},
+		{"lens-polish", "W qualifier negated", "The great lens may be polished every 14 days, never with dry chalk.", false, golden.CheckQualifierNegated},
 
 		{"argent-wick", "R chunk verbatim", "Argent wicks are trimmed after 6 burning hours while the oil is warm.", true, ""},
 		{"argent-wick", "R singular, possessive", "An Argent's wick is trimmed after six burning hours while the oil is still warm.", true, ""},
 		{"argent-wick", "R prepositional", "The wick of an Argent lamp is trimmed after 6 burning hours while the oil is warm.", true, ""},
-		{"argent-wick", "W no subject, but the case requires it", "They are trimmed after 6 burning hours while the oil is warm.", false, rag.CheckMustContain},
-		{"argent-wick", "W sibling's subject", "Argent mantles are trimmed after 6 burning hours while the oil is warm.", false, rag.CheckSubjectNamed},
-		{"argent-wick", "W sibling's head word alone", "The mantle is trimmed after 6 burning hours while the oil is warm.", false, rag.CheckSubjectNamed},
-		{"argent-wick", "W sibling's value", "Argent wicks are trimmed after 60 burning hours while the oil is warm.", false, rag.CheckForbiddenAbsent},
+		{"argent-wick", "W no subject, but the case requires it", "They are trimmed after 6 burning hours while the oil is warm.", false, golden.CheckMustContain},
+		{"argent-wick", "W sibling's subject", "Argent mantles are trimmed after 6 burning hours while the oil is warm.", false, golden.CheckSubjectNamed},
+		{"argent-wick", "W sibling's head word alone", "The mantle is trimmed after 6 burning hours while the oil is warm.", false, golden.CheckSubjectNamed},
+		{"argent-wick", "W sibling's value", "Argent wicks are trimmed after 60 burning hours while the oil is warm.", false, golden.CheckForbiddenAbsent},
 	}
-	byID := map[string]rag.GoldenCase{}
+	byID := map[string]golden.Case{}
 	for _, gc := range cases {
 		byID[gc.CaseID] = gc
 	}
 	for _, tc := range table {
 		t.Run(tc.caseID+"/"+tc.name, func(t *testing.T) {
 			gc := byID[tc.caseID]
-			rec := rag.EvidenceRecord(gc, c, "")
+			rec := golden.EvidenceRecord(gc, c, "")
 			got := failedChecks(t, gc, rec, c, tc.answer+tr[tc.caseID])
 			if tc.pass {
 				assert.Empty(t, got, "right answer failed: %q", tc.answer)
@@ -137,16 +138,16 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 	}
 
 	for _, gc := range cases {
-		rec := rag.EvidenceRecord(gc, c, rag.ReferenceAnswer(gc, c))
+		rec := golden.EvidenceRecord(gc, c, golden.ReferenceAnswer(gc, c))
 		swaps := 0
-		for _, mu := range rag.Mutations(gc, rec, c) {
+		for _, mu := range golden.Mutations(gc, rec, c) {
 			assert.NotEmpty(t, failedChecks(t, gc, rec, c, mu.Answer), "%s: %s (%s) survived: %q", gc.CaseID, mu.Name, mu.Target, mu.Answer)
-			if mu.Name == rag.MutSwappedSynonym {
+			if mu.Name == golden.MutSwappedSynonym {
 				swaps++
 			}
 		}
 		assert.Positive(t, swaps, "%s: the subject, named only in natural form, is swapped too", gc.CaseID)
-		for _, ctl := range rag.Controls(gc, c) {
+		for _, ctl := range golden.Controls(gc, c) {
 			assert.Empty(t, failedChecks(t, gc, rec, c, ctl.Answer), "%s: control %s (%s) failed: %q", gc.CaseID, ctl.Name, ctl.Target, ctl.Answer)
 		}
 	}
@@ -159,21 +160,21 @@ func TestHeldOutStyleCorpus(t *testing.T) {
 func TestSubjectNamedInNaturalForm(t *testing.T) {
 	c, err := rag.ParseCorpus([]byte(keeperCorpus))
 	require.NoError(t, err)
-	cases, err := rag.ParseGolden([]byte(keeperGolden))
+	cases, err := golden.Parse([]byte(keeperGolden))
 	require.NoError(t, err)
-	require.NoError(t, rag.Validate(cases, c))
+	require.NoError(t, golden.Validate(cases, c))
 	gull, lens := cases[0], cases[1]
-	detail := func(gc rag.GoldenCase, answer string) string {
-		for _, ch := range rag.CheckGolden(gc, rag.EvidenceRecord(gc, c, answer), c) {
-			if ch.Name == rag.CheckSubjectNamed {
+	detail := func(gc golden.Case, answer string) string {
+		for _, ch := range golden.CheckGolden(gc, golden.EvidenceRecord(gc, c, answer), c) {
+			if ch.Name == golden.CheckSubjectNamed {
 				return ch.Detail
 			}
 		}
-		t.Fatalf("no %s check", rag.CheckSubjectNamed)
+		t.Fatalf("no %s check", golden.CheckSubjectNamed)
 		return ""
 	}
 	for _, tc := range []struct {
-		gc     rag.GoldenCase
+		gc     golden.Case
 		answer string
 		named  bool
 	}{

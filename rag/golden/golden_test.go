@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // runGolden asks every case of the eval set through the offline pipeline
@@ -16,7 +17,7 @@ import (
 // dropped them) fails here rather than passing on fewer, or none.
 func runGolden(t *testing.T, evalset string, wantCases int) {
 	t.Helper()
-	es, err := rag.LoadEvalSet(evalset)
+	es, err := golden.LoadEvalSet(evalset)
 	require.NoError(t, err)
 	require.Len(t, es.Cases, wantCases, "cases of %s", evalset)
 	p, err := rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
@@ -25,7 +26,7 @@ func runGolden(t *testing.T, evalset string, wantCases int) {
 		t.Run(gc.CaseID, func(t *testing.T) {
 			rec, err := p.Ask(context.Background(), gc.Question)
 			require.NoError(t, err)
-			checks := rag.CheckGolden(gc, rec, es.Corpus)
+			checks := golden.CheckGolden(gc, rec, es.Corpus)
 			require.NotEmpty(t, checks, "a golden case with no checks passes vacuously")
 			for _, c := range checks {
 				assert.True(t, c.OK, "%s: %s\nretrieved %v\nanswer %q", c.Name, c.Detail, rec.RetrievedIDs, rec.Answer)
@@ -34,23 +35,23 @@ func runGolden(t *testing.T, evalset string, wantCases int) {
 	}
 }
 
-func TestGrimoireGoldenOffline(t *testing.T) { runGolden(t, "../testdata/grimoire/evalset.json", 7) }
+func TestGrimoireGoldenOffline(t *testing.T) { runGolden(t, "../../testdata/grimoire/evalset.json", 7) }
 
 // TestSecondDomainGoldenOffline runs the same pipeline, unchanged, on a
 // corpus of another domain with its own numeric, near-synonym, qualifier and
 // absence traps and other citation fields (manual_id, page).
 func TestSecondDomainGoldenOffline(t *testing.T) {
-	runGolden(t, "../testdata/lighthouse/evalset.json", 5)
+	runGolden(t, "../../testdata/lighthouse/evalset.json", 5)
 }
 
 func TestGoldenFormat(t *testing.T) {
 	corpus := loadGrimoire(t)
-	parse := func(cases string) ([]rag.GoldenCase, error) {
-		gs, err := rag.ParseGolden([]byte(`{"id":"g","cases":[` + cases + `]}`))
+	parse := func(cases string) ([]golden.Case, error) {
+		gs, err := golden.Parse([]byte(`{"id":"g","cases":[` + cases + `]}`))
 		if err != nil {
 			return nil, err
 		}
-		return gs, rag.Validate(gs, corpus)
+		return gs, golden.Validate(gs, corpus)
 	}
 	answerable := func(extra string) string {
 		return `{"case_id":"c","question":"q?","expected_retrieved_id":"moonpetal-silver-vapor","expected_grimoire_id":"GRIM-NOCTURNE",` +
@@ -75,14 +76,14 @@ func TestGoldenFormat(t *testing.T) {
 	// expected_ranked_ids is a prefix: more results may follow.
 	rec := rag.Record{RetrievedIDs: []string{"moonpetal-silver-vapor", "moonflower-golden-vapor", "asterquartz-powdering"},
 		Answer: "moonpetal [moonpetal-silver-vapor] GRIM-NOCTURNE"}
-	ranked := func(gc rag.GoldenCase) rag.Check {
-		for _, c := range rag.CheckGolden(gc, rec, corpus) {
-			if c.Name == rag.CheckRankedIDs {
+	ranked := func(gc golden.Case) golden.Check {
+		for _, c := range golden.CheckGolden(gc, rec, corpus) {
+			if c.Name == golden.CheckRankedIDs {
 				return c
 			}
 		}
 		t.Fatal("no ranked_ids check")
-		return rag.Check{}
+		return golden.Check{}
 	}
 	assert.True(t, ranked(gs[0]).OK)
 	gs[0].ExpectedRankedIDs = []string{"moonpetal-silver-vapor", "asterquartz-powdering"}

@@ -1,4 +1,4 @@
-package rag
+package golden
 
 import (
 	"slices"
@@ -10,6 +10,8 @@ import (
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // stemmed is one word of an answer's prose as the natural-form matchers read
@@ -352,7 +354,7 @@ func naturalSpan(text, subject string) (start, end int, ok bool) {
 func sentenceEnds(b []byte) int {
 	n := 0
 	for i := 0; i+1 < len(b); i++ {
-		if strings.IndexByte(".!?", b[i]) >= 0 && isSpace(b[i+1]) {
+		if strings.IndexByte(".!?", b[i]) >= 0 && ragtext.IsSpace(b[i+1]) {
 			n++
 		}
 	}

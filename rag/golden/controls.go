@@ -1,9 +1,12 @@
-package rag
+package golden
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // Control names: rephrasings of a correct answer that must still pass.
@@ -61,14 +64,14 @@ type Control struct {
 // value and every required qualifier as written (but for letter case);
 // none equals the
 // reference answer. Everything is derived from the case and the corpus.
-func Controls(gc GoldenCase, c Corpus) []Control {
+func Controls(gc Case, c rag.Corpus) []Control {
 	ref := ReferenceAnswer(gc, c)
 	if gc.ExpectAbstention || ref == "" {
 		return nil
 	}
 	e, _ := c.Entry(gc.ExpectedRetrievedID)
 	text := strings.TrimSpace(e.Text)
-	cite := Cite(e.ID)
+	cite := rag.Cite(e.ID)
 	field := c.SourceField
 	if field == "" {
 		field = "source"
@@ -97,7 +100,7 @@ func Controls(gc GoldenCase, c Corpus) []Control {
 		out = append(out, Control{Name: name, Target: target, Answer: answer})
 	}
 
-	sents := splitSentences(text)
+	sents := ragtext.SplitSentences(text)
 	first, rest := sents[0], strings.Join(sents[1:], " ")
 	withRest := func(s string) string {
 		if rest == "" {

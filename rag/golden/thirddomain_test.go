@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // A third domain written for this test only (no shipped fixture, no code
@@ -43,12 +44,12 @@ const brewGolden = `{"id": "brew-golden", "cases": [
 func TestThirdDomain(t *testing.T) {
 	c, err := rag.ParseCorpus([]byte(brewCorpus))
 	require.NoError(t, err)
-	cases, err := rag.ParseGolden([]byte(brewGolden))
+	cases, err := golden.Parse([]byte(brewGolden))
 	require.NoError(t, err)
-	require.NoError(t, rag.Validate(cases, c))
+	require.NoError(t, golden.Validate(cases, c))
 	p, err := rag.Build(context.Background(), c, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
 	require.NoError(t, err)
-	ask := func(gc rag.GoldenCase) rag.Record {
+	ask := func(gc golden.Case) rag.Record {
 		rec, err := p.Ask(context.Background(), gc.Question)
 		require.NoError(t, err)
 		return rec
@@ -60,7 +61,7 @@ func TestThirdDomain(t *testing.T) {
 
 	for i, gc := range cases {
 		rec := []rag.Record{rs, rm}[i]
-		for _, mu := range rag.Mutations(gc, rec, c) {
+		for _, mu := range golden.Mutations(gc, rec, c) {
 			if failed := failedChecks(t, gc, rec, c, mu.Answer); len(failed) == 0 {
 				t.Errorf("%s: %s (%s) survived: %q", gc.CaseID, mu.Name, mu.Target, mu.Answer)
 			}
@@ -69,23 +70,23 @@ func TestThirdDomain(t *testing.T) {
 
 	s := "The Copper Kettle guide steeps nettle ale for 3 hours, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)"
 	runSound(t, steep, rs, c, []soundCase{
-		{"upper-case sibling value", "The Copper Kettle guide steeps nettle ale for 5 HOURS, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, rag.CheckForbiddenAbsent},
-		{"lookalike sibling source", "The Copper Kettle guide steeps nettle ale for 3 hours, warmed in brass. [nettle-steep-copper] (guide_id: BREW-IRОN)", true, rag.CheckForbiddenAbsent},
-		{"five hours", "The Copper Kettle guide steeps nettle ale for five hours, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, rag.CheckForbiddenAbsent},
-		{"5-hour", "The Copper Kettle guide gives nettle ale a 5-hour steep, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, rag.CheckForbiddenAbsent},
-		{"5h", "The Copper Kettle guide steeps nettle ale 5h, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, rag.CheckForbiddenAbsent},
-		{"never warmed", "The Copper Kettle guide steeps nettle ale for 3 hours, never warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, rag.CheckQualifierNegated},
-		{"unretrieved cite", s + " Compare [cask-size].", true, rag.CheckCitationRetrieved},
+		{"upper-case sibling value", "The Copper Kettle guide steeps nettle ale for 5 HOURS, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, golden.CheckForbiddenAbsent},
+		{"lookalike sibling source", "The Copper Kettle guide steeps nettle ale for 3 hours, warmed in brass. [nettle-steep-copper] (guide_id: BREW-IRОN)", true, golden.CheckForbiddenAbsent},
+		{"five hours", "The Copper Kettle guide steeps nettle ale for five hours, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, golden.CheckForbiddenAbsent},
+		{"5-hour", "The Copper Kettle guide gives nettle ale a 5-hour steep, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, golden.CheckForbiddenAbsent},
+		{"5h", "The Copper Kettle guide steeps nettle ale 5h, warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, golden.CheckForbiddenAbsent},
+		{"never warmed", "The Copper Kettle guide steeps nettle ale for 3 hours, never warmed in brass. [nettle-steep-copper] (guide_id: BREW-COPPER)", true, golden.CheckQualifierNegated},
+		{"unretrieved cite", s + " Compare [cask-size].", true, golden.CheckCitationRetrieved},
 		{"near miss: 3h and three-hour", "Per BREW-COPPER, nettle ale steeps three hours (3h), warmed in brass [nettle-steep-copper].", false, ""},
 		{"near miss: lower-case source and citation", "The copper kettle guide steeps nettle ale for 3 hrs, warmed in brass. [NETTLE-STEEP-COPPER] (guide_id: brew-copper)", false, ""},
 	})
 	m := "A batch of honey mead yields 4 pints when fermented in clay. [mead-yield-clay] (guide_id: BREW-HIVE)"
 	runSound(t, mead, rm, c, []soundCase{
-		{"subject swap", "A batch of honey dew yields 4 pints when fermented in clay. [mead-yield-clay] (guide_id: BREW-HIVE)", true, rag.CheckSubjectNamed},
-		{"six pints from the cited sibling", "A batch of honey mead yields six pints when fermented in clay. [mead-yield-clay] [dew-yield-glass] (guide_id: BREW-HIVE)", true, rag.CheckSiblingCited},
-		{"4pt cited to the sibling", "A batch of honey mead yields 4pt [dew-yield-glass]. It is fermented in clay [mead-yield-clay] (guide_id: BREW-HIVE).", true, rag.CheckNumericGrounding},
+		{"subject swap", "A batch of honey dew yields 4 pints when fermented in clay. [mead-yield-clay] (guide_id: BREW-HIVE)", true, golden.CheckSubjectNamed},
+		{"six pints from the cited sibling", "A batch of honey mead yields six pints when fermented in clay. [mead-yield-clay] [dew-yield-glass] (guide_id: BREW-HIVE)", true, golden.CheckSiblingCited},
+		{"4pt cited to the sibling", "A batch of honey mead yields 4pt [dew-yield-glass]. It is fermented in clay [mead-yield-clay] (guide_id: BREW-HIVE).", true, golden.CheckNumericGrounding},
 		{"near miss: four-pint", "A batch of honey mead makes a four-pint yield when fermented in clay. [mead-yield-clay] (guide_id: BREW-HIVE)", false, ""},
 		{"near miss: pints abbreviated", "Honey mead: 4 pt per batch, fermented in clay [mead-yield-clay] (BREW-HIVE).", false, ""},
-		{"declared unit, invented value", m + " It fills 3 fk.", true, rag.CheckNumericGrounding},
+		{"declared unit, invented value", m + " It fills 3 fk.", true, golden.CheckNumericGrounding},
 	})
 }

@@ -1,4 +1,4 @@
-package rag_test
+package golden_test
 
 import (
 	"testing"
@@ -6,18 +6,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // shippedSets are the eval sets the repository ships, one per domain.
-var shippedSets = []string{"../testdata/grimoire/evalset.json", "../testdata/lighthouse/evalset.json", "../grading/testdata/kiln/evalset.json"}
+var shippedSets = []string{"../../testdata/grimoire/evalset.json", "../../testdata/lighthouse/evalset.json", "../../grading/testdata/kiln/evalset.json"}
 
 // TestReferenceAnswersPass grades the reference answer of every answerable
 // case of every shipped set (the expected chunk's text with its citation
 // and source id) and requires every check to pass.
 func TestReferenceAnswersPass(t *testing.T) {
 	for _, set := range shippedSets {
-		es, err := rag.LoadEvalSet(set)
+		es, err := golden.LoadEvalSet(set)
 		require.NoError(t, err)
 		n := 0
 		for _, gc := range es.Cases {
@@ -25,9 +25,9 @@ func TestReferenceAnswersPass(t *testing.T) {
 				continue
 			}
 			n++
-			ref := rag.ReferenceAnswer(gc, es.Corpus)
+			ref := golden.ReferenceAnswer(gc, es.Corpus)
 			require.NotEmpty(t, ref)
-			for _, ch := range rag.CheckGolden(gc, rag.EvidenceRecord(gc, es.Corpus, ref), es.Corpus) {
+			for _, ch := range golden.CheckGolden(gc, golden.EvidenceRecord(gc, es.Corpus, ref), es.Corpus) {
 				assert.True(t, ch.OK, "%s %s: %s fails its evidence (%s): %q", set, gc.CaseID, ch.Name, ch.Detail, ref)
 			}
 		}
@@ -40,17 +40,17 @@ func TestReferenceAnswersPass(t *testing.T) {
 func TestControlsPass(t *testing.T) {
 	seen := map[string]bool{}
 	for _, set := range shippedSets {
-		es, err := rag.LoadEvalSet(set)
+		es, err := golden.LoadEvalSet(set)
 		require.NoError(t, err)
 		for _, gc := range es.Cases {
-			for _, ctl := range rag.Controls(gc, es.Corpus) {
+			for _, ctl := range golden.Controls(gc, es.Corpus) {
 				seen[ctl.Name] = true
-				got := failedChecks(t, gc, rag.EvidenceRecord(gc, es.Corpus, ""), es.Corpus, ctl.Answer)
+				got := failedChecks(t, gc, golden.EvidenceRecord(gc, es.Corpus, ""), es.Corpus, ctl.Answer)
 				assert.Empty(t, got, "%s %s: control %s (%s) fails: %q", set, gc.CaseID, ctl.Name, ctl.Target, ctl.Answer)
 			}
 		}
 	}
-	for _, name := range rag.ControlNames() {
+	for _, name := range golden.ControlNames() {
 		assert.True(t, seen[name], "control %s derived for no case", name)
 	}
 }
@@ -60,19 +60,19 @@ func TestControlsPass(t *testing.T) {
 // states; a required phrase the chunk lacks) and requires Validate to
 // refuse it, naming the case and the check.
 func TestCheckEvidenceRefusesSelfFailingCase(t *testing.T) {
-	es, err := rag.LoadEvalSet("../testdata/lighthouse/evalset.json")
+	es, err := golden.LoadEvalSet("../../testdata/lighthouse/evalset.json")
 	require.NoError(t, err)
 	gc := es.Cases[0]
 	bad := gc
 	bad.Forbidden = append(append([]string{}, gc.Forbidden...), "lamp room")
-	err = rag.Validate([]rag.GoldenCase{bad}, es.Corpus)
+	err = golden.Validate([]golden.Case{bad}, es.Corpus)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), gc.CaseID)
-	assert.Contains(t, err.Error(), rag.CheckForbiddenAbsent)
+	assert.Contains(t, err.Error(), golden.CheckForbiddenAbsent)
 	bad = gc
 	bad.MustContain = append(append([]string{}, gc.MustContain...), "brass housing")
-	err = rag.Validate([]rag.GoldenCase{bad}, es.Corpus)
+	err = golden.Validate([]golden.Case{bad}, es.Corpus)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), rag.CheckMustContain)
-	require.NoError(t, rag.Validate([]rag.GoldenCase{gc}, es.Corpus))
+	assert.Contains(t, err.Error(), golden.CheckMustContain)
+	require.NoError(t, golden.Validate([]golden.Case{gc}, es.Corpus))
 }

@@ -1,4 +1,4 @@
-package rag
+package golden
 
 import (
 	"math"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // Mutation names, one per trap family of the golden set.
@@ -119,7 +122,7 @@ type Mutation struct {
 // Everything is derived from the case fields and the corpus; nothing names
 // a fixture literal. A mutation whose edit would not change the answer is
 // not returned.
-func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
+func Mutations(gc Case, rec rag.Record, c rag.Corpus) []Mutation {
 	var out []Mutation
 	add := func(name, target, answer string) {
 		if answer == rec.Answer {
@@ -136,8 +139,8 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	if gc.ExpectAbstention {
 		if len(rec.Chunks) > 0 {
 			top := rec.Chunks[0]
-			invented := firstSentence(top.Text) + " " + Cite(top.ID)
-			if src := labelText(top.Metadata[c.SourceField]); src != "" {
+			invented := firstSentence(top.Text) + " " + rag.Cite(top.ID)
+			if src := ragtext.LabelText(top.Metadata[c.SourceField]); src != "" {
 				invented += " (" + c.SourceField + ": " + src + ")"
 			}
 			add(MutInventedAnswer, "answer from "+top.ID, invented)
@@ -163,8 +166,8 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	for _, q := range gc.RequiredQualifiers {
 		add(MutDroppedQualifier, q, squeeze(strings.ReplaceAll(a, q, "")))
 	}
-	add(MutDroppedCitation, Cite(gc.ExpectedRetrievedID), squeeze(strings.ReplaceAll(a, Cite(gc.ExpectedRetrievedID), "")))
-	add(MutFalseAbstention, Abstention, Abstention)
+	add(MutDroppedCitation, rag.Cite(gc.ExpectedRetrievedID), squeeze(strings.ReplaceAll(a, rag.Cite(gc.ExpectedRetrievedID), "")))
+	add(MutFalseAbstention, rag.Abstention, rag.Abstention)
 	for _, m := range dodges(gc, rec, c) {
 		add(m.Name, m.Target, m.Answer)
 	}
@@ -175,13 +178,13 @@ func Mutations(gc GoldenCase, rec Record, c Corpus) []Mutation {
 // restate values in other forms, misattribute, miscite, swap the subject
 // or negate a qualifier. All are derived from the case, the record and the
 // corpus.
-func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
+func dodges(gc Case, rec rag.Record, c rag.Corpus) []Mutation {
 	var out []Mutation
 	add := func(name, target, answer string) {
 		out = append(out, Mutation{Name: name, Target: target, Answer: answer})
 	}
 	a := rec.Answer
-	cite := Cite(gc.ExpectedRetrievedID)
+	cite := rag.Cite(gc.ExpectedRetrievedID)
 	hasCite := strings.Contains(a, cite)
 	// inject puts text right before the expected citation, so it is part of
 	// what that citation supports; else at the end.
@@ -207,14 +210,14 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 				add(sp.name, "source "+src, strings.ReplaceAll(a, gc.ExpectedSourceID, sp.f(src)))
 			}
 			if hasCite {
-				add(sp.name, "citation "+Cite(id), strings.ReplaceAll(a, cite, sp.f(Cite(id))))
+				add(sp.name, "citation "+rag.Cite(id), strings.ReplaceAll(a, cite, sp.f(rag.Cite(id))))
 			}
 		}
 	}
 	// The expected ids themselves written with lookalike letters.
 	if hasCite {
 		if w := lookalikeLetters(gc.ExpectedRetrievedID); w != gc.ExpectedRetrievedID {
-			add(MutLookalike, "expected citation", strings.ReplaceAll(a, cite, Cite(w)))
+			add(MutLookalike, "expected citation", strings.ReplaceAll(a, cite, rag.Cite(w)))
 		}
 	}
 	if gc.ExpectedSourceID != "" && strings.Contains(a, gc.ExpectedSourceID) {
@@ -268,13 +271,13 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 			}
 			if hasCite && gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue) {
 				m := strings.ReplaceAll(a, gc.ExpectedValue, sq.Text)
-				add(MutWrongChunk, sq.Text+" from "+Cite(id)+" cited beside "+cite, strings.Replace(m, cite, cite+" "+Cite(id), 1))
+				add(MutWrongChunk, sq.Text+" from "+rag.Cite(id)+" cited beside "+cite, strings.Replace(m, cite, cite+" "+rag.Cite(id), 1))
 			} else {
-				add(MutWrongChunk, sq.Text+" from "+Cite(id), a+" It is "+sq.Text+" "+Cite(id)+".")
+				add(MutWrongChunk, sq.Text+" from "+rag.Cite(id), a+" It is "+sq.Text+" "+rag.Cite(id)+".")
 			}
 		}
 		if gc.ExpectedValue != "" && strings.Contains(a, gc.ExpectedValue) {
-			add(MutWrongChunk, gc.ExpectedValue+" cited to "+Cite(id), strings.Replace(a, gc.ExpectedValue, gc.ExpectedValue+" "+Cite(id), 1))
+			add(MutWrongChunk, gc.ExpectedValue+" cited to "+rag.Cite(id), strings.Replace(a, gc.ExpectedValue, gc.ExpectedValue+" "+rag.Cite(id), 1))
 		}
 	}
 
@@ -282,7 +285,7 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	// a sentence of their own that holds no number.
 	for _, e := range c.Entries {
 		if !slices.Contains(rec.RetrievedIDs, e.ID) {
-			add(MutUnretrievedCitation, Cite(e.ID), a+" See also "+Cite(e.ID)+".")
+			add(MutUnretrievedCitation, rag.Cite(e.ID), a+" See also "+rag.Cite(e.ID)+".")
 			break
 		}
 	}
@@ -290,7 +293,7 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 	for _, ok := c.Entry(unknown); ok; _, ok = c.Entry(unknown) {
 		unknown += "-x"
 	}
-	add(MutUnknownCitation, Cite(unknown), a+" See also "+Cite(unknown)+".")
+	add(MutUnknownCitation, rag.Cite(unknown), a+" See also "+rag.Cite(unknown)+".")
 
 	// The subject swapped for a sibling's: at its first mention only, and
 	// everywhere in inverted case.
@@ -326,7 +329,7 @@ func dodges(gc GoldenCase, rec Record, c Corpus) []Mutation {
 				add(MutInvisibleChars, "source "+src, strings.ReplaceAll(a, gc.ExpectedSourceID, withInvisible(src, z)))
 			}
 			if hasCite {
-				add(MutInvisibleChars, "citation "+Cite(id), strings.ReplaceAll(a, cite, Cite(withInvisible(id, z))))
+				add(MutInvisibleChars, "citation "+rag.Cite(id), strings.ReplaceAll(a, cite, rag.Cite(withInvisible(id, z))))
 			}
 		}
 		if subject := c.Subject(expected); subject != "" {
@@ -627,7 +630,7 @@ func squeeze(s string) string {
 }
 
 func firstSentence(text string) string {
-	if s := splitSentences(text); len(s) > 0 {
+	if s := ragtext.SplitSentences(text); len(s) > 0 {
 		return s[0]
 	}
 	return text
