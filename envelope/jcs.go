@@ -33,8 +33,8 @@ func hashBytes(b []byte) string {
 	return string(out[:])
 }
 
-// HashCanonical returns "sha256:" + lowercase hex SHA-256 of canonical bytes.
-func HashCanonical(canonical []byte) string { return hashBytes(canonical) }
+// hashCanonical returns "sha256:" + lowercase hex SHA-256 of canonical bytes.
+func hashCanonical(canonical []byte) string { return hashBytes(canonical) }
 
 // lessUTF16 orders strings by their UTF-16 code units, as JCS sorts keys.
 func lessUTF16(a, b string) bool {
