@@ -157,7 +157,7 @@ func kind(m fs.FileMode) string {
 }
 
 // ReadFile reads name under the rule and returns its bytes. It satisfies
-// grading.Deps.ReadFile.
+// evalrun.Deps.ReadFile.
 func (c *Reader) ReadFile(name string) ([]byte, error) {
 	return c.ReadFileContext(context.Background(), name)
 }

@@ -156,11 +156,12 @@ type Report struct {
 // verified.
 func (r Report) OK() bool { return len(r.Breaks) == 0 && len(r.Malformed) == 0 && len(r.Invalid) == 0 }
 
-// MaxLineBytes bounds one line read by Verify (16 MiB).
-const MaxLineBytes = 16 << 20
+// maxLineBytes bounds one line read by Verify (16 MiB).
+const maxLineBytes = 16 << 20
 
 // Verify reads an NDJSON chain from r. It returns an error only when r
-// cannot be read; chain problems are in the report.
+// cannot be read or a line is longer than 16 MiB; chain problems are in
+// the report.
 func Verify(r io.Reader) (Report, error) {
 	var rep Report
 	var c Checker
@@ -197,7 +198,7 @@ func Verify(r io.Reader) (Report, error) {
 	}
 }
 
-// errLineTooLong reports a line over MaxLineBytes.
+// errLineTooLong reports a line over maxLineBytes.
 var errLineTooLong = errors.New("envelope: line longer than 16 MiB")
 
 // readLine returns the next line without its newline. At EOF it returns the
@@ -207,7 +208,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		line = append(line, frag...)
-		if len(line) > MaxLineBytes {
+		if len(line) > maxLineBytes {
 			return nil, errLineTooLong
 		}
 		if err == bufio.ErrBufferFull {
@@ -231,7 +232,7 @@ func checkOnBehalfOf(line []byte) error {
 	if err := json.Unmarshal(probe.OnBehalfOf, &obo); err != nil {
 		return &FieldError{Field: "on_behalf_of", Value: truncate(string(probe.OnBehalfOf)), Reason: "want an array of strings"}
 	}
-	return ValidateOnBehalfOf(obo)
+	return validateOnBehalfOf(obo)
 }
 
 // VerifyFile verifies the chain in the file at path.

@@ -39,11 +39,11 @@ const (
 	SeverityCritical = "critical"
 )
 
-// MaxAgentIDLen is the maximum length of agent_id in bytes.
-const MaxAgentIDLen = 255
+// maxAgentIDLen is the maximum length of agent_id in bytes.
+const maxAgentIDLen = 255
 
-// MaxOnBehalfOf is the maximum number of entries in on_behalf_of.
-const MaxOnBehalfOf = 32
+// maxOnBehalfOf is the maximum number of entries in on_behalf_of.
+const maxOnBehalfOf = 32
 
 var (
 	agentIDPattern    = regexp.MustCompile(`^agent://[a-z0-9.-]+/[a-z0-9._/-]+$`)
@@ -51,9 +51,9 @@ var (
 	prevHashPattern   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
-// TypeSeverity returns the fixed severity of a verdryx event type; unknown
+// typeSeverity returns the fixed severity of a verdryx event type; unknown
 // types default to info.
-func TypeSeverity(typ string) string {
+func typeSeverity(typ string) string {
 	switch typ {
 	case TypeQualityDrift, TypeSLOBurn:
 		return SeverityHigh
@@ -64,7 +64,7 @@ func TypeSeverity(typ string) string {
 
 // ValidAgentID reports whether id is a canonical agent:// identifier.
 func ValidAgentID(id string) bool {
-	return len(id) <= MaxAgentIDLen && matchAgentID(id)
+	return len(id) <= maxAgentIDLen && matchAgentID(id)
 }
 
 // matchAgentID is agentIDPattern without the regexp engine: it is on the
@@ -131,7 +131,7 @@ func New(typ, agentID, runID string, data map[string]any, ts time.Time) Event {
 		Source:   Source,
 		Type:     typ,
 		AgentID:  agentID,
-		Severity: TypeSeverity(typ),
+		Severity: typeSeverity(typ),
 		RunID:    runID,
 		Data:     data,
 	}
@@ -191,8 +191,8 @@ func (e *Event) Validate() error {
 	if e.AgentID == "" {
 		return &FieldError{Field: "agent_id", Reason: "missing or empty"}
 	}
-	if len(e.AgentID) > MaxAgentIDLen {
-		return &FieldError{Field: "agent_id", Value: quote(e.AgentID), Reason: fmt.Sprintf("longer than %d bytes", MaxAgentIDLen)}
+	if len(e.AgentID) > maxAgentIDLen {
+		return &FieldError{Field: "agent_id", Value: quote(e.AgentID), Reason: fmt.Sprintf("longer than %d bytes", maxAgentIDLen)}
 	}
 	if !matchAgentID(e.AgentID) {
 		return &FieldError{Field: "agent_id", Value: quote(e.AgentID), Reason: "does not match " + agentIDPattern.String()}
@@ -204,7 +204,7 @@ func (e *Event) Validate() error {
 			return &FieldError{Field: "severity", Value: quote(e.Severity), Reason: "want one of info, low, medium, high, critical"}
 		}
 	}
-	if err := ValidateOnBehalfOf(e.OnBehalfOf); err != nil {
+	if err := validateOnBehalfOf(e.OnBehalfOf); err != nil {
 		return err
 	}
 	if e.PrevHash != "" || e.present["prev_hash"] {
@@ -215,11 +215,11 @@ func (e *Event) Validate() error {
 	return nil
 }
 
-// ValidateOnBehalfOf checks the delegation list: each entry agent:// or
+// validateOnBehalfOf checks the delegation list: each entry agent:// or
 // user://, at most 32 entries, no duplicates.
-func ValidateOnBehalfOf(obo []string) error {
-	if len(obo) > MaxOnBehalfOf {
-		return &FieldError{Field: "on_behalf_of", Reason: fmt.Sprintf("%d entries, at most %d allowed", len(obo), MaxOnBehalfOf)}
+func validateOnBehalfOf(obo []string) error {
+	if len(obo) > maxOnBehalfOf {
+		return &FieldError{Field: "on_behalf_of", Reason: fmt.Sprintf("%d entries, at most %d allowed", len(obo), maxOnBehalfOf)}
 	}
 	seen := make(map[string]int, len(obo))
 	for i, s := range obo {

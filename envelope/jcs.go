@@ -25,6 +25,8 @@ func CanonicalizeJSON(raw []byte) ([]byte, error) {
 	return out, nil
 }
 
+// hashBytes returns "sha256:" + lowercase hex SHA-256 of b: the hash of
+// an event is hashBytes of its canonical form.
 func hashBytes(b []byte) string {
 	sum := sha256.Sum256(b)
 	var out [7 + 64]byte
@@ -32,9 +34,6 @@ func hashBytes(b []byte) string {
 	hex.Encode(out[7:], sum[:])
 	return string(out[:])
 }
-
-// HashCanonical returns "sha256:" + lowercase hex SHA-256 of canonical bytes.
-func HashCanonical(canonical []byte) string { return hashBytes(canonical) }
 
 // lessUTF16 orders strings by their UTF-16 code units, as JCS sorts keys.
 func lessUTF16(a, b string) bool {

@@ -23,9 +23,9 @@ const (
 	SyncEveryN
 )
 
-// ResumeWindow is how much of the file's tail the writer reads on open to
+// resumeWindow is how much of the file's tail the writer reads on open to
 // find the last event (1 MiB).
-const ResumeWindow = 1 << 20
+const resumeWindow = 1 << 20
 
 // WriterOptions configures a Writer.
 type WriterOptions struct {
@@ -116,7 +116,7 @@ type Writer struct {
 }
 
 // OpenWriter opens (creating if needed) the events file at path and resumes
-// its chain: it reads at most the last ResumeWindow bytes, drops a partial
+// its chain: it reads at most the last 1 MiB (resumeWindow), drops a partial
 // first line when the window starts mid-file, and continues from the last
 // non-blank line. An empty file, or a malformed last line, starts a new head.
 //
@@ -169,7 +169,7 @@ func (w *Writer) resume() error {
 	if size == 0 {
 		return nil
 	}
-	start := size - ResumeWindow
+	start := size - resumeWindow
 	if start < 0 {
 		start = 0
 	}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/store"
@@ -31,7 +33,7 @@ type Request struct {
 	BaselineID  string          `json:"baseline_id,omitempty"`
 	Window      int             `json:"window,omitempty"`
 	Threshold   float64         `json:"threshold,omitempty"`
-	// AllowChangedSet, Seed and Alpha are grading.Request's: a drift check
+	// AllowChangedSet, Seed and Alpha are evalrun.Request's: a drift check
 	// over runs of a changed set, the drift check's seed and its
 	// significance level.
 	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
@@ -46,8 +48,8 @@ type Request struct {
 // GradingRequest is the grading request r asks for, every field kept (ReplyTo is
 // the worker's, not grading's). EvalSetPath is as given: the handler
 // resolves it under its roots before grading.
-func (r Request) GradingRequest() grading.Request {
-	return grading.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
+func (r Request) GradingRequest() evalrun.Request {
+	return evalrun.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
 		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
 		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha}
 }
@@ -81,7 +83,7 @@ type Reply struct {
 // A request id already done is answered from the store.
 type Handler struct {
 	store *store.Store
-	deps  grading.Deps
+	deps  evalrun.Deps
 	nc    *nats.Conn
 	opts  Options
 }
@@ -103,14 +105,14 @@ type Options struct {
 	Logger *slog.Logger
 	// OnResult, when set, is called with every result this handler
 	// finished (the CLI prints them as they are produced).
-	OnResult func(req Request, res grading.Result)
+	OnResult func(req Request, res evalrun.Result)
 	// Now stamps claims and commits; nil means time.Now.
 	Now func() time.Time
 }
 
 // NewHandler returns a handler that grades eval requests with deps,
 // records them in st and replies through nc (nil: no replies).
-func NewHandler(st *store.Store, deps grading.Deps, nc *nats.Conn, opts Options) *Handler {
+func NewHandler(st *store.Store, deps evalrun.Deps, nc *nats.Conn, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -163,7 +165,7 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	if seen && rec.State == store.RequestDone {
 		return h.finish(ctx, req, rec, false)
 	}
-	plan, err := grading.Prepare(ctx, h.confinedDeps(), greq)
+	plan, err := evalrun.Prepare(ctx, h.confinedDeps(), greq)
 	if err != nil {
 		return h.refuseOrRetry(req, err)
 	}
@@ -210,7 +212,7 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 		}
 		return pull.Transient("commit eval run", err)
 	}
-	grading.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
+	evalrun.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
 	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
 	return h.finish(ctx, req, rec, true)
 }
@@ -236,11 +238,11 @@ func (h *Handler) refuseOrRetry(req Request, err error) error {
 // replies. An event that cannot be emitted fails the delivery
 // transiently: the redelivery emits from there.
 func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest, fresh bool) error {
-	var res grading.Result
+	var res evalrun.Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
 		return pull.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
 	}
-	evs := grading.Events(res)
+	evs := evalrun.Events(res)
 	if h.deps.Events != nil {
 		for i := rec.Emitted; i < len(evs); i++ {
 			if _, err := h.deps.Events.Append(ctx, evs[i]); err != nil {
@@ -279,27 +281,27 @@ func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest
 
 // validate checks the request and resolves its eval set path under the
 // roots; nothing outside them is read.
-func (h *Handler) validate(req Request) (grading.Request, error) {
+func (h *Handler) validate(req Request) (evalrun.Request, error) {
 	return Validate(req, h.opts.Roots)
 }
 
 // Validate checks what can refuse req before anything is stored:
 // its fields, and that its eval_set_path resolves under roots.
-func Validate(req Request, roots confine.Roots) (grading.Request, error) {
+func Validate(req Request, roots confine.Roots) (evalrun.Request, error) {
 	if req.RequestID == "" {
-		return grading.Request{}, errors.New("field request_id: missing")
+		return evalrun.Request{}, errors.New("field request_id: missing")
 	}
 	if (req.EvalSetPath == "") == (len(req.EvalSet) == 0) {
-		return grading.Request{}, errors.New("exactly one of eval_set_path and eval_set is required")
+		return evalrun.Request{}, errors.New("exactly one of eval_set_path and eval_set is required")
 	}
 	if len(req.EvalSet) > maxInlineSet {
-		return grading.Request{}, fmt.Errorf("field eval_set: %d bytes, at most %d inline", len(req.EvalSet), maxInlineSet)
+		return evalrun.Request{}, fmt.Errorf("field eval_set: %d bytes, at most %d inline", len(req.EvalSet), maxInlineSet)
 	}
 	g := req.GradingRequest()
 	if req.EvalSetPath != "" {
 		p, err := roots.Resolve(req.EvalSetPath)
 		if err != nil {
-			return grading.Request{}, fmt.Errorf("field eval_set_path: %w", err)
+			return evalrun.Request{}, fmt.Errorf("field eval_set_path: %w", err)
 		}
 		g.EvalSetPath = p
 	}

@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
 )
@@ -36,7 +37,7 @@ func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain
 	ctx := jstest.Ctx(t, 10*time.Second)
 	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
-	h := NewHandler(st, grading.Deps{Store: st, Events: chain, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	h := NewHandler(st, evalrun.Deps{Store: st, Events: chain, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
 	stop := jstest.RunPuller(t, e.eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t), DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	return chain, stop
 }
@@ -64,7 +65,7 @@ func TestEvalRequestReplyRoundTrip(t *testing.T) {
 	startEvalWorker(t, e, "one")
 	rep := e.request(Request{RequestID: "req-1", EvalSetPath: "grimoire/evalset.json", Model: "stub", AgentID: "agent://acme.example/grimoire-bot"})
 	require.True(t, rep.OK, rep.Error)
-	var res grading.Result
+	var res evalrun.Result
 	require.NoError(t, json.Unmarshal(rep.Result, &res))
 	require.Equal(t, 7, res.Run.Cases)
 	require.Equal(t, 7, res.Run.GradedN)

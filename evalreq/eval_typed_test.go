@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
@@ -27,7 +29,7 @@ const workerTypedKey = "tpx_worker_key_3f2e1d0c9b"
 func startTypedEvalWorker(t *testing.T, e *env, instance string, typed *grading.Typed) *store.Store {
 	t.Helper()
 	st := jstest.OpenStore(t, filepath.Join(e.dir, instance+".db"))
-	h := NewHandler(st, grading.Deps{Store: st, Version: "test", Typed: typed}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	h := NewHandler(st, evalrun.Deps{Store: st, Version: "test", Typed: typed}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
 	jstest.RunPuller(t, e.eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t),
 		DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
 	return st
@@ -65,7 +67,7 @@ func TestEvalRequestTypedGradedAndRefusals(t *testing.T) {
 
 	rep := e.request(Request{RequestID: "typed-ok", EvalSetPath: "typed/evalset.json"})
 	require.True(t, rep.OK, rep.Error)
-	var res grading.Result
+	var res evalrun.Result
 	require.NoError(t, json.Unmarshal(rep.Result, &res))
 	require.NotNil(t, res.Run.Typed)
 	assert.Equal(t, 5, res.Run.Typed.Asked)

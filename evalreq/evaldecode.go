@@ -6,7 +6,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 )
 
 // checkAgentID validates an agent_id where it enters: empty (unset) or the
@@ -38,7 +38,7 @@ func (h *Handler) files() *confine.Reader {
 }
 
 // confinedDeps returns the grading deps with every file read confined.
-func (h *Handler) confinedDeps() grading.Deps {
+func (h *Handler) confinedDeps() evalrun.Deps {
 	d := h.deps
 	d.ReadFile = h.files().ReadFile
 	return d

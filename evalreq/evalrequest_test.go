@@ -43,10 +43,10 @@ func fillDistinct(t *testing.T, v any) {
 	}
 }
 
-// TestEvalRequestKeepsEveryField: every field of grading.Request but the
+// TestEvalRequestKeepsEveryField: every field of evalrun.Request but the
 // in-process Set has a field of the same name, type and JSON key in
 // Request, survives the JSON a requester sends (strictly decoded), and
-// reaches grading.Request unchanged.
+// reaches evalrun.Request unchanged.
 func TestEvalRequestKeepsEveryField(t *testing.T) {
 	var req Request
 	fillDistinct(t, &req)
@@ -66,7 +66,7 @@ func TestEvalRequestKeepsEveryField(t *testing.T) {
 			continue // in-process only, never sent
 		}
 		ef, ok := et.FieldByName(gf.Name)
-		require.True(t, ok, "grading.Request.%s has no EvalRequest field", gf.Name)
+		require.True(t, ok, "evalrun.Request.%s has no EvalRequest field", gf.Name)
 		require.Equal(t, gf.Type, ef.Type, "field %s type", gf.Name)
 		gkey, _, _ := strings.Cut(gf.Tag.Get("json"), ",")
 		ekey, _, _ := strings.Cut(ef.Tag.Get("json"), ",")
@@ -76,7 +76,7 @@ func TestEvalRequestKeepsEveryField(t *testing.T) {
 	for i := range et.NumField() {
 		if name := et.Field(i).Name; name != "ReplyTo" {
 			_, ok := gt.FieldByName(name)
-			require.True(t, ok, "EvalRequest.%s does not reach grading.Request", name)
+			require.True(t, ok, "EvalRequest.%s does not reach evalrun.Request", name)
 		}
 	}
 }

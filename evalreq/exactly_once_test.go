@@ -13,10 +13,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/producer"
@@ -39,7 +40,7 @@ func newEvalWorker(t *testing.T, e *env, instance string, sink func(producer.Sin
 	if sink != nil {
 		s = sink(chain)
 	}
-	h := NewHandler(st, grading.Deps{Store: st, Events: s, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	h := NewHandler(st, evalrun.Deps{Store: st, Events: s, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
 	return &evalWorker{st: st, chain: chain, h: h}
 }
 
@@ -260,7 +261,7 @@ func TestSameRequestIDOnTwoWorkersRunsOnce(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		rep := e.request(evalReq("dup-1"))
 		require.True(t, rep.OK, rep.Error)
-		var res grading.Result
+		var res evalrun.Result
 		require.NoError(t, json.Unmarshal(rep.Result, &res))
 		runIDs = append(runIDs, res.Run.ID)
 	}

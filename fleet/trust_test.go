@@ -12,12 +12,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/evalreq"
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
@@ -57,7 +58,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	roots := append(testdataRoot(t), root)
 	st := jstest.OpenStore(t, filepath.Join(e.dir, "v.db"))
 	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	evalH := evalreq.NewHandler(st, grading.Deps{Store: st, Version: "test"}, e.nc, evalreq.Options{Roots: roots, Logger: jstest.Logger(t)})
+	evalH := evalreq.NewHandler(st, evalrun.Deps{Store: st, Version: "test"}, e.nc, evalreq.Options{Roots: roots, Logger: jstest.Logger(t)})
 	jstest.RunPuller(t, e.eval, evalH, pull.Options{Name: "eval", Batch: 1, DeadLetter: dead, Logger: jstest.Logger(t)})
 	fleet := startFleet(t, e.js, e.subjects, "w", Options{Roots: roots, DeadLetter: dead})
 	segSubject := streams.TraceSubject(e.subjects.Traces, 0)
@@ -185,7 +186,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 		require.NoError(t, json.Unmarshal(m.Data, &rep))
 	}
 	require.True(t, rep.OK, rep.Error)
-	var res grading.Result
+	var res evalrun.Result
 	require.NoError(t, json.Unmarshal(rep.Result, &res))
 	require.Equal(t, 1, res.Run.GradedN, "the inline set's corpus and golden resolve under the roots")
 

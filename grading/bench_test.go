@@ -5,26 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-)
 
-// BenchmarkComputeDrift: a 200-case baseline against a 3-run window (600
-// pooled scores), 2000 resamples for the unpaired CI, the paired bootstrap
-// and the sign-flip test: the size of a large nightly suite.
-func BenchmarkComputeDrift(b *testing.B) {
-	base := mkRun("base", "d", spread(200))
-	w := spread(200)
-	for i := 0; i < 50; i++ {
-		w[i] /= 2
-	}
-	window := []Run{mkRun("a", "d", w), mkRun("b", "d", w), mkRun("c", "d", w)}
-	bl := baselineOf(base)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ComputeDrift(bl, base, window, DriftOptions{Seed: 1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+	"github.com/verdryx/verdryx/grading/llm"
+)
 
 // BenchmarkRunnerStub grades 500 exact/regex cases with the stub model: the
 // runner's own overhead per case, without any model latency.
@@ -41,7 +24,7 @@ func BenchmarkRunnerStub(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &Runner{Model: &Stub{}}
+	r := &Runner{Model: &llm.Stub{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := r.Run(context.Background(), set, ""); err != nil {

@@ -29,12 +29,6 @@ func graderNames() []string {
 	return []string{GraderExact, GraderRegex, GraderOutcomeTag, GraderToolTrace, GraderLLMJudge, GraderRAG, GraderTyped}
 }
 
-// DefaultOutcomeScores is the outcome_tag grader's default table; a tag not
-// in the table scores 0.
-func DefaultOutcomeScores() map[string]float64 {
-	return map[string]float64{"case_resolved": 1.0, "escalated": 0.5, "abandoned": 0.0}
-}
-
 // Case is one eval case as written in an eval set file.
 type Case struct {
 	ID     string `json:"id"`
@@ -91,6 +85,10 @@ type EvalSet struct {
 
 	rag *ragSet
 }
+
+// ErrBadRequest marks a request that can never succeed as sent (bad eval
+// set, unknown model, unknown baseline, changed set): do not retry it.
+var ErrBadRequest = errors.New("grading: bad eval request")
 
 // FieldError is one problem in an eval set: where it is and what is wrong.
 type FieldError struct {

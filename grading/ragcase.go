@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // RAGAsker answers a rag case's question (rag.Pipeline implements it).
@@ -26,8 +29,8 @@ type ragSet struct {
 	corpusDigest string
 	corpusPath   string
 	corpus       rag.Corpus
-	checker      *rag.Checker
-	golden       map[string]rag.GoldenCase // by eval case id
+	checker      *golden.Checker
+	golden       map[string]golden.Case // by eval case id
 	// goldenBytes holds, by eval case id, the canonical JSON of the golden
 	// case and of every corpus chunk it references (expected, ranked and
 	// sibling ids): what the case digest covers.
@@ -36,7 +39,7 @@ type ragSet struct {
 
 // caseProvenance returns the canonical bytes a rag case's digest covers:
 // its golden case and the corpus entries it names.
-func caseProvenance(gc rag.GoldenCase, c rag.Corpus) []byte {
+func caseProvenance(gc golden.Case, c rag.Corpus) []byte {
 	var ids []string
 	for _, id := range append(append([]string{gc.ExpectedRetrievedID}, gc.ExpectedRankedIDs...), gc.CollisionSiblingIDs...) {
 		if id != "" && !slices.Contains(ids, id) {
@@ -50,8 +53,8 @@ func caseProvenance(gc rag.GoldenCase, c rag.Corpus) []byte {
 		}
 	}
 	b, _ := json.Marshal(struct { // a decoded case and entries always marshal
-		Golden rag.GoldenCase `json:"golden"`
-		Chunks []rag.Entry    `json:"chunks"`
+		Golden golden.Case `json:"golden"`
+		Chunks []rag.Entry `json:"chunks"`
 	}{gc, chunks})
 	return b
 }
@@ -65,9 +68,9 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 	if err != nil {
 		return nil, []error{&FieldError{File: file, Index: -1, Field: "corpus", Msg: err.Error()}}
 	}
-	rs := &ragSet{corpusDigest: corpus.Digest(), corpusPath: set.resolve(set.Corpus), corpus: corpus, checker: rag.NewChecker(corpus), golden: map[string]rag.GoldenCase{}, goldenBytes: map[string][]byte{}}
-	files := map[string][]rag.GoldenCase{}
-	var picked []rag.GoldenCase
+	rs := &ragSet{corpusDigest: corpus.Digest(), corpusPath: set.resolve(set.Corpus), corpus: corpus, checker: golden.NewChecker(corpus), golden: map[string]golden.Case{}, goldenBytes: map[string][]byte{}}
+	files := map[string][]golden.Case{}
+	var picked []golden.Case
 	var pickedIDs []string
 	for i := range set.Cases {
 		c := &set.Cases[i]
@@ -90,7 +93,7 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 			}
 			files[gpath] = cases
 		}
-		k := slices.IndexFunc(cases, func(gc rag.GoldenCase) bool { return gc.CaseID == gid })
+		k := slices.IndexFunc(cases, func(gc golden.Case) bool { return gc.CaseID == gid })
 		if k < 0 {
 			if cases != nil {
 				errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: fmt.Sprintf("no case %q in %s", gid, filepath.Base(gpath))})
@@ -106,7 +109,7 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 	}
 	if len(errs) == 0 {
 		// Validate derives each case's subjects from the corpus in place.
-		if err := rag.Validate(picked, corpus); err != nil {
+		if err := golden.Validate(picked, corpus); err != nil {
 			errs = append(errs, &FieldError{File: file, Index: -1, Field: "cases", Msg: err.Error()})
 		}
 	}
@@ -121,8 +124,8 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 // embedder and, for the stub model, the offline extractive generator; for
 // any other model the model itself generates from the retrieved context.
 // It makes no network call for the stub.
-func OfflineRAG(ctx context.Context, corpusPath string, model Model) (RAGAsker, error) {
-	if model == nil || model.ID() == StubID {
+func OfflineRAG(ctx context.Context, corpusPath string, model llm.Model) (RAGAsker, error) {
+	if model == nil || model.ID() == llm.StubID {
 		return rag.NewOffline(ctx, corpusPath, rag.Options{})
 	}
 	c, err := rag.LoadCorpus(corpusPath)
@@ -140,12 +143,12 @@ type usageKey struct{}
 
 // modelGenerator lets a Model generate rag answers from the pipeline's
 // messages, adding its usage to the ask's *usage when there is one.
-type modelGenerator struct{ m Model }
+type modelGenerator struct{ m llm.Model }
 
 func (g modelGenerator) Name() string { return g.m.ID() }
 
 func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, error) {
-	var call Call
+	var call llm.Call
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "system":
@@ -163,13 +166,13 @@ func (g modelGenerator) Generate(ctx context.Context, req rag.Request) (string, 
 		return "", err
 	}
 	if c.Text == "" {
-		return "", fmt.Errorf("%s: %w: empty answer", g.m.ID(), ErrMalformed)
+		return "", fmt.Errorf("%s: %w: empty answer", g.m.ID(), llm.ErrMalformed)
 	}
 	return c.Text, nil
 }
 
 // gradeRAG asks the pipeline the golden question and runs every golden
-// check of rag.Checker.Check (ranked-id prefix, collision siblings in
+// check of golden.Checker.Check (ranked-id prefix, collision siblings in
 // context, expected value, must_contain, forbidden, source cited,
 // abstention, qualifiers and their negation, subject, numeric attribution,
 // citations known and retrieved, sibling cited, mixed script). The score is strict: 1 when every check
@@ -182,7 +185,7 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 	s.Tokens = u.in + u.out
 	prices := r.Prices
 	if prices == nil {
-		prices = DefaultPriceBook()
+		prices = llm.DefaultPriceBook()
 	}
 	s.CostUSD, _ = prices.Cost(r.Model.ID(), u.in, u.out)
 	if err != nil {
@@ -197,9 +200,9 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 // RAGGolden returns the golden case of the set's rag case id, with its
 // corpus-derived subjects; ok is false for an unknown id or a case of
 // another grader.
-func (s *EvalSet) RAGGolden(id string) (gc rag.GoldenCase, ok bool) {
+func (s *EvalSet) RAGGolden(id string) (gc golden.Case, ok bool) {
 	if s.rag == nil {
-		return rag.GoldenCase{}, false
+		return golden.Case{}, false
 	}
 	gc, ok = s.rag.golden[id]
 	return gc, ok
@@ -215,19 +218,19 @@ func (s *EvalSet) RAGCorpus() (c rag.Corpus, path string, ok bool) {
 }
 
 // GradeRAGRecord grades rec against the golden case of rag case id exactly
-// as eval does: every check of rag.Checker.Check, value 1 when all pass,
+// as eval does: every check of golden.Checker.Check, value 1 when all pass,
 // else 0 (strict: an answer with the wrong source's number is wrong, not
 // nine-tenths right). An unknown id grades 0 with one failed check.
-func (s *EvalSet) GradeRAGRecord(id string, rec rag.Record) (float64, []Check) {
+func (s *EvalSet) GradeRAGRecord(id string, rec rag.Record) (float64, []grader.Check) {
 	gc, ok := s.RAGGolden(id)
 	if !ok {
-		return 0, []Check{{Name: "golden", OK: false, Detail: fmt.Sprintf("no rag case %q in set %s", id, s.ID)}}
+		return 0, []grader.Check{{Name: "golden", OK: false, Detail: fmt.Sprintf("no rag case %q in set %s", id, s.ID)}}
 	}
-	var checks []Check
+	var checks []grader.Check
 	for _, ch := range s.rag.checker.Check(gc, rec) {
-		checks = append(checks, Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
+		checks = append(checks, grader.Check{Name: ch.Name, OK: ch.OK, Detail: ch.Detail})
 	}
-	if len(checks) > 0 && !slices.ContainsFunc(checks, func(ch Check) bool { return !ch.OK }) {
+	if len(checks) > 0 && !slices.ContainsFunc(checks, func(ch grader.Check) bool { return !ch.OK }) {
 		return 1, checks
 	}
 	return 0, checks

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 )
 
 // Provenance records what a run measured, so runs are compared only when
@@ -83,8 +86,8 @@ func (r *Run) Unmeasured() []Score {
 	return out
 }
 
-// Totals returns the tokens and cost of every case, graded or not.
-func (r *Run) Totals() (tokens int64, costUSD float64) {
+// totals returns the tokens and cost of every case, graded or not.
+func (r *Run) totals() (tokens int64, costUSD float64) {
 	for _, s := range r.Scores {
 		tokens += s.Tokens
 		costUSD += s.CostUSD
@@ -104,15 +107,15 @@ func NewID(prefix string, now time.Time) string {
 // by several goroutines at once.
 type Runner struct {
 	// Model answers each case (not used for outcome_tag cases).
-	Model Model
+	Model llm.Model
 	// Judge grades llm_judge cases; nil makes them unmeasured.
-	Judge *Judge
+	Judge *grader.Judge
 	// RAG answers rag cases; nil makes them unmeasured.
 	RAG RAGAsker
 	// Concurrency bounds the cases in flight; <= 0 means 4.
 	Concurrency int
-	// Prices prices model calls; nil means DefaultPriceBook.
-	Prices PriceBook
+	// Prices prices model calls; nil means llm.DefaultPriceBook.
+	Prices llm.PriceBook
 	// Version is the verdryx version recorded with each run.
 	Version string
 	// Now returns the clock; nil means time.Now.
@@ -128,7 +131,7 @@ type Runner struct {
 	// once) but come in completion order, not case order.
 	OnCase func(i int, s Score)
 
-	// typed grades typed cases (set by Prepare once typryx listed the
+	// typed grades typed cases (set by UseTyped once typryx listed the
 	// template); nil leaves them unmeasured.
 	typed *typedPlan
 }
@@ -139,6 +142,13 @@ type Runner struct {
 // per-case failures are recorded as unmeasured scores with their reason.
 func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, error) {
 	return r.run(ctx, set, agentID, "")
+}
+
+// RunWithID is Run with the run's id given: a run recorded before it is
+// graded keeps the id it was recorded with; "" makes a new id as Run does.
+// The run span's trace id derives from the id.
+func (r *Runner) RunWithID(ctx context.Context, set *EvalSet, agentID, runID string) (Run, error) {
+	return r.run(ctx, set, agentID, runID)
 }
 
 // run is Run with the run's id given (a new one when runID is empty), so
@@ -251,7 +261,7 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 		case GraderOutcomeTag:
 			table := set.OutcomeScores
 			if table == nil {
-				table = DefaultOutcomeScores()
+				table = grader.DefaultOutcomeScores()
 			}
 			cfg["scores"] = table
 		case GraderLLMJudge:
@@ -270,7 +280,7 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 	}
 	prices := r.Prices
 	if prices == nil {
-		prices = DefaultPriceBook()
+		prices = llm.DefaultPriceBook()
 	}
 	for kind := range p.Graders {
 		id := ""
@@ -310,15 +320,15 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 	switch c.Kind() {
 	case GraderOutcomeTag:
 		s.Output = c.Prompt
-		s.Value, s.Checks = GradeOutcome(set.OutcomeScores, c.Prompt)
+		s.Value, s.Checks = grader.GradeOutcome(set.OutcomeScores, c.Prompt)
 		return s, nil
 	case GraderRAG:
 		if r.RAG == nil || set.rag == nil {
 			return unmeasured("no rag pipeline for model %s", r.Model.ID())
 		}
-		return r.gradeRAG(withRole(ctx, "model"), set, c, s), nil
+		return r.gradeRAG(llm.WithRole(ctx, "model"), set, c, s), nil
 	}
-	comp, err := r.Model.Complete(withRole(ctx, "model"), Call{Prompt: c.Prompt, Tools: c.Tools})
+	comp, err := r.Model.Complete(llm.WithRole(ctx, "model"), llm.Call{Prompt: c.Prompt, Tools: c.Tools})
 	if err != nil {
 		return unmeasured("model %s: %v", r.Model.ID(), err)
 	}
@@ -326,17 +336,17 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 	s.Tokens = comp.InputTokens + comp.OutputTokens
 	prices := r.Prices
 	if prices == nil {
-		prices = DefaultPriceBook()
+		prices = llm.DefaultPriceBook()
 	}
 	// An unpriced model costs 0 here; the run's provenance lists it.
 	s.CostUSD, _ = prices.Cost(r.Model.ID(), comp.InputTokens, comp.OutputTokens)
 	switch c.Kind() {
 	case GraderExact:
-		s.Value, s.Checks = GradeExact(*c.Expected, comp.Text)
+		s.Value, s.Checks = grader.GradeExact(*c.Expected, comp.Text)
 	case GraderRegex:
-		s.Value, s.Checks = GradeRegex(c.re, comp.Text)
+		s.Value, s.Checks = grader.GradeRegex(c.re, comp.Text)
 	case GraderToolTrace:
-		s.Value, s.Checks = GradeToolTrace(*c.ExpectedTools, comp.ToolCalls)
+		s.Value, s.Checks = grader.GradeToolTrace(*c.ExpectedTools, comp.ToolCalls)
 	case GraderLLMJudge:
 		if r.Judge == nil {
 			return unmeasured("no judge configured")
@@ -353,7 +363,7 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		if r.typed == nil {
 			return unmeasured("typed grader not enabled (typryx: --typed-url)")
 		}
-		return r.typed.grade(withRole(ctx, "typed"), c, comp.Text, runID, s)
+		return r.typed.grade(llm.WithRole(ctx, "typed"), c, comp.Text, runID, s)
 	}
 	return s, nil
 }

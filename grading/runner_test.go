@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 )
 
 func mustSet(t *testing.T, js string) *EvalSet {
@@ -31,7 +34,7 @@ type gateModel struct {
 }
 
 func (m *gateModel) ID() string { return "gate" }
-func (m *gateModel) Complete(ctx context.Context, c Call) (Completion, error) {
+func (m *gateModel) Complete(ctx context.Context, c llm.Call) (llm.Completion, error) {
 	n := m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
 	for {
@@ -44,9 +47,9 @@ func (m *gateModel) Complete(ctx context.Context, c Call) (Completion, error) {
 	select {
 	case <-m.release:
 	case <-ctx.Done():
-		return Completion{}, ctx.Err()
+		return llm.Completion{}, ctx.Err()
 	}
-	return Completion{Text: c.Prompt}, nil
+	return llm.Completion{Text: c.Prompt}, nil
 }
 
 func TestRunnerBoundsConcurrency(t *testing.T) {
@@ -84,11 +87,11 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 type failingModel struct{}
 
 func (failingModel) ID() string { return "flaky" }
-func (failingModel) Complete(_ context.Context, c Call) (Completion, error) {
+func (failingModel) Complete(_ context.Context, c llm.Call) (llm.Completion, error) {
 	if strings.HasPrefix(c.Prompt, "fail") {
-		return Completion{}, fmt.Errorf("%w: 503", ErrStatus)
+		return llm.Completion{}, fmt.Errorf("%w: 503", llm.ErrStatus)
 	}
-	return Completion{Text: c.Prompt, InputTokens: 3, OutputTokens: 2}, nil
+	return llm.Completion{Text: c.Prompt, InputTokens: 3, OutputTokens: 2}, nil
 }
 
 func TestRunnerCountsUngradableApart(t *testing.T) {
@@ -98,7 +101,7 @@ func TestRunnerCountsUngradableApart(t *testing.T) {
 		{"id":"down","prompt":"fail please","expected":"x"},
 		{"id":"judged","prompt":"draft","rubric":"r","grader":"llm_judge"},
 		{"id":"tag","prompt":"escalated","grader":"outcome_tag"}]}`)
-	judge := &Judge{Model: &cannedModel{id: "claude-haiku-4-5", text: "no idea"}}
+	judge := &grader.Judge{Model: &cannedModel{id: "claude-haiku-4-5", text: "no idea"}}
 	run, err := (&Runner{Model: failingModel{}, Judge: judge}).Run(context.Background(), set, "agent://a.example/b")
 	require.NoError(t, err)
 	byID := map[string]Score{}
@@ -117,7 +120,7 @@ func TestRunnerCountsUngradableApart(t *testing.T) {
 	assert.Equal(t, 2, sum.Unanswered)
 	assert.Equal(t, "agent://a.example/b", run.AgentID)
 	assert.Equal(t, "claude-haiku-4-5", run.Judge)
-	assert.Equal(t, map[string]any{"scores": DefaultOutcomeScores()}, run.Provenance.Graders[GraderOutcomeTag])
+	assert.Equal(t, map[string]any{"scores": grader.DefaultOutcomeScores()}, run.Provenance.Graders[GraderOutcomeTag])
 	assert.Equal(t, []string{"flaky"}, run.Provenance.Unpriced, "the model has no price; the judge has one")
 }
 
@@ -145,13 +148,13 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 }
 
 func TestRunnerRecordsJudgeOnlyWhenUsed(t *testing.T) {
-	j := &Judge{Model: &Stub{}}
+	j := &grader.Judge{Model: &llm.Stub{}}
 	plain := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","expected":"p"}]}`)
-	run, err := (&Runner{Model: &Stub{}, Judge: j}).Run(context.Background(), plain, "")
+	run, err := (&Runner{Model: &llm.Stub{}, Judge: j}).Run(context.Background(), plain, "")
 	require.NoError(t, err)
 	assert.Empty(t, run.Judge)
 	judged := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","rubric":"r","grader":"llm_judge"}]}`)
-	run, err = (&Runner{Model: &Stub{}, Judge: j}).Run(context.Background(), judged, "")
+	run, err = (&Runner{Model: &llm.Stub{}, Judge: j}).Run(context.Background(), judged, "")
 	require.NoError(t, err)
-	assert.Equal(t, StubID, run.Judge)
+	assert.Equal(t, llm.StubID, run.Judge)
 }

@@ -2,14 +2,9 @@ package grading
 
 import (
 	"time"
-)
 
-// Check is one named check behind a score, with why it passed or failed.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
-}
+	"github.com/verdryx/verdryx/grading/grader"
+)
 
 // Score is the one result shape of every grader.
 //
@@ -24,9 +19,9 @@ type Score struct {
 	// Tokens and CostUSD add the model call and, for llm_judge, the judge
 	// call. CostUSD is 0 for a stub or an unpriced model (the run's
 	// provenance lists unpriced models).
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"cost_usd"`
-	Checks  []Check `json:"checks,omitempty"`
+	Tokens  int64          `json:"tokens"`
+	CostUSD float64        `json:"cost_usd"`
+	Checks  []grader.Check `json:"checks,omitempty"`
 	// Duration is the wall time of the case: model call plus grading.
 	Duration   time.Duration `json:"duration_ns"`
 	Output     string        `json:"output,omitempty"`

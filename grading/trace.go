@@ -9,8 +9,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/verdryx/verdryx/provider"
 )
 
 // EndRunFunc ends the live span of one eval run: it sets the run's data
@@ -21,9 +19,9 @@ type EndRunFunc = func(end time.Time, data map[string]any, err error)
 // RunTracer starts the span of an eval run while it is graded
 // (producer.Spans implements it). The returned context carries the span:
 // the runner starts a child span per case under it and every model and
-// judge adapter a GenAI call span under the case's. When Deps.Spans is a
-// RunTracer, Execute and Plan.Grade build the whole hierarchy during
-// grading and Spans records only the drift check afterwards.
+// judge adapter a GenAI call span under the case's. When evalrun.Deps.Spans
+// is a RunTracer, evalrun.Execute and Plan.Grade build the whole hierarchy
+// during grading and evalrun.Spans records only the drift check afterwards.
 type RunTracer interface {
 	// StartRun starts the root span of runID (its trace id derived from
 	// runID) at start, named name, with verdryx.run_id and, when set,
@@ -31,7 +29,8 @@ type RunTracer interface {
 	StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, EndRunFunc)
 }
 
-// Span names and attributes of the eval trace.
+// Span and event names of the eval trace (the call role attribute is
+// llm.AttrCallRole).
 const (
 	// SpanEval names the span of an eval run.
 	SpanEval = "verdryx.eval"
@@ -43,9 +42,6 @@ const (
 	// an evaluation score (gen_ai.evaluation.result; semconv/v1.41.0
 	// defines its attributes but no constant for its name).
 	EventEvaluationResult = "gen_ai.evaluation.result"
-	// AttrCallRole marks a model call span "model" (the model under
-	// evaluation) or "judge".
-	AttrCallRole = attribute.Key("verdryx.call.role")
 )
 
 // Score labels of the evaluation event (gen_ai.evaluation.score.label).
@@ -134,14 +130,6 @@ func failCase(span trace.Span, err error, end time.Time) {
 	}
 	span.SetStatus(codes.Error, err.Error())
 	span.End(trace.WithTimestamp(end))
-}
-
-// withRole marks the model calls made under ctx as role's.
-func withRole(ctx context.Context, role string) context.Context {
-	if !trace.SpanFromContext(ctx).IsRecording() {
-		return ctx
-	}
-	return provider.WithAttributes(ctx, AttrCallRole.String(role))
 }
 
 // startRun starts the run span when the runner has a tracer.

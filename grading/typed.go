@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/provider/typryx"
 )
 
@@ -28,15 +29,16 @@ const TypedLabelSource = "verdryx:evalset"
 var ErrTypedService = errors.New("grading: typryx failed the run")
 
 // Typed configures the typed grader: the typryx client and the template
-// asked. Enabled only when the caller sets Deps.Typed (the CLI: --typed-url).
+// asked. Enabled only when the caller sets evalrun.Deps.Typed (the CLI: --typed-url)
+// or calls Runner.UseTyped.
 type Typed struct {
 	Client *typryx.Client
 	// Template is the template id asked; "" means typryx.DefaultTemplate.
 	Template string
 }
 
-// TemplateID returns the template asked.
-func (t *Typed) TemplateID() string {
+// templateID returns the template asked.
+func (t *Typed) templateID() string {
 	if t.Template == "" {
 		return typryx.DefaultTemplate
 	}
@@ -77,9 +79,25 @@ type typedPlan struct {
 // a score level in decimal.
 var labelRE = regexp.MustCompile(`^(true|false|0|[1-9][0-9]{0,8})$`)
 
-// hasTyped reports whether set has a typed case.
-func (s *EvalSet) hasTyped() bool {
+// HasTyped reports whether set has a typed case: grading one needs a
+// Typed (Runner.UseTyped); without it the case is left unmeasured.
+func (s *EvalSet) HasTyped() bool {
 	return slices.ContainsFunc(s.Cases, func(c Case) bool { return c.Kind() == GraderTyped })
+}
+
+// UseTyped has r grade set's typed cases with t: it lists t's template
+// from typryx and checks every typed case's label against its type (see
+// resolve), asking no question. Errors wrap ErrBadRequest (a choice
+// template, a score template with fewer than two levels, a label that does
+// not fit) or ErrTypedService (typryx failed); r is then unchanged. Call it
+// before Run, not while r runs.
+func (r *Runner) UseTyped(ctx context.Context, t *Typed, set *EvalSet) error {
+	p, err := t.resolve(ctx, set)
+	if err != nil {
+		return err
+	}
+	r.typed = p
+	return nil
 }
 
 // resolve fetches the template from typryx and checks every typed case's
@@ -87,7 +105,7 @@ func (s *EvalSet) hasTyped() bool {
 // template with fewer than two levels and a label that does not fit wrap
 // ErrBadRequest; typryx failing wraps ErrTypedService.
 func (t *Typed) resolve(ctx context.Context, set *EvalSet) (*typedPlan, error) {
-	id := t.TemplateID()
+	id := t.templateID()
 	tmpl, err := t.Client.Template(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTypedService, err)
@@ -213,7 +231,7 @@ func (p *typedPlan) grade(ctx context.Context, c *Case, output, runID string, s 
 		s.Value = clamp01(mean / float64(p.levels-1))
 		detail = fmt.Sprintf("expected level %.3f of %d", mean, p.levels-1)
 	}
-	s.Checks = []Check{{Name: GraderTyped, OK: s.Value >= 0.5,
+	s.Checks = []grader.Check{{Name: GraderTyped, OK: s.Value >= 0.5,
 		Detail: fmt.Sprintf("typryx %s v%s (%s): %s, answer %s", ans.Template, ans.TemplateVersion, ans.Type, detail, ans.AnswerID)}}
 	return s, nil
 }

@@ -15,6 +15,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
@@ -22,9 +24,9 @@ import (
 
 var _ grading.RunTracer = (*Spans)(nil)
 
-// evalTrace runs set through grading.Execute with spans to an in-process
+// evalTrace runs set through evalrun.Execute with spans to an in-process
 // OTLP receiver and returns the result and every span received.
-func evalTrace(t *testing.T, deps grading.Deps, set string, model string) (grading.Result, []*tracepb.Span) {
+func evalTrace(t *testing.T, deps evalrun.Deps, set string, model string) (evalrun.Result, []*tracepb.Span) {
 	t.Helper()
 	rcv := &otlpReceiver{}
 	srv := httptest.NewServer(rcv)
@@ -33,7 +35,7 @@ func evalTrace(t *testing.T, deps grading.Deps, set string, model string) (gradi
 	sp, err := NewSpans(ctx, SpanOptions{Endpoint: srv.URL})
 	require.NoError(t, err)
 	deps.Spans = sp
-	res, err := grading.Execute(ctx, deps, grading.Request{EvalSet: json.RawMessage(set), Model: model, AgentID: "agent://acme.example/bot"})
+	res, err := evalrun.Execute(ctx, deps, evalrun.Request{EvalSet: json.RawMessage(set), Model: model, AgentID: "agent://acme.example/bot"})
 	require.NoError(t, err)
 	require.NoError(t, sp.Shutdown(ctx))
 	var out []*tracepb.Span
@@ -84,7 +86,7 @@ const genaiSet = `{"id":"genai","cases":[
 	{"id":"tagged","prompt":"case_resolved","grader":"outcome_tag"}]}`
 
 func TestEvalTraceGenAIStub(t *testing.T) {
-	res, spans := evalTrace(t, grading.Deps{}, genaiSet, "")
+	res, spans := evalTrace(t, evalrun.Deps{}, genaiSet, "")
 	tr := index(spans)
 
 	require.Len(t, tr.byName[grading.SpanEval], 1, "one run span")
@@ -158,12 +160,12 @@ func TestEvalTraceGenAIProvider(t *testing.T) {
 		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"llama3:8b-q4","choices":[{"index":0,"message":{"role":"assistant","content":"yes"}}],"usage":{"prompt_tokens":12,"completion_tokens":3}}`)
 	}))
 	defer srv.Close()
-	deps := grading.Deps{Models: func(id string) (grading.Model, error) {
+	deps := evalrun.Deps{Models: func(id string) (llm.Model, error) {
 		c, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", Timeout: 5 * time.Second})
 		if err != nil {
 			return nil, err
 		}
-		return grading.NewOpenAI(c, grading.OpenAIOptions{Model: "llama3"})
+		return llm.NewOpenAI(c, llm.OpenAIOptions{Model: "llama3"})
 	}}
 	res, spans := evalTrace(t, deps, `{"id":"p","cases":[{"id":"a","prompt":"q","expected":"yes"}]}`, "openai:llama3")
 	tr := index(spans)
@@ -194,7 +196,7 @@ func TestEvalTraceTypedCaseSpans(t *testing.T) {
 	c, err := typryx.New(typryx.Options{BaseURL: fake.URL, Key: key, Timeout: time.Second})
 	require.NoError(t, err)
 	set := `{"id":"typed","cases":[{"id":"yes","grader":"typed","prompt":"answered"},{"id":"none","grader":"typed","prompt":"left"}]}`
-	res, spans := evalTrace(t, grading.Deps{Typed: &grading.Typed{Client: c}}, set, "")
+	res, spans := evalTrace(t, evalrun.Deps{Typed: &grading.Typed{Client: c}}, set, "")
 	tr := index(spans)
 	run := tr.byName[grading.SpanEval][0]
 	assert.Equal(t, int64(1), attrValue(run.Attributes, "verdryx.unanswered"))

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // Entry is one corpus chunk.
@@ -101,7 +103,7 @@ func ParseCorpus(b []byte) (Corpus, error) {
 	for i, rb := range raw.Entries {
 		e, err := parseEntry(rb, c)
 		if err != nil {
-			return Corpus{}, fmt.Errorf("entries[%d]%s: %w", i, idSuffix(e.ID), err)
+			return Corpus{}, fmt.Errorf("entries[%d]%s: %w", i, ragtext.IDSuffix(e.ID), err)
 		}
 		if j, ok := seen[e.ID]; ok {
 			return Corpus{}, fmt.Errorf(`entries[%d] (id %q): field "id": repeats entries[%d]`, i, e.ID, j)
@@ -110,13 +112,6 @@ func ParseCorpus(b []byte) (Corpus, error) {
 		c.Entries = append(c.Entries, e)
 	}
 	return c, nil
-}
-
-func idSuffix(id string) string {
-	if id == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (id %q)", id)
 }
 
 func parseEntry(b []byte, c Corpus) (Entry, error) {
@@ -227,7 +222,7 @@ func (c Corpus) IDs() []string {
 
 // Source returns the entry's source identifier (its SourceField value as
 // text), or "" when it is null.
-func (c Corpus) Source(e Entry) string { return labelText(e.Metadata[c.SourceField]) }
+func (c Corpus) Source(e Entry) string { return ragtext.LabelText(e.Metadata[c.SourceField]) }
 
 // Subject returns the entry's subject, or "" without a subject field.
 func (c Corpus) Subject(e Entry) string {
@@ -236,16 +231,6 @@ func (c Corpus) Subject(e Entry) string {
 	}
 	s, _ := e.Metadata[c.SubjectField].(string)
 	return s
-}
-
-func labelText(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return ""
 }
 
 // Label returns the opening line of e's context block:

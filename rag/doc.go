@@ -1,9 +1,11 @@
 // Package rag is the retrieval-augmented ask pipeline: it embeds a
 // question, retrieves the top-k chunks of a corpus from an index.Index,
 // builds a citation-labelled context payload and the generation messages,
-// generates an answer and returns a Record capturing every stage. It also
-// owns the corpus and golden-case file formats, the golden checks and the
-// named mutations that prove the checks bite.
+// generates an answer (the offline Extractive generator or an
+// OpenAI-compatible Chat) and returns a Record capturing every stage. It
+// also owns the corpus file format and the answer's conventions (Cite,
+// Abstention). The golden cases, the checks of an answer against them and
+// the mutations that prove the checks bite are rag/golden.
 //
 // # Files
 //
@@ -27,35 +29,7 @@
 // so a corpus of another domain needs no code change.
 //
 // A corpus may declare "units": {"<canonical>": ["<spelling>", ...]},
-// added to DefaultUnits when answers are read as quantities.
-//
-// A golden file is {"id": "...", "cases": [...]} where each case has the
-// fields of GoldenCase (JSON names as tagged; "expected_grimoire_id" is
-// accepted as the grimoire spelling of "expected_source_id").
-// expected_ranked_ids is a prefix of the ranking (required unless
-// expect_abstention); the case's subject and its siblings' subjects are
-// derived from the corpus by Validate.
-//
-// # Checks
-//
-// Checker.Check compares literals by match key (Key: NFKC, case folding,
-// TR39 confusable skeleton), values as quantities (digits, number words,
-// hyphenated and abbreviated units), attributes every number to a chunk
-// cited in its sentence, and checks citations (known, retrieved, not a
-// sibling holding a forbidden value, no lookalike letters), the subject,
-// and negated qualifiers. Mutations derives the wrong answers the checks
-// must catch.
-//
-// An eval set for the RAG grader uses the verdryx eval-set shape:
-//
-//	{
-//	  "id": "grimoire-golden-v1",
-//	  "corpus": "corpus.json",
-//	  "cases": [{"id": "<case_id>", "grader": "rag", "golden": "golden.json#<case_id>"}]
-//	}
-//
-// Paths are relative to the eval-set file. LoadEvalSet resolves and
-// validates all of it.
+// added to golden.DefaultUnits when answers are read as quantities.
 //
 // # Context payload
 //

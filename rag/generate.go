@@ -8,6 +8,7 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider"
+	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
 
 // Request is what a generator receives for one question.
@@ -90,7 +91,7 @@ func (g *Extractive) generate(req Request) string {
 	cands := req.Chunks
 	var named []Chunk
 	for _, c := range cands {
-		if src := labelText(c.Metadata[req.SourceField]); src != "" && mentions(req.Question, src) {
+		if src := ragtext.LabelText(c.Metadata[req.SourceField]); src != "" && mentions(req.Question, src) {
 			named = append(named, c)
 		}
 	}
@@ -100,7 +101,7 @@ func (g *Extractive) generate(req Request) string {
 	if req.SubjectField != "" {
 		var subj []Chunk
 		for _, c := range cands {
-			st := termSet(labelText(c.Metadata[req.SubjectField]))
+			st := termSet(ragtext.LabelText(c.Metadata[req.SubjectField]))
 			if len(st) > 0 && containsAll(q, st) {
 				subj = append(subj, c)
 			}
@@ -131,9 +132,9 @@ func (g *Extractive) generate(req Request) string {
 		return Abstention
 	}
 	c := cands[best]
-	subject := termSet(labelText(c.Metadata[req.SubjectField]))
+	subject := termSet(ragtext.LabelText(c.Metadata[req.SubjectField]))
 	var kept []string
-	for _, s := range splitSentences(c.Text) {
+	for _, s := range ragtext.SplitSentences(c.Text) {
 		st := termSet(s)
 		hit := false
 		for _, f := range bestFocus {
@@ -150,7 +151,7 @@ func (g *Extractive) generate(req Request) string {
 		kept = []string{strings.TrimSpace(c.Text)}
 	}
 	answer := strings.Join(kept, " ") + " " + Cite(c.ID)
-	if src := labelText(c.Metadata[req.SourceField]); src != "" {
+	if src := ragtext.LabelText(c.Metadata[req.SourceField]); src != "" {
 		answer += fmt.Sprintf(" (%s: %s)", req.SourceField, src)
 	}
 	return answer
@@ -159,7 +160,7 @@ func (g *Extractive) generate(req Request) string {
 // focusTerms are the question terms that are not the chunk's subject or
 // source: what the question asks about the subject.
 func focusTerms(q []string, c Chunk, req Request) []string {
-	skip := termSet(labelText(c.Metadata[req.SubjectField]) + " " + labelText(c.Metadata[req.SourceField]))
+	skip := termSet(ragtext.LabelText(c.Metadata[req.SubjectField]) + " " + ragtext.LabelText(c.Metadata[req.SourceField]))
 	var out []string
 	for _, t := range q {
 		if !matchesAny(t, skip) {
@@ -237,25 +238,3 @@ func mentions(text, id string) bool {
 func isIDRune(b byte) bool {
 	return b == '-' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
 }
-
-// splitSentences splits text after terminal punctuation (. ! ?) followed by
-// whitespace, keeping each sentence's own bytes, trimmed of surrounding
-// whitespace.
-func splitSentences(text string) []string {
-	var out []string
-	last := 0
-	for i := 0; i+1 < len(text); i++ {
-		if strings.IndexByte(".!?", text[i]) >= 0 && isSpace(text[i+1]) {
-			if s := strings.TrimSpace(text[last : i+1]); s != "" {
-				out = append(out, s)
-			}
-			last = i + 1
-		}
-	}
-	if rest := strings.TrimSpace(text[last:]); rest != "" {
-		out = append(out, rest)
-	}
-	return out
-}
-
-func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }

@@ -18,6 +18,7 @@ import (
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // countingEmbedder wraps an embedder and counts its calls.
@@ -67,7 +68,7 @@ func TestAskRecordsEveryStage(t *testing.T) {
 }
 
 func TestAskIsSafeForConcurrentUse(t *testing.T) {
-	es, err := rag.LoadEvalSet("../testdata/grimoire/evalset.json")
+	es, err := golden.LoadEvalSet("../testdata/grimoire/evalset.json")
 	require.NoError(t, err)
 	p, err := rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
 	require.NoError(t, err)

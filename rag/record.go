@@ -90,3 +90,10 @@ func (r Record) Validate() error {
 	}
 	return nil
 }
+
+// Abstention is the exact answer for a question the context does not
+// support.
+const Abstention = "INSUFFICIENT_CONTEXT"
+
+// Cite returns the citation marker of chunk id: "[id]".
+func Cite(id string) string { return "[" + id + "]" }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -24,7 +25,7 @@ type Store interface {
 	// recent runs of each eval set and model (< 0: all).
 	RunsSince(ctx context.Context, since time.Time, checksFor int) ([]grading.Run, error)
 	// Baselines returns every baseline.
-	Baselines(ctx context.Context) ([]grading.Baseline, error)
+	Baselines(ctx context.Context) ([]drift.Baseline, error)
 	// Run loads one run (a baseline's run started before since).
 	Run(ctx context.Context, id string) (grading.Run, error)
 	// AgentScores feeds the quality_floor SLI.
@@ -39,7 +40,7 @@ type Input struct {
 	// they snapshot (needed for drift checks) by run id. A baseline whose
 	// run is missing from both Runs and BaselineRuns is shown as a rule but
 	// checks nothing.
-	Baselines    []grading.Baseline
+	Baselines    []drift.Baseline
 	BaselineRuns map[string]grading.Run
 	// Traces is the reduction of the trace calls; nil means no traces were
 	// given and the cost and SLO sections say "not measured".
@@ -71,9 +72,9 @@ type Options struct {
 	GridRuns int
 	// DriftChecks is the number of most recent runs per eval set and model
 	// that get a drift check (and a CI band); 0 means 60. Each check is a
-	// full bootstrap (grading.DefaultResamples), so this bounds the time.
+	// full bootstrap (drift.DefaultResamples), so this bounds the time.
 	DriftChecks int
-	// Threshold is the drift threshold; 0 means grading.DefaultThreshold.
+	// Threshold is the drift threshold; 0 means drift.DefaultThreshold.
 	Threshold float64
 	// SLO configures the SLO section; the zero value means
 	// outcome.DefaultSLOOptions().
@@ -94,7 +95,7 @@ func (o Options) withDefaults() Options {
 		o.DriftChecks = 60
 	}
 	if o.Threshold <= 0 {
-		o.Threshold = grading.DefaultThreshold
+		o.Threshold = drift.DefaultThreshold
 	}
 	if o.Version == "" {
 		o.Version = "unknown"
@@ -165,8 +166,8 @@ type point struct {
 
 // check is one drift check of a run against a baseline.
 type check struct {
-	Report   grading.DriftReport
-	Baseline grading.Baseline
+	Report   drift.Report
+	Baseline drift.Baseline
 	// Significant is the drift report's own verdict on significance (the
 	// bootstrap CI below 0, or the paired test's p below alpha).
 	Significant bool
@@ -179,7 +180,7 @@ type check struct {
 type series struct {
 	EvalSetID, Model string
 	Points           []point
-	Baselines        []grading.Baseline
+	Baselines        []drift.Baseline
 	baseRuns         map[string]*grading.Run
 }
 
@@ -276,8 +277,8 @@ func build(ctx context.Context, in Input, opts Options) (*model, error) {
 
 // baselineFor picks the baseline a run is checked against: of the series'
 // baselines whose run started before the run, the most recently created.
-func (s *series) baselineFor(r *grading.Run) (grading.Baseline, *grading.Run, bool) {
-	var best grading.Baseline
+func (s *series) baselineFor(r *grading.Run) (drift.Baseline, *grading.Run, bool) {
+	var best drift.Baseline
 	var bestRun *grading.Run
 	for _, b := range s.Baselines {
 		br := s.baseRuns[b.ID]
@@ -297,7 +298,7 @@ func (s *series) baselineFor(r *grading.Run) (grading.Baseline, *grading.Run, bo
 func (m *model) driftChecks(ctx context.Context) error {
 	type job struct {
 		p   *point
-		b   grading.Baseline
+		b   drift.Baseline
 		br  *grading.Run
 		out *check
 	}
@@ -326,19 +327,19 @@ func (m *model) driftChecks(ctx context.Context) error {
 			defer wg.Done()
 			for i := range next {
 				j := &jobs[i]
-				seed := grading.DefaultSeed(j.b.ID, []string{j.p.Run.ID})
-				rep, err := grading.ComputeDrift(j.b, *j.br, []grading.Run{*j.p.Run},
-					grading.DriftOptions{Threshold: m.opts.Threshold, Seed: seed})
+				seed := drift.DefaultSeed(j.b.ID, []string{j.p.Run.ID})
+				rep, err := drift.Compute(j.b, *j.br, []grading.Run{*j.p.Run},
+					drift.Options{Threshold: m.opts.Threshold, Seed: seed})
 				c := &check{Baseline: j.b}
 				switch {
-				case errors.Is(err, grading.ErrChangedSet):
+				case errors.Is(err, drift.ErrChangedSet):
 					c.Err = err.Error()
 				case err != nil:
 					errs[i] = fmt.Errorf("report: drift check of run %s against baseline %s: %w", j.p.Run.ID, j.b.ID, err)
 					continue
 				default:
 					c.Report = rep
-					c.Regressed = rep.Verdict == grading.VerdictRegressed
+					c.Regressed = rep.Verdict == drift.VerdictRegressed
 					c.Significant = rep.Significant
 				}
 				j.out = c

@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
 )
 
 // Baselines lists every baseline, oldest first (by created_at, then id).
 // It only reads.
-func (s *Store) Baselines(ctx context.Context) ([]grading.Baseline, error) {
+func (s *Store) Baselines(ctx context.Context) ([]drift.Baseline, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
 		ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list baselines: %w", err)
 	}
 	defer rows.Close()
-	var out []grading.Baseline
+	var out []drift.Baseline
 	for rows.Next() {
-		var b grading.Baseline
+		var b drift.Baseline
 		var created string
 		if err := rows.Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label); err != nil {
 			return nil, fmt.Errorf("list baselines: %w", err)

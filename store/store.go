@@ -17,9 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verdryx/verdryx/grading"
-
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
 )
 
 // Errors callers test with errors.Is.
@@ -353,7 +354,7 @@ func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, 
 
 // CreateBaseline is PutBaseline without Force, for callers that need
 // only the baseline.
-func (s *Store) CreateBaseline(ctx context.Context, runID, label string, now time.Time) (grading.Baseline, error) {
+func (s *Store) CreateBaseline(ctx context.Context, runID, label string, now time.Time) (drift.Baseline, error) {
 	b, _, err := s.PutBaseline(ctx, BaselineSpec{RunID: runID, Label: label}, now)
 	return b, err
 }
@@ -382,24 +383,24 @@ type BaselineSpec struct {
 // an unmeasured mean would be a made-up number. A label that has the shape
 // of a baseline id ("bl-...") is refused: ids and labels share drift's
 // --baseline. It runs in one transaction.
-func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Time) (b grading.Baseline, created bool, err error) {
+func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Time) (b drift.Baseline, created bool, err error) {
 	if strings.HasPrefix(spec.Label, "bl-") {
-		return grading.Baseline{}, false, fmt.Errorf("baseline label %q: labels may not start with \"bl-\" (baseline ids do)", spec.Label)
+		return drift.Baseline{}, false, fmt.Errorf("baseline label %q: labels may not start with \"bl-\" (baseline ids do)", spec.Label)
 	}
 	run, err := s.Run(ctx, spec.RunID)
 	if err != nil {
-		return grading.Baseline{}, false, err
+		return drift.Baseline{}, false, err
 	}
 	mean, ok := run.Mean()
 	if !ok {
-		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", spec.RunID, ErrUnmeasured, len(run.Scores))
+		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", spec.RunID, ErrUnmeasured, len(run.Scores))
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	defer tx.Rollback()
-	var existing grading.Baseline
+	var existing drift.Baseline
 	var createdAt string
 	var q *sql.Row
 	if spec.Label != "" {
@@ -412,54 +413,54 @@ func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Tim
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	case existing.RunID == spec.RunID:
 		if existing.CreatedAt, err = parseTime(createdAt); err != nil {
-			return grading.Baseline{}, false, fmt.Errorf("load baseline %s: created_at: %w", existing.ID, err)
+			return drift.Baseline{}, false, fmt.Errorf("load baseline %s: created_at: %w", existing.ID, err)
 		}
 		return existing, false, nil
 	case !spec.Force:
-		return grading.Baseline{}, false, fmt.Errorf("baseline label %q: %w: it names %s (run %s); pass --force to move it to run %s",
+		return drift.Baseline{}, false, fmt.Errorf("baseline label %q: %w: it names %s (run %s); pass --force to move it to run %s",
 			spec.Label, ErrLabelTaken, existing.ID, existing.RunID, spec.RunID)
 	default:
 		if _, err := tx.ExecContext(ctx, `UPDATE baselines SET label = '' WHERE id = ?`, existing.ID); err != nil {
-			return grading.Baseline{}, false, fmt.Errorf("baseline label %q: release from %s: %w", spec.Label, existing.ID, err)
+			return drift.Baseline{}, false, fmt.Errorf("baseline label %q: release from %s: %w", spec.Label, existing.ID, err)
 		}
 	}
-	b = grading.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC(), Label: spec.Label}
+	b = drift.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC(), Label: spec.Label}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
 		b.ID, b.RunID, b.MeanScore, formatTime(b.CreatedAt), b.Label); err != nil {
-		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return grading.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	return b, true, nil
 }
 
 // Baseline loads a baseline by id, else by label; neither is ErrNotFound.
 // An id wins over an equal label (labels cannot take the "bl-" id shape).
-func (s *Store) Baseline(ctx context.Context, idOrLabel string) (grading.Baseline, error) {
-	var b grading.Baseline
+func (s *Store) Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error) {
+	var b drift.Baseline
 	var created string
 	err := s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
 		WHERE id = ?1 OR (label = ?1 AND label <> '') ORDER BY id = ?1 DESC LIMIT 1`, idOrLabel).
 		Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label)
 	if errors.Is(err, sql.ErrNoRows) {
-		return grading.Baseline{}, fmt.Errorf("baseline %q (no baseline has this id or label; verdryx baselines lists them): %w", idOrLabel, ErrNotFound)
+		return drift.Baseline{}, fmt.Errorf("baseline %q (no baseline has this id or label; verdryx baselines lists them): %w", idOrLabel, ErrNotFound)
 	}
 	if err != nil {
-		return grading.Baseline{}, fmt.Errorf("load baseline %s: %w", idOrLabel, err)
+		return drift.Baseline{}, fmt.Errorf("load baseline %s: %w", idOrLabel, err)
 	}
 	if b.CreatedAt, err = parseTime(created); err != nil {
-		return grading.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", b.ID, err)
+		return drift.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", b.ID, err)
 	}
 	return b, nil
 }
 
 // BaselineInfo is one row of BaselineList.
 type BaselineInfo struct {
-	grading.Baseline
+	drift.Baseline
 	// Cases is the number of cases of the baseline's run, graded or not.
 	Cases int `json:"case_count"`
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/grader"
 )
 
 func openTest(t *testing.T) (*Store, string) {
@@ -32,7 +33,7 @@ func sampleRun(id, agent string, start time.Time, vals ...float64) grading.Run {
 			Graders: map[string]map[string]any{"exact": {}}, Model: "stub", Version: "test"}}
 	for i, v := range vals {
 		r.Scores = append(r.Scores, grading.Score{CaseID: string(rune('a' + i)), Grader: "exact", Value: v, Tokens: 3, CostUSD: 0.001,
-			Duration: time.Millisecond, Checks: []grading.Check{{Name: "exact", OK: v == 1, Detail: "d"}}, Output: "out"})
+			Duration: time.Millisecond, Checks: []grader.Check{{Name: "exact", OK: v == 1, Detail: "d"}}, Output: "out"})
 	}
 	return r
 }

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
 	"github.com/verdryx/verdryx/store"
@@ -51,12 +52,12 @@ func runOnce(t *testing.T, fixture string, mutate func(*Options)) (calls int64, 
 
 func TestWorkerRunOnceDrainsThenReportsFromTheOpenStore(t *testing.T) {
 	events := filepath.Join(t.TempDir(), "events.ndjson")
-	var results []grading.Result
+	var results []evalrun.Result
 	have, err := runOnce(t, "basic", func(o *Options) {
 		o.EventsPath = events
 		o.Roots = []string{filepath.Join("..", "testdata")}
 		o.EvalRequestFiles = []string{filepath.Join("..", "testdata", "requests", "grimoire.json")}
-		o.OnResult = func(_ evalreq.Request, res grading.Result) { results = append(results, res) }
+		o.OnResult = func(_ evalreq.Request, res evalrun.Result) { results = append(results, res) }
 	})
 	require.NoError(t, err)
 	require.Len(t, results, 1, "the eval request ran once before the drain")

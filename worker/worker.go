@@ -19,29 +19,30 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/verdryx/verdryx/confine"
-	"github.com/verdryx/verdryx/deadletter"
-	"github.com/verdryx/verdryx/embedded"
-	"github.com/verdryx/verdryx/evalreq"
-	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/httpapi"
-	"github.com/verdryx/verdryx/lease"
-	"github.com/verdryx/verdryx/ragask"
-	"github.com/verdryx/verdryx/segreplay"
-	"github.com/verdryx/verdryx/streams"
-	"github.com/verdryx/verdryx/tailfwd"
-
 	oklogrun "github.com/oklog/run"
+
+	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/consumer/tail"
+	"github.com/verdryx/verdryx/deadletter"
+	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/httpapi"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/ragask"
 	"github.com/verdryx/verdryx/redact"
+	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tailfwd"
 )
 
 // ErrInput marks an error caused by the options or by a file they name
@@ -133,7 +134,7 @@ type Options struct {
 	// fleet's merged trace aggregate (fleet.ReadAggregate over the connection).
 	Report func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
-	OnResult func(evalreq.Request, grading.Result)
+	OnResult func(evalreq.Request, evalrun.Result)
 	// Typed grades the typed cases of eval requests with typryx (serve
 	// --typed-url); nil refuses a request whose set has one.
 	Typed *grading.Typed
@@ -424,7 +425,7 @@ type running struct {
 	lease    *lease.Lease
 	chain    *producer.NATSChain
 	fileW    *envelope.Writer
-	deps     grading.Deps
+	deps     evalrun.Deps
 	roots    confine.Roots
 	tailDone chan struct{}
 	// inputsDone is closed once the replay and the eval-request files are
@@ -529,7 +530,7 @@ func (r *running) sinks(ctx context.Context) error {
 		}
 		sinks = append(sinks, df)
 	}
-	r.deps = grading.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed}
+	r.deps = evalrun.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed}
 	if o.OTLPEndpoint != "" {
 		spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: o.OTLPEndpoint, ServiceVersion: o.Version})
 		if err != nil {
@@ -665,7 +666,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	}
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
 		Files: o.Files(r.roots), Replies: o.Replies,
-		OnResult: func(req evalreq.Request, res grading.Result) {
+		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))
 			if o.OnResult != nil {

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -22,7 +23,7 @@ func TestBaselineLabelsThroughTheCLI(t *testing.T) {
 		t.Helper()
 		stdout, stderr, code := runCLI(t, "eval", "--db", db, "--json", set)
 		require.Equal(t, exitOK, code, stderr)
-		var res grading.Result
+		var res evalrun.Result
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return res.Run.ID
 	}
@@ -69,7 +70,7 @@ func TestBaselineLabelsThroughTheCLI(t *testing.T) {
 	eval()
 	stdout, stderr, code = runCLI(t, "drift", "--db", db, "--baseline", "prod", "--json")
 	require.Equal(t, exitOK, code, stderr)
-	var rep grading.DriftReport
+	var rep drift.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 	assert.Equal(t, b2["baseline_id"], rep.BaselineID, "drift takes a label and reports the id")
 	_, stderr, code = runCLI(t, "drift", "--db", db, "--baseline", "nope")

@@ -1,23 +1,28 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
-	"path/filepath"
-
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/junit"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
 )
@@ -185,8 +190,8 @@ func (s *evalSinks) eventsNotWritten(stderr io.Writer) int64 {
 	return n
 }
 
-func (s *evalSinks) deps() grading.Deps {
-	d := grading.Deps{Store: s.store, Version: version()}
+func (s *evalSinks) deps() evalrun.Deps {
+	d := evalrun.Deps{Store: s.store, Version: version()}
 	if s.events != nil {
 		d.Events = producer.File{W: s.events}
 	}
@@ -230,8 +235,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
-	model := fs.String("model", grading.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
-	judge := fs.String("judge", grading.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
+	model := fs.String("model", llm.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
+	judge := fs.String("judge", llm.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
 	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
 	anthropicBase := fs.String("anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Anthropic API root, e.g. a proxy ($ANTHROPIC_BASE_URL)")
@@ -240,7 +245,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 	conc := fs.Int("concurrency", 4, "cases graded at once")
 	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
-	alpha := fs.Float64("alpha", grading.DefaultAlpha, "with --baseline: significance level of the paired test")
+	alpha := fs.Float64("alpha", drift.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
 	tf := addTypedFlags(fs)
 	lf := addLogFlags(fs, "warn")
@@ -267,7 +272,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		resolve := grading.Models(grading.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
+		resolve := llm.Models(llm.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
 		if _, err := resolve(*model); err != nil {
 			return inputError(fmt.Errorf("--model: %w", err))
 		}
@@ -281,13 +286,13 @@ func newEvalCmd(g *globals) *cobra.Command {
 		}
 		deps := s.deps()
 		deps.Models = resolve
-		deps.Judge = &grading.Judge{Model: judgeModel}
+		deps.Judge = &grader.Judge{Model: judgeModel}
 		deps.Typed = typed
 		deps.Concurrency = *conc
 		deps.Logger = logger
 		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
 		deps.OnCase = live.onCase
-		res, runErr := grading.Execute(ctx, deps, grading.Request{
+		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
 			BaselineID: *baseline, Window: *window, Alpha: *alpha,
 		})
@@ -325,7 +330,7 @@ func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, ant
 // finishEval prints what grading left to say once the sinks are closed
 // (closeErr is their close's error), then reports the run (reportEval):
 // its error decides the exit, else a span export failure is exit 3.
-func (s *evalSinks) finishEval(stdout, stderr io.Writer, res grading.Result, closeErr error, c evalFlags, printedLive bool, junit string, failUnder float64, requireSig bool) error {
+func (s *evalSinks) finishEval(stdout, stderr io.Writer, res evalrun.Result, closeErr error, c evalFlags, printedLive bool, junit string, failUnder float64, requireSig bool) error {
 	printWarnings(stderr, res.Problems)
 	if closeErr != nil {
 		fmt.Fprintf(stderr, "verdryx: warning: %v\n", closeErr)
@@ -347,7 +352,7 @@ func (s *evalSinks) finishEval(stdout, stderr io.Writer, res grading.Result, clo
 // reportEval writes the JUnit file and prints the run, then decides the
 // exit: failed() when the mean is under failUnder (or unmeasured with a
 // floor), the drift check fails, or events or problems were lost.
-func reportEval(stdout, stderr io.Writer, res grading.Result, storePath, events string, asJSON, printedLive bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
+func reportEval(stdout, stderr io.Writer, res evalrun.Result, storePath, events string, asJSON, printedLive bool, junit string, failUnder float64, requireSig bool, unwritten int64) error {
 	passMark := 1.0
 	if failUnder >= 0 {
 		passMark = failUnder
@@ -425,7 +430,7 @@ func evalCaseMark(s grading.Score) string {
 // printEvalHeader prints what is known of a run before its first case.
 func printEvalHeader(w io.Writer, setID, setDigest, model, judge string) {
 	label := model
-	if model == grading.StubID {
+	if model == llm.StubID {
 		label += " (deterministic stub: echoes prompts, offline RAG pipeline for rag cases, no network)"
 	}
 	fmt.Fprintf(w, "eval set %s (%s)\nmodel %s\n", setID, evalShortDigest(setDigest), label)
@@ -478,7 +483,7 @@ func printEvalCase(w io.Writer, s grading.Score, width int) {
 }
 
 // printEvalFooter prints the run's totals after its cases.
-func printEvalFooter(w io.Writer, res grading.Result, dbPath, events string) {
+func printEvalFooter(w io.Writer, res evalrun.Result, dbPath, events string) {
 	r := res.Run
 	fmt.Fprintln(w)
 	if p := r.Provenance; p.CorpusDigest != "" {
@@ -532,7 +537,7 @@ func printEvalFooter(w io.Writer, res grading.Result, dbPath, events string) {
 }
 
 func evalJudgeLabel(j string) string {
-	if j == grading.StubID {
+	if j == llm.StubID {
 		return "stub (lexical rubric coverage, not a real judge)"
 	}
 	return j
@@ -552,10 +557,10 @@ func evalShortDigest(d string) string {
 	return d
 }
 
-// writeJUnit writes the run as JUnit XML (grading.WriteJUnit) to path.
+// writeJUnit writes the run as JUnit XML (junit.Write) to path.
 func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 	var b bytes.Buffer
-	if err := grading.WriteJUnit(&b, r, passMark); err != nil {
+	if err := junit.Write(&b, r, passMark); err != nil {
 		return err
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
@@ -598,7 +603,7 @@ func newBaselineCmd(g *globals) *cobra.Command {
 		}
 		if *asJSON {
 			return writeJSON(stdout, struct {
-				grading.Baseline
+				drift.Baseline
 				Created bool `json:"created"`
 			}{b, created})
 		}
@@ -678,10 +683,10 @@ func newDriftCmd(g *globals) *cobra.Command {
 	c := addEvalFlags(fs, g)
 	baseline := fs.String("baseline", "", "baseline id or label (required; verdryx baselines lists them)")
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
-	threshold := fs.Float64("threshold", grading.DefaultThreshold, "regressed when mean - baseline <= -threshold")
+	threshold := fs.Float64("threshold", drift.DefaultThreshold, "regressed when mean - baseline <= -threshold")
 	allow := fs.Bool("allow-changed-set", false, "compare runs whose eval set changed since the baseline (the report says so)")
 	seedFlag := fs.String("seed", "", "seed for the bootstrap and permutation draws (default: derived from the baseline and window run ids)")
-	alpha := fs.Float64("alpha", grading.DefaultAlpha, "a drop is significant when the bootstrap CI lies below 0 or the paired test's p < alpha")
+	alpha := fs.Float64("alpha", drift.DefaultAlpha, "a drop is significant when the bootstrap CI lies below 0 or the paired test's p < alpha")
 	requireSig := fs.Bool("require-significance", false, "exit 1 only for a significant regression (for CI gates on small sets)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -713,7 +718,7 @@ func newDriftCmd(g *globals) *cobra.Command {
 			return err
 		}
 		started := time.Now()
-		rep, err := grading.CheckDrift(ctx, s.store, grading.DriftRequest{
+		rep, err := evalrun.CheckDrift(ctx, s.store, evalrun.DriftRequest{
 			BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed, Alpha: *alpha,
 		})
 		if err != nil {
@@ -741,10 +746,10 @@ func newDriftCmd(g *globals) *cobra.Command {
 }
 
 // emitDrift appends the drift events and the span of rep
-// (grading.EmitDrift), closes the sinks and returns the problems met.
-func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agentID string, started time.Time) []string {
+// (evalrun.EmitDrift), closes the sinks and returns the problems met.
+func emitDrift(ctx context.Context, s *evalSinks, rep drift.Report, agentID string, started time.Time) []string {
 	d := s.deps()
-	problems := grading.EmitDrift(ctx, d.Events, d.Spans, rep, agentID, started, time.Now())
+	problems := evalrun.EmitDrift(ctx, d.Events, d.Spans, rep, agentID, started, time.Now())
 	if err := s.close(ctx); err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -756,11 +761,11 @@ func emitDrift(ctx context.Context, s *evalSinks, rep grading.DriftReport, agent
 
 // driftFails is the exit rule: a regressed verdict fails; with
 // requireSignificance only a significant regression does.
-func driftFails(r grading.DriftReport, requireSignificance bool) bool {
-	return r.Verdict == grading.VerdictRegressed && (!requireSignificance || r.Significant)
+func driftFails(r drift.Report, requireSignificance bool) bool {
+	return r.Verdict == drift.VerdictRegressed && (!requireSignificance || r.Significant)
 }
 
-func printDrift(w io.Writer, r grading.DriftReport) {
+func printDrift(w io.Writer, r drift.Report) {
 	fmt.Fprintf(w, "drift of %s / %s against baseline %s (run %s)\n", r.EvalSetID, r.Model, r.BaselineID, r.BaselineRunID)
 	if r.ChangedSet {
 		fmt.Fprintf(w, "WARNING: the eval set changed since the baseline (--allow-changed-set); changed cases: %s\n", strings.Join(r.ChangedCases, ", "))

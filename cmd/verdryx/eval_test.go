@@ -20,6 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/junit"
+	"github.com/verdryx/verdryx/grading/llm"
 )
 
 // cleanEvalEnv keeps the developer's environment out of the tests.
@@ -156,7 +160,7 @@ func TestEvalUnmeasuredIsNeverZero(t *testing.T) {
 
 	stdout, _, code = runCLI(t, append(args, "--json", set)...)
 	require.Equal(t, exitService, code)
-	var res grading.Result
+	var res evalrun.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.Nil(t, res.Run.MeanScore)
 	assert.Equal(t, 3, res.Run.Unanswered)
@@ -183,18 +187,18 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	evalArgs := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL,
 		"--events", events, "--agent-id", agentID, "--json", set}
 
-	evalJSON := func() grading.Result {
+	evalJSON := func() evalrun.Result {
 		t.Helper()
 		stdout, stderr, code := runCLI(t, evalArgs...)
 		require.Equal(t, exitOK, code, stderr)
-		var res grading.Result
+		var res evalrun.Result
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return res
 	}
 	first := evalJSON()
 	stdout, _, code := runCLI(t, "baseline", "--db", db, "--label", "v1", "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
-	var bl grading.Baseline
+	var bl drift.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
 	assert.Equal(t, 1.0, bl.MeanScore)
 	evalJSON()
@@ -211,9 +215,9 @@ func TestEvalBaselineDriftFlow(t *testing.T) {
 	}
 	stdout, _, code = runCLI(t, append(driftArgs, "--window", "3", "--json", "--seed", "11")...)
 	require.Equal(t, exitFailure, code, stdout)
-	var rep grading.DriftReport
+	var rep drift.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
-	assert.Equal(t, grading.VerdictRegressed, rep.Verdict)
+	assert.Equal(t, drift.VerdictRegressed, rep.Verdict)
 	require.NotNil(t, rep.CIHigh)
 	assert.Less(t, *rep.CIHigh, 0.0)
 	assert.InDelta(t, -0.25, rep.Delta, 1e-12)
@@ -267,11 +271,11 @@ func TestDriftRefusesChangedSet(t *testing.T) {
 	})
 	stdout, _, code := runCLI(t, "eval", "--db", db, "--json", v1)
 	require.Equal(t, exitOK, code)
-	var first grading.Result
+	var first evalrun.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
 	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
-	var bl grading.Baseline
+	var bl drift.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
 	_, _, code = runCLI(t, "eval", "--db", db, v2)
 	require.Equal(t, exitOK, code)
@@ -300,7 +304,7 @@ func TestEvalJUnit(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	raw, err := os.ReadFile(out)
 	require.NoError(t, err)
-	var suite grading.JUnitSuite
+	var suite junit.Suite
 	require.NoError(t, xml.Unmarshal(raw, &suite))
 	assert.Equal(t, "mixed", suite.Name)
 	require.Len(t, suite.Cases, 4, "one testcase per eval case")
@@ -390,11 +394,11 @@ func plantDrop(t *testing.T, n, k int) []string {
 	evalArgs := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL, "--json", set}
 	stdout, stderr, code := runCLI(t, evalArgs...)
 	require.Equal(t, exitOK, code, stderr)
-	var first grading.Result
+	var first evalrun.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
 	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
-	var bl grading.Baseline
+	var bl drift.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
 	var wrong []string
 	for i := range k {
@@ -420,9 +424,9 @@ func TestDriftSignificanceGate(t *testing.T) {
 	assert.Equal(t, exitOK, code, stdout)
 	stdout, _, code = runCLI(t, append(small, "--require-significance", "--json")...)
 	assert.Equal(t, exitOK, code)
-	var rep grading.DriftReport
+	var rep drift.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
-	assert.Equal(t, grading.VerdictRegressed, rep.Verdict)
+	assert.Equal(t, drift.VerdictRegressed, rep.Verdict)
 	assert.False(t, rep.Significant)
 	assert.Equal(t, 0.05, rep.Alpha)
 
@@ -450,11 +454,11 @@ func TestDriftRefusesGoldenEdit(t *testing.T) {
 	set := filepath.Join(dir, "evalset.json")
 	stdout, stderr, code := runCLI(t, "eval", "--db", db, "--json", set)
 	require.Equal(t, exitOK, code, stderr)
-	var first grading.Result
+	var first evalrun.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &first))
 	stdout, _, code = runCLI(t, "baseline", "--db", db, "--json", first.Run.ID)
 	require.Equal(t, exitOK, code)
-	var bl grading.Baseline
+	var bl drift.Baseline
 	require.NoError(t, json.Unmarshal([]byte(stdout), &bl))
 
 	golden := filepath.Join(dir, "golden.json")
@@ -481,7 +485,7 @@ func TestEvalLiveInCaseOrder(t *testing.T) {
 		{"id":"c2","prompt":"p","grader":"exact","expected":"p"}]}`), "")
 	require.NoError(t, err)
 	var out bytes.Buffer
-	l := newEvalLive(&out, io.Discard, set, grading.StubID, grading.StubID, false)
+	l := newEvalLive(&out, io.Discard, set, llm.StubID, llm.StubID, false)
 	header := out.Len()
 	l.onCase(2, grading.Score{CaseID: "c2", Value: 1})
 	assert.Equal(t, header, out.Len(), "c2 waits for c0 and c1")

@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/evalrun"
 )
 
 // closedURL returns an http:// URL nothing listens on.
@@ -231,13 +232,13 @@ func TestExitCodes(t *testing.T) {
 		ddb := filepath.Join(dir, "drift.db")
 		out, stderr, code := runCLI(t, "eval", "--db", ddb, "--json", v1)
 		require.Equal(t, exitOK, code, stderr)
-		var first grading.Result
+		var first evalrun.Result
 		require.NoError(t, json.Unmarshal([]byte(out), &first))
 		_, _, code = runCLI(t, "eval", "--db", ddb, v1)
 		require.Equal(t, exitOK, code)
 		out, stderr, code = runCLI(t, "baseline", "--db", ddb, "--json", first.Run.ID)
 		require.Equal(t, exitOK, code, stderr)
-		var bl grading.Baseline
+		var bl drift.Baseline
 		require.NoError(t, json.Unmarshal([]byte(out), &bl))
 		_, stderr, code = runCLI(t, "drift", "--db", ddb, "--baseline", bl.ID)
 		assert.Equal(t, exitOK, code, stderr)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
 )
 
 // TestNewcomerPath walks the README's first steps with the default data
@@ -52,7 +53,7 @@ func TestNewcomerPath(t *testing.T) {
 	// A baseline of that run, with a label.
 	out, stderr, code = runCLI(t, "baseline", runID, "--label", "v1", "--json")
 	require.Equal(t, exitOK, code, stderr)
-	var bl grading.Baseline
+	var bl drift.Baseline
 	require.NoError(t, json.Unmarshal([]byte(out), &bl))
 	assert.Equal(t, "v1", bl.Label)
 

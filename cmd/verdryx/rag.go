@@ -2,22 +2,24 @@ package main
 
 import (
 	"bytes"
-	"github.com/spf13/cobra"
-
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 // Defaults of the RAG commands. The data directory is --data, else
@@ -469,7 +471,7 @@ func newMutateCmd() *cobra.Command {
 			if *corpusPath == "" || *goldenPath == "" {
 				return usageErrorf("mutate: want an EVALSET, or both --corpus and --golden")
 			}
-			set, err = grading.InlineRAGSet(*corpusPath, *goldenPath)
+			set, err = mutation.InlineRAGSet(*corpusPath, *goldenPath)
 		}
 		if err != nil {
 			return inputError(err)
@@ -482,7 +484,7 @@ func newMutateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := grading.RunMutations(ctx, set, corpus, p)
+		rep, err := mutation.Run(ctx, set, corpus, p)
 		if err != nil {
 			return err
 		}
@@ -501,7 +503,7 @@ func newMutateCmd() *cobra.Command {
 	return cmd
 }
 
-func printMutate(w io.Writer, rep grading.MutationReport) {
+func printMutate(w io.Writer, rep mutation.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tMUTATION\tTARGET\tRESULT\tFAILED CHECKS")
 	for _, r := range rep.BaseFailures {
@@ -524,14 +526,14 @@ func printMutate(w io.Writer, rep grading.MutationReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, name := range rag.MutationNames() {
+	for _, name := range golden.MutationNames() {
 		if c := rep.Classes[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["killed"], c["mutants"]))
 		}
 	}
 	fmt.Fprintf(w, "killed by class: %s\n", strings.Join(parts, ", "))
 	parts = nil
-	for _, name := range rag.ControlNames() {
+	for _, name := range golden.ControlNames() {
 		if c := rep.ControlClasses[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["passed"], c["controls"]))
 		}

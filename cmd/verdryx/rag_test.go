@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
-	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/golden"
 )
 
 const (
@@ -164,13 +164,13 @@ func TestMutateKillsEveryMutantOfShippedSets(t *testing.T) {
 		assert.Regexp(t, `\d+ cases, (\d+) mutants: \d+ killed, 0 survived \(sensitivity 100\.0%\); [1-9]\d* controls: \d+ passed, 0 failed \(specificity 100\.0%\); 0 cases failing unmutated`, out)
 		assert.NotContains(t, out, "SURVIVED")
 		assert.NotContains(t, out, "CONTROL FAILS")
-		for _, name := range rag.ControlNames() {
+		for _, name := range golden.ControlNames() {
 			m := regexp.MustCompile(regexp.QuoteMeta(name) + ` (\d+)/(\d+)`).FindStringSubmatch(out[strings.Index(out, "controls passed by class:"):])
 			if assert.NotNil(t, m, "%s: control class %s", set, name) {
 				assert.Equal(t, m[2], m[1], "%s: control class %s not all passed", set, name)
 			}
 		}
-		for _, name := range rag.MutationNames() {
+		for _, name := range golden.MutationNames() {
 			assert.Regexp(t, regexp.MustCompile(regexp.QuoteMeta(name)+` (\d+)/(\d+)`), out, "%s: class %s", set, name)
 			m := regexp.MustCompile(regexp.QuoteMeta(name) + ` (\d+)/(\d+)`).FindStringSubmatch(out)
 			if m != nil {
@@ -193,7 +193,7 @@ func TestMutateKillsEveryMutantOfShippedSets(t *testing.T) {
 		assert.Positive(t, rep.Mutants)
 		assert.Equal(t, rep.Mutants, rep.Killed)
 		assert.Zero(t, rep.Survived)
-		assert.Len(t, rep.Classes, len(rag.MutationNames()))
+		assert.Len(t, rep.Classes, len(golden.MutationNames()))
 		assert.Positive(t, rep.Controls)
 		assert.Equal(t, rep.Controls, rep.ControlsPassed)
 		assert.Equal(t, 1.0, rep.Sensitivity)
@@ -249,7 +249,7 @@ func TestMutateNamesSurvivorsOfWeakSet(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.NotEmpty(t, rep.Survivors)
 	assert.Equal(t, "conditional-shadeglass-direct-sun", rep.Survivors[0].CaseID)
-	assert.Equal(t, rag.MutWrongChunk, rep.Survivors[0].Mutation)
+	assert.Equal(t, golden.MutWrongChunk, rep.Survivors[0].Mutation)
 }
 
 // copyLighthouse copies the lighthouse set into a temporary directory,
@@ -306,7 +306,7 @@ func TestMutateNamesFailingControls(t *testing.T) {
 	assert.Contains(t, rep.FailingControls, struct {
 		CaseID  string `json:"case_id"`
 		Control string `json:"control"`
-	}{"numeric-source-harbor-clamp", rag.CtlPrepositional})
+	}{"numeric-source-harbor-clamp", golden.CtlPrepositional})
 }
 
 // TestEvalRefusesSetFailingItsEvidence forbids a phrase the expected chunk
@@ -321,7 +321,7 @@ func TestEvalRefusesSetFailingItsEvidence(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v: %s%s", args, out, errOut)
 		assert.Contains(t, errOut, `"numeric-source-harbor-clamp"`, "%v", args)
 		assert.Contains(t, errOut, "fail their own evidence", "%v", args)
-		assert.Contains(t, errOut, rag.CheckForbiddenAbsent, "%v", args)
+		assert.Contains(t, errOut, golden.CheckForbiddenAbsent, "%v", args)
 	}
 }
 

@@ -20,11 +20,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/redact"
@@ -264,7 +266,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		Report: func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler {
 			return reportHandler(st, traces, 5*time.Second, logger)
 		},
-		OnResult: func(req evalreq.Request, res grading.Result) {
+		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			printed.add(req.RequestID)
 			printEvalResult(stdout, req, res, false)
 		},
@@ -408,7 +410,7 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 		if !ok || rec.State != store.RequestDone {
 			continue
 		}
-		var res grading.Result
+		var res evalrun.Result
 		if err := json.Unmarshal(rec.Result, &res); err != nil {
 			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
 		}
@@ -442,7 +444,7 @@ func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Sub
 	}
 }
 
-func printEvalResult(w io.Writer, req evalreq.Request, res grading.Result, stored bool) {
+func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, stored bool) {
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
 	"github.com/verdryx/verdryx/store"
@@ -185,7 +187,7 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 	// The JSON output carries the same counts.
 	jsonOut, stderr2, code := runCLI(t, "eval", typedEvalSet, "--typed-url", fake.URL, "--typed-key-file", keyFile, "--db", db, "--json")
 	require.Equal(t, exitOK, code, stderr2)
-	var res grading.Result
+	var res evalrun.Result
 	require.NoError(t, json.Unmarshal([]byte(jsonOut), &res))
 	require.NotNil(t, res.Run.Typed)
 	assert.Equal(t, 2, res.Run.Typed.Unanswered)
@@ -332,7 +334,7 @@ func comparableRun(r grading.Run) grading.Run {
 			v.AnswerID = ""
 			s.Typed = &v
 		}
-		var checks []grading.Check
+		var checks []grader.Check
 		for _, c := range s.Checks {
 			if i := strings.Index(c.Detail, ", answer ans-"); i >= 0 {
 				c.Detail = c.Detail[:i]

@@ -12,7 +12,7 @@
 //
 // Options is the one configuration of every OpenAI-compatible call: the
 // embedder (Embedder, an index.Embedder), the RAG generator (rag.Chat) and
-// the grading model and judge adapter (grading.OpenAI) are thin layers
+// the grading model and judge adapter (llm.OpenAI) are thin layers
 // over a Client built from it, so they share its defaults: base URL
 // DefaultBaseURL, DefaultTimeout per call, DefaultMaxResponseBytes per
 // answer, no retries.

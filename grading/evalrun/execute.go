@@ -1,0 +1,433 @@
+package evalrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
+)
+
+// Store is what Execute needs from the eval store (store.Store implements
+// it).
+type Store interface {
+	SaveRun(ctx context.Context, run grading.Run) error
+	Run(ctx context.Context, id string) (grading.Run, error)
+	// Baseline loads a baseline by id or label (store.Store resolves
+	// both; an id wins).
+	Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error)
+	RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error)
+}
+
+// EventSink takes envelopes (producer.File and producer.NATSChain
+// implement it). Append returns false with a nil error for an event it
+// skipped (no agent id). It may block until the event is durable or ctx
+// is done.
+type EventSink interface {
+	Append(ctx context.Context, ev envelope.Event) (bool, error)
+}
+
+// SpanSink records one finished span per eval run and drift check
+// (producer.Spans implements it). It must not block on the network. A sink
+// that is also a grading.RunTracer records the eval run live, with its cases and
+// model calls, instead of one finished span after it.
+type SpanSink interface {
+	Span(ctx context.Context, name, runID, agentID string, start, end time.Time, data map[string]any)
+}
+
+// Request is one eval request: from the CLI or from an eval-request
+// message on the bus.
+type Request struct {
+	// RequestID is the caller's id for deduplication; stored with the run.
+	RequestID string `json:"request_id,omitempty"`
+	// EvalSetPath or EvalSet (inline JSON) names the set; exactly one.
+	EvalSetPath string          `json:"eval_set_path,omitempty"`
+	EvalSet     json.RawMessage `json:"eval_set,omitempty"`
+	// Set is an already loaded set (in-process callers that validated it
+	// first); it wins over EvalSetPath and EvalSet. Not serialised.
+	Set *grading.EvalSet `json:"-"`
+	// Model is "stub" or a provider model id; "" means stub.
+	Model   string `json:"model,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	// BaselineID (a baseline id or label), when set, runs a drift check
+	// after the run over the
+	// Window most recent runs (0 means 1: the new run alone).
+	BaselineID      string  `json:"baseline_id,omitempty"`
+	Window          int     `json:"window,omitempty"`
+	Threshold       float64 `json:"threshold,omitempty"`
+	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
+	// Seed fixes the drift check's random draws; nil derives one from the
+	// baseline and window run ids (recorded in the report either way).
+	Seed *uint64 `json:"seed,omitempty"`
+	// Alpha is the drift check's significance level (0: drift.DefaultAlpha).
+	Alpha float64 `json:"alpha,omitempty"`
+}
+
+// Deps are the collaborators of Execute. Store, Events and Spans may be nil
+// (nothing saved, no events, no spans); a drift check needs a Store.
+type Deps struct {
+	Store  Store
+	Events EventSink
+	Spans  SpanSink
+	// Models resolves a model id to the model under evaluation; nil
+	// accepts only "stub".
+	Models func(id string) (llm.Model, error)
+	// Judge grades llm_judge cases; nil uses the stub judge.
+	Judge *grader.Judge
+	// Typed grades typed cases with typryx; nil refuses a set that has
+	// one (grading.ErrBadRequest): no typed case is graded unless the caller
+	// enabled typryx.
+	Typed *grading.Typed
+	// RAG builds the pipeline that answers rag cases for a set's corpus
+	// and a model; nil uses the offline pipeline for the stub model and
+	// leaves rag cases unmeasured for any other.
+	RAG func(ctx context.Context, corpusPath string, model llm.Model) (grading.RAGAsker, error)
+	// Concurrency bounds cases in flight; <= 0 means 4.
+	Concurrency int
+	Prices      llm.PriceBook
+	Version     string
+	Now         func() time.Time
+	Logger      *slog.Logger
+	// OnCase, when set, is called as each case finishes (see grading.Runner.OnCase).
+	OnCase func(i int, s grading.Score)
+	// ReadFile, when set, reads every file a request names (eval set,
+	// corpus, golden) instead of os.ReadFile; the worker passes a
+	// confine.Reader so nothing outside its roots is read. With ReadFile
+	// set and RAG nil, rag cases are answered from the corpus already read
+	// through it, so no file is opened twice.
+	ReadFile grading.ReadFileFunc
+}
+
+// Result is what Execute did. It is JSON-serialisable.
+type Result struct {
+	Run   grading.RunSummary `json:"run"`
+	Drift *drift.Report      `json:"drift,omitempty"`
+	// Saved is true when the run is in the store.
+	Saved         bool     `json:"saved"`
+	EventsWritten int      `json:"events_written"`
+	EventsSkipped int      `json:"events_skipped"`
+	Problems      []string `json:"problems,omitempty"`
+	// traced is true when the run's span was recorded live while grading
+	// (Deps.Spans is a grading.RunTracer): Spans then records only the drift check.
+	traced bool
+}
+
+// Plan is a validated eval request, ready to grade: every check that can
+// refuse the request as sent (the eval set, the model, the baseline) has
+// passed, and nothing has been stored or emitted.
+type Plan struct {
+	deps   Deps
+	req    Request
+	set    *grading.EvalSet
+	runner *grading.Runner
+	// typed is Deps.Typed when the set has typed cases, else nil.
+	typed  *grading.Typed
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// Prepare validates req and builds what grading it needs. Request mistakes
+// wrap grading.ErrBadRequest; typryx failing to list the typed template wraps
+// grading.ErrTypedService; nothing is stored and no question is asked.
+func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	set, err := loadRequestSet(req, deps.ReadFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+	}
+	modelID := req.Model
+	if modelID == "" {
+		modelID = llm.StubID
+	}
+	var model llm.Model
+	switch {
+	case deps.Models != nil:
+		model, err = deps.Models(modelID)
+	case modelID == llm.StubID:
+		model = &llm.Stub{}
+	default:
+		err = fmt.Errorf("unknown model %q (only stub is configured)", modelID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+	}
+	if req.BaselineID != "" {
+		if deps.Store == nil {
+			return nil, fmt.Errorf("%w: drift against %s needs a store", grading.ErrBadRequest, req.BaselineID)
+		}
+		if _, err := deps.Store.Baseline(ctx, req.BaselineID); err != nil {
+			return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+		}
+	}
+	var typed *grading.Typed
+	if set.HasTyped() {
+		if deps.Typed == nil {
+			return nil, fmt.Errorf("%w: eval set %s has typed cases, and typryx is not enabled here (give --typed-url to eval or serve)", grading.ErrBadRequest, set.ID)
+		}
+		typed = deps.Typed
+	}
+	judge := deps.Judge
+	if judge == nil {
+		judge = &grader.Judge{Model: &llm.Stub{}, Prices: deps.Prices}
+	}
+	runner := &grading.Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
+		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
+	if typed != nil {
+		// Lists the template before anything else is built that could fail.
+		if err := runner.UseTyped(ctx, typed, set); err != nil {
+			return nil, err
+		}
+	}
+	if rt, ok := deps.Spans.(grading.RunTracer); ok {
+		runner.Tracer = rt
+	}
+	if _, corpusPath, ok := set.RAGCorpus(); ok {
+		build := deps.RAG
+		offline := build == nil
+		if offline {
+			build = set.RAGBuilder(deps.ReadFile)
+		}
+		asker, err := build(ctx, corpusPath, model)
+		if err != nil {
+			if offline && ctx.Err() == nil {
+				// The offline pipeline depends on nothing but the corpus the
+				// request names: it will fail the same way every time.
+				return nil, fmt.Errorf("%w: rag pipeline for %s: %w", grading.ErrBadRequest, set.Corpus, err)
+			}
+			return nil, fmt.Errorf("rag pipeline for %s: %w", set.Corpus, err)
+		}
+		runner.RAG = asker
+	}
+	return &Plan{deps: deps, req: req, set: set, runner: runner, typed: typed, logger: logger, now: now}, nil
+}
+
+// Grade grades the set and, when the request names a baseline, checks
+// drift over the window that ends with the new run. runID, when not empty,
+// is the run's id (a request recorded before grading keeps the id it was
+// recorded with); otherwise a new one is made. Grade stores and emits
+// nothing: the caller commits the run (Deps.Store.SaveRun, or with the
+// request in one transaction) and then emits Events.
+func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
+	run, err := p.runner.RunWithID(ctx, p.set, p.req.AgentID, runID)
+	if err != nil {
+		if p.typed != nil {
+			err = p.typed.Client.Redactor().Error(err)
+		}
+		return Result{}, err
+	}
+	run.RequestID = p.req.RequestID
+	if p.typed != nil {
+		grading.RedactRun(&run, p.typed.Client.Redactor())
+	} else {
+		grading.RedactRun(&run)
+	}
+	res := Result{Run: grading.Summarize(run), traced: p.runner.Tracer != nil}
+	if p.req.BaselineID == "" {
+		return res, nil
+	}
+	window := p.req.Window
+	if window <= 0 {
+		window = 1
+	}
+	rep, err := CheckDrift(ctx, withRun{p.deps.Store, run}, DriftRequest{
+		BaselineID: p.req.BaselineID, Window: window, Threshold: p.req.Threshold,
+		AllowChangedSet: p.req.AllowChangedSet, Seed: p.req.Seed, Alpha: p.req.Alpha,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Drift = &rep
+	return res, nil
+}
+
+// withRun is a store that also holds one run not yet committed: the newest
+// run, so a drift window includes it before it is saved.
+type withRun struct {
+	Store
+	run grading.Run
+}
+
+func (w withRun) Run(ctx context.Context, id string) (grading.Run, error) {
+	if id == w.run.ID {
+		return w.run, nil
+	}
+	return w.Store.Run(ctx, id)
+}
+
+func (w withRun) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
+	stored, err := w.Store.RecentRuns(ctx, evalSetID, model, n, append(exclude, w.run.ID)...)
+	if err != nil || w.run.EvalSetID != evalSetID || w.run.Model != model || slices.Contains(exclude, w.run.ID) {
+		return stored, err
+	}
+	out := append([]grading.Run{w.run}, stored...)
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// Events returns the envelopes a graded result emits, in order: one
+// quality_score per graded case, the eval_run, and a quality_drift when
+// the drift verdict is regressed. They are a pure function of the result
+// (timestamps are the run's finish time), so a result emitted again after a
+// crash yields the same events, which sinks drop as already stored.
+func Events(res Result) []envelope.Event {
+	run := res.Run.Run
+	var evs []envelope.Event
+	for _, sc := range run.Scores {
+		if sc.Graded() {
+			evs = append(evs, envelope.New("quality_score", run.AgentID, run.ID, QualityScoreData(sc), run.FinishedAt))
+		}
+	}
+	evs = append(evs, envelope.New("eval_run", run.AgentID, run.ID, grading.EvalRunData(res.Run), run.FinishedAt))
+	if res.Drift != nil {
+		evs = append(evs, drift.Events(*res.Drift, run.AgentID, run.FinishedAt)...)
+	}
+	return evs
+}
+
+// Spans records the result's spans after grading: the eval run (unless
+// it was recorded live, see grading.RunTracer), and the drift check when there was
+// one. It does not block on the network.
+func Spans(ctx context.Context, sink SpanSink, res Result, driftStart, driftEnd time.Time) {
+	if sink == nil {
+		return
+	}
+	run := res.Run
+	if !res.traced {
+		sink.Span(ctx, grading.SpanEval, run.ID, run.AgentID, run.StartedAt, run.FinishedAt, grading.EvalRunData(run))
+	}
+	if res.Drift != nil {
+		sink.Span(ctx, grading.SpanDrift, res.Drift.BaselineRunID, run.AgentID, driftStart, driftEnd, drift.Data(*res.Drift))
+	}
+}
+
+// Execute runs one eval request end to end: Prepare, Grade, save the run,
+// then emit its Events and record its Spans. Event and span failures do
+// not fail the request: they are listed in Result.Problems (the run is
+// already saved). Errors that the request itself caused wrap
+// grading.ErrBadRequest. The worker runs the same steps itself, committing the run
+// with the request and emitting events exactly once across crashes.
+func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
+	plan, err := Prepare(ctx, deps, req)
+	if err != nil {
+		return Result{}, err
+	}
+	gradeEnd := plan.now()
+	res, err := plan.Grade(ctx, "")
+	if err != nil {
+		return res, err
+	}
+	if deps.Store != nil {
+		if err := deps.Store.SaveRun(ctx, res.Run.Run); err != nil {
+			return res, fmt.Errorf("eval %s: %w", plan.set.ID, err)
+		}
+		res.Saved = true
+	}
+	if deps.Events != nil {
+		for _, ev := range Events(res) {
+			ok, err := deps.Events.Append(ctx, ev)
+			switch {
+			case err != nil:
+				res.Problems = append(res.Problems, fmt.Sprintf("event %s: %v", ev.Type, err))
+				plan.logger.Warn("event not written", "type", ev.Type, "err", err)
+			case ok:
+				res.EventsWritten++
+			default:
+				res.EventsSkipped++
+			}
+		}
+	}
+	Spans(ctx, deps.Spans, res, gradeEnd, plan.now())
+	return res, nil
+}
+
+func loadRequestSet(req Request, read grading.ReadFileFunc) (*grading.EvalSet, error) {
+	switch {
+	case req.Set != nil:
+		return req.Set, nil
+	case req.EvalSetPath != "" && len(req.EvalSet) > 0:
+		return nil, errors.New("eval request names both eval_set_path and an inline eval_set")
+	case req.EvalSetPath != "":
+		return grading.LoadEvalSetWith(req.EvalSetPath, read)
+	case len(req.EvalSet) > 0:
+		return grading.ParseEvalSetWith(req.EvalSet, "", read)
+	}
+	return nil, errors.New("eval request names no eval set (eval_set_path or eval_set)")
+}
+
+// DriftRequest selects a drift check in a store.
+type DriftRequest struct {
+	// BaselineID is a baseline id or label; the report names the id.
+	BaselineID      string
+	Window          int // runs; <= 0 means 1
+	Threshold       float64
+	AllowChangedSet bool
+	Seed            *uint64
+	// Alpha is the paired test's significance level; 0 means drift.DefaultAlpha.
+	Alpha float64
+}
+
+// CheckDrift loads the baseline, its run and the Window most recent runs of
+// the same eval set and model (the baseline's own run left out) and computes
+// drift. Request mistakes (unknown baseline, changed set, empty window)
+// wrap grading.ErrBadRequest.
+func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, error) {
+	bl, err := st.Baseline(ctx, dr.BaselineID)
+	if err != nil {
+		return drift.Report{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+	}
+	baseRun, err := st.Run(ctx, bl.RunID)
+	if err != nil {
+		return drift.Report{}, fmt.Errorf("baseline %s: %w", bl.ID, err)
+	}
+	n := dr.Window
+	if n <= 0 {
+		n = 1
+	}
+	window, err := st.RecentRuns(ctx, baseRun.EvalSetID, baseRun.Model, n, baseRun.ID)
+	if err != nil {
+		return drift.Report{}, err
+	}
+	if len(window) == 0 {
+		return drift.Report{}, fmt.Errorf("%w: no run of eval set %s with model %s since baseline %s", grading.ErrBadRequest, baseRun.EvalSetID, baseRun.Model, bl.ID)
+	}
+	ids := make([]string, len(window))
+	for i := range window {
+		ids[i] = window[i].ID
+	}
+	seed := drift.DefaultSeed(bl.ID, ids)
+	if dr.Seed != nil {
+		seed = *dr.Seed
+	}
+	rep, err := drift.Compute(bl, baseRun, window, drift.Options{
+		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet, Alpha: dr.Alpha,
+	})
+	if err != nil {
+		if errors.Is(err, drift.ErrChangedSet) || errors.Is(err, drift.ErrNoWindow) {
+			return drift.Report{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+		}
+		return drift.Report{}, err
+	}
+	return rep, nil
+}
+
+// QualityScoreData is the data of a quality_score envelope.
+func QualityScoreData(s grading.Score) map[string]any {
+	return map[string]any{"case_id": s.CaseID, "value": s.Value, "tokens": s.Tokens, "cost_usd": s.CostUSD}
+}
