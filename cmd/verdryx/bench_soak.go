@@ -41,6 +41,14 @@ func newBenchSoakCmd() *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("bench soak: unexpected argument %q", pos[0])
 		}
+		switch {
+		case opts.Days < 1 || opts.CallsPerDay < 1000:
+			return usageErrorf("bench soak: --days %d --calls-per-day %d: want at least 1 day of 1,000 calls", opts.Days, opts.CallsPerDay)
+		case opts.DaySeconds < 1:
+			return usageErrorf("bench soak: --day-seconds %v: want at least 1", opts.DaySeconds)
+		case opts.Retention < 1:
+			return usageErrorf("bench soak: --retention %d: want at least 1 day", opts.Retention)
+		}
 		exe, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("bench soak: %w", err)
@@ -77,7 +85,7 @@ func newBenchSoakCmd() *cobra.Command {
 
 func printSoakDay(w io.Writer, d soak.Day) {
 	again, take := "-", "-"
-	if d.Replayed >= 0 {
+	if d.Replayed > 0 {
 		again = fmt.Sprint(d.Replayed)
 	}
 	if d.TakeoverSeconds > 0 {

@@ -78,11 +78,12 @@ type Options struct {
 // Day is one simulated day's figures. Sizes in bytes.
 type Day struct {
 	Day int `json:"day"`
-	// Rows delivered that day, Late of them from earlier days; Replayed
-	// is the day whose delivery was replayed again (-1: none).
+	// Day counts from 1. Rows delivered that day, Late of them from
+	// earlier days; Replayed is the day whose delivery was replayed again
+	// (0: none).
 	Rows     int64 `json:"rows"`
 	Late     int64 `json:"late_rows"`
-	Replayed int   `json:"replayed_again_day"`
+	Replayed int   `json:"replayed_again_day,omitempty"`
 	// RecordsPerSecond is Rows over the wall time of the replay and the
 	// wait until every record was acked.
 	RecordsPerSecond float64 `json:"records_per_second"`
@@ -279,7 +280,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 // day runs one simulated day.
 func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, error) {
-	day := Day{Day: dl.Day, Rows: dl.Rows, Late: dl.Late, Replayed: -1}
+	day := Day{Day: dl.Day + 1, Rows: dl.Rows, Late: dl.Late}
 	if err := linkAll(dl.Dir, r.all); err != nil {
 		return day, err
 	}
@@ -295,7 +296,7 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 	day.RecordsPerSecond = float64(dl.Rows) / time.Since(t0).Seconds()
 	if k := r.opts.ReplayAgainEvery; k > 0 && dl.Day >= 3 && dl.Day%k == 0 {
 		again := done[dl.Day-3]
-		day.Replayed = again.Day
+		day.Replayed = again.Day + 1
 		if err := r.replay(ctx, again.Dir, fmt.Sprintf("replay-again-%02d", again.Day)); err != nil {
 			return day, err
 		}
@@ -316,7 +317,7 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 			day.TakeoverSeconds = secs
 		}
 	}
-	r.log.Info("soak day", "day", dl.Day, "rows", dl.Rows, "records/s", int(day.RecordsPerSecond),
+	r.log.Info("soak day", "day", day.Day, "rows", dl.Rows, "records/s", int(day.RecordsPerSecond),
 		"rss_mib", day.RSS>>20, "state_kib", day.StateBytes>>10, "exact", day.Exact)
 	// Pace the simulated clock: day d ends DaySeconds*(d+1) after the start.
 	end := r.start.Add(time.Duration(float64(dl.Day+1) * r.opts.DaySeconds * float64(time.Second)))
@@ -614,7 +615,7 @@ func (r *runner) sample(ctx context.Context, day *Day) {
 // after day d: the days the worker surely still holds (half the
 // retention back: a day's table is rewritten by calls up to three days
 // late, and kept for the retention after its last write).
-func (r *runner) window(d int) (int, int) {
+func (r *runner) window(d int) (int, int) { // 0-based
 	return max(0, d-r.opts.Retention/2), d + 1
 }
 
@@ -622,14 +623,14 @@ func (r *runner) window(d int) (int, int) {
 // (cost-per-correct --nats --from --to) with the direct reduction of every
 // segment delivered so far over the same window.
 func (r *runner) check(ctx context.Context, day *Day) error {
-	from, to := r.window(day.Day)
+	from, to := r.window(day.Day - 1)
 	exact, fc, dc, err := r.compare(ctx, from, to)
 	if err != nil {
 		return err
 	}
 	day.FleetCalls, day.DirectCalls, day.Exact = fc, dc, exact
 	if !exact {
-		r.problemf("day %d: the fleet's report of days %d-%d (%d calls) differs from the direct reduction (%d calls)", day.Day, from, to-1, fc, dc)
+		r.problemf("day %d: the fleet's report of days %d-%d (%d calls) differs from the direct reduction (%d calls)", day.Day, from+1, to, fc, dc)
 	}
 	return nil
 }
@@ -659,9 +660,9 @@ func (r *runner) checkDays(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.res.DayReports = append(r.res.DayReports, DayReport{Day: d, FleetCalls: fc, DirectCalls: dc, Exact: exact})
+		r.res.DayReports = append(r.res.DayReports, DayReport{Day: d + 1, FleetCalls: fc, DirectCalls: dc, Exact: exact})
 		if !exact {
-			r.problemf("day %d alone: the fleet's report (%d calls) differs from the direct reduction (%d calls)", d, fc, dc)
+			r.problemf("day %d alone: the fleet's report (%d calls) differs from the direct reduction (%d calls)", d+1, fc, dc)
 		}
 	}
 	return nil
