@@ -45,15 +45,16 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kv bucket %s: %w", Bucket, err)
 	}
-	agg := &Aggregate{parts: map[int]*partState{}}
+	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32]*dayTable{}}
 	var missing []int
 	for p := range n {
-		st, err := readPartAggregate(ctx, kv, p, n)
+		st, tables, err := readPartAggregate(ctx, kv, p, n)
 		if err != nil {
 			return nil, err
 		}
 		if st != nil {
 			agg.parts[p] = st
+			agg.tables[p] = tables
 			continue
 		}
 		last, err := lastSeqOf(ctx, stream, streams.TraceSubject(s.Traces, p))
@@ -73,40 +74,51 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 // readPartAggregate reads partition p's aggregate, nil when none was
 // published. An object replaced between reading the pointer and the
 // object is read again from the new pointer.
-func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, error) {
+func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, map[int32]*dayTable, error) {
 	if kv == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for try := 0; ; try++ {
 		e, err := kv.Get(ctx, partitionKey(p))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("partition %d pointer: %w", p, err)
+			return nil, nil, fmt.Errorf("partition %d pointer: %w", p, err)
 		}
 		var ptr partPointer
 		if err := json.Unmarshal(e.Value(), &ptr); err != nil {
-			return nil, fmt.Errorf("partition %d pointer: %w", p, err)
+			return nil, nil, fmt.Errorf("partition %d pointer: %w", p, err)
 		}
 		if ptr.Partitions != n {
-			return nil, fmt.Errorf("partition %d was published with %d partitions, not %d (--partitions)", p, ptr.Partitions, n)
+			return nil, nil, fmt.Errorf("partition %d was published with %d partitions, not %d (--partitions)", p, ptr.Partitions, n)
 		}
 		b, err := getBlob(ctx, kv, ptr.Aggregate)
 		if errors.Is(err, errBlobChanged) && try < 5 {
 			continue // overwritten by a newer aggregate meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("partition %d aggregate: %w", p, err)
+			return nil, nil, fmt.Errorf("partition %d aggregate: %w", p, err)
 		}
 		st, err := decodePartState(b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if st.part != p || st.parts != n {
-			return nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
+			return nil, nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
 		}
-		return st, nil
+		list, err := fetchDays(ctx, kv, st)
+		if errors.Is(err, errBlobChanged) && try < 5 {
+			continue // a day table corrected or pruned meanwhile
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		tables := map[int32]*dayTable{}
+		for _, t := range list {
+			tables[t.day] = t
+		}
+		return st, tables, nil
 	}
 }
 
@@ -118,7 +130,7 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 	if err != nil {
 		return nil, err
 	}
-	agg := &Aggregate{parts: map[int]*partState{}}
+	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32]*dayTable{}}
 	for _, p := range parts {
 		head, _, err := st.PartitionHead(ctx, p)
 		if err != nil {
@@ -129,6 +141,11 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 			return nil, err
 		}
 		agg.parts[p] = s
+		agg.tables[p] = map[int32]*dayTable{}
+		for _, t := range s.storedTables {
+			agg.tables[p][t.day] = t
+		}
+		s.storedTables = nil
 	}
 	return agg, nil
 }

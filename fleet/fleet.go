@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -153,6 +155,17 @@ type Options struct {
 	DeadLetter pull.DeadLetterer
 	// Healthy follows the partition pullers (see pull.Options.Healthy).
 	Healthy func(ok bool)
+	// FoldAfter: a day of a partition is folded out of memory once the
+	// partition's newest call is this far past the day's end; 0 means
+	// DefaultFoldAfter. Subjects.Retention prunes folded days that long
+	// after their table was last written (0: never).
+	FoldAfter time.Duration
+	// Now is the clock of the retention; nil means time.Now.
+	Now func() time.Time
+	// SnapshotBytes, when set, is called with the bytes of each snapshot
+	// a partition writes (the snapshot, aggregate and day tables put in
+	// the bucket).
+	SnapshotBytes func(n int)
 
 	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
 	wrapKV func(jetstream.KeyValue) jetstream.KeyValue
@@ -656,8 +669,8 @@ func (h *partHandler) snapshotDue() time.Duration {
 
 // commit stores the state (snap, its snapshot encoding) in the worker's
 // store; when it fails, the caller must drop the state.
-func (h *partHandler) commit(ctx context.Context, snap []byte) error {
-	return h.f.commitPartition(ctx, h.p, h.state.stored(h.rev, snap))
+func (h *partHandler) commit(ctx context.Context, snap []byte, tables []*dayTable, pruned []int32) error {
+	return h.f.commitPartition(ctx, h.p, h.state.stored(h.rev, snap, tables, pruned))
 }
 
 // apply folds one message into s: a row batch, a record's call, or the
@@ -747,7 +760,7 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 			}
 		}
 		order[3] = row
-		if err := s.fold(name, c, order); err != nil {
+		if _, err := s.fold(name, c, order); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("stream seq %d: segment %s row %d: %w", seq, b.Segment, row, err))
 		}
 		if h.f.opts.afterFold != nil {
@@ -832,7 +845,7 @@ func (h *partHandler) applySegment(ctx context.Context, s *partState, name strin
 		if c.HasRunID {
 			runName = append([]byte{runPrefix}, c.RunID...)
 		}
-		if err := s.fold(runName, &c, segmentOrder(filepath.Base(path), digest, row)); err != nil {
+		if _, err := s.fold(runName, &c, segmentOrder(filepath.Base(path), digest, row)); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("segment %s row %d: %w", name, row, err))
 		}
 		if h.f.opts.afterFold != nil {
@@ -892,21 +905,28 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if s.part != h.p || s.parts != parts {
 			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.part, s.parts)
 		}
+		// The folded days' tables come with it: their keys, and a copy in
+		// the store for the late calls that correct them.
+		tables, err := fetchDays(ctx, h.f.kv, s)
+		if err != nil {
+			return err
+		}
 		h.f.storeMu.Lock()
-		err = h.f.st.ReplacePartition(ctx, h.p, s.stored(rev, b))
+		err = h.f.st.ReplacePartition(ctx, h.p, s.stored(rev, b, tables, nil))
 		h.f.storeMu.Unlock()
 		if err != nil {
 			return err
 		}
-		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", len(s.runs))
+		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded))
 	case local:
 		if s, err = readStoredPartition(ctx, h.f.st, h.p, head); err != nil {
 			return err
 		}
+		s.storedTables = nil // in the store: loadDay reads one when a late call corrects it
 		if s.parts != parts {
 			return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", h.p, s.parts, parts)
 		}
-		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", len(s.runs))
+		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded))
 	default:
 		s = newPartState(h.p, parts)
 	}
@@ -1079,16 +1099,39 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	// The KV puts are synchronous, so the buffer is free again once they
 	// return.
-	s.settle(true) // the keys applied join the key log the snapshot copies
+	s.settle(true) // the keys applied join their days' key lists the snapshot copies
+	before := map[int32]blobRef{}
+	for d, r := range s.folded {
+		before[d] = r.blob
+	}
+	now := h.f.now()
+	tables, skipped := s.foldDays(now, h.f.foldAfter(), h.loadDay)
+	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, h.loadDay)
+	for _, err := range append(skipped, skipped2...) {
+		h.f.warn.Warn("fold partition day", "partition", h.p, "err", err)
+	}
 	snapData, aggData, buf := s.encodeBoth(h.buf)
 	h.buf = buf
 	// The store first: a restart loads it when it descends from the
-	// snapshot the pointer names.
-	if err := h.commit(ctx, snapData); err != nil {
+	// snapshot the pointer names. It holds the day tables too, in the
+	// same transaction.
+	if err := h.commit(ctx, snapData, tables, prunedDays); err != nil {
 		h.storeErr = err
 		return fmt.Errorf("%w: %w", errStore, err)
 	}
 	h.storeErr = nil
+	// Then the day tables in the bucket, and the snapshot naming them.
+	published, err := h.publishDays(ctx, tables)
+	if err != nil {
+		return err
+	}
+	if published > 0 {
+		snapData, aggData, buf = s.encodeBoth(h.buf)
+		h.buf = buf
+	}
+	if c := h.f.opts.SnapshotBytes; c != nil {
+		c(len(snapData) + len(aggData) + published)
+	}
 	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
 	if err != nil {
 		return err
@@ -1098,7 +1141,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		return err
 	}
 	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: snap,
-		Aggregate: agg, Writer: h.f.opts.Instance, Runs: len(s.runs), Keys: len(s.keys), Written: time.Now().UTC()})
+		Aggregate: agg, Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
 	var rev uint64
 	if h.rev == 0 {
 		rev, err = h.f.kv.Create(ctx, partitionKey(h.p), ptr)
@@ -1119,7 +1162,101 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	h.setBase(ctx, rev, []blobRef{snap, agg})
 	h.lastSnapTook = time.Since(start)
+	// The blobs no snapshot names any more: superseded day tables and
+	// pruned days. A reader holding an older pointer reads it again.
+	for d, old := range before {
+		if r, ok := s.folded[d]; old.Prefix != "" && (!ok || r.blob.Prefix != old.Prefix) {
+			h.deleteBlob(ctx, old)
+		}
+	}
 	return nil
+}
+
+// foldAfter is Options.FoldAfter or its default.
+func (f *Fleet) foldAfter() time.Duration {
+	if f.opts.FoldAfter > 0 {
+		return f.opts.FoldAfter
+	}
+	return DefaultFoldAfter
+}
+
+// now is the retention's clock.
+func (f *Fleet) now() time.Time {
+	if f.opts.Now != nil {
+		return f.opts.Now()
+	}
+	return time.Now()
+}
+
+// loadDay returns a fresh copy of folded day d's table: from the store,
+// else from the bucket.
+func (h *partHandler) loadDay(d int32, ref *dayRef) (*dayTable, error) {
+	ctx := context.Background()
+	b, ok, err := h.f.st.PartitionRun(ctx, h.p, dayRun(d))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if ref.blob.Prefix == "" {
+			return nil, fmt.Errorf("partition %d day %s: table revision %d neither stored nor published", h.p, dayString(d), ref.rev)
+		}
+		if b, err = getBlob(ctx, h.f.kv, ref.blob); err != nil {
+			return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+		}
+	}
+	t, err := decodeDayTable(b)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+	}
+	if t.part != h.p || t.day != d || t.rev != ref.rev {
+		return nil, fmt.Errorf("partition %d day %s: the table holds partition %d day %s revision %d, want revision %d",
+			h.p, dayString(d), t.part, dayString(t.day), t.rev, ref.rev)
+	}
+	return t, nil
+}
+
+// publishDays puts in the bucket the tables just folded, and any folded
+// day whose table is not published yet (a put that failed before), and
+// records their blobs in the state's references. It returns the bytes put.
+func (h *partHandler) publishDays(ctx context.Context, tables []*dayTable) (int, error) {
+	s := h.state
+	fresh := map[int32]*dayTable{}
+	for _, t := range tables {
+		fresh[t.day] = t
+	}
+	n := 0
+	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
+		ref := s.folded[d]
+		if ref.blob.Prefix != "" {
+			continue
+		}
+		t := fresh[d]
+		if t == nil {
+			var err error
+			if t, err = h.loadDay(d, ref); err != nil {
+				return n, err
+			}
+		}
+		data := t.encode(nil)
+		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("day.%d.%d.%s.%d", h.p, d, h.f.opts.Instance, ref.rev), data)
+		if err != nil {
+			return n, err
+		}
+		ref.blob = blob
+		n += len(data)
+	}
+	return n, nil
+}
+
+// deleteBlob removes a blob's chunks from the bucket, logging a failure
+// (a leftover blob is only unused space).
+func (h *partHandler) deleteBlob(ctx context.Context, ref blobRef) {
+	for i := range ref.Chunks {
+		if err := h.f.kv.Purge(ctx, ref.Prefix+"."+strconv.Itoa(i)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			h.f.log.Debug("delete blob", "prefix", ref.Prefix, "err", err)
+			return
+		}
+	}
 }
 
 // resolvePointer learns whether the pointer update whose reply was lost
@@ -1273,4 +1410,32 @@ func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
 		return nil, &routeError{"invalid trace record", err}
 	}
 	return []int{p}, nil
+}
+
+// fetchDays reads the tables of s's folded days from the bucket and adds
+// their keys to s's dedupe set. A table replaced or removed meanwhile
+// fails with errBlobChanged (read the pointer again).
+func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) ([]*dayTable, error) {
+	tables := make([]*dayTable, 0, len(s.folded))
+	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
+		ref := s.folded[d]
+		b, err := getBlob(ctx, kv, ref.blob)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			err = fmt.Errorf("%w: %w", errBlobChanged, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
+		}
+		t, err := decodeDayTable(b)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
+		}
+		if t.part != s.part || t.day != d || t.rev != ref.rev {
+			return nil, fmt.Errorf("partition %d day %s: the bucket holds partition %d day %s revision %d, want revision %d",
+				s.part, dayString(d), t.part, dayString(t.day), t.rev, ref.rev)
+		}
+		s.addFoldedKeys(t)
+		tables = append(tables, t)
+	}
+	return tables, nil
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -263,55 +264,119 @@ const (
 	segmentRows = 's'
 )
 
-// partState is one partition's reduction state: every run's aggregate, the
-// dedupe keys of the calls applied, the untagged independent calls dropped
-// (they count as calls in the report's stats) and the highest stream
-// sequence applied. Not safe for concurrent use.
+// undated is the day of state written before state was kept per day (a
+// snapshot of an older build): its runs count in every all-time report,
+// are never folded or pruned, and make a report by time window refuse.
+// dayOf never returns it.
+const undated = math.MinInt32
+
+// runKey names a run's partial state: the UTC day of the calls it holds
+// and the run (see runPrefix). A run whose calls span days has one
+// partial state per day; merged, they are the run's state (runAgg.merge).
+type runKey struct {
+	day  int32
+	name string
+}
+
+// dayKey is a dedupe key and the day of the call it names (undated for a
+// key that names no call: a segment done marker).
+type dayKey struct {
+	key store.Key
+	day int32
+}
+
+// partState is one partition's reduction state, kept per UTC day of the
+// calls' ts: the partial state of every run per day of its calls, the
+// untagged independent calls dropped per day (they count as calls in the
+// report's stats), the dedupe keys of the calls applied per day, the
+// segments' row sets, and the highest stream sequence applied. Days past
+// the fold grace are folded out of memory into day tables (foldDays), and
+// day tables past the retention are pruned (pruneDays): memory holds the
+// open days, and the store and the KV bucket the retained ones. Not safe
+// for concurrent use.
 type partState struct {
 	part, parts int
 	lastSeq     uint64
-	dropped     uint64
-	runs        map[string]*runAgg
-	keys        map[store.Key]struct{}
-	// keyLog holds the committed keys of keys, KeySize bytes each, in the
-	// order they were committed: a snapshot copies it as is instead of
-	// collecting and sorting the key set each time.
-	keyLog []byte
+	// runs holds the partial run states by day, then by run name.
+	runs    map[int32]map[string]*runAgg
+	dropped map[int32]uint64
+	// keys holds the dedupe keys of every retained day (open or folded);
+	// dayKeys those of the days in memory, by day, in the order they were
+	// committed: a snapshot copies them as they are.
+	keys    map[store.Key]struct{}
+	dayKeys map[int32][]byte
 	// segs holds, per segment content digest, the rows of the segment
-	// applied to the partition (batches and segment references).
-	segs map[[32]byte]rowSet
+	// applied to the partition (batches and segment references), and
+	// segDays the first and last day of those rows' calls.
+	segs    map[[32]byte]rowSet
+	segDays map[[32]byte][2]int32
 	// rowKeys is set when keys may hold per-row segment keys (a row
 	// published as its own record, or a state written before row sets):
 	// a batch then also checks each row's key.
 	rowKeys bool
 	// names interns the outcomes and agents runs keep.
 	names map[string]string
+	// watermark is the newest ts_millis applied; folded the days folded
+	// out of memory; pruned the days dropped at the retention (sorted,
+	// disjoint ranges); late counts the calls refused because their day
+	// was pruned (their dedupe keys are gone with it: applying them could
+	// count a call twice).
+	watermark int64
+	folded    map[int32]*dayRef
+	pruned    []dayRange
+	late      uint64
 
 	// The message being applied: its undo log. gen counts messages (see
-	// mark): a run saves its state to the undo log on its first change in
+	// begin): a run saves its state to the undo log on its first change in
 	// a message (runAgg.gen), so the log grows with the runs a message
-	// touches, not with its calls.
-	undo []undoEntry
-	gen  uint32
-	// The keys applied since the last commit (kept in keyLog once
+	// touches, not with its calls. msgDays is the first and last day the
+	// message's calls fell in.
+	undo      []undoEntry
+	gen       uint32
+	msgMark   int64
+	msgDays   [2]int32
+	msgHasDay bool
+	// The keys applied since the last commit (kept in dayKeys once
 	// committed), and whether anything changed at all.
-	newKeys []store.Key
+	newKeys []dayKey
 	changed bool
+	// storedTables holds the tables readStoredPartition read (for
+	// LocalAggregate; a partition handler drops them).
+	storedTables []*dayTable
 }
 
+// dayRef is a folded day: its table's revision, calls, when it was last
+// written (Unix seconds, the retention's clock) and its blob in the KV
+// bucket (Prefix "" until published).
+type dayRef struct {
+	rev     uint32
+	calls   uint64
+	written int64
+	blob    blobRef
+}
+
+// dayRange is the closed range of days [lo, hi].
+type dayRange struct{ lo, hi int32 }
+
 type undoEntry struct {
-	run     string
+	run     runKey
 	prev    runAgg
 	had     bool
 	key     store.Key
 	hasKey  bool
+	keyDay  int32
 	dropped bool
+	late    bool
 	seg     *[32]byte
 	segPrev rowSet
+	segDays [2]int32
+	segHad  bool
 }
 
 func newPartState(part, parts int) *partState {
-	return &partState{part: part, parts: parts, runs: map[string]*runAgg{}, keys: map[store.Key]struct{}{}, segs: map[[32]byte]rowSet{}}
+	return &partState{part: part, parts: parts, runs: map[int32]map[string]*runAgg{}, dropped: map[int32]uint64{},
+		keys: map[store.Key]struct{}{}, dayKeys: map[int32][]byte{}, segs: map[[32]byte]rowSet{},
+		segDays: map[[32]byte][2]int32{}, folded: map[int32]*dayRef{}}
 }
 
 // hashKey is the stored form of a dedupe key: 128 bits of its SHA-256.
@@ -324,14 +389,14 @@ func hashKey(key string) store.Key {
 // partition were all applied.
 func segmentDoneKey(digest string) store.Key { return hashKey("segdone:" + digest) }
 
-// loadKey adds a key of a loaded state (a snapshot, the store) to the
-// committed keys.
-func (s *partState) loadKey(k store.Key) {
+// loadKey adds a key of a loaded state (a snapshot, the store) of day to
+// the committed keys.
+func (s *partState) loadKey(k store.Key, day int32) {
 	if _, ok := s.keys[k]; ok {
 		return
 	}
 	s.keys[k] = struct{}{}
-	s.keyLog = append(s.keyLog, k[:]...)
+	s.dayKeys[day] = append(s.dayKeys[day], k[:]...)
 }
 
 // has reports whether a key was applied.
@@ -342,6 +407,8 @@ func (s *partState) has(k store.Key) bool { _, ok := s.keys[k]; return ok }
 func (s *partState) begin() {
 	s.keep()
 	s.gen++
+	s.msgMark = s.watermark
+	s.msgHasDay = false
 }
 
 // keep moves the undo log's keys into what the next commit keeps.
@@ -349,15 +416,30 @@ func (s *partState) keep() {
 	for _, u := range s.undo {
 		s.changed = true
 		if u.hasKey {
-			s.newKeys = append(s.newKeys, u.key)
+			s.newKeys = append(s.newKeys, dayKey{u.key, u.keyDay})
 		}
 	}
 	clear(s.undo)
 	s.undo = s.undo[:0]
 }
 
+// isPruned reports whether day was dropped at the retention.
+func (s *partState) isPruned(day int32) bool {
+	_, ok := slices.BinarySearchFunc(s.pruned, day, func(r dayRange, d int32) int {
+		switch {
+		case r.hi < d:
+			return -1
+		case r.lo > d:
+			return 1
+		}
+		return 0
+	})
+	return ok
+}
+
 // apply folds one call identified by key (already checked new) with its
 // order and records the key; an error (a cost overflow) changes nothing.
+// A call of a pruned day is counted late instead, its key not recorded.
 func (s *partState) apply(key store.Key, c *calls.Call, order callOrder) error {
 	var name []byte
 	if c.HasRunID {
@@ -365,23 +447,37 @@ func (s *partState) apply(key store.Key, c *calls.Call, order callOrder) error {
 	} else {
 		name = append([]byte{independent}, key[:]...)
 	}
-	if err := s.fold(name, c, order); err != nil {
+	late, err := s.fold(name, c, order)
+	if err != nil || late {
 		return err
 	}
 	s.keys[key] = struct{}{}
-	s.undo = append(s.undo, undoEntry{key: key, hasKey: true})
+	s.undo = append(s.undo, undoEntry{key: key, hasKey: true, keyDay: dayOf(c.TSMillis)})
 	return nil
 }
 
-// fold folds c into the run called name (runPrefix and the run id, or
-// independent and the call's key), or counts an untagged independent call
-// as dropped; an error (a cost overflow) changes nothing. name is not
-// retained.
-func (s *partState) fold(name []byte, c *calls.Call, order callOrder) error {
+// fold folds c into the partial state of the run called name (runPrefix
+// and the run id, or independent and the call's key) for the day of its
+// ts, or counts an untagged independent call as dropped; an error (a cost
+// overflow) changes nothing. A call of a pruned day is not applied: fold
+// counts it late and reports it. name is not retained.
+func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool, err error) {
+	day := dayOf(c.TSMillis)
+	if len(s.pruned) > 0 && s.isPruned(day) {
+		s.late++
+		s.undo = append(s.undo, undoEntry{late: true})
+		return true, nil
+	}
+	if !s.msgHasDay {
+		s.msgDays, s.msgHasDay = [2]int32{day, day}, true
+	} else {
+		s.msgDays[0], s.msgDays[1] = min(s.msgDays[0], day), max(s.msgDays[1], day)
+	}
 	if name[0] == independent && c.Outcome == "" {
-		s.undo = append(s.undo, undoEntry{dropped: true})
-		s.dropped++
-		return nil
+		s.undo = append(s.undo, undoEntry{dropped: true, run: runKey{day: day}})
+		s.dropped[day]++
+		s.watermark = max(s.watermark, c.TSMillis)
+		return false, nil
 	}
 	// A run keeps its outcome and agent: interned, so that it does not
 	// keep the message they were decoded from alive.
@@ -391,28 +487,36 @@ func (s *partState) fold(name []byte, c *calls.Call, order callOrder) error {
 	if c.AgentID != "" {
 		c.AgentID = s.intern(c.AgentID)
 	}
-	a, had := s.runs[string(name)]
-	if !had {
+	runs := s.runs[day]
+	if runs == nil {
+		runs = map[string]*runAgg{}
+		s.runs[day] = runs
+	}
+	a, had := runs[string(name)]
+	switch {
+	case !had:
 		a = &runAgg{}
 		if err := a.add(c, order); err != nil {
-			return err
+			return false, err
 		}
 		a.gen = s.gen
-		n := string(name)
-		s.runs[n] = a
-		s.undo = append(s.undo, undoEntry{run: n})
-		return nil
+		k := runKey{day, string(name)}
+		runs[k.name] = a
+		s.undo = append(s.undo, undoEntry{run: k})
+	case a.gen == s.gen: // saved already: rollback restores it
+		if err := a.add(c, order); err != nil {
+			return false, err
+		}
+	default:
+		s.undo = append(s.undo, undoEntry{run: runKey{day, string(name)}, prev: *a, had: true})
+		if err := a.add(c, order); err != nil {
+			s.undo = s.undo[:len(s.undo)-1]
+			return false, err
+		}
+		a.gen = s.gen
 	}
-	if a.gen == s.gen { // saved already: rollback restores it
-		return a.add(c, order)
-	}
-	s.undo = append(s.undo, undoEntry{run: string(name), prev: *a, had: true})
-	if err := a.add(c, order); err != nil {
-		s.undo = s.undo[:len(s.undo)-1]
-		return err
-	}
-	a.gen = s.gen
-	return nil
+	s.watermark = max(s.watermark, c.TSMillis)
+	return false, nil
 }
 
 // intern returns the partition's copy of v.
@@ -428,15 +532,24 @@ func (s *partState) intern(v string) string {
 	return w
 }
 
-// addRows records rows [lo, hi] of the segment with this digest as applied.
+// addRows records rows [lo, hi] of the segment with this digest as
+// applied, their calls in the days of the message (msgDays).
 func (s *partState) addRows(digest [32]byte, lo, hi uint64) {
 	prev, had := s.segs[digest]
+	prevDays, hadDays := s.segDays[digest]
 	s.segs[digest] = prev.add(lo, hi)
+	if s.msgHasDay {
+		days := s.msgDays
+		if hadDays {
+			days = [2]int32{min(days[0], prevDays[0]), max(days[1], prevDays[1])}
+		}
+		s.segDays[digest] = days
+	}
 	d := digest
 	if !had {
 		prev = nil
 	}
-	s.undo = append(s.undo, undoEntry{seg: &d, segPrev: prev})
+	s.undo = append(s.undo, undoEntry{seg: &d, segPrev: prev, segDays: prevDays, segHad: hadDays})
 }
 
 // rollback undoes everything applied since begin.
@@ -453,19 +566,30 @@ func (s *partState) rollback() {
 			} else {
 				s.segs[*u.seg] = u.segPrev
 			}
+			if u.segHad {
+				s.segDays[*u.seg] = u.segDays
+			} else {
+				delete(s.segDays, *u.seg)
+			}
+		case u.late:
+			s.late--
 		case u.dropped:
-			s.dropped--
-		case u.run == "":
+			if s.dropped[u.run.day]--; s.dropped[u.run.day] == 0 {
+				delete(s.dropped, u.run.day)
+			}
+		case u.run.name == "":
 		case u.had:
-			*s.runs[u.run] = u.prev
+			*s.runs[u.run.day][u.run.name] = u.prev
 		default:
-			delete(s.runs, u.run)
+			delete(s.runs[u.run.day], u.run.name)
 		}
 	}
 	s.undo = s.undo[:0]
+	s.watermark = s.msgMark
 }
 
-// loadStored adds a run state (or a segment's row set) read from the store.
+// loadStored adds a run state (or a segment's row set) read from a store
+// written before the whole state was stored as one row.
 func (s *partState) loadStored(name, state []byte) error {
 	if len(name) == 1+32 && name[0] == segmentRows {
 		r, err := decodeRowSet(state)
@@ -479,8 +603,27 @@ func (s *partState) loadStored(name, state []byte) error {
 	if err != nil {
 		return fmt.Errorf("partition %d run %q: %w", s.part, name, err)
 	}
-	s.runs[string(name)] = &a
+	s.addRun(undated, string(name), &a)
 	return nil
+}
+
+// addRun sets a loaded run partial state.
+func (s *partState) addRun(day int32, name string, a *runAgg) {
+	runs := s.runs[day]
+	if runs == nil {
+		runs = map[string]*runAgg{}
+		s.runs[day] = runs
+	}
+	runs[name] = a
+}
+
+// runCount returns the number of run partial states in memory.
+func (s *partState) runCount() int {
+	n := 0
+	for _, runs := range s.runs {
+		n += len(runs)
+	}
+	return n
 }
 
 // changedSince reports whether anything was applied since the last commit
@@ -491,13 +634,13 @@ func (s *partState) changedSince(before uint64) bool {
 }
 
 // settle ends what was applied since the last settle: committed appends
-// its keys to the key log (a snapshot encodes the log); otherwise the
-// state no longer matches the store and the caller must drop it.
+// its keys to their days' key lists (a snapshot encodes them); otherwise
+// the state no longer matches the store and the caller must drop it.
 func (s *partState) settle(committed bool) {
 	s.keep()
 	if committed {
 		for _, k := range s.newKeys {
-			s.keyLog = append(s.keyLog, k[:]...)
+			s.dayKeys[k.day] = append(s.dayKeys[k.day], k.key[:]...)
 		}
 	}
 	s.newKeys, s.changed = s.newKeys[:0], false
@@ -508,15 +651,32 @@ func (s *partState) settle(committed bool) {
 // holds a row per run and its keys (see readStoredPartition).
 var stateRun = []byte{0}
 
+// dayRun is the name under which the store holds the table of a folded
+// day: 'D' and the day, 4 bytes big endian with the sign bit flipped (so
+// the rows sort by day).
+func dayRun(day int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{'D'}, uint32(day)^1<<31)
+}
+
 // stored returns the commit that stores the state, snap its snapshot
-// encoding, in the worker's store: one row, however many runs.
-func (s *partState) stored(baseRev uint64, snap []byte) store.PartitionCommit {
-	return store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()},
+// encoding, in the worker's store (one row, however many runs), with the
+// tables of the days folded since the last commit and without those
+// pruned.
+func (s *partState) stored(baseRev uint64, snap []byte, tables []*dayTable, pruned []int32) store.PartitionCommit {
+	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()},
 		Runs: []store.RunState{{Run: stateRun, State: snap}}}
+	for _, t := range tables {
+		c.Runs = append(c.Runs, store.RunState{Run: dayRun(t.day), State: t.encode(nil)})
+	}
+	for _, d := range pruned {
+		c.Drop = append(c.Drop, dayRun(d))
+	}
+	return c
 }
 
 // readStoredPartition reads partition p's state from the store, of either
 // form: one state row, or (an older store) a row per run and its keys.
+// The tables of folded days stay in the store (loadDay reads them).
 func readStoredPartition(ctx context.Context, st *store.Store, p int, head store.PartitionMeta) (*partState, error) {
 	d := decoder{b: head.Meta}
 	n := int(d.uvarint())
@@ -529,13 +689,22 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 	}
 	s.lastSeq = head.LastSeq
 	var whole *partState
+	var tables []*dayTable
 	if err := st.EachPartitionRun(ctx, p, func(run, state []byte) error {
-		if bytes.Equal(run, stateRun) {
+		switch {
+		case bytes.Equal(run, stateRun):
 			w, err := decodePartState(state)
 			if err != nil {
 				return fmt.Errorf("partition %d stored state: %w", p, err)
 			}
 			whole = w
+			return nil
+		case len(run) == 5 && run[0] == 'D':
+			t, err := decodeDayTable(state)
+			if err != nil {
+				return fmt.Errorf("partition %d stored day table: %w", p, err)
+			}
+			tables = append(tables, t)
 			return nil
 		}
 		return s.loadStored(run, state)
@@ -547,9 +716,17 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 			return nil, fmt.Errorf("partition %d stored state holds partition %d", p, whole.part)
 		}
 		whole.lastSeq = head.LastSeq
+		for _, t := range tables {
+			ref := whole.folded[t.day]
+			if ref == nil || ref.rev != t.rev {
+				return nil, fmt.Errorf("partition %d: the store holds day %s revision %d, the state names %v", p, dayString(t.day), t.rev, ref)
+			}
+			whole.addFoldedKeys(t)
+			whole.storedTables = append(whole.storedTables, t)
+		}
 		return whole, nil
 	}
-	if err := st.EachPartitionKey(ctx, p, s.loadKey); err != nil {
+	if err := st.EachPartitionKey(ctx, p, func(k store.Key) { s.loadKey(k, undated) }); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -560,7 +737,11 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 // reads as rowKeys.
 func (s *partState) meta() []byte {
 	b := binary.AppendUvarint(nil, uint64(s.parts))
-	b = binary.AppendUvarint(b, s.dropped)
+	var dropped uint64
+	for _, n := range s.dropped {
+		dropped += n
+	}
+	b = binary.AppendUvarint(b, dropped)
 	flags := uint64(0)
 	if s.rowKeys {
 		flags |= 1
@@ -581,19 +762,29 @@ func (s *partState) setMeta(b []byte) error {
 	if int(parts) != s.parts {
 		return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", s.part, parts, s.parts)
 	}
-	s.dropped, s.rowKeys = dropped, flags&1 != 0
+	clear(s.dropped)
+	if dropped > 0 {
+		s.dropped[undated] = dropped
+	}
+	s.rowKeys = flags&1 != 0
 	return nil
 }
 
 // Snapshot and aggregate encoding (the blobs of the verdryx-partitions
-// bucket): magic, partition, partition count, last applied stream
-// sequence, dropped calls, flags, the run states sorted by name, then
-// (snapshots only) the segment row sets sorted by digest and the dedupe
-// keys in the order they were committed (an aggregate has no row sets and
-// a key count of 0). Varints throughout, strings length-prefixed. The
-// first format (snapMagicV1) had no flags and no row sets.
+// bucket), format 3: magic, partition, partition count, last applied
+// stream sequence, flags, watermark (zig-zag), late calls; the run
+// partial states sorted by (day, name), each its day (zig-zag), name and
+// state; the dropped calls per day; the folded days (day, revision,
+// calls, written, and the blob's prefix, chunks, digest and size); the
+// pruned day ranges; then (snapshots only) the segment row sets sorted by
+// digest, each with its first and last day, and the dedupe keys of the
+// days in memory, per day in the order they were committed (an aggregate
+// has no row sets and no key days). Varints throughout, strings
+// length-prefixed. Formats 2 (snapMagicV2) and 1 (snapMagicV1) kept no
+// days: their runs, dropped calls and keys read as undated.
 var (
-	snapMagic   = []byte("VDXPART2")
+	snapMagic   = []byte("VDXPART3")
+	snapMagicV2 = []byte("VDXPART2")
 	snapMagicV1 = []byte("VDXPART1")
 )
 
@@ -605,20 +796,48 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 	b = binary.AppendUvarint(b, uint64(s.part))
 	b = binary.AppendUvarint(b, uint64(s.parts))
 	b = binary.AppendUvarint(b, s.lastSeq)
-	b = binary.AppendUvarint(b, s.dropped)
 	flags := uint64(0)
 	if s.rowKeys {
 		flags |= 1
 	}
 	b = binary.AppendUvarint(b, flags)
-	names := slices.Sorted(maps.Keys(s.runs))
-	b = binary.AppendUvarint(b, uint64(len(names)))
+	b = binary.AppendVarint(b, s.watermark)
+	b = binary.AppendUvarint(b, s.late)
+	b = binary.AppendUvarint(b, uint64(s.runCount()))
 	var tmp []byte
-	for _, n := range names {
-		b = appendString(b, n)
-		tmp = s.runs[n].encode(tmp[:0])
-		b = binary.AppendUvarint(b, uint64(len(tmp)))
-		b = append(b, tmp...)
+	for _, day := range slices.Sorted(maps.Keys(s.runs)) {
+		runs := s.runs[day]
+		for _, name := range slices.Sorted(maps.Keys(runs)) {
+			b = binary.AppendVarint(b, int64(day))
+			b = appendString(b, name)
+			tmp = runs[name].encode(tmp[:0])
+			b = binary.AppendUvarint(b, uint64(len(tmp)))
+			b = append(b, tmp...)
+		}
+	}
+	days := slices.Sorted(maps.Keys(s.dropped))
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, s.dropped[d])
+	}
+	days = slices.Sorted(maps.Keys(s.folded))
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		r := s.folded[d]
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, uint64(r.rev))
+		b = binary.AppendUvarint(b, r.calls)
+		b = binary.AppendVarint(b, r.written)
+		b = appendString(b, r.blob.Prefix)
+		b = binary.AppendUvarint(b, uint64(r.blob.Chunks))
+		b = appendString(b, r.blob.SHA256)
+		b = binary.AppendUvarint(b, uint64(r.blob.Size))
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.pruned)))
+	for _, r := range s.pruned {
+		b = binary.AppendVarint(b, int64(r.lo))
+		b = binary.AppendVarint(b, int64(r.hi))
 	}
 	common := len(b)
 	digests := slices.SortedFunc(maps.Keys(s.segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
@@ -628,12 +847,22 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 		tmp = s.segs[d].encode(tmp[:0])
 		b = binary.AppendUvarint(b, uint64(len(tmp)))
 		b = append(b, tmp...)
+		sd, ok := s.segDays[d]
+		if !ok {
+			sd = [2]int32{undated, undated}
+		}
+		b = binary.AppendVarint(b, int64(sd[0]))
+		b = binary.AppendVarint(b, int64(sd[1]))
 	}
-	nk := len(s.keyLog) / store.KeySize
+	days = slices.Sorted(maps.Keys(s.dayKeys))
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, uint64(len(s.dayKeys[d])/store.KeySize))
+		b = append(b, s.dayKeys[d]...)
+	}
 	// The snapshot, then a copy of the shared prefix and the aggregate's
-	// empty row sets and key list after it, in the same buffer.
-	b = binary.AppendUvarint(b, uint64(nk))
-	b = append(b, s.keyLog...)
+	// empty row sets and key days after it, in the same buffer.
 	snapEnd := len(b)
 	b = append(b, b[:common]...)
 	b = binary.AppendUvarint(b, 0)
@@ -641,12 +870,27 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 	return b[:snapEnd:snapEnd], b[snapEnd:], b
 }
 
-// decodePartState reads an encoded snapshot or aggregate, of either format.
+// decodePartState reads an encoded snapshot or aggregate, of any format.
 func decodePartState(b []byte) (*partState, error) {
-	v1 := bytes.HasPrefix(b, snapMagicV1)
-	if !v1 && !bytes.HasPrefix(b, snapMagic) {
-		return nil, errors.New("partition snapshot: bad magic")
+	switch {
+	case bytes.HasPrefix(b, snapMagic):
+		return decodePartStateV3(b)
+	case bytes.HasPrefix(b, snapMagicV2), bytes.HasPrefix(b, snapMagicV1):
+		return decodePartStateV2(b)
 	}
+	return nil, errors.New("partition snapshot: bad magic")
+}
+
+// day reads a zig-zag day number.
+func (d *decoder) day() int32 {
+	v := d.varint()
+	if d.err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
+		d.err = fmt.Errorf("day %d out of range", v)
+	}
+	return int32(v)
+}
+
+func decodePartStateV3(b []byte) (*partState, error) {
 	d := decoder{b: b[len(snapMagic):]}
 	part, parts := d.uvarint(), d.uvarint()
 	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
@@ -656,7 +900,103 @@ func decodePartState(b []byte) (*partState, error) {
 		return nil, fmt.Errorf("partition snapshot: %w", d.err)
 	}
 	s := newPartState(int(part), int(parts))
-	s.lastSeq, s.dropped = d.uvarint(), d.uvarint()
+	s.lastSeq = d.uvarint()
+	s.rowKeys = d.uvarint()&1 != 0
+	s.watermark, s.late = d.varint(), d.uvarint()
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		day := d.day()
+		name := string(d.bytes())
+		st := d.bytes()
+		if d.err != nil {
+			break
+		}
+		a, err := decodeRunAgg(st)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+		}
+		s.addRun(day, name, &a)
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		s.dropped[day] = d.uvarint()
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		r := &dayRef{rev: d.uint32(), calls: d.uvarint(), written: d.varint()}
+		r.blob.Prefix = string(d.bytes())
+		r.blob.Chunks = int(d.uint32())
+		r.blob.SHA256 = string(d.bytes())
+		r.blob.Size = int(d.uint32())
+		s.folded[day] = r
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		s.pruned = append(s.pruned, dayRange{d.day(), d.day()})
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		if len(d.b) < 32 {
+			d.err = errors.New("truncated segment digest")
+			break
+		}
+		digest := [32]byte(d.b[:32])
+		d.b = d.b[32:]
+		st := d.bytes()
+		days := [2]int32{d.day(), d.day()}
+		if d.err != nil {
+			break
+		}
+		r, err := decodeRowSet(st)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+		}
+		s.segs[digest] = r
+		if days[0] != undated {
+			s.segDays[digest] = days
+		}
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		nk := d.uvarint()
+		if d.err == nil && nk > uint64(len(d.b))/store.KeySize {
+			d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+		}
+		if d.err != nil {
+			break
+		}
+		kb := d.b[:nk*store.KeySize]
+		d.b = d.b[nk*store.KeySize:]
+		s.dayKeys[day] = make([]byte, 0, len(kb))
+		for j := 0; j < len(kb); j += store.KeySize {
+			s.loadKey(store.Key(kb[j:j+store.KeySize]), day)
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition %d snapshot: %w", part, d.err)
+	}
+	return s, nil
+}
+
+// decodePartStateV2 reads a snapshot of format 2 or 1: one state per run,
+// all undated.
+func decodePartStateV2(b []byte) (*partState, error) {
+	v1 := bytes.HasPrefix(b, snapMagicV1)
+	d := decoder{b: b[len(snapMagic):]}
+	part, parts := d.uvarint(), d.uvarint()
+	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
+		d.err = fmt.Errorf("partition %d of %d", part, parts)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition snapshot: %w", d.err)
+	}
+	s := newPartState(int(part), int(parts))
+	var dropped uint64
+	s.lastSeq, dropped = d.uvarint(), d.uvarint()
+	if dropped > 0 {
+		s.dropped[undated] = dropped
+	}
 	s.rowKeys = true
 	if !v1 {
 		s.rowKeys = d.uvarint()&1 != 0
@@ -672,7 +1012,7 @@ func decodePartState(b []byte) (*partState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
 		}
-		s.runs[name] = &a
+		s.addRun(undated, name, &a)
 	}
 	if !v1 {
 		ns := d.uvarint()
@@ -701,31 +1041,67 @@ func decodePartState(b []byte) (*partState, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("partition %d snapshot: %w", part, d.err)
 	}
-	s.keyLog = make([]byte, 0, len(d.b))
 	for i := uint64(0); i < nk; i++ {
-		s.loadKey(store.Key(d.b[i*store.KeySize : (i+1)*store.KeySize]))
+		s.loadKey(store.Key(d.b[i*store.KeySize:(i+1)*store.KeySize]), undated)
 	}
 	return s, nil
 }
 
-// Aggregate is the union of partition states: every run is in exactly one
-// partition, so the union is the whole fleet's reduction state.
+// Aggregate is the union of partition states and the tables of their
+// folded days: every run is in exactly one partition, so the union is the
+// whole fleet's reduction state over the retained days.
 type Aggregate struct {
-	parts map[int]*partState
+	parts  map[int]*partState
+	tables map[int]map[int32]*dayTable
 }
 
 // Partitions returns the partitions the aggregate holds, ascending.
 func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)) }
 
+// each calls fn with every partial run state of the aggregate (in memory
+// or in a folded day's table) and its partition and day, then with every
+// day's dropped untagged calls (name "", a nil state and their count).
+func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64)) {
+	for _, p := range g.Partitions() {
+		s := g.parts[p]
+		for day, runs := range s.runs {
+			for name, a := range runs {
+				fn(p, day, name, a, 0)
+			}
+		}
+		for day, n := range s.dropped {
+			fn(p, day, "", nil, n)
+		}
+		for day, t := range g.tables[p] {
+			for name, a := range t.runs {
+				fn(p, day, name, a, 0)
+			}
+			if t.dropped > 0 {
+				fn(p, day, "", nil, t.dropped)
+			}
+		}
+	}
+}
+
 // Calls returns how many calls the aggregate holds (dropped untagged
-// independent calls included).
+// independent calls included; late calls, never applied, not).
 func (g *Aggregate) Calls() int64 {
 	var n uint64
-	for _, s := range g.parts {
-		n += s.dropped
-		for _, a := range s.runs {
+	g.each(func(_ int, _ int32, _ string, a *runAgg, dropped uint64) {
+		if a != nil {
 			n += a.calls
 		}
+		n += dropped
+	})
+	return int64(n)
+}
+
+// Late returns the calls the partitions refused because their day had
+// been pruned at the retention: reported, never counted.
+func (g *Aggregate) Late() int64 {
+	var n uint64
+	for _, s := range g.parts {
+		n += s.late
 	}
 	return int64(n)
 }
@@ -733,33 +1109,121 @@ func (g *Aggregate) Calls() int64 {
 // Runs returns each run's call count (independent calls not included).
 func (g *Aggregate) Runs() map[string]uint64 {
 	out := map[string]uint64{}
-	for _, s := range g.parts {
-		for name, a := range s.runs {
-			if name[0] == runPrefix {
-				out[name[1:]] += a.calls
-			}
+	g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
+		if a != nil && name[0] == runPrefix {
+			out[name[1:]] += a.calls
 		}
-	}
+	})
 	return out
 }
 
+// windowDays returns the days [from, to) of opts' time window, whether it
+// has one, or an error when it does not fall on whole UTC days: the fleet
+// keeps its state per day.
+func windowDays(opts outcome.Options) (from, to int32, windowed bool, err error) {
+	from, to = math.MinInt32+1, math.MaxInt32
+	for _, w := range []struct {
+		name string
+		t    time.Time
+		day  *int32
+	}{{"--from", opts.From, &from}, {"--to", opts.To, &to}} {
+		if w.t.IsZero() {
+			continue
+		}
+		windowed = true
+		ms := w.t.UnixMilli()
+		if ms%dayMillis != 0 || w.t.UnixNano()%1e6 != 0 {
+			return 0, 0, false, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeDays)
+		}
+		*w.day = dayOf(ms)
+	}
+	return from, to, windowed, nil
+}
+
+// ErrWindowNotWholeDays marks a report window that does not start and end
+// at a midnight UTC.
+var ErrWindowNotWholeDays = errors.New("the fleet keeps its state per UTC day: a report from it starts and ends at a midnight UTC (a date, or a time ending T00:00:00Z)")
+
+// ErrUndatedState marks a report by time window over partitions that hold
+// state written before state was kept per day.
+var ErrUndatedState = errors.New("a partition holds state written by an older verdryx, before state was kept per day: reports by time window need its records replayed again (all-time reports are exact)")
+
 // Reducer returns an outcome.Reducer holding exactly the aggregate's
-// runs: each run is folded in as calls that reproduce its state (its call,
-// blocked and refused counts, its cost on one non-blocked call, its
-// outcome, agent and newest ts), so the reducer's reports equal those of
-// reducing the original calls. Cost is O(calls).
+// calls in opts' time window (whole UTC days; none: all): each run's
+// partial states of the window's days are merged and folded in as calls
+// that reproduce the merged state (its call, blocked and refused counts,
+// its cost on one non-blocked call, its outcome, agent and newest ts), and
+// the calls of other days are offered as calls outside the window, so the
+// reducer's reports and stats equal those of reducing the original calls
+// with the same options. Cost is O(calls).
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
+	from, to, windowed, err := windowDays(opts)
+	if err != nil {
+		return nil, err
+	}
 	r, err := outcome.NewReducer(opts)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range g.Partitions() {
-		s := g.parts[p]
-		for _, name := range slices.Sorted(maps.Keys(s.runs)) {
-			feedRun(r, name, s.runs[name])
+	type pname struct {
+		p    int
+		name string
+	}
+	merged := map[pname]*runAgg{}
+	var outside uint64
+	dropped := map[int32]uint64{}
+	g.each(func(p int, day int32, name string, a *runAgg, n uint64) {
+		switch {
+		case err != nil:
+		case day == undated && windowed:
+			err = ErrUndatedState
+		case windowed && (day < from || day >= to):
+			if a != nil {
+				outside += a.calls
+			}
+			outside += n
+		case a == nil:
+			dropped[day] += n
+		default:
+			k := pname{p, name}
+			m := merged[k]
+			if m == nil {
+				m = &runAgg{}
+				merged[k] = m
+			}
+			if merr := m.merge(a); merr != nil {
+				err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
+			}
 		}
-		for range s.dropped {
-			r.Add(calls.Call{Decision: "allow"})
+	})
+	if err != nil {
+		return nil, err
+	}
+	names := slices.SortedFunc(maps.Keys(merged), func(x, y pname) int {
+		if x.p != y.p {
+			return x.p - y.p
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	for _, k := range names {
+		feedRun(r, k.name, merged[k])
+	}
+	for day, n := range dropped {
+		ts := int64(0)
+		if day != undated {
+			ts = int64(day) * dayMillis
+		}
+		for range n {
+			r.Add(calls.Call{Decision: "allow", TSMillis: ts})
+		}
+	}
+	if outside > 0 {
+		ts := opts.To.UnixMilli()
+		if !opts.From.IsZero() {
+			ts = opts.From.UnixMilli() - 1
+		}
+		for range outside {
+			r.Add(calls.Call{Decision: "allow", TSMillis: ts})
 		}
 	}
 	return r, nil

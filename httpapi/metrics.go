@@ -27,6 +27,9 @@ type Metrics struct {
 	EvalSeconds  prometheus.Histogram
 	Asks         *prometheus.CounterVec
 	TailLines    *prometheus.CounterVec
+	// SnapshotBytes counts the bytes of the partition snapshots written
+	// (snapshot, aggregate and day tables put in the bucket).
+	SnapshotBytes prometheus.Counter
 }
 
 var _ pull.Counters = (*Metrics)(nil)
@@ -47,9 +50,11 @@ func NewMetrics() *Metrics {
 		EvalSeconds:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "verdryx_eval_duration_seconds", Help: "Eval request duration.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 8)}),
 		Asks:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_rag_asks_total", Help: "RAG asks answered, by result."}, []string{"result"}),
 		TailLines:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_tail_lines_total", Help: "Lines read by the tailer, by class."}, []string{"class"}),
+		SnapshotBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "verdryx_snapshot_bytes_total",
+			Help: "Bytes of the partition snapshots written to the KV bucket (snapshot, aggregate and folded day tables)."}),
 	}
 	m.Registry.MustRegister(m.received, m.acked, m.naked, m.terminated, m.deadLettered, m.Lag, m.ChainLength,
-		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, collectors.NewGoCollector())
+		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, collectors.NewGoCollector())
 	return m
 }
 

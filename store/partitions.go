@@ -56,11 +56,13 @@ type RunState struct {
 }
 
 // PartitionCommit is what one batch changes in a partition: the new head,
-// the dedupe keys it added and the run states it changed.
+// the dedupe keys it added, the run states it changed (added or replaced)
+// and the runs it removed (Drop, applied before Runs).
 type PartitionCommit struct {
 	Head PartitionMeta
 	Keys []Key
 	Runs []RunState
+	Drop [][]byte
 }
 
 // keysPerRow bounds the keys of one partition_keys row (64 KiB).
@@ -118,6 +120,11 @@ func commitPartition(ctx context.Context, tx *sql.Tx, part int, c PartitionCommi
 			return fmt.Errorf("commit partition %d: keys: %w", part, err)
 		}
 		c.Keys = c.Keys[n:]
+	}
+	for _, run := range c.Drop {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM partition_runs WHERE part = ? AND run = ?`, part, run); err != nil {
+			return fmt.Errorf("commit partition %d: drop run: %w", part, err)
+		}
 	}
 	if len(c.Runs) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO partition_runs (part, run, state) VALUES (?, ?, ?)`)
@@ -254,4 +261,18 @@ func (s *Store) EachPartitionRun(ctx context.Context, part int, fn func(run, sta
 		}
 	}
 	return rows.Err()
+}
+
+// PartitionRun returns the state of one run of partition part, and whether
+// it is stored.
+func (s *Store) PartitionRun(ctx context.Context, part int, run []byte) ([]byte, bool, error) {
+	var state []byte
+	err := s.db.QueryRowContext(ctx, `SELECT state FROM partition_runs WHERE part = ? AND run = ?`, part, run).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("partition %d run: %w", part, err)
+	}
+	return state, true, nil
 }

@@ -144,6 +144,8 @@ type Options struct {
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
 	// fleet.Options); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
+	// FoldAfter: see fleet.Options; 0 means fleet.DefaultFoldAfter.
+	FoldAfter time.Duration
 	// StartTimeout bounds how long start-up waits for NATS and JetStream
 	// (streams, buckets, the lease, the consumers) while a node is down or
 	// a quorum is missing, retrying with backoff; then Run fails with
@@ -676,6 +678,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
 		r.fleet, err = fleet.New(ctx, r.js, r.st, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
+			FoldAfter: o.FoldAfter, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
 			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
 		return err
 	}); err != nil {

@@ -21,8 +21,9 @@ func newBenchSoakCmd() *cobra.Command {
 			"kept for --retention simulated days. Each day a generated fleet's delivery (runs that start and end all day,\n" +
 			"1% of calls arriving one to three days late) is replayed into it, and every 5th day the delivery of three\n" +
 			"days before is replayed again, after the duplicate window. Prints per day: records/s, the worker's RSS,\n" +
-			"partition state and snapshot bytes, stream and disk bytes, and whether the fleet's report equals the direct\n" +
-			"reduction of everything delivered so far; times a takeover (a new serve on the same data) after day 10 and\n" +
+			"partition state and snapshot bytes, stream and disk bytes, and whether the fleet's report of the days it\n" +
+			"holds (cost-per-correct --nats --from --to) equals the direct reduction of the same days; at the end each\n" +
+			"of those days alone. Times a takeover (a new serve on the same data) after day 10 and\n" +
 			"the last day. Exit 1 when a report differed or the worker did not stay up.",
 	}
 	fs := cmd.Flags()
@@ -39,6 +40,14 @@ func newBenchSoakCmd() *cobra.Command {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) > 0 {
 			return usageErrorf("bench soak: unexpected argument %q", pos[0])
+		}
+		switch {
+		case opts.Days < 1 || opts.CallsPerDay < 1000:
+			return usageErrorf("bench soak: --days %d --calls-per-day %d: want at least 1 day of 1,000 calls", opts.Days, opts.CallsPerDay)
+		case opts.DaySeconds < 1:
+			return usageErrorf("bench soak: --day-seconds %v: want at least 1", opts.DaySeconds)
+		case opts.Retention < 1:
+			return usageErrorf("bench soak: --retention %d: want at least 1 day", opts.Retention)
 		}
 		exe, err := os.Executable()
 		if err != nil {
@@ -76,7 +85,7 @@ func newBenchSoakCmd() *cobra.Command {
 
 func printSoakDay(w io.Writer, d soak.Day) {
 	again, take := "-", "-"
-	if d.Replayed >= 0 {
+	if d.Replayed > 0 {
 		again = fmt.Sprint(d.Replayed)
 	}
 	if d.TakeoverSeconds > 0 {
@@ -92,6 +101,9 @@ func printSoakEnd(w io.Writer, res soak.Result) {
 		f := res.Flat(9, n-1)
 		fmt.Fprintf(w, "day %d / day 10: rss %.2fx, state %.2fx, snapshots %.2fx, disk %.2fx (flat: within 1.10x)\n",
 			n, f["rss"], f["state"], f["snapshot"], f["disk"])
+	}
+	for _, d := range res.DayReports {
+		fmt.Fprintf(w, "day %d alone: fleet %d calls, direct %d, exact: %v\n", d.Day, d.FleetCalls, d.DirectCalls, d.Exact)
 	}
 	for _, p := range res.Problems {
 		fmt.Fprintln(w, "problem:", p)

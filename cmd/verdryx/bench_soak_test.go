@@ -17,10 +17,12 @@ import (
 )
 
 // TestBenchSoakSmall runs a short soak end to end: six simulated days of
-// a second each, streams kept two days, the delivery of day 2 replayed
-// again on day 5 (after the one-day duplicate window and the two-day
-// retention: only the worker's state can recognize it), a takeover after
-// the last day. Every day's fleet report must equal the direct reduction.
+// a second each, streams and state kept two days, the delivery of day 3
+// replayed again on day 6 (after the one-day duplicate window and the
+// two-day stream retention: only the worker's row sets can recognize
+// it), a takeover after the last day. The fleet's report of the days it
+// holds must equal the direct reduction every day, and each of those
+// days alone at the end.
 func TestBenchSoakSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak builds the binary and runs child processes")
@@ -55,8 +57,13 @@ func TestBenchSoakSmall(t *testing.T) {
 		late += d.Late
 	}
 	assert.Positive(t, late, "some calls arrive late")
-	assert.Equal(t, 2, res.Series[5].Replayed, "day 5 replays day 2 again")
+	assert.Equal(t, 3, res.Series[5].Replayed, "day 6 replays day 3 again")
 	assert.Positive(t, res.Series[5].TakeoverSeconds, "a takeover after the last day")
+	require.NotEmpty(t, res.DayReports)
+	for _, d := range res.DayReports {
+		assert.True(t, d.Exact, "day %d alone: fleet %d calls, direct %d", d.Day, d.FleetCalls, d.DirectCalls)
+		assert.Positive(t, d.FleetCalls)
+	}
 	svg, err := os.ReadFile(plot)
 	require.NoError(t, err)
 	assert.Contains(t, string(svg), "<svg")

@@ -198,6 +198,8 @@ func TestExitCodes(t *testing.T) {
 		{"bench chaos bad records", []string{"bench", "chaos", "--records", "1"}, exitUsage, ""},
 		{"bench ingest bad records", []string{"bench", "ingest", "--records", "0"}, exitUsage, ""},
 		{"bench cluster bad workers", []string{"bench", "cluster", "--workers", "0"}, exitUsage, ""},
+		{"bench soak bad days", []string{"bench", "soak", "--days", "0"}, exitUsage, "--days"},
+		{"bench soak bad day seconds", []string{"bench", "soak", "--day-seconds", "0.5"}, exitUsage, "--day-seconds"},
 		{"bench unknown", []string{"bench", "nope"}, exitUsage, ""},
 	}
 	// Every runnable command of the tree has at least one row here (or in

@@ -121,7 +121,7 @@ type serveFlags struct {
 	nats                                                           natsFlags
 	subjects                                                       *streams.Subjects
 	sec                                                            *securityFlags
-	pinnedTTL, snapshotEvery, startTimeout                         *time.Duration
+	pinnedTTL, snapshotEvery, startTimeout, foldAfter              *time.Duration
 	maxRecord                                                      *int
 	typed                                                          typedFlags
 }
@@ -147,6 +147,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
+	f.foldAfter = fs.Duration("fold-after", fleet.DefaultFoldAfter, "a day of trace state leaves memory (folded into a table in the store and the bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
 	f.subjects = addSubjectFlags(fs)
 	fs.DurationVar(&f.subjects.Retention, "retention", streams.DefaultRetention,
 		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
@@ -277,7 +278,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			}
 			return st, err
 		},
-		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
+		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
 		Drained: func(ctx context.Context, st *store.Store) error {
 			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
 				return err

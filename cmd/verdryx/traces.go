@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 // traceFlags are the input flags cost-per-correct and slo share.
 type traceFlags struct {
 	traces, from, to string
+	last             string
 	strict, asJSON   bool
 	allowEmpty       bool
 	procs            int
@@ -36,7 +39,7 @@ type traceFlags struct {
 
 // fleetReducer reads the merged partition aggregates the workers published
 // on the NATS server of --nats into a reducer.
-func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options) (*outcome.Reducer, error) {
+func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, error) {
 	if err := checkNATSURL(*t.nats.url); err != nil {
 		return nil, err
 	}
@@ -55,7 +58,37 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options) (*o
 	if err != nil {
 		return nil, fmt.Errorf("--nats: %w", err)
 	}
-	return agg.Reducer(opts)
+	r, err := agg.Reducer(opts)
+	switch {
+	case errors.Is(err, fleet.ErrWindowNotWholeDays):
+		return nil, usageErrorf("--nats: %v", err)
+	case errors.Is(err, fleet.ErrUndatedState):
+		return nil, inputError(fmt.Errorf("--nats: %w", err))
+	case err != nil:
+		return nil, err
+	}
+	if n := agg.Late(); n > 0 {
+		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
+	}
+	return r, nil
+}
+
+// parseLast parses a --last duration: Go's units (90m, 24h) or whole days
+// (7d) and weeks (2w).
+func parseLast(v string) (time.Duration, error) {
+	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
+	if u, ok := unit[v[len(v)-1]]; ok {
+		n, err := strconv.Atoi(v[:len(v)-1])
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("--last %q: want a positive duration (90m, 24h, 7d, 2w)", v)
+		}
+		return time.Duration(n) * u, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--last %q: want a positive duration (90m, 24h, 7d, 2w)", v)
+	}
+	return d, nil
 }
 
 func btoi(b bool) int {
@@ -72,6 +105,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
+	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w); with --nats from the midnight UTC before, as the fleet keeps its state per day")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
@@ -101,6 +135,19 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 	from, err := parseWhen("from", t.from, false)
 	if err != nil {
 		return outcome.Options{}, err
+	}
+	if t.last != "" {
+		if t.from != "" || t.to != "" {
+			return outcome.Options{}, errors.New("--last: give it alone, not with --from or --to")
+		}
+		d, err := parseLast(t.last)
+		if err != nil {
+			return outcome.Options{}, err
+		}
+		from = time.Now().UTC().Add(-d)
+		if *t.nats.url != "" {
+			from = from.Truncate(24 * time.Hour)
+		}
 	}
 	to, err := parseWhen("to", t.to, true)
 	if err != nil {
@@ -328,7 +375,7 @@ func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts 
 	}
 	switch {
 	case *f.nats.url != "":
-		r, err = f.fleetReducer(ctx, opts)
+		r, err = f.fleetReducer(ctx, opts, stderr)
 		return r, nil, err
 	case input != "":
 		if err := outcome.ReadRecordsFile(input, r); err != nil {

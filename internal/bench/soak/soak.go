@@ -78,11 +78,12 @@ type Options struct {
 // Day is one simulated day's figures. Sizes in bytes.
 type Day struct {
 	Day int `json:"day"`
-	// Rows delivered that day, Late of them from earlier days; Replayed
-	// is the day whose delivery was replayed again (-1: none).
+	// Day counts from 1. Rows delivered that day, Late of them from
+	// earlier days; Replayed is the day whose delivery was replayed again
+	// (0: none).
 	Rows     int64 `json:"rows"`
 	Late     int64 `json:"late_rows"`
-	Replayed int   `json:"replayed_again_day"`
+	Replayed int   `json:"replayed_again_day,omitempty"`
 	// RecordsPerSecond is Rows over the wall time of the replay and the
 	// wait until every record was acked.
 	RecordsPerSecond float64 `json:"records_per_second"`
@@ -98,8 +99,9 @@ type Day struct {
 	// the data directory (JetStream store and SQLite).
 	StreamBytes int64 `json:"traces_stream_bytes"`
 	DiskBytes   int64 `json:"disk_bytes"`
-	// FleetCalls is the calls in the fleet's report; DirectCalls those of
-	// the direct reduction of every segment delivered so far.
+	// FleetCalls is the calls in the fleet's report of the days it surely
+	// still holds (half the retention back); DirectCalls those of the
+	// direct reduction of every segment delivered so far over those days.
 	FleetCalls  int64 `json:"fleet_calls"`
 	DirectCalls int64 `json:"direct_calls"`
 	// Exact is true when the fleet's report equals the direct one.
@@ -116,9 +118,20 @@ type Result struct {
 	DaySeconds  float64 `json:"day_seconds"`
 	Retention   int     `json:"retention_days"`
 	Series      []Day   `json:"series"`
+	// DayReports checks, at the end, each day the worker still holds on
+	// its own.
+	DayReports []DayReport `json:"day_reports"`
 	// Problems lists every finding in words; empty means every day's
 	// report was exact and the worker stayed up.
 	Problems []string `json:"problems"`
+}
+
+// DayReport is the check of one day's report.
+type DayReport struct {
+	Day         int   `json:"day"`
+	FleetCalls  int64 `json:"fleet_calls"`
+	DirectCalls int64 `json:"direct_calls"`
+	Exact       bool  `json:"report_exact"`
 }
 
 // Flat compares day b's value of each size series with day a's: the
@@ -247,8 +260,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	var deliveries []Delivery
 	for {
 		dl, ok, err := gen.Next()
-		if err != nil || !ok {
+		if err != nil {
 			return r.res, err
+		}
+		if !ok {
+			return r.res, r.checkDays(ctx)
 		}
 		deliveries = append(deliveries, dl)
 		day, err := r.day(ctx, dl, deliveries)
@@ -264,7 +280,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 
 // day runs one simulated day.
 func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, error) {
-	day := Day{Day: dl.Day, Rows: dl.Rows, Late: dl.Late, Replayed: -1}
+	day := Day{Day: dl.Day + 1, Rows: dl.Rows, Late: dl.Late}
 	if err := linkAll(dl.Dir, r.all); err != nil {
 		return day, err
 	}
@@ -280,7 +296,7 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 	day.RecordsPerSecond = float64(dl.Rows) / time.Since(t0).Seconds()
 	if k := r.opts.ReplayAgainEvery; k > 0 && dl.Day >= 3 && dl.Day%k == 0 {
 		again := done[dl.Day-3]
-		day.Replayed = again.Day
+		day.Replayed = again.Day + 1
 		if err := r.replay(ctx, again.Dir, fmt.Sprintf("replay-again-%02d", again.Day)); err != nil {
 			return day, err
 		}
@@ -301,7 +317,7 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 			day.TakeoverSeconds = secs
 		}
 	}
-	r.log.Info("soak day", "day", dl.Day, "rows", dl.Rows, "records/s", int(day.RecordsPerSecond),
+	r.log.Info("soak day", "day", day.Day, "rows", dl.Rows, "records/s", int(day.RecordsPerSecond),
 		"rss_mib", day.RSS>>20, "state_kib", day.StateBytes>>10, "exact", day.Exact)
 	// Pace the simulated clock: day d ends DaySeconds*(d+1) after the start.
 	end := r.start.Add(time.Duration(float64(dl.Day+1) * r.opts.DaySeconds * float64(time.Second)))
@@ -567,6 +583,9 @@ func (r *runner) sample(ctx context.Context, day *Day) {
 	day.RSS = rss(r.serve.Pid())
 	day.DiskBytes = duBytes(r.data)
 	if v, ok := r.metric(ctx, "verdryx_snapshot_bytes_total"); ok {
+		if int64(v) < r.snaps {
+			r.snaps = 0 // a new serve child (a takeover): its counter started at 0
+		}
 		day.SnapshotBytes = int64(v) - r.snaps
 		r.snaps = int64(v)
 	} else {
@@ -592,22 +611,59 @@ func (r *runner) sample(ctx context.Context, day *Day) {
 	}
 }
 
-// check compares the fleet's report (cost-per-correct --nats) with the
-// direct reduction of every segment delivered so far.
+// window returns the days [from, to) the fleet's report is checked over
+// after day d: the days the worker surely still holds (half the
+// retention back: a day's table is rewritten by calls up to three days
+// late, and kept for the retention after its last write).
+func (r *runner) window(d int) (int, int) { // 0-based
+	return max(0, d-r.opts.Retention/2), d + 1
+}
+
+// check compares the fleet's report over the checked window of days
+// (cost-per-correct --nats --from --to) with the direct reduction of every
+// segment delivered so far over the same window.
 func (r *runner) check(ctx context.Context, day *Day) error {
-	fleet, err := r.output(ctx, "cost-per-correct", "--nats", r.nats)
+	from, to := r.window(day.Day - 1)
+	exact, fc, dc, err := r.compare(ctx, from, to)
 	if err != nil {
 		return err
 	}
-	direct, err := r.output(ctx, "cost-per-correct", "--traces", r.all)
-	if err != nil {
-		return err
+	day.FleetCalls, day.DirectCalls, day.Exact = fc, dc, exact
+	if !exact {
+		r.problemf("day %d: the fleet's report of days %d-%d (%d calls) differs from the direct reduction (%d calls)", day.Day, from+1, to, fc, dc)
 	}
-	day.FleetCalls, day.DirectCalls = callsRead(fleet), callsRead(direct)
+	return nil
+}
+
+// compare runs both reports over days [from, to).
+func (r *runner) compare(ctx context.Context, from, to int) (exact bool, fleetCalls, directCalls int64, err error) {
+	date := func(d int) string { return r.opts.Fleet.Start.AddDate(0, 0, d).Format(time.DateOnly) }
+	win := []string{"--from", date(from), "--to", date(to - 1)}
+	fleet, err := r.output(ctx, append([]string{"cost-per-correct", "--nats", r.nats, "--allow-empty"}, win...)...)
+	if err != nil {
+		return false, 0, 0, err
+	}
+	direct, err := r.output(ctx, append([]string{"cost-per-correct", "--traces", r.all, "--allow-empty"}, win...)...)
+	if err != nil {
+		return false, 0, 0, err
+	}
 	fl, dl := upToCallsRead(fleet), upToCallsRead(direct)
-	day.Exact = fl != nil && slices.Equal(fl, dl)
-	if !day.Exact {
-		r.problemf("day %d: the fleet's report (%d calls) differs from the direct reduction (%d calls)", day.Day, day.FleetCalls, day.DirectCalls)
+	fc, dc := callsRead(fleet), callsRead(direct)
+	return fl != nil && slices.Equal(fl, dl) && fc == dc, fc, dc, nil
+}
+
+// checkDays compares each day of the last window alone, at the end.
+func (r *runner) checkDays(ctx context.Context) error {
+	from, to := r.window(r.opts.Days - 1)
+	for d := from; d < to; d++ {
+		exact, fc, dc, err := r.compare(ctx, d, d+1)
+		if err != nil {
+			return err
+		}
+		r.res.DayReports = append(r.res.DayReports, DayReport{Day: d + 1, FleetCalls: fc, DirectCalls: dc, Exact: exact})
+		if !exact {
+			r.problemf("day %d alone: the fleet's report (%d calls) differs from the direct reduction (%d calls)", d+1, fc, dc)
+		}
 	}
 	return nil
 }
@@ -631,29 +687,42 @@ func (r *runner) output(ctx context.Context, args ...string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// upToCallsRead returns the lines of a printed report from its first
-// line through its "calls read:" line, nil without one.
+// upToCallsRead returns the lines of a printed report before its "calls
+// read:" line (the tables: only calls in the window), nil without one.
+// The line itself counts the calls outside the window too, which the
+// fleet no longer holds once their days are pruned.
 func upToCallsRead(b []byte) []string {
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
-		out = append(out, l)
 		if strings.HasPrefix(l, "calls read:") {
 			return out
 		}
+		out = append(out, l)
 	}
 	return nil
 }
 
-// callsRead parses the "calls read: N" line of a printed report.
+// callsRead parses the "calls read: N[, outside window: M]" line of a
+// printed report into the calls in the window, N-M (-1 without one).
 func callsRead(b []byte) int64 {
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "calls read: "); ok {
-			f := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
+		v, ok := strings.CutPrefix(l, "calls read: ")
+		if !ok {
+			continue
 		}
+		num := func(s string) int64 {
+			f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' || r == ')' })
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			return n
+		}
+		n := num(v)
+		if _, rest, ok := strings.Cut(v, "outside window: "); ok {
+			n -= num(rest)
+		}
+		return n
 	}
 	return -1
 }

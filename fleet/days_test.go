@@ -1,0 +1,407 @@
+package fleet
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// day0 is the midnight the days of these tests start at.
+var day0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// randomDayCalls draws n calls of runs (and untagged and tagged
+// independent calls) spread over days days, some runs spanning several.
+// Steps are unique (the call's index, shuffled): "the last outcome by
+// step" needs no tie-break by the records' order, which a reducer fed in
+// slice order and a partition applying records by ts see differently.
+func randomDayCalls(rng *rand.Rand, n, days int) []calls.Call {
+	outcomes := []string{"", "", "", "case_resolved", "escalated", "abandoned"}
+	agents := []string{"", "agent://t/a", "agent://t/b"}
+	decisions := []string{"allow", "allow", "allow", "budget_exceeded", "wardryx_deny", "cache_hit"}
+	out := make([]calls.Call, n)
+	steps := rng.Perm(n)
+	for i := range out {
+		c := calls.Call{TSMillis: day0.UnixMilli() + rng.Int64N(int64(days)*dayMillis), Decision: decisions[rng.IntN(len(decisions))],
+			CostMicroUSD: rng.Int64N(5000), Step: uint32(steps[i]), HasStep: true,
+			Outcome: outcomes[rng.IntN(len(outcomes))], AgentID: agents[rng.IntN(len(agents))], Model: "m"}
+		if rng.IntN(10) != 0 {
+			c.RunID, c.HasRunID = fmt.Sprintf("run-%03d", rng.IntN(60)), true
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// applyAll applies cs to s as records (key i), one message each.
+func applyAll(t *testing.T, s *partState, cs []calls.Call, from int) {
+	t.Helper()
+	for i := range cs {
+		c := cs[i]
+		key := fmt.Sprintf("call-%d", from+i)
+		s.begin()
+		require.NoError(t, s.apply(hashKey(key), &c, recordOrder(c.TSMillis, key)))
+	}
+	s.settle(true)
+}
+
+// direct reduces cs with opts.
+func direct(t *testing.T, cs []calls.Call, opts outcome.Options) []byte {
+	t.Helper()
+	r, err := outcome.NewReducer(opts)
+	require.NoError(t, err)
+	for _, c := range cs {
+		r.Add(c)
+	}
+	return reportJSON(t, r)
+}
+
+// memLoad is a day-table loader over tables kept by the test.
+type memLoad map[int32][]byte
+
+func (m memLoad) load(d int32, ref *dayRef) (*dayTable, error) {
+	b, ok := m[d]
+	if !ok {
+		return nil, fmt.Errorf("no table for day %d", d)
+	}
+	return decodeDayTable(b)
+}
+
+func (m memLoad) keep(tables []*dayTable) {
+	for _, t := range tables {
+		m[t.day] = t.encode(nil)
+	}
+}
+
+func (m memLoad) aggregate(t *testing.T, s *partState) *Aggregate {
+	t.Helper()
+	tables := map[int32]*dayTable{}
+	for d, ref := range s.folded {
+		tb, err := m.load(d, ref)
+		require.NoError(t, err)
+		require.Equal(t, ref.rev, tb.rev)
+		tables[d] = tb
+	}
+	return &Aggregate{parts: map[int]*partState{s.part: s}, tables: map[int]map[int32]*dayTable{s.part: tables}}
+}
+
+// TestFoldedDaysAndLateCallsReportExactly: calls over five days applied,
+// the closed days folded into tables, late calls of folded days applied
+// (correcting their tables) and the state encoded and decoded between
+// steps; the report over every window of whole days equals the direct
+// reduction of the same calls with the same window.
+func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		cs := randomDayCalls(rng, 900, 5)
+		// The first 700 calls, then late ones.
+		s := newPartState(0, 1)
+		applyAll(t, s, cs[:700], 0)
+		loads := memLoad{}
+		now := day0.Add(30 * 24 * time.Hour)
+		tables, skipped := s.foldDays(now, time.Hour, loads.load)
+		require.Empty(t, skipped)
+		loads.keep(tables)
+		require.NotEmpty(t, tables, "seed %d: days before the newest call less the grace fold", seed)
+		for _, tb := range tables {
+			require.EqualValues(t, 1, tb.rev)
+			require.NotContains(t, s.runs, tb.day, "a folded day leaves memory")
+		}
+		// Through a snapshot: what a takeover reads.
+		snap, _, _ := s.encodeBoth(nil)
+		s, err := decodePartState(snap)
+		require.NoError(t, err)
+		for _, tb := range tables {
+			s.addFoldedKeys(tb)
+		}
+		applyAll(t, s, cs[700:], 700)
+		// A call applied again under its key is not counted twice.
+		require.True(t, s.has(hashKey("call-3")), "the keys of folded days are kept")
+
+		tables, skipped = s.foldDays(now, time.Hour, loads.load)
+		require.Empty(t, skipped)
+		loads.keep(tables)
+		corrected := 0
+		for _, tb := range tables {
+			if tb.rev > 1 {
+				corrected++
+			}
+		}
+		require.Positive(t, corrected, "late calls corrected folded days")
+		agg := loads.aggregate(t, s)
+		require.EqualValues(t, len(cs), agg.Calls())
+		windows := [][2]int{{0, 0}, {0, 1}, {1, 3}, {2, 5}, {4, 5}, {0, 5}, {3, 9}}
+		for _, w := range windows {
+			opts := outcome.Options{}
+			if w != [2]int{0, 0} {
+				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
+			}
+			r, err := agg.Reducer(opts)
+			require.NoError(t, err)
+			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v", seed, w)
+		}
+	}
+}
+
+func TestAWindowOffMidnightIsRefused(t *testing.T) {
+	agg := &Aggregate{parts: map[int]*partState{0: newPartState(0, 1)}}
+	_, err := agg.Reducer(outcome.Options{From: day0.Add(time.Hour)})
+	require.ErrorContains(t, err, "midnight UTC")
+	_, err = agg.Reducer(outcome.Options{To: day0.Add(time.Millisecond)})
+	require.ErrorContains(t, err, "--to")
+	_, err = agg.Reducer(outcome.Options{From: day0, To: day0.AddDate(0, 0, 2)})
+	require.NoError(t, err)
+}
+
+// TestPrunedDaysCountLateCalls: a folded day past the retention is pruned:
+// its keys leave the dedupe set, the row sets whose days are all gone go
+// too, and a call of it is counted late, never applied.
+func TestPrunedDaysCountLateCalls(t *testing.T) {
+	s := newPartState(0, 1)
+	at := func(day int, minute int64) int64 { return day0.UnixMilli() + int64(day)*dayMillis + minute*60_000 }
+	cs := []calls.Call{
+		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10, Outcome: "case_resolved"},
+		{TSMillis: at(1, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
+		{TSMillis: at(3, 5), RunID: "c", HasRunID: true, Decision: "allow", CostMicroUSD: 30},
+	}
+	applyAll(t, s, cs, 0)
+	// A segment whose rows are all of day 0, and one of days 0 and 3.
+	seg0, seg03 := [32]byte{1}, [32]byte{2}
+	s.begin()
+	_, err := s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(0, 9), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	s.addRows(seg0, 0, 9)
+	s.begin()
+	_, err = s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(0, 9), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	_, err = s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(3, 9), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	s.addRows(seg03, 0, 4)
+	s.settle(true)
+
+	loads := memLoad{}
+	t0 := day0.AddDate(0, 0, 10)
+	tables, _ := s.foldDays(t0, time.Hour, loads.load)
+	loads.keep(tables)
+	require.Len(t, s.folded, 2, "days 0 and 1 folded, day 3 open")
+
+	days, skipped := s.pruneDays(t0.Add(time.Hour), 2*time.Hour, loads.load)
+	require.Empty(t, skipped)
+	require.Empty(t, days, "not yet past the retention")
+	days, skipped = s.pruneDays(t0.Add(3*time.Hour), 2*time.Hour, loads.load)
+	require.Empty(t, skipped)
+	require.ElementsMatch(t, []int32{dayOf(at(0, 0)), dayOf(at(1, 0))}, days)
+	require.Equal(t, []dayRange{{dayOf(at(0, 0)), dayOf(at(1, 0))}}, s.pruned, "neighbouring days merge into one range")
+	require.False(t, s.has(hashKey("call-0")), "a pruned day's keys are gone")
+	require.True(t, s.has(hashKey("call-2")), "an open day's keys stay")
+	require.NotContains(t, s.segs, seg0, "a segment whose days are all pruned is forgotten")
+	require.Contains(t, s.segs, seg03, "a segment with a day still held is kept")
+
+	// A call of a pruned day (a re-replay, a straggler): late, not applied.
+	before := (&Aggregate{parts: map[int]*partState{0: s}}).Calls()
+	late := calls.Call{TSMillis: at(0, 30), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 99}
+	s.begin()
+	require.NoError(t, s.apply(hashKey("call-0"), &late, recordOrder(late.TSMillis, "call-0")))
+	s.settle(true)
+	agg := &Aggregate{parts: map[int]*partState{0: s}}
+	require.Equal(t, before, agg.Calls())
+	require.EqualValues(t, 1, agg.Late())
+	require.False(t, s.has(hashKey("call-0")), "a late call's key is not recorded")
+
+	// The pruned ranges, late count and segment days survive a snapshot.
+	snap, _, _ := s.encodeBoth(nil)
+	got, err := decodePartState(snap)
+	require.NoError(t, err)
+	require.Equal(t, s.pruned, got.pruned)
+	require.Equal(t, s.late, got.late)
+	require.Equal(t, s.segDays, got.segDays)
+	require.Equal(t, s.watermark, got.watermark)
+
+	// A rolled-back message leaves the late count and watermark as they were.
+	got.begin()
+	_, err = got.fold([]byte("rx"), &calls.Call{TSMillis: at(1, 1), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	_, err = got.fold([]byte("rx"), &calls.Call{TSMillis: at(9, 1), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	got.rollback()
+	require.Equal(t, s.late, got.late)
+	require.Equal(t, s.watermark, got.watermark)
+}
+
+// TestOlderSnapshotsReadUndated: a snapshot of format 2 reads as undated
+// state: exact all-time reports, refused reports by window.
+func TestOlderSnapshotsReadUndated(t *testing.T) {
+	v2 := []byte("VDXPART2")
+	v2 = append(v2, 0, 1, 7, 2, 0) // partition 0 of 1, last seq 7, 2 dropped, no flags
+	a := runAgg{calls: 2, cost: 40, lastTS: day0.UnixMilli(), outcome: "case_resolved"}
+	v2 = append(v2, 1)
+	v2 = appendString(v2, "rold-run")
+	st := a.encode(nil)
+	v2 = append(v2, byte(len(st)))
+	v2 = append(v2, st...)
+	v2 = append(v2, 0, 0) // no row sets, no keys
+	s, err := decodePartState(v2)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, s.lastSeq)
+	agg := &Aggregate{parts: map[int]*partState{0: s}}
+	require.EqualValues(t, 4, agg.Calls())
+	r, err := agg.Reducer(outcome.Options{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, r.Stats().Calls)
+	_, err = agg.Reducer(outcome.Options{From: day0})
+	require.ErrorIs(t, err, ErrUndatedState)
+	// Undated state is never folded.
+	tables, _ := s.foldDays(day0.AddDate(1, 0, 0), time.Hour, memLoad{}.load)
+	require.Empty(t, tables)
+}
+
+// publishIDs publishes cs as records with call ids ids[i] under message
+// ids prefix-i (a call published again under another message id is the
+// same call: its call_id says so).
+func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix string) {
+	t.Helper()
+	ctx := jstest.Ctx(t, 10*time.Second)
+	for i, c := range cs {
+		rec := tracemsg.RecordOf(c)
+		rec.CallID = ids[i]
+		b, err := json.Marshal(rec)
+		require.NoError(t, err)
+		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", prefix, i)))
+		require.NoError(t, err)
+	}
+}
+
+// waitAggregate polls the published aggregate until cond holds.
+func waitAggregate(t *testing.T, e *env, cond func(*Aggregate) error) *Aggregate {
+	t.Helper()
+	var agg *Aggregate
+	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		a, err := ReadAggregate(jstest.Ctx(t, 10*time.Second), e.js, e.subjects)
+		if err != nil {
+			return err
+		}
+		if err := cond(a); err != nil {
+			return err
+		}
+		agg = a
+		return nil
+	})
+	return agg
+}
+
+// TestWorkersFoldDaysAndCorrectThemWithLateCalls: a worker folds the days
+// its partitions' newest calls have passed; late calls of a folded day
+// (new calls of old runs, a new run, a call sent again under another
+// message id) correct its table exactly; a worker taking the partitions
+// over on a fresh store reads the folded days from the bucket and still
+// recognizes the call sent again. The fleet's report, all-time and by
+// window, equals the direct reduction of the distinct calls.
+func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(8, 8))
+	cs := randomDayCalls(rng, 600, 4)
+	ids := make([]string, len(cs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+	}
+	// Days 0-3 in ts order, but for 60 calls of days 0 and 1 held back.
+	slices.SortFunc(cs, func(a, b calls.Call) int { return cmp.Compare(a.TSMillis, b.TSMillis) })
+	var first, late []int
+	for i, c := range cs {
+		if dayOf(c.TSMillis) <= dayOf(day0.UnixMilli())+1 && len(late) < 60 && rng.IntN(4) == 0 {
+			late = append(late, i)
+			continue
+		}
+		first = append(first, i)
+	}
+	pick := func(idx []int) ([]calls.Call, []string) {
+		var c []calls.Call
+		var id []string
+		for _, i := range idx {
+			c, id = append(c, cs[i]), append(id, ids[i])
+		}
+		return c, id
+	}
+	w := startFleet(t, e.js, e.subjects, "a", Options{FoldAfter: time.Millisecond})
+	c1, i1 := pick(first)
+	publishIDs(t, e, c1, i1, "first")
+	folded := func(a *Aggregate) error {
+		n := 0
+		for _, tb := range a.tables {
+			n += len(tb)
+		}
+		if n == 0 {
+			return fmt.Errorf("no day folded yet")
+		}
+		if got := a.Calls(); got != int64(len(first)) {
+			return fmt.Errorf("%d calls, want %d", got, len(first))
+		}
+		return nil
+	}
+	waitAggregate(t, e, folded)
+
+	c2, i2 := pick(late)
+	publishIDs(t, e, c2, i2, "late")
+	// One call sent again under another message id.
+	publishIDs(t, e, c1[:1], i1[:1], "again")
+	agg := waitAggregate(t, e, func(a *Aggregate) error {
+		if got := a.Calls(); got != int64(len(cs)) {
+			return fmt.Errorf("%d calls, want %d", got, len(cs))
+		}
+		for _, s := range a.parts {
+			for d := range s.runs {
+				if int64(d+1)*dayMillis <= day0.UnixMilli()+2*dayMillis {
+					return fmt.Errorf("partition %d: day %s still in memory", s.part, dayString(d))
+				}
+			}
+		}
+		return nil
+	})
+	corrected := false
+	for _, s := range agg.parts {
+		for _, ref := range s.folded {
+			corrected = corrected || ref.rev > 1
+		}
+	}
+	require.True(t, corrected, "a late call corrected a folded day")
+	check := func(agg *Aggregate) {
+		for _, w := range [][2]int{{0, 0}, {0, 1}, {1, 2}, {0, 2}, {2, 4}} {
+			opts := outcome.Options{}
+			if w != [2]int{0, 0} {
+				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
+			}
+			r, err := agg.Reducer(opts)
+			require.NoError(t, err)
+			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", w)
+		}
+	}
+	check(agg)
+	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w.stop(t)
+
+	// A new worker on a fresh store takes every partition over.
+	startFleet(t, e.js, e.subjects, "b", Options{FoldAfter: time.Millisecond})
+	publishIDs(t, e, c1[:2], i1[:2], "again-b")
+	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*dayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
+	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")
+	cs = append(cs, c3)
+	check(waitAggregate(t, e, func(a *Aggregate) error {
+		if got := a.Calls(); got != int64(len(cs)) {
+			return fmt.Errorf("%d calls, want %d", got, len(cs))
+		}
+		return nil
+	}))
+}

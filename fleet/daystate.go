@@ -1,0 +1,326 @@
+package fleet
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/verdryx/verdryx/store"
+)
+
+// dayMillis is a UTC day in milliseconds.
+const dayMillis = 24 * 60 * 60 * 1000
+
+// dayOf returns the UTC day ts_millis falls in, as days since 1970-01-01
+// (floored: -1 is 1969-12-31), clamped to the int32 range.
+func dayOf(ts int64) int32 {
+	d := ts / dayMillis
+	if ts%dayMillis < 0 {
+		d--
+	}
+	return int32(min(max(d, math.MinInt32), math.MaxInt32))
+}
+
+// merge folds b (the state of other calls of the same run) into a, exactly
+// as adding b's calls one by one after a's would: counts and cost add, the
+// newest ts is the larger, and the outcome and agent kept are those of the
+// latest (step, order) of either. It fails, changing nothing, when the
+// cost would overflow.
+func (a *runAgg) merge(b *runAgg) error {
+	if b.calls == 0 {
+		return nil
+	}
+	cost, ok := addInt64(a.cost, b.cost)
+	if !ok {
+		return fmt.Errorf("field cost_microusd: %w", errOverflow)
+	}
+	if a.calls == 0 || b.lastTS > a.lastTS {
+		a.lastTS = b.lastTS
+	}
+	a.cost = cost
+	a.calls += b.calls
+	a.blocked += b.blocked
+	a.refused += b.refused
+	if b.outcome != "" && (a.outcome == "" || later(b.outStep, b.outOrder, a.outStep, a.outOrder)) {
+		a.outcome, a.outStep, a.outOrder = b.outcome, b.outStep, b.outOrder
+	}
+	if b.agent != "" && (a.agent == "" || later(b.agentStep, b.agentOrder, a.agentStep, a.agentOrder)) {
+		a.agent, a.agentStep, a.agentOrder = b.agent, b.agentStep, b.agentOrder
+	}
+	return nil
+}
+
+// dayTable is one folded day of a partition: the state, per run, of the
+// calls whose ts falls in the day (a run spanning days has a partial
+// state in each), the untagged independent calls of the day that were
+// dropped, and the dedupe keys of the day's records. A day is folded out
+// of memory once the partition's newest call is past it by the fold
+// grace; calls of the day that arrive after that correct the table (a new
+// revision, the partials merged in), so nothing is counted twice.
+type dayTable struct {
+	part, parts int
+	day         int32
+	rev         uint32
+	runs        map[string]*runAgg
+	dropped     uint64
+	keys        []byte // store.KeySize bytes each
+}
+
+func newDayTable(part, parts int, day int32) *dayTable {
+	return &dayTable{part: part, parts: parts, day: day, runs: map[string]*runAgg{}}
+}
+
+// calls returns the calls the table holds, dropped ones included.
+func (t *dayTable) calls() uint64 {
+	n := t.dropped
+	for _, a := range t.runs {
+		n += a.calls
+	}
+	return n
+}
+
+// add merges a run's partial state into the table; a fails the merge,
+// changing nothing, on a cost overflow. a is not retained.
+func (t *dayTable) add(name string, a *runAgg) error {
+	have, ok := t.runs[name]
+	if !ok {
+		c := *a
+		c.gen = 0
+		t.runs[name] = &c
+		return nil
+	}
+	if err := have.merge(a); err != nil {
+		return fmt.Errorf("day %s run %q: %w", dayString(t.day), name, err)
+	}
+	return nil
+}
+
+// Day table encoding: magic, partition, partition count, day (zig-zag),
+// revision, dropped calls, the run states sorted by name (name and state
+// length-prefixed), the key count and the keys, then the CRC-32C
+// (Castagnoli) of everything before it, 4 bytes little endian.
+var dayMagic = []byte("VXDAY001")
+
+func (t *dayTable) encode(b []byte) []byte {
+	start := len(b)
+	b = append(b, dayMagic...)
+	b = binary.AppendUvarint(b, uint64(t.part))
+	b = binary.AppendUvarint(b, uint64(t.parts))
+	b = binary.AppendVarint(b, int64(t.day))
+	b = binary.AppendUvarint(b, uint64(t.rev))
+	b = binary.AppendUvarint(b, t.dropped)
+	names := slices.Sorted(maps.Keys(t.runs))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	var tmp []byte
+	for _, n := range names {
+		b = appendString(b, n)
+		tmp = t.runs[n].encode(tmp[:0])
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.keys)/store.KeySize))
+	b = append(b, t.keys...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// decodeDayTable reads what encode wrote; a damaged table is an error.
+func decodeDayTable(b []byte) (*dayTable, error) {
+	if len(b) < len(dayMagic)+4 || string(b[:len(dayMagic)]) != string(dayMagic) {
+		return nil, errors.New("day table: bad magic")
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
+		return nil, errors.New("day table: checksum mismatch (damaged)")
+	}
+	d := decoder{b: body[len(dayMagic):]}
+	part, parts := d.uvarint(), d.uvarint()
+	day := d.varint()
+	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts || day < math.MinInt32 || day > math.MaxInt32) {
+		d.err = fmt.Errorf("partition %d of %d, day %d", part, parts, day)
+	}
+	t := newDayTable(int(part), int(parts), int32(day))
+	t.rev = d.uint32()
+	t.dropped = d.uvarint()
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := string(d.bytes())
+		st := d.bytes()
+		if d.err != nil {
+			break
+		}
+		a, err := decodeRunAgg(st)
+		if err != nil {
+			return nil, fmt.Errorf("day table %s: %w", dayString(t.day), err)
+		}
+		t.runs[name] = &a
+	}
+	nk := d.uvarint()
+	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {
+		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("day table: %w", d.err)
+	}
+	t.keys = append([]byte(nil), d.b...)
+	return t, nil
+}
+
+// dayString formats a day number as YYYY-MM-DD.
+func dayString(day int32) string {
+	return unixDay(day).Format("2006-01-02")
+}
+
+// unixDay returns the midnight (UTC) day begins at.
+func unixDay(day int32) time.Time { return time.Unix(int64(day)*dayMillis/1000, 0).UTC() }
+
+// DefaultFoldAfter is how far past a day's end (by the partition's newest
+// call) the day is folded out of memory.
+const DefaultFoldAfter = 2 * time.Hour
+
+// openDays returns the days (other than undated) with state in memory.
+func (s *partState) openDays() []int32 {
+	days := map[int32]bool{}
+	for d := range s.runs {
+		days[d] = true
+	}
+	for d := range s.dropped {
+		days[d] = true
+	}
+	for d := range s.dayKeys {
+		days[d] = true
+	}
+	delete(days, undated)
+	return slices.Sorted(maps.Keys(days))
+}
+
+// foldDays folds out of memory every day whose end is at least grace
+// before the horizon (the partition's newest call, or an hour from now if
+// that is sooner, so a call stamped in the future folds nothing early),
+// and every folded day that has calls again (late calls: its table is
+// corrected, a new revision). load returns a folded day's table (from the
+// store, else the bucket). It returns the tables written, each a new
+// revision whose reference (s.folded) has no blob until published; a day
+// whose table cannot be loaded or whose merge would overflow stays in
+// memory and is reported in skipped.
+func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day int32, ref *dayRef) (*dayTable, error)) (tables []*dayTable, skipped []error) {
+	horizon := min(s.watermark, now.Add(time.Hour).UnixMilli()) - grace.Milliseconds()
+	for _, d := range s.openDays() {
+		ref := s.folded[d]
+		if ref == nil && int64(d+1)*dayMillis > horizon {
+			continue
+		}
+		t := newDayTable(s.part, s.parts, d)
+		if ref != nil {
+			var err error
+			if t, err = load(d, ref); err != nil {
+				skipped = append(skipped, fmt.Errorf("day %s: %w", dayString(d), err))
+				continue
+			}
+			// The merge below changes t: work on what load returned
+			// only, never on a table shared with a reader.
+		}
+		if err := s.foldInto(t, d); err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		if ref != nil {
+			t.rev = ref.rev + 1
+		} else {
+			t.rev = 1
+		}
+		s.folded[d] = &dayRef{rev: t.rev, calls: t.calls(), written: now.Unix()}
+		tables = append(tables, t)
+	}
+	return tables, skipped
+}
+
+// foldInto merges day d's state in memory into t and drops it from
+// memory; on a cost overflow nothing changes in s (t may be half merged:
+// the caller drops it).
+func (s *partState) foldInto(t *dayTable, d int32) error {
+	for name, a := range s.runs[d] {
+		if err := t.add(name, a); err != nil {
+			return err
+		}
+	}
+	t.dropped += s.dropped[d]
+	t.keys = append(t.keys, s.dayKeys[d]...)
+	delete(s.runs, d)
+	delete(s.dropped, d)
+	delete(s.dayKeys, d)
+	return nil
+}
+
+// pruneDays drops every folded day whose table was last written more than
+// retention before now (retention 0: never): its keys leave the dedupe
+// set, its day joins the pruned ranges (a call of it is late from now on),
+// and the row sets of segments whose every day has no state left go too.
+// load returns a folded day's table (its keys). It returns the days
+// pruned.
+func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(day int32, ref *dayRef) (*dayTable, error)) (days []int32, skipped []error) {
+	if retention <= 0 {
+		return nil, nil
+	}
+	cut := now.Add(-retention).Unix()
+	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
+		ref := s.folded[d]
+		if ref.written > cut || slices.Contains(s.openDays(), d) {
+			continue // a late call of the day waits to be folded first
+		}
+		t, err := load(d, ref)
+		if err != nil {
+			skipped = append(skipped, fmt.Errorf("prune day %s: %w", dayString(d), err))
+			continue
+		}
+		for i := 0; i+store.KeySize <= len(t.keys); i += store.KeySize {
+			delete(s.keys, store.Key(t.keys[i:i+store.KeySize]))
+		}
+		delete(s.folded, d)
+		s.addPruned(d)
+		days = append(days, d)
+	}
+	if len(days) == 0 {
+		return nil, skipped
+	}
+	kept := s.openDays()
+	for d := range s.folded {
+		kept = append(kept, d)
+	}
+	for digest, span := range s.segDays {
+		if !slices.ContainsFunc(kept, func(d int32) bool { return d >= span[0] && d <= span[1] }) {
+			delete(s.segs, digest)
+			delete(s.segDays, digest)
+		}
+	}
+	return days, skipped
+}
+
+// addPruned adds day to the pruned ranges, merging neighbours.
+func (s *partState) addPruned(day int32) {
+	i, _ := slices.BinarySearchFunc(s.pruned, day, func(r dayRange, d int32) int { return cmp.Compare(r.lo, d) })
+	s.pruned = slices.Insert(s.pruned, i, dayRange{day, day})
+	merged := s.pruned[:0]
+	for _, r := range s.pruned {
+		if n := len(merged); n > 0 && int64(merged[n-1].hi)+1 >= int64(r.lo) {
+			merged[n-1].hi = max(merged[n-1].hi, r.hi)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	s.pruned = merged
+}
+
+// addFoldedKeys adds a folded day's keys to the dedupe set (a state loaded
+// from a snapshot or the store: the keys of its folded days are in their
+// tables).
+func (s *partState) addFoldedKeys(t *dayTable) {
+	for i := 0; i+store.KeySize <= len(t.keys); i += store.KeySize {
+		s.keys[store.Key(t.keys[i:i+store.KeySize])] = struct{}{}
+	}
+}
