@@ -70,14 +70,13 @@ type Delivery struct {
 // order (Next). Its output is a pure function of the Fleet. Not safe for
 // concurrent use.
 type Generator struct {
-	f     Fleet
-	root  string
-	rng   *rand.Rand
-	live  []genRun
-	next  int64
-	day   int
-	held  map[int][]calls.Call // by delivery day
-	batch []calls.Call
+	f    Fleet
+	root string
+	rng  *rand.Rand
+	live []genRun
+	next int64
+	day  int
+	held map[int][]calls.Call // by delivery day
 }
 
 type genRun struct {
