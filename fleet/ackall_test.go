@@ -255,7 +255,7 @@ func TestPoisonRecordIsNotAckedBeforeItsDeadLetterCopy(t *testing.T) {
 	require.Len(t, dl.copied, 1, "only the poison record is dead-lettered")
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 41, agg.Runs()["run-p"])
+	require.EqualValues(t, 41, runsOf(t, agg)["run-p"])
 }
 
 // TestPartitionConsumersMigrateToAckAll: partition consumers created with
@@ -349,7 +349,7 @@ func TestBadRecordsAreDeadLetteredNotCounted(t *testing.T) {
 	dl.mu.Unlock()
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, agg.Runs()["run-b"], "only the good calls count")
+	require.EqualValues(t, 2, runsOf(t, agg)["run-b"], "only the good calls count")
 	r, err := agg.Reducer(outcome.Options{})
 	require.NoError(t, err)
 	rep, err := r.CheckedReport()

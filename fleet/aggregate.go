@@ -45,7 +45,7 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kv bucket %s: %w", Bucket, err)
 	}
-	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32]*dayTable{}}
+	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}}
 	var missing []int
 	for p := range n {
 		st, tables, err := readPartAggregate(ctx, kv, p, n)
@@ -74,7 +74,7 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 // readPartAggregate reads partition p's aggregate, nil when none was
 // published. An object replaced between reading the pointer and the
 // object is read again from the new pointer.
-func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, map[int32]*dayTable, error) {
+func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, map[int32][]byte, error) {
 	if kv == nil {
 		return nil, nil, nil
 	}
@@ -107,16 +107,12 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*p
 		if st.part != p || st.parts != n {
 			return nil, nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
 		}
-		list, err := fetchDays(ctx, kv, st)
+		tables, err := fetchDays(ctx, kv, st)
 		if errors.Is(err, errBlobChanged) && try < 5 {
 			continue // a day table corrected or pruned meanwhile
 		}
 		if err != nil {
 			return nil, nil, err
-		}
-		tables := map[int32]*dayTable{}
-		for _, t := range list {
-			tables[t.day] = t
 		}
 		return st, tables, nil
 	}
@@ -130,7 +126,7 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 	if err != nil {
 		return nil, err
 	}
-	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32]*dayTable{}}
+	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}}
 	for _, p := range parts {
 		head, _, err := st.PartitionHead(ctx, p)
 		if err != nil {
@@ -141,10 +137,7 @@ func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
 			return nil, err
 		}
 		agg.parts[p] = s
-		agg.tables[p] = map[int32]*dayTable{}
-		for _, t := range s.storedTables {
-			agg.tables[p][t.day] = t
-		}
+		agg.tables[p] = s.storedTables
 		s.storedTables = nil
 	}
 	return agg, nil

@@ -162,5 +162,5 @@ func TestABadBatchIsDeadLetteredWhole(t *testing.T) {
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, agg.Calls())
-	require.EqualValues(t, 2, agg.Runs()["r1"])
+	require.EqualValues(t, 2, runsOf(t, agg)["r1"])
 }

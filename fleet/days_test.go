@@ -88,14 +88,14 @@ func (m memLoad) keep(tables []*dayTable) {
 
 func (m memLoad) aggregate(t *testing.T, s *partState) *Aggregate {
 	t.Helper()
-	tables := map[int32]*dayTable{}
+	tables := map[int32][]byte{}
 	for d, ref := range s.folded {
 		tb, err := m.load(d, ref)
 		require.NoError(t, err)
 		require.Equal(t, ref.rev, tb.rev)
-		tables[d] = tb
+		tables[d] = m[d]
 	}
-	return &Aggregate{parts: map[int]*partState{s.part: s}, tables: map[int]map[int32]*dayTable{s.part: tables}}
+	return &Aggregate{parts: map[int]*partState{s.part: s}, tables: map[int]map[int32][]byte{s.part: tables}}
 }
 
 // TestFoldedDaysAndLateCallsReportExactly: calls over five days applied,

@@ -171,6 +171,44 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 	return t, nil
 }
 
+// dayTableKeys checks an encoded day table (its checksum and header) and
+// returns its partition, day, revision and keys (aliasing b) without
+// decoding its run states: what a takeover needs of every retained day.
+func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err error) {
+	if len(b) < len(dayMagic)+4 || string(b[:len(dayMagic)]) != string(dayMagic) {
+		return 0, 0, 0, nil, errors.New("day table: bad magic")
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return 0, 0, 0, nil, errors.New("day table: checksum mismatch (damaged)")
+	}
+	d := decoder{b: body[len(dayMagic):]}
+	part = int(d.uvarint())
+	d.uvarint()
+	day = d.day()
+	rev = d.uint32()
+	d.uvarint()
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		d.bytes()
+		d.bytes()
+	}
+	nk := d.uvarint()
+	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {
+		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	}
+	if d.err != nil {
+		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.err)
+	}
+	return part, day, rev, d.b, nil
+}
+
+// addFoldedKeysOf adds the keys of an encoded day table to the dedupe set.
+func (s *partState) addFoldedKeysOf(keys []byte) {
+	for i := 0; i+store.KeySize <= len(keys); i += store.KeySize {
+		s.keys[store.Key(keys[i:i+store.KeySize])] = struct{}{}
+	}
+}
+
 // dayString formats a day number as YYYY-MM-DD.
 func dayString(day int32) string {
 	return unixDay(day).Format("2006-01-02")
@@ -319,8 +357,4 @@ func (s *partState) addPruned(day int32) {
 // addFoldedKeys adds a folded day's keys to the dedupe set (a state loaded
 // from a snapshot or the store: the keys of its folded days are in their
 // tables).
-func (s *partState) addFoldedKeys(t *dayTable) {
-	for i := 0; i+store.KeySize <= len(t.keys); i += store.KeySize {
-		s.keys[store.Key(t.keys[i:i+store.KeySize])] = struct{}{}
-	}
-}
+func (s *partState) addFoldedKeys(t *dayTable) { s.addFoldedKeysOf(t.keys) }

@@ -66,3 +66,11 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 		require.NoError(e.t, err)
 	}
 }
+
+// runsOf returns agg's call count per run.
+func runsOf(t *testing.T, agg *Aggregate) map[string]uint64 {
+	t.Helper()
+	runs, err := agg.Runs()
+	require.NoError(t, err)
+	return runs
+}

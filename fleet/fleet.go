@@ -911,8 +911,12 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if err != nil {
 			return err
 		}
+		c := s.stored(rev, b, nil, nil)
+		for _, d := range slices.Sorted(maps.Keys(tables)) {
+			c.Runs = append(c.Runs, store.RunState{Run: dayRun(d), State: tables[d]})
+		}
 		h.f.storeMu.Lock()
-		err = h.f.st.ReplacePartition(ctx, h.p, s.stored(rev, b, tables, nil))
+		err = h.f.st.ReplacePartition(ctx, h.p, c)
 		h.f.storeMu.Unlock()
 		if err != nil {
 			return err
@@ -1412,11 +1416,11 @@ func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
 	return []int{p}, nil
 }
 
-// fetchDays reads the tables of s's folded days from the bucket and adds
-// their keys to s's dedupe set. A table replaced or removed meanwhile
-// fails with errBlobChanged (read the pointer again).
-func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) ([]*dayTable, error) {
-	tables := make([]*dayTable, 0, len(s.folded))
+// fetchDays reads the tables of s's folded days from the bucket, checked
+// but not decoded, and adds their keys to s's dedupe set. A table replaced
+// or removed meanwhile fails with errBlobChanged (read the pointer again).
+func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) (map[int32][]byte, error) {
+	tables := make(map[int32][]byte, len(s.folded))
 	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
 		ref := s.folded[d]
 		b, err := getBlob(ctx, kv, ref.blob)
@@ -1426,16 +1430,16 @@ func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) ([]*day
 		if err != nil {
 			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
 		}
-		t, err := decodeDayTable(b)
+		part, day, rev, keys, err := dayTableKeys(b)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
 		}
-		if t.part != s.part || t.day != d || t.rev != ref.rev {
+		if part != s.part || day != d || rev != ref.rev {
 			return nil, fmt.Errorf("partition %d day %s: the bucket holds partition %d day %s revision %d, want revision %d",
-				s.part, dayString(d), t.part, dayString(t.day), t.rev, ref.rev)
+				s.part, dayString(d), part, dayString(day), rev, ref.rev)
 		}
-		s.addFoldedKeys(t)
-		tables = append(tables, t)
+		s.addFoldedKeysOf(keys)
+		tables[d] = b
 	}
 	return tables, nil
 }

@@ -285,8 +285,8 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.Len(t, dls, 3, "no further dead letters")
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, agg.Runs()["r1"])
-	require.EqualValues(t, 1, agg.Runs()["r2"])
+	require.EqualValues(t, 2, runsOf(t, agg)["r1"])
+	require.EqualValues(t, 1, runsOf(t, agg)["r2"])
 }
 
 // TestFleetFoldPanicDeadLettersOnlyThatRecord: a panic while a record is
@@ -326,7 +326,7 @@ func TestFleetFoldPanicDeadLettersOnlyThatRecord(t *testing.T) {
 	dl.mu.Unlock()
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.Zero(t, agg.Runs()["boom"], "the panicking record's call is undone")
+	require.Zero(t, runsOf(t, agg)["boom"], "the panicking record's call is undone")
 	require.Equal(t, jstest.ReportOf(t, good), mergedTable(t, e.js, e.subjects), "the good records of the batch count")
 }
 
@@ -383,7 +383,7 @@ func TestFleetDeadLettersListAndRedriveOnce(t *testing.T) {
 	require.Contains(t, left[0].Reason, "segment refused")
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, agg.Runs()["r1"], "re-driven twice, counted once")
+	require.EqualValues(t, 1, runsOf(t, agg)["r1"], "re-driven twice, counted once")
 	require.EqualValues(t, 1, agg.Calls())
 }
 
@@ -408,7 +408,7 @@ func TestFleetRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 	w.stop(t)
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, agg.Runs()["r"])
+	require.EqualValues(t, 2, runsOf(t, agg)["r"])
 	require.EqualValues(t, 2, agg.Calls())
 }
 
@@ -442,6 +442,6 @@ func TestFleetCallIDsAreScopedByRun(t *testing.T) {
 	w.stop(t)
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, agg.Runs()["a"])
-	require.EqualValues(t, 2, agg.Runs()[b])
+	require.EqualValues(t, 2, runsOf(t, agg)["a"])
+	require.EqualValues(t, 2, runsOf(t, agg)[b])
 }

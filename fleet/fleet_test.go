@@ -244,7 +244,7 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got := agg.Runs()["legacy-1"]; got != 2 {
+		if got := runsOf(t, agg)["legacy-1"]; got != 2 {
 			return fmt.Errorf("legacy-1 has %d calls in the aggregate, want 2", got)
 		}
 		return nil
@@ -253,11 +253,11 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 	w.stop(t)
 	agg, err := ReadAggregate(ctx, e.js, e.subjects)
 	require.NoError(t, err)
-	require.Equal(t, uint64(2), agg.Runs()["legacy-1"])
+	require.Equal(t, uint64(2), runsOf(t, agg)["legacy-1"])
 	require.Equal(t, int64(6002), agg.Calls())
 	local, err := LocalAggregate(ctx, w.f.st)
 	require.NoError(t, err)
-	require.Equal(t, agg.Runs(), local.Runs())
+	require.Equal(t, runsOf(t, agg), runsOf(t, local))
 }
 
 // waitFleetCalls polls the worker's store until it holds n calls.

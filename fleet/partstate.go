@@ -340,9 +340,9 @@ type partState struct {
 	// committed), and whether anything changed at all.
 	newKeys []dayKey
 	changed bool
-	// storedTables holds the tables readStoredPartition read (for
-	// LocalAggregate; a partition handler drops them).
-	storedTables []*dayTable
+	// storedTables holds the encoded tables readStoredPartition read, by
+	// day (for LocalAggregate; a partition handler drops them).
+	storedTables map[int32][]byte
 }
 
 // dayRef is a folded day: its table's revision, calls, when it was last
@@ -689,7 +689,7 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 	}
 	s.lastSeq = head.LastSeq
 	var whole *partState
-	var tables []*dayTable
+	tables := map[int32][]byte{}
 	if err := st.EachPartitionRun(ctx, p, func(run, state []byte) error {
 		switch {
 		case bytes.Equal(run, stateRun):
@@ -700,11 +700,11 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 			whole = w
 			return nil
 		case len(run) == 5 && run[0] == 'D':
-			t, err := decodeDayTable(state)
+			_, day, _, _, err := dayTableKeys(state)
 			if err != nil {
 				return fmt.Errorf("partition %d stored day table: %w", p, err)
 			}
-			tables = append(tables, t)
+			tables[day] = bytes.Clone(state)
 			return nil
 		}
 		return s.loadStored(run, state)
@@ -716,14 +716,15 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 			return nil, fmt.Errorf("partition %d stored state holds partition %d", p, whole.part)
 		}
 		whole.lastSeq = head.LastSeq
-		for _, t := range tables {
-			ref := whole.folded[t.day]
-			if ref == nil || ref.rev != t.rev {
-				return nil, fmt.Errorf("partition %d: the store holds day %s revision %d, the state names %v", p, dayString(t.day), t.rev, ref)
+		for day, b := range tables {
+			_, _, rev, keys, _ := dayTableKeys(b)
+			ref := whole.folded[day]
+			if ref == nil || ref.rev != rev {
+				return nil, fmt.Errorf("partition %d: the store holds day %s revision %d, the state names %v", p, dayString(day), rev, ref)
 			}
-			whole.addFoldedKeys(t)
-			whole.storedTables = append(whole.storedTables, t)
+			whole.addFoldedKeysOf(keys)
 		}
+		whole.storedTables = tables
 		return whole, nil
 	}
 	if err := st.EachPartitionKey(ctx, p, func(k store.Key) { s.loadKey(k, undated) }); err != nil {
@@ -1051,8 +1052,11 @@ func decodePartStateV2(b []byte) (*partState, error) {
 // folded days: every run is in exactly one partition, so the union is the
 // whole fleet's reduction state over the retained days.
 type Aggregate struct {
-	parts  map[int]*partState
-	tables map[int]map[int32]*dayTable
+	parts map[int]*partState
+	// tables holds the encoded tables of the folded days, by partition and
+	// day: decoded one partition at a time (each), so a report over weeks
+	// of a busy fleet holds one partition's run states at a time.
+	tables map[int]map[int32][]byte
 }
 
 // Partitions returns the partitions the aggregate holds, ascending.
@@ -1060,8 +1064,10 @@ func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)
 
 // each calls fn with every partial run state of the aggregate (in memory
 // or in a folded day's table) and its partition and day, then with every
-// day's dropped untagged calls (name "", a nil state and their count).
-func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64)) {
+// day's dropped untagged calls (name "", a nil state and their count),
+// partition by partition in ascending order, and done(p) after each
+// partition. It fails on a table that does not decode.
+func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64), done func(p int)) error {
 	for _, p := range g.Partitions() {
 		s := g.parts[p]
 		for day, runs := range s.runs {
@@ -1072,7 +1078,11 @@ func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropp
 		for day, n := range s.dropped {
 			fn(p, day, "", nil, n)
 		}
-		for day, t := range g.tables[p] {
+		for day, b := range g.tables[p] {
+			t, err := decodeDayTable(b)
+			if err != nil {
+				return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
+			}
 			for name, a := range t.runs {
 				fn(p, day, name, a, 0)
 			}
@@ -1080,19 +1090,30 @@ func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropp
 				fn(p, day, "", nil, t.dropped)
 			}
 		}
+		if done != nil {
+			done(p)
+		}
 	}
+	return nil
 }
 
 // Calls returns how many calls the aggregate holds (dropped untagged
 // independent calls included; late calls, never applied, not).
 func (g *Aggregate) Calls() int64 {
 	var n uint64
-	g.each(func(_ int, _ int32, _ string, a *runAgg, dropped uint64) {
-		if a != nil {
-			n += a.calls
+	for _, s := range g.parts {
+		for _, runs := range s.runs {
+			for _, a := range runs {
+				n += a.calls
+			}
 		}
-		n += dropped
-	})
+		for _, d := range s.dropped {
+			n += d
+		}
+		for _, ref := range s.folded {
+			n += ref.calls
+		}
+	}
 	return int64(n)
 }
 
@@ -1107,14 +1128,15 @@ func (g *Aggregate) Late() int64 {
 }
 
 // Runs returns each run's call count (independent calls not included).
-func (g *Aggregate) Runs() map[string]uint64 {
+// It fails on a day table that does not decode.
+func (g *Aggregate) Runs() (map[string]uint64, error) {
 	out := map[string]uint64{}
-	g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
+	err := g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
 		if a != nil && name[0] == runPrefix {
 			out[name[1:]] += a.calls
 		}
-	})
-	return out
+	}, nil)
+	return out, err
 }
 
 // windowDays returns the days [from, to) of opts' time window, whether it
@@ -1165,14 +1187,18 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	type pname struct {
-		p    int
-		name string
-	}
-	merged := map[pname]*runAgg{}
+	// Partition by partition: a run is in one partition, so its partial
+	// states are all merged by the partition's end.
+	merged := map[string]*runAgg{}
 	var outside uint64
 	dropped := map[int32]uint64{}
-	g.each(func(p int, day int32, name string, a *runAgg, n uint64) {
+	feed := func(int) {
+		for _, name := range slices.Sorted(maps.Keys(merged)) {
+			feedRun(r, name, merged[name])
+		}
+		clear(merged)
+	}
+	eerr := g.each(func(p int, day int32, name string, a *runAgg, n uint64) {
 		switch {
 		case err != nil:
 		case day == undated && windowed:
@@ -1185,28 +1211,21 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 		case a == nil:
 			dropped[day] += n
 		default:
-			k := pname{p, name}
-			m := merged[k]
+			m := merged[name]
 			if m == nil {
 				m = &runAgg{}
-				merged[k] = m
+				merged[name] = m
 			}
 			if merr := m.merge(a); merr != nil {
 				err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
 			}
 		}
-	})
+	}, feed)
+	if err == nil {
+		err = eerr
+	}
 	if err != nil {
 		return nil, err
-	}
-	names := slices.SortedFunc(maps.Keys(merged), func(x, y pname) int {
-		if x.p != y.p {
-			return x.p - y.p
-		}
-		return strings.Compare(x.name, y.name)
-	})
-	for _, k := range names {
-		feedRun(r, k.name, merged[k])
 	}
 	for day, n := range dropped {
 		ts := int64(0)

@@ -59,7 +59,10 @@ func (r *runner) checkTraces(ctx context.Context) error {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	r.res.StoreCalls = agg.Calls()
-	stored := agg.Runs()
+	stored, err := agg.Runs()
+	if err != nil {
+		return fmt.Errorf("chaos: read the worker's store: %w", err)
+	}
 	for run, want := range direct {
 		if got := stored[run]; got < want {
 			r.res.Lost += int64(want - got)
