@@ -21,7 +21,7 @@
 // (AVX-512 VNNI, AVX-512BW, AVX2, portable); they compute the same integers.
 //
 // A generation lives in <data>/index/generations/<32-hex id>/ (manifest.json,
-// vectors.f32, vectors.i8 (the int8 copy, DTypeInt8RowScale, its digest in
+// vectors.f32, vectors.i8 (the int8 copy, dTypeInt8RowScale, its digest in
 // the fingerprinted manifest, its bounds re-verified against the float32 rows
 // at load) and corpus.json, the copy of the corpus it was built from) and is
 // published by an atomic rename; <data>/index/active.json

@@ -21,11 +21,11 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-// HashEmbedderName is the Name of the offline feature-hashing embedder.
-const HashEmbedderName = "offline-hash"
+// hashEmbedderName is the Name of the offline feature-hashing embedder.
+const hashEmbedderName = "offline-hash"
 
-// DefaultHashDims is the default output size of the hashing embedder.
-const DefaultHashDims = 4096
+// defaultHashDims is the default output size of the hashing embedder.
+const defaultHashDims = 4096
 
 // HashEmbedder is the offline deterministic embedder: it hashes word
 // unigrams, word bigrams and character 3- to 5-grams of each word into a
@@ -40,10 +40,10 @@ type HashEmbedder struct {
 var _ Embedder = (*HashEmbedder)(nil)
 
 // NewHashEmbedder returns a hashing embedder producing dims components
-// (DefaultHashDims when dims <= 0).
+// (defaultHashDims when dims <= 0).
 func NewHashEmbedder(dims int) *HashEmbedder {
 	if dims <= 0 {
-		dims = DefaultHashDims
+		dims = defaultHashDims
 	}
 	return &HashEmbedder{dims: dims}
 }
@@ -56,8 +56,8 @@ const (
 	hashCharWeight   = 0.15
 )
 
-// Name returns HashEmbedderName.
-func (e *HashEmbedder) Name() string { return HashEmbedderName }
+// Name returns hashEmbedderName.
+func (e *HashEmbedder) Name() string { return hashEmbedderName }
 
 // Model encodes the algorithm version and parameters.
 func (e *HashEmbedder) Model() string {

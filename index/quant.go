@@ -33,11 +33,11 @@ const maxReducedDims = 1 << 16
 // float32 dot product of up to 2^24 terms (each at most 2^-150).
 const underflowSlack = 1e-37
 
-// DTypeInt8RowScale is the encoding of the reduced copy: per row, dims
+// dTypeInt8RowScale is the encoding of the reduced copy: per row, dims
 // signed int8 codes; then per row a little-endian float32 scale; then per
 // row a little-endian float32 bound on the L2 norm of the quantisation
 // error, all row-major with no header.
-const DTypeInt8RowScale = "int8-rowscale-v1"
+const dTypeInt8RowScale = "int8-rowscale-v1"
 
 // reduced is the int8 copy of an Index's matrix. It is immutable once built.
 type reduced struct {

@@ -22,9 +22,9 @@ import (
 
 // Layout of a store under its data directory.
 const (
-	// StoreDirName is the directory under the data directory that holds the
+	// storeDirName is the directory under the data directory that holds the
 	// index: <data>/index.
-	StoreDirName   = "index"
+	storeDirName   = "index"
 	generationsDir = "generations"
 	activeFile     = "active.json"
 	manifestFile   = "manifest.json"
@@ -102,7 +102,7 @@ type Manifest struct {
 
 // ReducedInfo names the encoding and digest of a generation's int8 copy.
 type ReducedInfo struct {
-	// DType is DTypeInt8RowScale.
+	// DType is dTypeInt8RowScale.
 	DType string `json:"dtype"`
 	// SHA256 is "sha256:<hex>" of vectors.i8.
 	SHA256 string `json:"sha256"`
@@ -152,7 +152,7 @@ func NewStore(dataDir string, opts StoreOptions) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{root: filepath.Join(dataDir, StoreDirName), logger: logger.With("component", "index")}
+	return &Store{root: filepath.Join(dataDir, storeDirName), logger: logger.With("component", "index")}
 }
 
 // Dir returns <data>/index.
@@ -256,7 +256,7 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 	if idx.red != nil {
 		h := sha256.New()
 		_ = writeReduced(h, idx.red) // a hash never fails to write
-		m.Reduced = &ReducedInfo{DType: DTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(h.Sum(nil))}
+		m.Reduced = &ReducedInfo{DType: dTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(h.Sum(nil))}
 	}
 	if corpus.File != nil {
 		sum := sha256.Sum256(corpus.File)
@@ -401,7 +401,7 @@ func writeVectors(w io.Writer, data []float32) error {
 	return err
 }
 
-// writeReduced writes red in the DTypeInt8RowScale encoding: the codes,
+// writeReduced writes red in the dTypeInt8RowScale encoding: the codes,
 // then the scales, then the error bounds.
 func writeReduced(w io.Writer, red *reduced) error {
 	if _, err := w.Write(int8Bytes(red.codes)); err != nil {
@@ -486,8 +486,8 @@ func (s *Store) readManifest(id string) (Manifest, error) {
 		return Manifest{}, bad("dims %d is not positive", m.Dims)
 	case m.Count <= 0 || m.Count != len(m.IDs):
 		return Manifest{}, bad("count %d does not match %d ids", m.Count, len(m.IDs))
-	case m.Reduced != nil && (m.Reduced.DType != DTypeInt8RowScale || m.Reduced.SHA256 == ""):
-		return Manifest{}, bad("reduced copy dtype %q, want %q with a digest", m.Reduced.DType, DTypeInt8RowScale)
+	case m.Reduced != nil && (m.Reduced.DType != dTypeInt8RowScale || m.Reduced.SHA256 == ""):
+		return Manifest{}, bad("reduced copy dtype %q, want %q with a digest", m.Reduced.DType, dTypeInt8RowScale)
 	case m.Reduced != nil && m.Dims > maxReducedDims:
 		return Manifest{}, bad("reduced copy of %d dims, at most %d", m.Dims, maxReducedDims)
 	case m.Fingerprint != m.computeFingerprint():

@@ -88,7 +88,7 @@ func TestStoreReducedCopy(t *testing.T) {
 	m, err := s.Save(built, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
 	require.NoError(t, err)
 	require.NotNil(t, m.Reduced)
-	assert.Equal(t, DTypeInt8RowScale, m.Reduced.DType)
+	assert.Equal(t, dTypeInt8RowScale, m.Reduced.DType)
 	dir := filepath.Join(s.Dir(), "generations", m.ID)
 	fi, err := os.Stat(filepath.Join(dir, reducedFile))
 	require.NoError(t, err)
@@ -175,7 +175,7 @@ func writeReducedFile(t *testing.T, dir string, red *reduced, m *Manifest) {
 	require.NoError(t, writeReduced(&buf, red))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, reducedFile), buf.Bytes(), 0o644))
 	sum := sha256.Sum256(buf.Bytes())
-	m.Reduced = &ReducedInfo{DType: DTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(sum[:])}
+	m.Reduced = &ReducedInfo{DType: dTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(sum[:])}
 }
 
 func TestStoreLoadValidates(t *testing.T) {
