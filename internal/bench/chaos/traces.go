@@ -40,7 +40,7 @@ func generateTraces(dir string, records int, seed uint64) (traceSet, error) {
 		Agents:          8,
 		Seed:            seed,
 		Start:           start,
-		Span:            24 * time.Hour,
+		Span:            72 * time.Hour, // three days: the workers fold days while they are killed
 	})
 	if err != nil {
 		return traceSet{}, fmt.Errorf("generate fleet traces: %w", err)
