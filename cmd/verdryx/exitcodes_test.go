@@ -125,6 +125,10 @@ func TestExitCodes(t *testing.T) {
 
 		{"cost-per-correct ok", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
 		{"cost-per-correct empty dir", []string{"cost-per-correct", "--traces", emptyDir}, exitUsage, "no TokenFuse segments"},
+		{"cost-per-correct last", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "100000w"}, exitOK, ""},
+		{"cost-per-correct bad last", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "0d"}, exitUsage, "--last"},
+		{"cost-per-correct last unit", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "3y"}, exitUsage, "--last"},
+		{"cost-per-correct last and from", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "7d", "--from", "2026-01-01"}, exitUsage, "--last"},
 		{"cost-per-correct empty file", []string{"cost-per-correct", "--input", empty}, exitUsage, "holds no records"},
 		{"cost-per-correct sample records", []string{"cost-per-correct", "--input", filepath.Join(testdata, "records", "calls.ndjson")}, exitOK, ""},
 		{"cost-per-correct negative cost", []string{"cost-per-correct", "--input", negative}, exitUsage, "negative.ndjson:2: field cost_microusd: -100 is negative"},
