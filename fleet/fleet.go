@@ -1109,8 +1109,9 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		before[d] = r.blob
 	}
 	now := h.f.now()
-	tables, skipped := s.foldDays(now, h.f.foldAfter(), h.loadDay)
-	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, h.loadDay)
+	load := func(d int32, ref *dayRef) (*dayTable, error) { return h.loadDay(ctx, d, ref) }
+	tables, skipped := s.foldDays(now, h.f.foldAfter(), load)
+	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, load)
 	for _, err := range append(skipped, skipped2...) {
 		h.f.warn.Warn("fold partition day", "partition", h.p, "err", err)
 	}
@@ -1194,8 +1195,7 @@ func (f *Fleet) now() time.Time {
 
 // loadDay returns a fresh copy of folded day d's table: from the store,
 // else from the bucket.
-func (h *partHandler) loadDay(d int32, ref *dayRef) (*dayTable, error) {
-	ctx := context.Background()
+func (h *partHandler) loadDay(ctx context.Context, d int32, ref *dayRef) (*dayTable, error) {
 	b, ok, err := h.f.st.PartitionRun(ctx, h.p, dayRun(d))
 	if err != nil {
 		return nil, err
@@ -1237,7 +1237,7 @@ func (h *partHandler) publishDays(ctx context.Context, tables []*dayTable) (int,
 		t := fresh[d]
 		if t == nil {
 			var err error
-			if t, err = h.loadDay(d, ref); err != nil {
+			if t, err = h.loadDay(ctx, d, ref); err != nil {
 				return n, err
 			}
 		}
