@@ -18,13 +18,13 @@ import (
 const dayMillis = 24 * 60 * 60 * 1000
 
 // dayOf returns the UTC day ts_millis falls in, as days since 1970-01-01
-// (floored: -1 is 1969-12-31), clamped to the int32 range.
+// (floored: -1 is 1969-12-31), clamped to the int32 range above undated.
 func dayOf(ts int64) int32 {
 	d := ts / dayMillis
 	if ts%dayMillis < 0 {
 		d--
 	}
-	return int32(min(max(d, math.MinInt32), math.MaxInt32))
+	return int32(min(max(d, undated+1), math.MaxInt32))
 }
 
 // merge folds b (the state of other calls of the same run) into a, exactly

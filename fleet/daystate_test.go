@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -18,6 +19,7 @@ func TestDayOfFloorsToUTCDays(t *testing.T) {
 	assert.EqualValues(t, -1, dayOf(-1))
 	assert.EqualValues(t, -1, dayOf(-dayMillis))
 	assert.EqualValues(t, -2, dayOf(-dayMillis-1))
+	assert.NotEqualValues(t, undated, dayOf(math.MinInt64), "no ts is undated")
 	assert.Equal(t, "2025-12-02", dayString(dayOf(1764633600000+5)))
 }
 
