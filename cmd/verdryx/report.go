@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
 
 	htmlreport "github.com/verdryx/verdryx/report"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // cmdReport writes the HTML report of the store (and traces) to a file.
@@ -32,14 +35,12 @@ func newReportCmd(g *globals) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
-	allowEmpty := fs.Bool("allow-empty", false, "render when --traces holds no segments or --input no records (default: exit 2 saying it is empty)")
-	traces := fs.String("traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when empty: those sections say not measured)")
-	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
+	var tr reportTraceFlags
+	tr.register(fs)
 	out := fs.String("out", "report.html", "file to write")
 	since := fs.String("since", "", "only runs started at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	gridRuns := fs.Int("grid-runs", 30, "most recent runs per eval set and model in the cases x runs grid")
 	driftChecks := fs.Int("drift-checks", 60, "most recent runs per eval set and model checked for drift against their baseline")
-	strict := fs.Bool("strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
 	asJSON := fs.Bool("json", false, "print what was written as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -67,7 +68,7 @@ func newReportCmd(g *globals) *cobra.Command {
 			return err
 		}
 		in.Sources = append(in.Sources, "store "+path)
-		if err := addReportTraces(ctx, &in, *traces, *input, *allowEmpty, *strict, stderr); err != nil {
+		if err := tr.add(ctx, &in, stderr); err != nil {
 			return err
 		}
 		var buf bytes.Buffer
@@ -132,36 +133,56 @@ func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggrega
 	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})
 }
 
-// addReportTraces reduces the calls of --traces DIR or --input FILE (at
-// most one; neither leaves the cost and SLO sections not measured) into
-// in.Traces and names the source.
-func addReportTraces(ctx context.Context, in *htmlreport.Input, traces, input string, allowEmpty, strict bool, stderr io.Writer) error {
-	if traces != "" && input != "" {
-		return usageErrorf("report: give at most one of --traces DIR or --input FILE")
-	}
-	if traces == "" && input == "" {
+// reportTraceFlags are report's trace inputs for the cost and SLO
+// sections: at most one of --traces DIR, --input FILE or --nats URL (the
+// fleet's merged partitions), and a window of the calls.
+type reportTraceFlags struct {
+	tf    traceFlags
+	input string
+}
+
+func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.tf.allowEmpty, "allow-empty", false, "render when --traces holds no segments or --input no records (default: exit 2 saying it is empty)")
+	fs.StringVar(&f.tf.traces, "traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when none of --traces, --input, --nats: those sections say not measured)")
+	fs.StringVar(&f.input, "input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
+	fs.BoolVar(&f.tf.strict, "strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
+	f.tf.nats = addNATSFlags(fs, "", "cost and SLOs from the merged trace partitions the workers published on this NATS server, instead of --traces")
+	*f.tf.nats.url = "" // not $NATS_URL: a report of the store alone must keep working where it is set
+	fs.IntVar(&f.tf.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
+	fs.StringVar(&f.tf.from, "from", "", "cost and SLOs of calls at or after this time only (RFC 3339, or a date; with --nats a midnight UTC)")
+	fs.StringVar(&f.tf.to, "to", "", "cost and SLOs of calls before this time only (RFC 3339, or a date meaning the end of that day UTC)")
+	fs.StringVar(&f.tf.last, "last", "", "cost and SLOs of the last DURATION only (24h, 7d, 2w); with --nats from the midnight UTC before")
+}
+
+// add reduces the calls of the one trace input given (none leaves the
+// cost and SLO sections not measured) into in.Traces and names the source.
+func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr io.Writer) error {
+	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
+		if f.tf.from != "" || f.tf.to != "" || f.tf.last != "" {
+			return usageErrorf("report: --from, --to and --last window the calls of --traces, --input or --nats: give one")
+		}
 		return nil
 	}
-	r, err := outcome.NewReducer(outcome.Options{})
+	opts, err := f.tf.options("")
+	if err != nil {
+		return usageErrorf("report: %v", err)
+	}
+	if f.tf.traces != "" {
+		if err := checkTraceDir("--traces", f.tf.traces, f.tf.allowEmpty); err != nil {
+			return err
+		}
+	}
+	r, _, err := f.tf.reduceSource(ctx, "report", f.input, opts, stderr)
 	if err != nil {
 		return err
 	}
-	if input != "" {
-		if err := outcome.ReadRecordsFile(input, r); err != nil {
-			return inputError(err)
-		}
-		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !allowEmpty {
-			return usageErrorf("report: --input %s holds no records (give --allow-empty to render it anyway)", input)
-		}
-		in.TraceSource = "records " + input
-	} else {
-		if err := checkTraceDir("--traces", traces, allowEmpty); err != nil {
-			return err
-		}
-		if _, err := reduceTraces(ctx, traces, r, strict, 0, stderr); err != nil {
-			return err
-		}
-		in.TraceSource = "traces " + traces
+	switch {
+	case *f.tf.nats.url != "":
+		in.TraceSource = "the merged trace partitions of the fleet at " + *f.tf.nats.url
+	case f.input != "":
+		in.TraceSource = "records " + f.input
+	default:
+		in.TraceSource = "traces " + f.tf.traces
 	}
 	in.Traces = r
 	in.Sources = append(in.Sources, in.TraceSource)
