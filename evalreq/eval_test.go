@@ -33,30 +33,30 @@ func testdataRoot(t *testing.T) confine.Roots {
 // chain subject, like one verdryx serve instance.
 func startEvalWorker(t *testing.T, e *env, instance string) (*producer.NATSChain, func()) {
 	t.Helper()
-	st := jstest.OpenStore(t, filepath.Join(e.dir, instance+".db"))
+	st := jstest.OpenStore(t, filepath.Join(e.Dir, instance+".db"))
 	ctx := jstest.Ctx(t, 10*time.Second)
-	chain, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
+	chain, err := producer.NewNATSChain(ctx, e.JS, e.Subjects.EventsStream, e.Subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
-	h := NewHandler(st, evalrun.Deps{Store: st, Events: chain, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
-	stop := jstest.RunPuller(t, e.eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t), DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
+	h := NewHandler(st, evalrun.Deps{Store: st, Events: chain, Version: "test"}, e.NC, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	stop := jstest.RunPuller(t, e.Eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t), DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})})
 	return chain, stop
 }
 
 func (e *env) request(req Request) Reply {
-	e.t.Helper()
+	e.T.Helper()
 	inbox := nats.NewInbox()
-	sub, err := e.nc.SubscribeSync(inbox)
-	require.NoError(e.t, err)
+	sub, err := e.NC.SubscribeSync(inbox)
+	require.NoError(e.T, err)
 	defer sub.Unsubscribe()
 	req.ReplyTo = inbox
 	b, err := json.Marshal(req)
-	require.NoError(e.t, err)
-	_, err = e.js.Publish(jstest.Ctx(e.t, 5*time.Second), e.subjects.EvalRequests, b)
-	require.NoError(e.t, err)
+	require.NoError(e.T, err)
+	_, err = e.JS.Publish(jstest.Ctx(e.T, 5*time.Second), e.Subjects.EvalRequests, b)
+	require.NoError(e.T, err)
 	m, err := sub.NextMsg(30 * time.Second)
-	require.NoError(e.t, err)
+	require.NoError(e.T, err)
 	var rep Reply
-	require.NoError(e.t, json.Unmarshal(m.Data, &rep))
+	require.NoError(e.T, json.Unmarshal(m.Data, &rep))
 	return rep
 }
 
@@ -100,7 +100,7 @@ func TestTwoWorkersShareEvalRequestsAndEachChainVerifies(t *testing.T) {
 	}
 	require.EqualValues(t, n*8, chainA.Len()+chainB.Len(), "one eval_run and seven quality_score events per request")
 
-	stream, err := e.js.Stream(context.Background(), e.subjects.EventsStream)
+	stream, err := e.JS.Stream(context.Background(), e.Subjects.EventsStream)
 	require.NoError(t, err)
 	for _, c := range []*producer.NATSChain{chainA, chainB} {
 		if c.Len() == 0 {
@@ -153,8 +153,8 @@ func readSubject(t *testing.T, e *env, stream jetstream.Stream, subject string) 
 func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
-	subject := e.subjects.Events + ".x"
-	c1, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	subject := e.Subjects.Events + ".x"
+	c1, err := producer.NewNATSChain(ctx, e.JS, e.Subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	ev := func(i int) envelope.Event {
 		return envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r", map[string]any{"cases": i}, time.Now())
@@ -163,11 +163,11 @@ func TestChainResumesFromLastMessageOnRestart(t *testing.T) {
 		_, err := c1.Append(ctx, ev(i))
 		require.NoError(t, err)
 	}
-	c2, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	c2, err := producer.NewNATSChain(ctx, e.JS, e.Subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	_, err = c2.Append(ctx, ev(3))
 	require.NoError(t, err)
-	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	stream, err := e.JS.Stream(ctx, e.Subjects.EventsStream)
 	require.NoError(t, err)
 	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
 	require.NoError(t, err)

@@ -28,10 +28,10 @@ const workerTypedKey = "tpx_worker_key_3f2e1d0c9b"
 // with typed (nil: typryx not enabled, as serve without --typed-url).
 func startTypedEvalWorker(t *testing.T, e *env, instance string, typed *grading.Typed) *store.Store {
 	t.Helper()
-	st := jstest.OpenStore(t, filepath.Join(e.dir, instance+".db"))
-	h := NewHandler(st, evalrun.Deps{Store: st, Version: "test", Typed: typed}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
-	jstest.RunPuller(t, e.eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t),
-		DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
+	st := jstest.OpenStore(t, filepath.Join(e.Dir, instance+".db"))
+	h := NewHandler(st, evalrun.Deps{Store: st, Version: "test", Typed: typed}, e.NC, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	jstest.RunPuller(t, e.Eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t),
+		DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})})
 	return st
 }
 

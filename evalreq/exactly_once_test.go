@@ -33,14 +33,14 @@ type evalWorker struct {
 
 func newEvalWorker(t *testing.T, e *env, instance string, sink func(producer.Sink) producer.Sink) *evalWorker {
 	t.Helper()
-	st := jstest.OpenStore(t, filepath.Join(e.dir, instance+".db"))
-	chain, err := producer.NewNATSChain(jstest.Ctx(t, 10*time.Second), e.js, e.subjects.EventsStream, e.subjects.Events+"."+instance, producer.ChainOptions{})
+	st := jstest.OpenStore(t, filepath.Join(e.Dir, instance+".db"))
+	chain, err := producer.NewNATSChain(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.EventsStream, e.Subjects.Events+"."+instance, producer.ChainOptions{})
 	require.NoError(t, err)
 	var s producer.Sink = chain
 	if sink != nil {
 		s = sink(chain)
 	}
-	h := NewHandler(st, evalrun.Deps{Store: st, Events: s, Version: "test"}, e.nc, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
+	h := NewHandler(st, evalrun.Deps{Store: st, Events: s, Version: "test"}, e.NC, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t)})
 	return &evalWorker{st: st, chain: chain, h: h}
 }
 
@@ -86,7 +86,7 @@ func requireOneRunAndOneEventSet(t *testing.T, e *env, w *evalWorker, events int
 	runs, err := w.st.Runs(context.Background())
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "one run per request id")
-	stream, err := e.js.Stream(context.Background(), e.subjects.EventsStream)
+	stream, err := e.JS.Stream(context.Background(), e.Subjects.EventsStream)
 	require.NoError(t, err)
 	rep, err := envelope.Verify(readSubject(t, e, stream, w.chain.Subject()))
 	require.NoError(t, err)
@@ -103,10 +103,10 @@ func TestEvalCrashBetweenCommitAndAckRunsOnce(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
 	crash := &crashBeforeAck{inner: w.h, n: 2}
-	jstest.RunPuller(t, e.eval, crash, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	jstest.RunPuller(t, e.Eval, crash, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
 	rep := e.request(evalReq("req-crash"))
 	require.True(t, rep.OK, rep.Error)
-	jstest.WaitDrained(t, e.eval)
+	jstest.WaitDrained(t, e.Eval)
 	require.GreaterOrEqual(t, crash.crashes.Load(), int32(3), "the request was delivered again after each kill")
 	requireOneRunAndOneEventSet(t, e, w, 8)
 }
@@ -118,10 +118,10 @@ func TestEvalEmissionFailureResumesWhereItStopped(t *testing.T) {
 		flaky = &flakySink{inner: s, fail: map[int]bool{3: true, 5: true}}
 		return flaky
 	})
-	jstest.RunPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
+	jstest.RunPuller(t, e.Eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: time.Millisecond})
 	rep := e.request(evalReq("req-flaky"))
 	require.True(t, rep.OK, rep.Error)
-	jstest.WaitDrained(t, e.eval)
+	jstest.WaitDrained(t, e.Eval)
 	require.Equal(t, 10, flaky.n, "8 events and 2 failed tries: nothing emitted twice")
 	requireOneRunAndOneEventSet(t, e, w, 8)
 }
@@ -132,7 +132,7 @@ func TestEvalCrashAfterClaimKeepsTheRunID(t *testing.T) {
 	// An earlier worker recorded the request and died while grading.
 	_, err := w.st.ClaimRequest(context.Background(), "req-claimed", "run-claimed-earlier", time.Now())
 	require.NoError(t, err)
-	jstest.RunPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1})
+	jstest.RunPuller(t, e.Eval, w.h, pull.Options{Name: "eval", Batch: 1})
 	rep := e.request(evalReq("req-claimed"))
 	require.True(t, rep.OK, rep.Error)
 	requireOneRunAndOneEventSet(t, e, w, 8)
@@ -144,8 +144,8 @@ func TestEvalCrashAfterClaimKeepsTheRunID(t *testing.T) {
 func TestEvalRefusalStoresNothing(t *testing.T) {
 	e := newEnv(t)
 	w := newEvalWorker(t, e, "w", nil)
-	jstest.RunPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1,
-		DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})})
+	jstest.RunPuller(t, e.Eval, w.h, pull.Options{Name: "eval", Batch: 1,
+		DeadLetter: deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})})
 	req := evalReq("req-bad-baseline")
 	req.BaselineID = "no-such-baseline"
 	rep := e.request(req)
@@ -181,9 +181,9 @@ func (l *lossyJS) Publish(ctx context.Context, subject string, data []byte, opts
 func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
-	subject := e.subjects.Events + ".lossy"
-	js := &lossyJS{JetStream: e.js, lose: map[int]bool{1: true, 4: true}}
-	chain, err := producer.NewNATSChain(ctx, js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	subject := e.Subjects.Events + ".lossy"
+	js := &lossyJS{JetStream: e.JS, lose: map[int]bool{1: true, 4: true}}
+	chain, err := producer.NewNATSChain(ctx, js, e.Subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	ev := func(i int) envelope.Event {
 		return envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "r", map[string]any{"case_id": fmt.Sprint(i)}, time.Unix(1, 0))
@@ -208,7 +208,7 @@ func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 	require.EqualValues(t, 2, chain.Duplicates())
 	_, err = chain.Append(ctx, ev(n))
 	require.NoError(t, err)
-	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	stream, err := e.JS.Stream(ctx, e.Subjects.EventsStream)
 	require.NoError(t, err)
 	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
 	require.NoError(t, err)
@@ -220,18 +220,18 @@ func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
-	a, err := lease.Acquire(ctx, e.js, "host-1234", "hostA:/data/a", lease.Options{})
+	a, err := lease.Acquire(ctx, e.JS, "host-1234", "hostA:/data/a", lease.Options{})
 	require.NoError(t, err)
 	t.Cleanup(a.Release)
-	_, err = lease.Acquire(ctx, e.js, "host-1234", "hostB:/data/b", lease.Options{})
+	_, err = lease.Acquire(ctx, e.JS, "host-1234", "hostB:/data/b", lease.Options{})
 	require.ErrorIs(t, err, lease.ErrInstanceInUse)
 	require.Contains(t, err.Error(), "--instance")
 	// The same holder restarting after a crash takes its lease over.
-	a2, err := lease.Acquire(ctx, e.js, "host-1234", "hostA:/data/a", lease.Options{})
+	a2, err := lease.Acquire(ctx, e.JS, "host-1234", "hostA:/data/a", lease.Options{})
 	require.NoError(t, err)
 	// A released id is free for anyone.
 	a2.Release()
-	b, err := lease.Acquire(ctx, e.js, "host-1234", "hostB:/data/b", lease.Options{})
+	b, err := lease.Acquire(ctx, e.JS, "host-1234", "hostB:/data/b", lease.Options{})
 	require.NoError(t, err)
 	b.Release()
 }
@@ -241,13 +241,13 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
 	t.Helper()
 	ctx := jstest.Ctx(t, 10*time.Second)
-	lease, err := lease.Acquire(ctx, e.js, instance, "host:"+instance, lease.Options{})
+	lease, err := lease.Acquire(ctx, e.JS, instance, "host:"+instance, lease.Options{})
 	require.NoError(t, err)
 	t.Cleanup(lease.Release)
 	w := newEvalWorker(t, e, instance, nil)
-	w.h.opts.Claims, err = NewClaims(ctx, e.js, instance, 0)
+	w.h.opts.Claims, err = NewClaims(ctx, e.JS, instance, 0)
 	require.NoError(t, err)
-	jstest.RunPuller(t, e.eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	jstest.RunPuller(t, e.Eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	return w
 }
 
@@ -265,7 +265,7 @@ func TestSameRequestIDOnTwoWorkersRunsOnce(t *testing.T) {
 		require.NoError(t, json.Unmarshal(rep.Result, &res))
 		runIDs = append(runIDs, res.Run.ID)
 	}
-	jstest.WaitDrained(t, e.eval)
+	jstest.WaitDrained(t, e.Eval)
 	for _, id := range runIDs {
 		require.Equal(t, runIDs[0], id, "every reply names the one run")
 	}
@@ -285,7 +285,7 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
 	// Instance "gone" claimed the request and died (no lease).
-	gone, err := NewClaims(ctx, e.js, "gone", 0)
+	gone, err := NewClaims(ctx, e.JS, "gone", 0)
 	require.NoError(t, err)
 	_, err = gone.Claim(ctx, "req-orphan", "run-orphan")
 	require.NoError(t, err)
@@ -304,10 +304,10 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 func TestTwoChainWritersCannotForkTheChain(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 30*time.Second)
-	subject := e.subjects.Events + ".shared"
-	a, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	subject := e.Subjects.Events + ".shared"
+	a, err := producer.NewNATSChain(ctx, e.JS, e.Subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
-	b, err := producer.NewNATSChain(ctx, e.js, e.subjects.EventsStream, subject, producer.ChainOptions{})
+	b, err := producer.NewNATSChain(ctx, e.JS, e.Subjects.EventsStream, subject, producer.ChainOptions{})
 	require.NoError(t, err)
 	ev := func(w string, i int) envelope.Event {
 		return envelope.New(envelope.TypeQualityScore, "agent://acme.example/bot", "r", map[string]any{"writer": w, "i": i}, time.Unix(1, 0))
@@ -339,7 +339,7 @@ func TestTwoChainWritersCannotForkTheChain(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	stream, err := e.js.Stream(ctx, e.subjects.EventsStream)
+	stream, err := e.JS.Stream(ctx, e.Subjects.EventsStream)
 	require.NoError(t, err)
 	rep, err := envelope.Verify(readSubject(t, e, stream, subject))
 	require.NoError(t, err)

@@ -84,33 +84,33 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	// A long AckWait: the dead worker's records are not redelivered within
 	// the test, only a reload can bring them back.
 	opts := Options{PinnedTTL: time.Second, AckWait: 5 * time.Minute, Batch: 64}
-	a := startFleet(t, e.js, e.subjects, "a", opts)
-	_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
+	a := startFleet(t, e.JS, e.Subjects, "a", opts)
+	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
 	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
-	before := pinnedTo(t, e.js, e.subjects)
-	stream, err := e.js.Stream(ctx, e.subjects.TracesStream)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	before := pinnedTo(t, e.JS, e.Subjects)
+	stream, err := e.JS.Stream(ctx, e.Subjects.TracesStream)
 	require.NoError(t, err)
 	phase1Last := map[int]uint64{}
-	for p := range e.subjects.PartitionCount() {
-		phase1Last[p], err = lastSeqOf(ctx, stream, streams.TraceSubject(e.subjects.Traces, p))
+	for p := range e.Subjects.PartitionCount() {
+		phase1Last[p], err = lastSeqOf(ctx, stream, streams.TraceSubject(e.Subjects.Traces, p))
 		require.NoError(t, err)
 	}
 
 	// Worker b cannot move a partition pointer, so it never completes a
 	// snapshot and acks nothing; it dies without a word.
-	nc, err := nats.Connect(e.nc.ConnectedUrl())
+	nc, err := nats.Connect(e.NC.ConnectedUrl())
 	require.NoError(t, err)
 	bjs, err := jetstream.New(nc)
 	require.NoError(t, err)
 	bopts := opts
 	bopts.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue { return noPointerKV{kv} }
-	b := startFleet(t, bjs, e.subjects, "b", bopts)
+	b := startFleet(t, bjs, e.Subjects, "b", bopts)
 	// Unpinning makes the server drop the pull requests carrying the old
 	// pin id; b's waiting request (no pin id) takes the new pin, once it
 	// waits beside a's on every partition.
 	jstest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		for p := range e.subjects.PartitionCount() {
+		for p := range e.Subjects.PartitionCount() {
 			c, err := stream.Consumer(ctx, PartitionConsumer(p))
 			if err != nil {
 				return err
@@ -125,15 +125,15 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 		}
 		return nil
 	})
-	for p := range e.subjects.PartitionCount() {
+	for p := range e.Subjects.PartitionCount() {
 		require.NoError(t, stream.UnpinConsumer(ctx, PartitionConsumer(p), partitionGroup))
 	}
-	_, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[1], segreplay.Options{BatchRows: 64})
+	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[1], segreplay.Options{BatchRows: 64})
 	require.NoError(t, err)
 	// Every record of phase 2 delivered (to b, or to a where a kept the pin).
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		for p := range e.subjects.PartitionCount() {
-			c, err := e.js.Consumer(ctx, e.subjects.TracesStream, PartitionConsumer(p))
+		for p := range e.Subjects.PartitionCount() {
+			c, err := e.JS.Consumer(ctx, e.Subjects.TracesStream, PartitionConsumer(p))
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 		return nil
 	})
 	moved := 0
-	for p, pin := range pinnedTo(t, e.js, e.subjects) {
+	for p, pin := range pinnedTo(t, e.JS, e.Subjects) {
 		if pin != before[p] {
 			moved++
 		}
@@ -158,7 +158,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	// records of some partition it took.
 	var bagg *Aggregate
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		for p := range e.subjects.PartitionCount() {
+		for p := range e.Subjects.PartitionCount() {
 			head, ok, err := b.f.st.PartitionHead(ctx, p)
 			if err != nil {
 				return err
@@ -175,14 +175,14 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	b.stop(t)
 
 	// After the PinnedTTL the pins come back to a.
-	_, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[2], segreplay.Options{BatchRows: 64})
+	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[2], segreplay.Options{BatchRows: 64})
 	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 60*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 60*time.Second)
 	a.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 12000, agg.Calls(), "every call once")
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 }
 
 // noPointerKV fails every pointer write, as for a worker cut off from the
@@ -232,28 +232,28 @@ func (d *failingDeadLetters) DeadLetter(_ context.Context, m pull.Msg, reason st
 func TestPoisonRecordIsNotAckedBeforeItsDeadLetterCopy(t *testing.T) {
 	e := newEnv(t)
 	dl := &failingDeadLetters{fail: 3, copied: map[uint64]int{}}
-	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dl, Batch: 8})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{DeadLetter: dl, Batch: 8})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("run-p", e.subjects.PartitionCount()))
+	subject := streams.TraceSubject(e.Subjects.Traces, tracemsg.PartitionOf("run-p", e.Subjects.PartitionCount()))
 	// The worker holds the partition's state when the poison record comes.
-	_, err := e.js.Publish(ctx, subject, []byte(`{"run_id":"run-p","call_id":"first","step":0,"decision":"allow","cost_microusd":3}`))
+	_, err := e.JS.Publish(ctx, subject, []byte(`{"run_id":"run-p","call_id":"first","step":0,"decision":"allow","cost_microusd":3}`))
 	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 20*time.Second)
-	ack, err := e.js.Publish(ctx, subject, []byte(`{"run_id":"run-p","step":`))
+	waitFleetDrained(t, e.JS, e.Subjects, 20*time.Second)
+	ack, err := e.JS.Publish(ctx, subject, []byte(`{"run_id":"run-p","step":`))
 	require.NoError(t, err)
 	poison := ack.Sequence
 	for i := range 40 {
-		_, err := e.js.Publish(ctx, subject, fmt.Appendf(nil, `{"run_id":"run-p","call_id":"c%d","step":%d,"decision":"allow","cost_microusd":3}`, i, i))
+		_, err := e.JS.Publish(ctx, subject, fmt.Appendf(nil, `{"run_id":"run-p","call_id":"c%d","step":%d,"decision":"allow","cost_microusd":3}`, i, i))
 		require.NoError(t, err)
 	}
-	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 45*time.Second)
 	w.stop(t)
 	dl.mu.Lock()
 	defer dl.mu.Unlock()
 	require.Positive(t, dl.copied[poison], "the poison record was copied before it was acked")
 	require.Equal(t, 3, dl.failed, "the copies failed first")
 	require.Len(t, dl.copied, 1, "only the poison record is dead-lettered")
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 41, runsOf(t, agg)["run-p"])
 }
@@ -267,35 +267,35 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 	dir, want := fleetDir(t, 8000, 23)
 	phases := phaseDirs(t, dir, 2)
 	ctx := jstest.Ctx(t, 90*time.Second)
-	w := startFleet(t, e.js, e.subjects, "w", Options{})
-	_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[0], segreplay.Options{})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{})
+	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[0], segreplay.Options{})
 	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
 	// What an earlier version left: explicit-ack consumers whose ack floor
 	// is the newest record of each partition (all in the snapshots).
 	floors := map[int]uint64{}
-	stream, err := e.js.Stream(ctx, e.subjects.TracesStream)
+	stream, err := e.JS.Stream(ctx, e.Subjects.TracesStream)
 	require.NoError(t, err)
-	for p := range e.subjects.PartitionCount() {
-		c, err := e.js.Consumer(ctx, e.subjects.TracesStream, PartitionConsumer(p))
+	for p := range e.Subjects.PartitionCount() {
+		c, err := e.JS.Consumer(ctx, e.Subjects.TracesStream, PartitionConsumer(p))
 		require.NoError(t, err)
 		cfg := c.CachedInfo().Config
-		last, err := lastSeqOf(ctx, stream, streams.TraceSubject(e.subjects.Traces, p))
+		last, err := lastSeqOf(ctx, stream, streams.TraceSubject(e.Subjects.Traces, p))
 		require.NoError(t, err)
 		require.Positive(t, last)
-		require.NoError(t, e.js.DeleteConsumer(ctx, e.subjects.TracesStream, cfg.Durable))
+		require.NoError(t, e.JS.DeleteConsumer(ctx, e.Subjects.TracesStream, cfg.Durable))
 		cfg.AckPolicy = jetstream.AckExplicitPolicy
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
-		_, err = e.js.CreateConsumer(ctx, e.subjects.TracesStream, cfg)
+		_, err = e.JS.CreateConsumer(ctx, e.Subjects.TracesStream, cfg)
 		require.NoError(t, err)
 		floors[p] = last
 	}
-	_, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[1], segreplay.Options{})
+	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[1], segreplay.Options{})
 	require.NoError(t, err)
 
 	for range 2 { // migrated, then ensured again unchanged
-		cons, err := EnsurePartitions(ctx, e.js, e.subjects, PartitionOptions{})
+		cons, err := EnsurePartitions(ctx, e.JS, e.Subjects, PartitionOptions{})
 		require.NoError(t, err)
 		for p, c := range cons {
 			info, err := c.Info(ctx)
@@ -305,13 +305,13 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 			require.Equal(t, floors[p]+1, info.Config.OptStartSeq, "partition %d starts after its ack floor", p)
 		}
 	}
-	w2 := startFleet(t, e.js, e.subjects, "w", Options{})
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	w2 := startFleet(t, e.JS, e.Subjects, "w", Options{})
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w2.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 8000, agg.Calls(), "every call once")
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 }
 
 // TestBadRecordsAreDeadLetteredNotCounted: a negative cost and a record
@@ -321,9 +321,9 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 func TestBadRecordsAreDeadLetteredNotCounted(t *testing.T) {
 	e := newEnv(t)
 	dl := &failingDeadLetters{copied: map[uint64]int{}}
-	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dl, MaxRecordBytes: 4096})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{DeadLetter: dl, MaxRecordBytes: 4096})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("run-b", e.subjects.PartitionCount()))
+	subject := streams.TraceSubject(e.Subjects.Traces, tracemsg.PartitionOf("run-b", e.Subjects.PartitionCount()))
 	bad := map[uint64]bool{}
 	for i, rec := range []string{
 		`{"run_id":"run-b","call_id":"a","step":0,"decision":"allow","cost_microusd":30}`,
@@ -332,13 +332,13 @@ func TestBadRecordsAreDeadLetteredNotCounted(t *testing.T) {
 		`{"run_id":"run-b","call_id":"usd","step":3,"decision":"allow","cost_usd":-0.5}`,
 		`{"run_id":"run-b","call_id":"b","step":4,"decision":"allow","cost_microusd":12}`,
 	} {
-		ack, err := e.js.Publish(ctx, subject, []byte(rec))
+		ack, err := e.JS.Publish(ctx, subject, []byte(rec))
 		require.NoError(t, err)
 		if i > 0 && i < 4 {
 			bad[ack.Sequence] = true
 		}
 	}
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
 	dl.mu.Lock()
 	require.Len(t, dl.copied, 3)
@@ -347,7 +347,7 @@ func TestBadRecordsAreDeadLetteredNotCounted(t *testing.T) {
 		require.Positive(t, dl.copied[seq], "stream seq %d dead-lettered", seq)
 	}
 	dl.mu.Unlock()
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, runsOf(t, agg)["run-b"], "only the good calls count")
 	r, err := agg.Reducer(outcome.Options{})

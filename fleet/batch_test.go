@@ -32,7 +32,7 @@ func publishRowRecords(t *testing.T, e *env, dir string) {
 	ctx := jstest.Ctx(t, 60*time.Second)
 	segs, _, err := segment.List(dir)
 	require.NoError(t, err)
-	n := e.subjects.PartitionCount()
+	n := e.Subjects.PartitionCount()
 	for _, seg := range segs {
 		data, err := os.ReadFile(seg.Path)
 		require.NoError(t, err)
@@ -47,9 +47,9 @@ func publishRowRecords(t *testing.T, e *env, dir string) {
 			}
 			b, err := json.Marshal(tracemsg.RecordOf(c))
 			require.NoError(t, err)
-			msg := &nats.Msg{Subject: streams.TraceSubject(e.subjects.Traces, p), Data: b,
+			msg := &nats.Msg{Subject: streams.TraceSubject(e.Subjects.Traces, p), Data: b,
 				Header: nats.Header{tracemsg.HeaderSegment: []string{filepath.Base(seg.Path)}}}
-			_, err = e.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
+			_, err = e.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
 			row++
 			return err
 		}))
@@ -66,29 +66,29 @@ func TestBatchesCountEachRowOnceWhateverTheCut(t *testing.T) {
 		t.Run(fmt.Sprintf("records first %v", recordsFirst), func(t *testing.T) {
 			e := newEnv(t)
 			ctx := jstest.Ctx(t, 90*time.Second)
-			w := startFleet(t, e.js, e.subjects, "w", Options{})
+			w := startFleet(t, e.JS, e.Subjects, "w", Options{})
 			if recordsFirst {
 				publishRowRecords(t, e, dir)
-				waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 			}
 			for _, rows := range []int{0, 100, 37} {
-				st, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, dir, segreplay.Options{BatchRows: rows})
+				st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{BatchRows: rows})
 				require.NoError(t, err)
 				require.Equal(t, 6000, st.Rows)
 				if rows != 0 {
 					require.Equal(t, 6000, st.New, "a new cut is new to JetStream")
 				}
-				waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 			}
 			if !recordsFirst {
 				publishRowRecords(t, e, dir)
-				waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 			}
 			w.stop(t)
-			agg, err := ReadAggregate(ctx, e.js, e.subjects)
+			agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 			require.NoError(t, err)
 			require.EqualValues(t, 6000, agg.Calls())
-			require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+			require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 		})
 	}
 }
@@ -101,7 +101,7 @@ func encodeTestBatch(e *env, name string, part int, first uint64, cs []calls.Cal
 	for i := range cs {
 		b.AppendCall(&cs[i], first+uint64(i), runs, syms)
 	}
-	h := rowbatch.Header{Digest: sha256.Sum256([]byte(name)), Segment: name, Parts: e.subjects.PartitionCount(), Part: part}
+	h := rowbatch.Header{Digest: sha256.Sum256([]byte(name)), Segment: name, Parts: e.Subjects.PartitionCount(), Part: part}
 	return b.Encode(nil, h, calls.AllFields, 0, b.Len(), runs, syms)
 }
 
@@ -111,13 +111,13 @@ func encodeTestBatch(e *env, name string, part int, first uint64, cs []calls.Cal
 // own count once.
 func TestABadBatchIsDeadLetteredWhole(t *testing.T) {
 	e := newEnv(t)
-	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})
+	sub, err := e.NC.SubscribeSync(e.Subjects.DeadLetter)
 	require.NoError(t, err)
 	defer sub.Unsubscribe()
-	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dead})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{DeadLetter: dead})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	n := e.subjects.PartitionCount()
+	n := e.Subjects.PartitionCount()
 	part := tracemsg.PartitionOf("r1", n)
 	other := "r2"
 	for i := 0; tracemsg.PartitionOf(other, n) == part; i++ {
@@ -129,12 +129,12 @@ func TestABadBatchIsDeadLetteredWhole(t *testing.T) {
 	}
 	negative := append(append([]calls.Call{}, good...), calls.Call{RunID: "r1", HasRunID: true, Decision: "allow", CostMicroUSD: -3})
 	misrouted := append(append([]calls.Call{}, good...), calls.Call{RunID: other, HasRunID: true, Decision: "allow", CostMicroUSD: 1})
-	subject := streams.TraceSubject(e.subjects.Traces, part)
+	subject := streams.TraceSubject(e.Subjects.Traces, part)
 	for _, tc := range []struct {
 		cs     []calls.Call
 		reason string
 	}{{negative, "is negative"}, {misrouted, "is in partition"}} {
-		_, err := e.js.Publish(ctx, subject, encodeTestBatch(e, "seg-a", part, 0, tc.cs))
+		_, err := e.JS.Publish(ctx, subject, encodeTestBatch(e, "seg-a", part, 0, tc.cs))
 		require.NoError(t, err)
 		m, err := sub.NextMsg(10 * time.Second)
 		require.NoError(t, err)
@@ -144,7 +144,7 @@ func TestABadBatchIsDeadLetteredWhole(t *testing.T) {
 	// router refuses it.
 	bad := encodeTestBatch(e, "seg-b", 0, 0, good)
 	bad[len(rowbatch.Magic)+1+32+1+len("seg-b")]++ // the partition count
-	_, err = e.js.Publish(ctx, e.subjects.Traces, bad)
+	_, err = e.JS.Publish(ctx, e.Subjects.Traces, bad)
 	require.NoError(t, err)
 	m, err := sub.NextMsg(10 * time.Second)
 	require.NoError(t, err)
@@ -153,13 +153,13 @@ func TestABadBatchIsDeadLetteredWhole(t *testing.T) {
 	// The good rows, as published twice (the second a redelivery in all
 	// but name), count once.
 	for range 2 {
-		_, err := e.js.Publish(ctx, subject, encodeTestBatch(e, "seg-a", part, 0, good))
+		_, err := e.JS.Publish(ctx, subject, encodeTestBatch(e, "seg-a", part, 0, good))
 		require.NoError(t, err)
 	}
 	waitFleetCalls(t, w, 2)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, agg.Calls())
 	require.EqualValues(t, 2, runsOf(t, agg)["r1"])

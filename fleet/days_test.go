@@ -279,7 +279,7 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 		rec.CallID = ids[i]
 		b, err := json.Marshal(rec)
 		require.NoError(t, err)
-		_, err = e.js.Publish(ctx, e.subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", prefix, i)))
+		_, err = e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", prefix, i)))
 		require.NoError(t, err)
 	}
 }
@@ -289,7 +289,7 @@ func waitAggregate(t *testing.T, e *env, cond func(*Aggregate) error) *Aggregate
 	t.Helper()
 	var agg *Aggregate
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		a, err := ReadAggregate(jstest.Ctx(t, 10*time.Second), e.js, e.subjects)
+		a, err := ReadAggregate(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects)
 		if err != nil {
 			return err
 		}
@@ -335,7 +335,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		}
 		return c, id
 	}
-	w := startFleet(t, e.js, e.subjects, "a", Options{FoldAfter: time.Millisecond})
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
 	folded := func(a *Aggregate) error {
@@ -389,11 +389,11 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		}
 	}
 	check(agg)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
 
 	// A new worker on a fresh store takes every partition over.
-	startFleet(t, e.js, e.subjects, "b", Options{FoldAfter: time.Millisecond})
+	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, c1[:2], i1[:2], "again-b")
 	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*dayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
 	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")

@@ -306,9 +306,10 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(
 		return nil, nil
 	}
 	cut := now.Add(-retention).Unix()
+	open := s.openDays()
 	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
 		ref := s.folded[d]
-		if ref.written > cut || slices.Contains(s.openDays(), d) {
+		if ref.written > cut || slices.Contains(open, d) {
 			continue // a late call of the day waits to be folded first
 		}
 		t, err := load(d, ref)
@@ -326,7 +327,7 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(
 	if len(days) == 0 {
 		return nil, skipped
 	}
-	kept := s.openDays()
+	kept := open
 	for d := range s.folded {
 		kept = append(kept, d)
 	}

@@ -47,9 +47,9 @@ func mergedTable(t *testing.T, js jetstream.JetStream, s streams.Subjects) strin
 // (none when callPrefix is empty), message id "<msgPrefix>-<i>", i from
 // offset.
 func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callPrefix, msgPrefix string, offset int) {
-	e.t.Helper()
-	ctx := jstest.Ctx(e.t, 20*time.Second)
-	n := e.subjects.PartitionCount()
+	e.T.Helper()
+	ctx := jstest.Ctx(e.T, 20*time.Second)
+	n := e.Subjects.PartitionCount()
 	for i, c := range cl {
 		rec := tracemsg.RecordOf(c)
 		if callPrefix != "" {
@@ -57,11 +57,11 @@ func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callP
 		}
 		id := fmt.Sprintf("%s-%d", msgPrefix, offset+i)
 		p, err := tracemsg.RecordPartition(&rec, id, n)
-		require.NoError(e.t, err)
+		require.NoError(e.T, err)
 		b, err := json.Marshal(rec)
-		require.NoError(e.t, err)
-		_, err = js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, p), b, jetstream.WithMsgID(id))
-		require.NoError(e.t, err)
+		require.NoError(e.T, err)
+		_, err = js.Publish(ctx, streams.TraceSubject(e.Subjects.Traces, p), b, jetstream.WithMsgID(id))
+		require.NoError(e.T, err)
 	}
 }
 
@@ -100,12 +100,12 @@ func TestFleetRecordsMatchDirectReduction(t *testing.T) {
 // and returns the merged report's table.
 func fleetTableOf(t *testing.T, e *env, cl []calls.Call, idPrefix string, batch int) string {
 	t.Helper()
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: batch})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: batch})
 	e.publishCalls(cl, idPrefix)
 	waitFleetCalls(t, w, int64(len(cl)))
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	return mergedTable(t, e.js, e.subjects)
+	return mergedTable(t, e.JS, e.Subjects)
 }
 
 // TestFleetEqualStepCallsBothCount: a blocked call and its allowed retry
@@ -135,24 +135,24 @@ func TestFleetCrashAfterCommitBeforeAckCountsOnce(t *testing.T) {
 	cl := jstest.SampleCalls()
 	want := jstest.ReportOf(t, cl)
 	st := jstest.OpenStore(t, filepath.Join(t.TempDir(), "a.db"))
-	nc, err := nats.Connect(e.nc.ConnectedUrl())
+	nc, err := nats.Connect(e.NC.ConnectedUrl())
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	ajs, err := jetstream.New(nc)
 	require.NoError(t, err)
 	// Worker a cannot move a partition pointer: it commits its state to
 	// its store before each snapshot, and acks nothing.
-	a := startFleetOn(t, ajs, e.subjects, "a", st,
+	a := startFleetOn(t, ajs, e.Subjects, "a", st,
 		Options{PinnedTTL: time.Second, AckWait: 2 * time.Second, Batch: 8,
 			wrapKV: func(kv jetstream.KeyValue) jetstream.KeyValue { return noPointerKV{kv} }})
-	e.publishToPartitions(e.js, cl[:100], "call", "a", 0)
+	e.publishToPartitions(e.JS, cl[:100], "call", "a", 0)
 	ctx := jstest.Ctx(t, 60*time.Second)
 	jstest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		agg, err := LocalAggregate(ctx, st)
 		if err != nil {
 			return err
 		}
-		unacked, err := ackPending(ctx, e.js, e.subjects)
+		unacked, err := ackPending(ctx, e.JS, e.Subjects)
 		if err != nil {
 			return err
 		}
@@ -164,15 +164,15 @@ func TestFleetCrashAfterCommitBeforeAckCountsOnce(t *testing.T) {
 	nc.Close() // a dies: nothing flushed, acked or unpinned
 	a.stop(t)
 
-	a2 := startFleetOn(t, e.js, e.subjects, "a", st, Options{PinnedTTL: time.Second, AckWait: 2 * time.Second, Batch: 8})
-	e.publishToPartitions(e.js, cl[100:], "call", "b", 100)
-	e.publishToPartitions(e.js, cl, "call", "dup", 0)
-	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	a2 := startFleetOn(t, e.JS, e.Subjects, "a", st, Options{PinnedTTL: time.Second, AckWait: 2 * time.Second, Batch: 8})
+	e.publishToPartitions(e.JS, cl[100:], "call", "b", 100)
+	e.publishToPartitions(e.JS, cl, "call", "dup", 0)
+	waitFleetDrained(t, e.JS, e.Subjects, 45*time.Second)
 	a2.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, len(cl), agg.Calls(), "every call once")
-	require.Equal(t, want, mergedTable(t, e.js, e.subjects), "exactly the direct reduction: nothing lost or doubled")
+	require.Equal(t, want, mergedTable(t, e.JS, e.Subjects), "exactly the direct reduction: nothing lost or doubled")
 }
 
 // TestFleetStoreOutageLosesNothingAndDeadLettersNothing: while every store
@@ -188,7 +188,7 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	dl := &failingDeadLetters{copied: map[uint64]int{}}
 	var mu sync.Mutex
 	var health []bool
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 16, DeadLetter: dl,
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: 16, DeadLetter: dl,
 		Healthy: func(ok bool) { mu.Lock(); health = append(health, ok); mu.Unlock() },
 		failCommit: func() error {
 			if !down.Load() {
@@ -200,11 +200,11 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	// The worker holds every partition's state when the outage starts, so
 	// it hits live batches (and then the reloads' catch-ups).
 	half := len(cl) / 2
-	e.publishToPartitions(e.js, cl[:half], "", "c", 0)
+	e.publishToPartitions(e.JS, cl[:half], "", "c", 0)
 	waitFleetCalls(t, w, int64(half))
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	down.Store(true)
-	e.publishToPartitions(e.js, cl[half:], "", "c", half)
+	e.publishToPartitions(e.JS, cl[half:], "", "c", half)
 	// The outage lasts well past the five deliveries a poison record gets.
 	jstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		if n := tries.Load(); n < 24 {
@@ -217,9 +217,9 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 	mu.Unlock()
 	down.Store(false)
 	waitFleetCalls(t, w, int64(len(cl)))
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	require.Equal(t, want, mergedTable(t, e.js, e.subjects))
+	require.Equal(t, want, mergedTable(t, e.JS, e.Subjects))
 	dl.mu.Lock()
 	require.Empty(t, dl.copied, "a transient failure is never dead-lettered")
 	dl.mu.Unlock()
@@ -236,25 +236,25 @@ func TestFleetStoreOutageLosesNothingAndDeadLettersNothing(t *testing.T) {
 // (which acks each message, so it terminates it).
 func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	e := newEnv(t)
-	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	sub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})
+	sub, err := e.NC.SubscribeSync(e.Subjects.DeadLetter)
 	require.NoError(t, err)
 	defer sub.Unsubscribe()
-	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dead})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{DeadLetter: dead})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("r1", e.subjects.PartitionCount()))
+	subject := streams.TraceSubject(e.Subjects.Traces, tracemsg.PartitionOf("r1", e.Subjects.PartitionCount()))
 	// The worker holds the partition's state when the poison records come
 	// (the live path, not a take-over's catch-up).
-	_, err = e.js.Publish(ctx, subject, []byte(`{"run_id": "r1", "step": 0, "decision": "allow", "cost_microusd": 1}`))
+	_, err = e.JS.Publish(ctx, subject, []byte(`{"run_id": "r1", "step": 0, "decision": "allow", "cost_microusd": 1}`))
 	require.NoError(t, err)
 	waitFleetCalls(t, w, 1)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	for _, raw := range []string{
 		`{"run_id": "r1", "step": "not a number"`,
 		`{"run_id": "r1", "step": 1}`, // no decision
 		`{"run_id": "r1", "step": 2, "decision": "allow", "cost_microusd": 5}`,
 	} {
-		_, err := e.js.Publish(ctx, subject, []byte(raw))
+		_, err := e.JS.Publish(ctx, subject, []byte(raw))
 		require.NoError(t, err)
 	}
 	m, err := sub.NextMsg(10 * time.Second)
@@ -266,24 +266,24 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
 	require.Equal(t, subject, m.Header.Get(producer.HeaderDeadSubject))
 
-	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow"`))
+	_, err = e.JS.Publish(ctx, e.Subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow"`))
 	require.NoError(t, err)
-	_, err = e.js.Publish(ctx, e.subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow","cost_microusd":9}`))
+	_, err = e.JS.Publish(ctx, e.Subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow","cost_microusd":9}`))
 	require.NoError(t, err)
 	m, err = sub.NextMsg(10 * time.Second)
 	require.NoError(t, err)
 	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "malformed trace record")
-	require.Equal(t, e.subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
+	require.Equal(t, e.Subjects.Traces, m.Header.Get(producer.HeaderDeadSubject))
 
 	waitFleetCalls(t, w, 3)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
 	// (a copy made again, as in a catch-up, is dropped by the dead-letter
 	// stream's message id)
-	dls, err := deadletter.List(ctx, e.js, e.subjects, "")
+	dls, err := deadletter.List(ctx, e.JS, e.Subjects, "")
 	require.NoError(t, err)
 	require.Len(t, dls, 3, "no further dead letters")
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, runsOf(t, agg)["r1"])
 	require.EqualValues(t, 1, runsOf(t, agg)["r2"])
@@ -294,7 +294,7 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 // record, undoes its call, and the rest of its batch counts.
 func TestFleetFoldPanicDeadLettersOnlyThatRecord(t *testing.T) {
 	e := newEnv(t)
-	n := e.subjects.PartitionCount()
+	n := e.Subjects.PartitionCount()
 	p := tracemsg.PartitionOf("boom", n)
 	var good []calls.Call
 	for _, c := range jstest.SampleCalls() {
@@ -306,28 +306,28 @@ func TestFleetFoldPanicDeadLettersOnlyThatRecord(t *testing.T) {
 	ctx := jstest.Ctx(t, 60*time.Second)
 	// Published first, so the panicking record shares a batch with good ones.
 	half := len(good) / 2
-	e.publishToPartitions(e.js, good[:half], "", "a", 0)
-	ack, err := e.js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, p), []byte(`{"run_id":"boom","step":0,"decision":"allow","cost_microusd":999}`))
+	e.publishToPartitions(e.JS, good[:half], "", "a", 0)
+	ack, err := e.JS.Publish(ctx, streams.TraceSubject(e.Subjects.Traces, p), []byte(`{"run_id":"boom","step":0,"decision":"allow","cost_microusd":999}`))
 	require.NoError(t, err)
-	e.publishToPartitions(e.js, good[half:], "", "b", half)
+	e.publishToPartitions(e.JS, good[half:], "", "b", half)
 	dl := &failingDeadLetters{copied: map[uint64]int{}, reason: map[uint64]string{}}
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 64, DeadLetter: dl, afterFold: func(c calls.Call) {
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: 64, DeadLetter: dl, afterFold: func(c calls.Call) {
 		if c.RunID == "boom" {
 			panic("fold bug on run boom")
 		}
 	}})
 	waitFleetCalls(t, w, int64(len(good)))
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
 	dl.mu.Lock()
 	require.Len(t, dl.copied, 1, "only the panicking record is dead-lettered")
 	require.Positive(t, dl.copied[ack.Sequence])
 	require.Contains(t, dl.reason[ack.Sequence], "handler panic")
 	dl.mu.Unlock()
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.Zero(t, runsOf(t, agg)["boom"], "the panicking record's call is undone")
-	require.Equal(t, jstest.ReportOf(t, good), mergedTable(t, e.js, e.subjects), "the good records of the batch count")
+	require.Equal(t, jstest.ReportOf(t, good), mergedTable(t, e.JS, e.Subjects), "the good records of the batch count")
 }
 
 // TestFleetDeadLettersListAndRedriveOnce: records the partition handler
@@ -337,51 +337,51 @@ func TestFleetFoldPanicDeadLettersOnlyThatRecord(t *testing.T) {
 // deletes it.
 func TestFleetDeadLettersListAndRedriveOnce(t *testing.T) {
 	e := newEnv(t)
-	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	w := startFleet(t, e.js, e.subjects, "w", Options{DeadLetter: dead, MaxRecordBytes: 80})
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{DeadLetter: dead, MaxRecordBytes: 80})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	subject := streams.TraceSubject(e.subjects.Traces, tracemsg.PartitionOf("r1", e.subjects.PartitionCount()))
+	subject := streams.TraceSubject(e.Subjects.Traces, tracemsg.PartitionOf("r1", e.Subjects.PartitionCount()))
 	rec := `{"run_id":"r1","step":1,"decision":"allow","cost_microusd":7,"attributes":{"note":"longer than the limit"}}`
-	_, err := e.js.Publish(ctx, subject, []byte(rec), jetstream.WithMsgID("orig-1"))
+	_, err := e.JS.Publish(ctx, subject, []byte(rec), jetstream.WithMsgID("orig-1"))
 	require.NoError(t, err)
-	_, err = e.js.Publish(ctx, streams.TraceSubject(e.subjects.Traces, 0), []byte(`{"segment":"https://admin:s3cr3tpass@example.invalid/x"}`))
+	_, err = e.JS.Publish(ctx, streams.TraceSubject(e.Subjects.Traces, 0), []byte(`{"segment":"https://admin:s3cr3tpass@example.invalid/x"}`))
 	require.NoError(t, err)
 	var dls []deadletter.Message
 	jstest.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
-		dls, err = deadletter.List(ctx, e.js, e.subjects, "")
+		dls, err = deadletter.List(ctx, e.JS, e.Subjects, "")
 		if err == nil && len(dls) != 2 {
 			err = fmt.Errorf("%d dead letters", len(dls))
 		}
 		return err
 	})
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	seg, err := deadletter.List(ctx, e.js, e.subjects, "segment refused")
+	seg, err := deadletter.List(ctx, e.JS, e.Subjects, "segment refused")
 	require.NoError(t, err)
 	require.Len(t, seg, 1)
 	require.NotContains(t, seg[0].Reason, "s3cr3tpass", "credentials in an error never reach the dead-letter stream")
 	require.Contains(t, seg[0].Reason, "[REDACTED]")
-	big, err := deadletter.List(ctx, e.js, e.subjects, "oversized trace record")
+	big, err := deadletter.List(ctx, e.JS, e.Subjects, "oversized trace record")
 	require.NoError(t, err)
 	require.Len(t, big, 1)
 	require.Equal(t, subject, big[0].Subject)
-	none, err := deadletter.List(ctx, e.js, e.subjects, "no such text")
+	none, err := deadletter.List(ctx, e.JS, e.Subjects, "no such text")
 	require.NoError(t, err)
 	require.Empty(t, none)
 
 	// Fixed: re-drive to a worker with the default limit.
-	w2 := startFleet(t, e.js, e.subjects, "w2", Options{DeadLetter: dead})
-	n, err := deadletter.Redrive(ctx, e.js, e.subjects, append(big, big...))
+	w2 := startFleet(t, e.JS, e.Subjects, "w2", Options{DeadLetter: dead})
+	n, err := deadletter.Redrive(ctx, e.JS, e.Subjects, append(big, big...))
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	waitFleetCalls(t, w2, 1)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w2.stop(t)
-	left, err := deadletter.List(ctx, e.js, e.subjects, "")
+	left, err := deadletter.List(ctx, e.JS, e.Subjects, "")
 	require.NoError(t, err)
 	require.Len(t, left, 1, "the re-driven dead letter is deleted")
 	require.Contains(t, left[0].Reason, "segment refused")
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, runsOf(t, agg)["r1"], "re-driven twice, counted once")
 	require.EqualValues(t, 1, agg.Calls())
@@ -393,20 +393,20 @@ func TestFleetDeadLettersListAndRedriveOnce(t *testing.T) {
 // canonical bytes: the same record in another key order is one call.
 func TestFleetRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 	e := newEnv(t)
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 4})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: 4})
 	ctx := jstest.Ctx(t, 30*time.Second)
 	for _, raw := range []string{
 		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":5}`,
 		`{ "cost_microusd": 5, "decision": "allow", "step": 1, "run_id": "r" }`,
 		`{"run_id":"r","step":1,"decision":"allow","cost_microusd":6}`,
 	} {
-		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		_, err := e.JS.Publish(ctx, e.Subjects.Traces, []byte(raw))
 		require.NoError(t, err)
 	}
 	waitFleetCalls(t, w, 2)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, runsOf(t, agg)["r"])
 	require.EqualValues(t, 2, agg.Calls())
@@ -417,10 +417,10 @@ func TestFleetRecordsWithoutIDsDedupeOnCanonicalBytes(t *testing.T) {
 // message) is still four.
 func TestFleetCallIDsAreScopedByRun(t *testing.T) {
 	e := newEnv(t)
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 8})
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: 8})
 	ctx := jstest.Ctx(t, 30*time.Second)
 	// Runs a and b share a partition (dedupe keys are per partition).
-	n := e.subjects.PartitionCount()
+	n := e.Subjects.PartitionCount()
 	b := ""
 	for i := 0; b == ""; i++ {
 		if id := fmt.Sprintf("b%d", i); tracemsg.PartitionOf(id, n) == tracemsg.PartitionOf("a", n) {
@@ -434,13 +434,13 @@ func TestFleetCallIDsAreScopedByRun(t *testing.T) {
 		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
 		`{"call_id":"2","run_id":"` + b + `","step":2,"decision":"allow","cost_microusd":4}`,
 	} {
-		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		_, err := e.JS.Publish(ctx, e.Subjects.Traces, []byte(raw))
 		require.NoError(t, err)
 	}
 	waitFleetCalls(t, w, 4)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, runsOf(t, agg)["a"])
 	require.EqualValues(t, 2, runsOf(t, agg)[b])

@@ -208,22 +208,22 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 	e := newEnv(t)
 	dir, want := fleetDir(t, 6000, 3)
 	ctx := jstest.Ctx(t, 60*time.Second)
-	st, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, dir, segreplay.Options{})
+	st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 6000, st.New)
 	// The merged report refuses while partitions were never published.
-	_, err = ReadAggregate(ctx, e.js, e.subjects)
+	_, err = ReadAggregate(ctx, e.JS, e.Subjects)
 	var missing *MissingPartitionsError
 	require.ErrorAs(t, err, &missing)
 	require.Len(t, missing.Partitions, 8)
 
-	w := startFleet(t, e.js, e.subjects, "solo", Options{})
+	w := startFleet(t, e.JS, e.Subjects, "solo", Options{})
 	// Replayed again: every row is a duplicate.
-	st, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, dir, segreplay.Options{})
+	st, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 6000, st.Duplicates)
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 
 	// Legacy producers: records on the bare subject are routed; the same
 	// record without an id twice counts once, equal steps both count.
@@ -232,7 +232,7 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":5}`,
 		`{"run_id":"legacy-1","step":1,"decision":"allow","cost_microusd":7,"outcome":"case_resolved"}`,
 	} {
-		_, err := e.js.Publish(ctx, e.subjects.Traces, []byte(raw))
+		_, err := e.JS.Publish(ctx, e.Subjects.Traces, []byte(raw))
 		require.NoError(t, err)
 	}
 	// A consumer's pending count follows a publish asynchronously in the
@@ -240,7 +240,7 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 	// the router has seen them: wait for the routed records to be
 	// published in their partition's aggregate first.
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		agg, err := ReadAggregate(ctx, e.js, e.subjects)
+		agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 		if err != nil {
 			return err
 		}
@@ -249,9 +249,9 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 		}
 		return nil
 	})
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), runsOf(t, agg)["legacy-1"])
 	require.Equal(t, int64(6002), agg.Calls())
@@ -322,21 +322,21 @@ func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
 	e := newEnv(t)
 	dir, want := fleetDirN(t, 16000, 11, 12)
 	kv := &lostReplyKV{lose: map[int]bool{2: true, 4: true}}
-	w := startFleet(t, e.js, e.subjects, "w", Options{SnapshotEvery: 20 * time.Millisecond, Batch: 64,
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{SnapshotEvery: 20 * time.Millisecond, Batch: 64,
 		wrapKV: func(inner jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = inner; return kv }})
 	ctx := jstest.Ctx(t, 60*time.Second)
 	// A replay per phase, each drained: partition 0's pointer moves at
 	// least once per phase.
 	for _, phase := range phaseDirs(t, dir, 6) {
-		_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phase, segreplay.Options{BatchRows: 64})
+		_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phase, segreplay.Options{BatchRows: 64})
 		require.NoError(t, err)
-		waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+		waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	}
 	w.stop(t)
 	require.EqualValues(t, 2, kv.lost.Load(), "the lost replies happened")
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 	// A new owner loads every partition's snapshot.
-	for p := range e.subjects.PartitionCount() {
+	for p := range e.Subjects.PartitionCount() {
 		entry, err := kv.KeyValue.Get(ctx, partitionKey(p))
 		require.NoError(t, err)
 		var ptr partPointer
@@ -360,7 +360,7 @@ func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 	phases := phaseDirs(t, dir, 2)
 	var armed atomic.Bool
 	var commits, failed atomic.Int32
-	w := startFleet(t, e.js, e.subjects, "w", Options{Batch: 64, failCommit: func() error {
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{Batch: 64, failCommit: func() error {
 		if !armed.Load() {
 			return nil
 		}
@@ -372,21 +372,21 @@ func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 		return nil
 	}})
 	ctx := jstest.Ctx(t, 60*time.Second)
-	_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
+	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
 	require.NoError(t, err)
-	waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 45*time.Second)
 	armed.Store(true)
 	// Small batches, replayed in parts: many commits to fail.
 	for _, part := range phaseDirs(t, phases[1], 4) {
-		_, err = segreplay.Replay(ctx, e.js, e.subjects.Traces, part, segreplay.Options{BatchRows: 16})
+		_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, part, segreplay.Options{BatchRows: 16})
 		require.NoError(t, err)
-		waitFleetDrained(t, e.js, e.subjects, 45*time.Second)
+		waitFleetDrained(t, e.JS, e.Subjects, 45*time.Second)
 	}
 	t.Logf("%d commits after arming", commits.Load())
 	w.stop(t)
 	require.EqualValues(t, 4, failed.Load(), "the commits failed")
-	agg, err := ReadAggregate(ctx, e.js, e.subjects)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, rows, agg.Calls(), "every call once")
-	require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 }

@@ -65,12 +65,12 @@ func TestSplitReplayGivesTheReportOfTheUnion(t *testing.T) {
 			e := newEnv(t)
 			ctx := jstest.Ctx(t, 60*time.Second)
 			for _, d := range order {
-				_, err := segreplay.Replay(ctx, e.js, e.subjects.Traces, d, segreplay.Options{})
+				_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, d, segreplay.Options{})
 				require.NoError(t, err)
 			}
-			w := startFleet(t, e.js, e.subjects, "split", Options{})
-			waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
-			require.JSONEq(t, string(want), string(mergedJSON(t, e.js, e.subjects)))
+			w := startFleet(t, e.JS, e.Subjects, "split", Options{})
+			waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+			require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 			w.stop(t)
 		})
 	}

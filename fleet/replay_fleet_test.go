@@ -23,30 +23,30 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 
 	// A client whose own async window is tiny and that reports a stall now
 	// and then, as PublishAsync does when acks lag under CPU contention.
-	inner, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(8))
+	inner, err := jetstream.New(e.NC, jetstream.WithPublishAsyncMaxPending(8))
 	require.NoError(t, err)
 	js := &stallingJS{JetStream: inner}
 	ctx := jstest.Ctx(t, 60*time.Second)
-	st, err := segreplay.Replay(ctx, js, e.subjects.Traces, dir, segreplay.Options{MaxInFlight: 64})
+	st, err := segreplay.Replay(ctx, js, e.Subjects.Traces, dir, segreplay.Options{MaxInFlight: 64})
 	require.NoError(t, err)
 	require.Equal(t, 4000, st.Rows)
 	require.Equal(t, 4000, st.New)
 	require.Zero(t, st.Duplicates)
 
-	st, err = segreplay.Replay(ctx, js, e.subjects.Traces, dir, segreplay.Options{})
+	st, err = segreplay.Replay(ctx, js, e.Subjects.Traces, dir, segreplay.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4000, st.Rows)
 	require.Zero(t, st.New, "a second replay stores nothing")
 	require.Equal(t, 4000, st.Duplicates)
 
 	// And what was stored reduces exactly as the directory does.
-	startFleet(t, e.js, e.subjects, "replay", Options{})
-	waitFleetDrained(t, e.js, e.subjects, 30*time.Second)
+	startFleet(t, e.JS, e.Subjects, "replay", Options{})
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
 	_, err = replay.ReduceDir(ctx, dir, r, replay.DirOptions{})
 	require.NoError(t, err)
-	require.JSONEq(t, string(reportJSON(t, r)), string(mergedJSON(t, e.js, e.subjects)))
+	require.JSONEq(t, string(reportJSON(t, r)), string(mergedJSON(t, e.JS, e.Subjects)))
 }
 
 // stallingJS refuses every fifth asynchronous publish as stalled.

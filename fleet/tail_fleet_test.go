@@ -19,28 +19,28 @@ import (
 // letters with their reason; nothing is published twice on a restart.
 func TestTailForwarder(t *testing.T) {
 	e := newEnv(t)
-	w := startFleet(t, e.js, e.subjects, "tail", Options{})
+	w := startFleet(t, e.JS, e.Subjects, "tail", Options{})
 
 	ev, _, err := envelope.Seal(envelope.New(envelope.TypeEvalRun, "agent://acme.example/bot", "r1", map[string]any{"cases": 1}, time.Now()), "")
 	require.NoError(t, err)
-	path := filepath.Join(e.dir, "in.ndjson")
+	path := filepath.Join(e.Dir, "in.ndjson")
 	doc := string(ev) + "\n" +
 		`{"run_id":"r1","step":1,"decision":"allow","cost_microusd":10,"outcome":"case_resolved"}` + "\n" +
 		"not json\n"
 	require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
 
-	deadSub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
+	deadSub, err := e.NC.SubscribeSync(e.Subjects.DeadLetter)
 	require.NoError(t, err)
-	tailSub, err := e.nc.SubscribeSync(e.subjects.Tail)
+	tailSub, err := e.NC.SubscribeSync(e.Subjects.Tail)
 	require.NoError(t, err)
 
 	// forward runs the forwarder once over the file, from the saved offset,
 	// and returns the class of every line it handled.
 	forward := func() []string {
-		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.Dir, "off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		var classes []string
-		f := tailfwd.New(tl, e.js, e.subjects, tailfwd.Options{Counted: func(c string) { classes = append(classes, c) }})
+		f := tailfwd.New(tl, e.JS, e.Subjects, tailfwd.Options{Counted: func(c string) { classes = append(classes, c) }})
 		require.NoError(t, f.Run(context.Background()))
 		return classes
 	}
@@ -66,7 +66,7 @@ func TestTailForwarder(t *testing.T) {
 	require.NoError(t, f.Close())
 	require.Equal(t, []string{"record"}, forward())
 	waitFleetCalls(t, w, 2)
-	waitFleetDrained(t, e.js, e.subjects, 10*time.Second)
+	waitFleetDrained(t, e.JS, e.Subjects, 10*time.Second)
 	agg, err := LocalAggregate(context.Background(), w.f.st)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, agg.Calls())

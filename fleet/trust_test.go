@@ -56,21 +56,21 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(outsideFIFO, 0o600))
 
 	roots := append(testdataRoot(t), root)
-	st := jstest.OpenStore(t, filepath.Join(e.dir, "v.db"))
-	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.js, Subject: e.subjects.DeadLetter})
-	evalH := evalreq.NewHandler(st, evalrun.Deps{Store: st, Version: "test"}, e.nc, evalreq.Options{Roots: roots, Logger: jstest.Logger(t)})
-	jstest.RunPuller(t, e.eval, evalH, pull.Options{Name: "eval", Batch: 1, DeadLetter: dead, Logger: jstest.Logger(t)})
-	fleet := startFleet(t, e.js, e.subjects, "w", Options{Roots: roots, DeadLetter: dead})
-	segSubject := streams.TraceSubject(e.subjects.Traces, 0)
+	st := jstest.OpenStore(t, filepath.Join(e.Dir, "v.db"))
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: e.JS, Subject: e.Subjects.DeadLetter})
+	evalH := evalreq.NewHandler(st, evalrun.Deps{Store: st, Version: "test"}, e.NC, evalreq.Options{Roots: roots, Logger: jstest.Logger(t)})
+	jstest.RunPuller(t, e.Eval, evalH, pull.Options{Name: "eval", Batch: 1, DeadLetter: dead, Logger: jstest.Logger(t)})
+	fleet := startFleet(t, e.JS, e.Subjects, "w", Options{Roots: roots, DeadLetter: dead})
+	segSubject := streams.TraceSubject(e.Subjects.Traces, 0)
 
-	deadSub, err := e.nc.SubscribeSync(e.subjects.DeadLetter)
+	deadSub, err := e.NC.SubscribeSync(e.Subjects.DeadLetter)
 	require.NoError(t, err)
 	defer deadSub.Unsubscribe()
-	tracesSub, err := e.nc.SubscribeSync(e.subjects.Traces)
+	tracesSub, err := e.NC.SubscribeSync(e.Subjects.Traces)
 	require.NoError(t, err)
 	defer tracesSub.Unsubscribe()
 	inbox := nats.NewInbox()
-	replies, err := e.nc.SubscribeSync(inbox)
+	replies, err := e.NC.SubscribeSync(inbox)
 	require.NoError(t, err)
 	defer replies.Unsubscribe()
 
@@ -103,7 +103,7 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	}
 	publish := func(subject string, data []byte) {
 		t.Helper()
-		_, err := e.js.Publish(jstest.Ctx(t, 5*time.Second), subject, data)
+		_, err := e.JS.Publish(jstest.Ctx(t, 5*time.Second), subject, data)
 		require.NoError(t, err)
 	}
 	evalReq := func(req map[string]any) []byte {
@@ -121,31 +121,31 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 		data          []byte
 		reason        string
 	}{
-		{"inline corpus /etc/passwd", e.subjects.EvalRequests,
+		{"inline corpus /etc/passwd", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b1", "eval_set": inlineSet("/etc/passwd", golden)}), "outside the allowed roots"},
-		{"inline golden outside the roots", e.subjects.EvalRequests,
+		{"inline golden outside the roots", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b2", "eval_set": inlineSet("grimoire/corpus.json", filepath.Join(outside, "golden.json")+"#x")}), "outside the allowed roots"},
-		{"golden through a symlink out of a root", e.subjects.EvalRequests,
+		{"golden through a symlink out of a root", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b3", "eval_set": inlineSet("grimoire/corpus.json", "escape.json#x")}), "outside the allowed roots"},
-		{"golden FIFO outside the roots", e.subjects.EvalRequests,
+		{"golden FIFO outside the roots", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b4", "eval_set": inlineSet("grimoire/corpus.json", outsideFIFO+"#x")}), "outside the allowed roots"},
-		{"corpus FIFO inside a root", e.subjects.EvalRequests,
+		{"corpus FIFO inside a root", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b5", "eval_set": inlineSet("corpus.fifo", golden)}), "not a regular file (FIFO)"},
-		{"eval set path is a directory", e.subjects.EvalRequests,
+		{"eval set path is a directory", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b6", "eval_set_path": "grimoire"}), "not a regular file (directory)"},
-		{"reply_to a stream subject", e.subjects.EvalRequests,
-			evalReq(map[string]any{"request_id": "b7", "eval_set_path": "grimoire/evalset.json", "reply_to": e.subjects.Traces}), "reply_to refused"},
-		{"reply_to outside the reply prefixes", e.subjects.EvalRequests,
+		{"reply_to a stream subject", e.Subjects.EvalRequests,
+			evalReq(map[string]any{"request_id": "b7", "eval_set_path": "grimoire/evalset.json", "reply_to": e.Subjects.Traces}), "reply_to refused"},
+		{"reply_to outside the reply prefixes", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b8", "eval_set_path": "grimoire/evalset.json", "reply_to": "orders.new"}), "matches none of the reply subjects"},
-		{"agent_id not canonical", e.subjects.EvalRequests,
+		{"agent_id not canonical", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b9", "eval_set_path": "grimoire/evalset.json", "agent_id": "Not An Agent"}), `field agent_id: "Not An Agent"`},
-		{"eval request with an unknown field", e.subjects.EvalRequests,
+		{"eval request with an unknown field", e.Subjects.EvalRequests,
 			evalReq(map[string]any{"request_id": "b10", "eval_set_path": "grimoire/evalset.json", "modle": "stub"}), `unknown field "modle"`},
-		{"eval request with trailing data", e.subjects.EvalRequests,
+		{"eval request with trailing data", e.Subjects.EvalRequests,
 			append(evalReq(map[string]any{"request_id": "b11", "eval_set_path": "grimoire/evalset.json"}), []byte(` {"x":1}`)...), "trailing data"},
-		{"record with a misspelled field", e.subjects.Traces,
+		{"record with a misspelled field", e.Subjects.Traces,
 			[]byte(`{"run_id":"r1","step":1,"decision":"allow","cost_micro_usd":5}`), `unknown field "cost_micro_usd"`},
-		{"record with trailing garbage", e.subjects.Traces,
+		{"record with trailing garbage", e.Subjects.Traces,
 			[]byte(`{"run_id":"r1","step":2,"decision":"allow","cost_microusd":5} garbage`), "trailing data"},
 		{"segment FIFO", segSubject,
 			[]byte(`{"segment":"corpus.fifo"}`), "not a regular file (FIFO)"},
@@ -164,18 +164,18 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 		b, _ := json.Marshal(tracemsg.RecordOf(c))
 		return b
 	}
-	publish(e.subjects.Traces, big(1))
+	publish(e.Subjects.Traces, big(1))
 	waitFleetCalls(t, fleet, 1)
-	publish(e.subjects.Traces, big(2))
+	publish(e.Subjects.Traces, big(2))
 	expectDead("second max-cost call", `run "big": field cost_microusd 9223372036854775807: sum overflows int64`)
 
 	// The good messages after all of that are processed.
 	good := calls.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 0,
 		AgentID: "agent://acme.example/grimoire-bot"}
 	b, _ := json.Marshal(tracemsg.RecordOf(good))
-	publish(e.subjects.Traces, b)
+	publish(e.Subjects.Traces, b)
 	waitFleetCalls(t, fleet, 2)
-	publish(e.subjects.EvalRequests, evalReq(map[string]any{"request_id": "good", "eval_set": inlineSet("grimoire/corpus.json", golden),
+	publish(e.Subjects.EvalRequests, evalReq(map[string]any{"request_id": "good", "eval_set": inlineSet("grimoire/corpus.json", golden),
 		"agent_id": "agent://acme.example/grimoire-bot"}))
 	var rep evalreq.Reply
 	for rep.RequestID != "good" {

@@ -17,10 +17,10 @@ func TestLeaseRenewsItselfAndIsLostOnlyToAnotherHolder(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 30*time.Second)
 	const ttl = 600 * time.Millisecond
-	l, err := Acquire(ctx, e.js, "inst-1", "host:/a", Options{TTL: ttl})
+	l, err := Acquire(ctx, e.JS, "inst-1", "host:/a", Options{TTL: ttl})
 	require.NoError(t, err)
 	t.Cleanup(l.Release)
-	kv, err := e.js.KeyValue(ctx, Bucket)
+	kv, err := e.JS.KeyValue(ctx, Bucket)
 	require.NoError(t, err)
 	entry, err := kv.Get(ctx, "inst-1")
 	require.NoError(t, err)

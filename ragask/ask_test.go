@@ -15,16 +15,16 @@ func TestAskRoundTrip(t *testing.T) {
 	e := newEnv(t)
 	pipe, err := rag.NewOffline(context.Background(), "../testdata/grimoire/corpus.json", rag.Options{})
 	require.NoError(t, err)
-	srv := NewServer(e.nc, e.subjects.RAGAsk, pipe, Options{})
+	srv := NewServer(e.NC, e.Subjects.RAGAsk, pipe, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	jstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error { return e.nc.Flush() })
+	jstest.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error { return e.NC.Flush() })
 
 	var rep Reply
 	jstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
-		m, err := e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt does moonpetal need for silver sleep vapor?"}`), 5*time.Second)
+		m, err := e.NC.Request(e.Subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt does moonpetal need for silver sleep vapor?"}`), 5*time.Second)
 		if err != nil {
 			return err
 		}
@@ -33,21 +33,21 @@ func TestAskRoundTrip(t *testing.T) {
 	require.Empty(t, rep.Error)
 	require.NotNil(t, rep.Record)
 	require.NotEmpty(t, rep.Record.Answer)
-	m, err := e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":""}`), 5*time.Second)
+	m, err := e.NC.Request(e.Subjects.RAGAsk, []byte(`{"question":""}`), 5*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(m.Data, &rep))
 	require.Contains(t, rep.Error, "question")
 
 	// A reply subject bound to a verdryx stream is never published to: a
 	// client cannot make the worker write into its own streams.
-	for _, target := range []string{e.subjects.Events + ".inst1", e.subjects.Traces, e.subjects.EvalRequests} {
-		require.NoError(t, e.nc.PublishRequest(e.subjects.RAGAsk, target, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`)))
+	for _, target := range []string{e.Subjects.Events + ".inst1", e.Subjects.Traces, e.Subjects.EvalRequests} {
+		require.NoError(t, e.NC.PublishRequest(e.Subjects.RAGAsk, target, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`)))
 	}
 	// A proper ask after them is answered, so the refused ones were handled.
-	_, err = e.nc.Request(e.subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`), 5*time.Second)
+	_, err = e.NC.Request(e.Subjects.RAGAsk, []byte(`{"question":"How many grains of pearl salt for moonpetal?"}`), 5*time.Second)
 	require.NoError(t, err)
-	for _, st := range []string{e.subjects.EventsStream, e.subjects.TracesStream, e.subjects.EvalStream} {
-		s, err := e.js.Stream(context.Background(), st)
+	for _, st := range []string{e.Subjects.EventsStream, e.Subjects.TracesStream, e.Subjects.EvalStream} {
+		s, err := e.JS.Stream(context.Background(), st)
 		require.NoError(t, err)
 		info, err := s.Info(context.Background())
 		require.NoError(t, err)

@@ -10,15 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/internal/jstest"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// modernc sqlite and the nats-server keep process-wide helpers.
-		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
-	)
-}
+func TestMain(m *testing.M) { jstest.VerifyMain(m) }
 
 type env struct {
 	t        *testing.T

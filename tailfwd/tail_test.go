@@ -55,7 +55,7 @@ func forwarderClass(v tailVerdict) string {
 // restart.
 func TestTailClassifiersAgree(t *testing.T) {
 	e := newEnv(t)
-	path := filepath.Join(e.dir, "events.ndjson")
+	path := filepath.Join(e.Dir, "events.ndjson")
 	const agent = "agent://acme.example/bot"
 	ev := func(i int) envelope.Event {
 		return envelope.New(envelope.TypeQualityScore, agent, "r1", map[string]any{"case_id": fmt.Sprintf("c%d", i), "value": 1},
@@ -99,7 +99,7 @@ func TestTailClassifiersAgree(t *testing.T) {
 	var fwdClasses []string
 	var chk tail.LineChecker
 	tailRun := func() {
-		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "tail.off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.Dir, "tail.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
 		chk = tail.LineChecker{} // a new process
 		require.NoError(t, tl.Run(context.Background(), func(_ context.Context, l tail.Line) error {
@@ -110,9 +110,9 @@ func TestTailClassifiersAgree(t *testing.T) {
 		}))
 	}
 	fwdRun := func() {
-		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.dir, "fwd.off"), FromStart: true, Once: true})
+		tl, err := tail.New(path, tail.Options{StatePath: filepath.Join(e.Dir, "fwd.off"), FromStart: true, Once: true})
 		require.NoError(t, err)
-		f := New(tl, e.js, e.subjects, Options{
+		f := New(tl, e.JS, e.Subjects, Options{
 			Counted: func(class string) { fwdClasses = append(fwdClasses, class) },
 			Checked: func(l tail.Line, c tail.Classified) {
 				if c.Kind != tail.KindBlank {

@@ -3,12 +3,7 @@ package tracemsg
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/verdryx/verdryx/internal/jstest"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// modernc sqlite and the nats-server keep process-wide helpers.
-		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
-	)
-}
+func TestMain(m *testing.M) { jstest.VerifyMain(m) }

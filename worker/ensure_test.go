@@ -42,9 +42,9 @@ func (c *countingJS) CreateOrUpdateConsumer(ctx context.Context, stream string, 
 func TestEnsureOnlyReadsWhatAlreadyMatches(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 20*time.Second)
-	js := &countingJS{JetStream: e.js}
+	js := &countingJS{JetStream: e.JS}
 	ensureAll := func() {
-		_, _, err := streams.EnsureStreams(ctx, js, e.subjects, 0)
+		_, _, err := streams.EnsureStreams(ctx, js, e.Subjects, 0)
 		require.NoError(t, err)
 		_, err = evalreq.NewClaims(ctx, js, "inst", 0)
 		require.NoError(t, err)
@@ -57,11 +57,11 @@ func TestEnsureOnlyReadsWhatAlreadyMatches(t *testing.T) {
 	require.Zero(t, js.updates, "nothing to change on a second start")
 
 	// A claims bucket left with other settings is brought in line.
-	_, err := e.js.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: evalreq.ClaimBucket, History: 3})
+	_, err := e.JS.UpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: evalreq.ClaimBucket, History: 3})
 	require.NoError(t, err)
 	ensureAll()
 	require.Equal(t, 1, js.updates)
-	kv, err := e.js.KeyValue(ctx, evalreq.ClaimBucket)
+	kv, err := e.JS.KeyValue(ctx, evalreq.ClaimBucket)
 	require.NoError(t, err)
 	st, err := kv.Status(ctx)
 	require.NoError(t, err)

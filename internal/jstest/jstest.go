@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/outcome"
@@ -159,3 +160,10 @@ func Logger(t *testing.T) *slog.Logger {
 type tWriter struct{ t *testing.T }
 
 func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// VerifyMain runs the package's tests and then fails on goroutines they
+// leaked (goleak), but for the process-wide helpers of the NATS server.
+func VerifyMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"))
+}

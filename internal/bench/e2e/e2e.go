@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -198,8 +198,8 @@ func round(ctx context.Context, exe, dir string, k int) (Round, error) {
 	rd.WorkerSeconds = w.wall.Seconds()
 	rd.Ratio = rd.WorkerSeconds / rd.DirectSeconds
 	rd.WorkerCPU, rd.WorkerPeakRSS = w.cpu.Seconds(), w.peakRSS
-	rd.StoreBytes = duBytes(filepath.Join(data, "nats"))
-	rd.SQLiteBytes = duBytes(filepath.Join(data, "verdryx.db")) + duBytes(filepath.Join(data, "verdryx.db-wal"))
+	rd.StoreBytes = proc.DirBytes(filepath.Join(data, "nats"))
+	rd.SQLiteBytes = proc.DirBytes(filepath.Join(data, "verdryx.db")) + proc.DirBytes(filepath.Join(data, "verdryx.db-wal"))
 	rd.ReportsEqual = sameReport(direct.stdout, w.stdout)
 	return rd, nil
 }
@@ -241,7 +241,7 @@ type child struct {
 // carrying the end of its stderr.
 func runChild(ctx context.Context, exe string, args ...string) (child, error) {
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = childEnv()
+	cmd.Env = proc.ChildEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	t0 := time.Now()
@@ -260,31 +260,4 @@ func runChild(ctx context.Context, exe string, args ...string) (child, error) {
 		c.peakRSS = peakRSS(ps)
 	}
 	return c, nil
-}
-
-// childEnv is the environment without VERDRYX_* variables, so a caller's
-// settings never point a child elsewhere.
-func childEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VERDRYX_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// duBytes is the size of the files under path (0 when missing).
-func duBytes(path string) int64 {
-	var n int64
-	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
 }

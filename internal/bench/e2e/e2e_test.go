@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,13 +14,4 @@ func TestSameReportComparesTheTables(t *testing.T) {
 	require.False(t, sameReport(direct, []byte("cost per outcome of the traces consumed:\n  outcome  runs\n  resolved  3\ncalls read: 8\n")))
 	require.False(t, sameReport(direct, []byte("  outcome  runs\n  resolved  3\ncalls read: 9\n")), "no worker header")
 	require.False(t, sameReport([]byte("  outcome  runs\n"), worker), "no direct footer")
-}
-
-func TestDuBytesSumsFiles(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "x"), make([]byte, 10), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "b", "y"), make([]byte, 5), 0o644))
-	require.EqualValues(t, 15, duBytes(dir))
-	require.EqualValues(t, 0, duBytes(filepath.Join(dir, "missing")))
 }

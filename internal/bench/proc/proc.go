@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,3 +163,18 @@ func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
 // Done is closed once the process has ended and been waited for.
 func (c *Child) Done() <-chan struct{} { return c.done }
+
+// DirBytes is the size of the files under path (0 when missing).
+func DirBytes(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}

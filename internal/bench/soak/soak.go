@@ -26,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -464,21 +463,6 @@ func rss(pid int) int64 {
 	return 0
 }
 
-// duBytes is the size of the files under path (0 when missing).
-func duBytes(path string) int64 {
-	var n int64
-	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n
-}
-
 // linkAll hard-links (or copies) every file of dir into all.
 func linkAll(dir, all string) error {
 	ents, err := os.ReadDir(dir)
@@ -581,7 +565,7 @@ func tracesBusy(ctx context.Context, js jetstream.JetStream, stream string) (boo
 // sample reads the day's sizes.
 func (r *runner) sample(ctx context.Context, day *Day) {
 	day.RSS = rss(r.serve.Pid())
-	day.DiskBytes = duBytes(r.data)
+	day.DiskBytes = proc.DirBytes(r.data)
 	if v, ok := r.metric(ctx, "verdryx_snapshot_bytes_total"); ok {
 		if int64(v) < r.snaps {
 			r.snaps = 0 // a new serve child (a takeover): its counter started at 0
