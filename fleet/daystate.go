@@ -101,13 +101,93 @@ func (t *dayTable) add(name string, a *runAgg) error {
 	return nil
 }
 
-// Day table encoding: magic, partition, partition count, day (zig-zag),
-// revision, dropped calls, the run states sorted by name (name and state
-// length-prefixed), the key count and the keys, then the CRC-32C
-// (Castagnoli) of everything before it, 4 bytes little endian.
-var dayMagic = []byte("VXDAY001")
+// Day table encoding, format 2 (dayMagic): magic, partition, partition
+// count, day (zig-zag), revision, dropped calls, the key count and the keys
+// (store.KeySize bytes each: a takeover reads them without the runs), the
+// strings the runs' outcomes and agents use, the distinct first three
+// words of their orders, then the runs in no particular order, each its
+// name (length-prefixed) and state: flags (bit 0: an outcome, bit 1: an
+// agent), calls, blocked, refused, cost (zig-zag), newest ts less the
+// day's start (zig-zag), then for the outcome and for the agent when
+// present its string's index, its step, its order's prefix index and last
+// word. The orders of an absent outcome or agent are never compared (see
+// runAgg.add and merge), so they are not kept. Then the CRC-32C
+// (Castagnoli) of everything before it, 4 bytes little endian. Format 1
+// (dayMagicV1) held the runs sorted by name, each a runAgg encoding, and
+// the keys last; it is still read.
+var (
+	dayMagic   = []byte("VXDAY002")
+	dayMagicV1 = []byte("VXDAY001")
+)
 
+// castagnoli is the CRC-32C table of the day table checksum.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
+
+// dayTableEncoder holds the dictionaries of one table's encoding.
+type dayTableEncoder struct {
+	strs     map[string]uint64
+	strList  []string
+	prefixes map[[3]uint64]uint64
+	preList  [][3]uint64
+}
+
+func (e *dayTableEncoder) str(s string) uint64 {
+	i, ok := e.strs[s]
+	if !ok {
+		i = uint64(len(e.strList))
+		e.strs[s] = i
+		e.strList = append(e.strList, s)
+	}
+	return i
+}
+
+func (e *dayTableEncoder) prefix(o callOrder) uint64 {
+	k := [3]uint64{o[0], o[1], o[2]}
+	i, ok := e.prefixes[k]
+	if !ok {
+		i = uint64(len(e.preList))
+		e.prefixes[k] = i
+		e.preList = append(e.preList, k)
+	}
+	return i
+}
+
+// encode appends the table's encoding to b.
 func (t *dayTable) encode(b []byte) []byte {
+	e := dayTableEncoder{strs: map[string]uint64{}, prefixes: map[[3]uint64]uint64{}}
+	// The runs first, into their own buffer, so the dictionaries they
+	// fill can be written before them.
+	runs := make([]byte, 0, 48*len(t.runs))
+	dayStart := int64(t.day) * dayMillis
+	for name, a := range t.runs {
+		runs = appendString(runs, name)
+		flags := uint64(0)
+		if a.outcome != "" {
+			flags |= 1
+		}
+		if a.agent != "" {
+			flags |= 2
+		}
+		runs = binary.AppendUvarint(runs, flags)
+		runs = binary.AppendUvarint(runs, a.calls)
+		runs = binary.AppendUvarint(runs, a.blocked)
+		runs = binary.AppendUvarint(runs, a.refused)
+		runs = binary.AppendVarint(runs, a.cost)
+		runs = binary.AppendVarint(runs, a.lastTS-dayStart)
+		if a.outcome != "" {
+			runs = binary.AppendUvarint(runs, e.str(a.outcome))
+			runs = binary.AppendUvarint(runs, uint64(a.outStep))
+			runs = binary.AppendUvarint(runs, e.prefix(a.outOrder))
+			runs = binary.AppendUvarint(runs, a.outOrder[3])
+		}
+		if a.agent != "" {
+			runs = binary.AppendUvarint(runs, e.str(a.agent))
+			runs = binary.AppendUvarint(runs, uint64(a.agentStep))
+			runs = binary.AppendUvarint(runs, e.prefix(a.agentOrder))
+			runs = binary.AppendUvarint(runs, a.agentOrder[3])
+		}
+	}
+	b = slices.Grow(b, 64+len(t.keys)+len(runs)+32*len(e.preList)+16*len(e.strList))
 	start := len(b)
 	b = append(b, dayMagic...)
 	b = binary.AppendUvarint(b, uint64(t.part))
@@ -115,38 +195,154 @@ func (t *dayTable) encode(b []byte) []byte {
 	b = binary.AppendVarint(b, int64(t.day))
 	b = binary.AppendUvarint(b, uint64(t.rev))
 	b = binary.AppendUvarint(b, t.dropped)
-	names := slices.Sorted(maps.Keys(t.runs))
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	var tmp []byte
-	for _, n := range names {
-		b = appendString(b, n)
-		tmp = t.runs[n].encode(tmp[:0])
-		b = binary.AppendUvarint(b, uint64(len(tmp)))
-		b = append(b, tmp...)
-	}
 	b = binary.AppendUvarint(b, uint64(len(t.keys)/store.KeySize))
 	b = append(b, t.keys...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], crc32.MakeTable(crc32.Castagnoli)))
+	b = binary.AppendUvarint(b, uint64(len(e.strList)))
+	for _, s := range e.strList {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.preList)))
+	for _, p := range e.preList {
+		b = binary.AppendUvarint(b, p[0])
+		b = binary.AppendUvarint(b, p[1])
+		b = binary.AppendUvarint(b, p[2])
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.runs)))
+	b = append(b, runs...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli()))
 }
 
-// decodeDayTable reads what encode wrote; a damaged table is an error.
-func decodeDayTable(b []byte) (*dayTable, error) {
-	if len(b) < len(dayMagic)+4 || string(b[:len(dayMagic)]) != string(dayMagic) {
-		return nil, errors.New("day table: bad magic")
+// checkDayTable checks an encoded table's magic and checksum and returns
+// its body (after the magic, before the checksum) and whether it is of
+// format 1.
+func checkDayTable(b []byte) (body []byte, v1 bool, err error) {
+	if len(b) < len(dayMagic)+4 {
+		return nil, false, errors.New("day table: bad magic")
+	}
+	switch string(b[:len(dayMagic)]) {
+	case string(dayMagic):
+	case string(dayMagicV1):
+		v1 = true
+	default:
+		return nil, false, errors.New("day table: bad magic")
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
-		return nil, errors.New("day table: checksum mismatch (damaged)")
+	if crc32.Checksum(body, castagnoli()) != sum {
+		return nil, false, errors.New("day table: checksum mismatch (damaged)")
 	}
-	d := decoder{b: body[len(dayMagic):]}
+	return body[len(dayMagic):], v1, nil
+}
+
+// dayTableHead reads a table's header up to its keys.
+func dayTableHead(d *decoder) (t *dayTable) {
 	part, parts := d.uvarint(), d.uvarint()
 	day := d.varint()
 	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts || day < math.MinInt32 || day > math.MaxInt32) {
 		d.err = fmt.Errorf("partition %d of %d, day %d", part, parts, day)
 	}
-	t := newDayTable(int(part), int(parts), int32(day))
+	t = newDayTable(int(part), int(parts), int32(day))
 	t.rev = d.uint32()
 	t.dropped = d.uvarint()
+	return t
+}
+
+// dayKeysOf reads a table's key count and keys (aliasing d's buffer).
+func dayKeysOf(d *decoder) []byte {
+	nk := d.uvarint()
+	if d.err == nil && nk > uint64(len(d.b))/store.KeySize {
+		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	}
+	if d.err != nil {
+		return nil
+	}
+	k := d.b[: nk*store.KeySize : nk*store.KeySize]
+	d.b = d.b[nk*store.KeySize:]
+	return k
+}
+
+// decodeDayTable reads what encode wrote (or format 1); a damaged table
+// is an error.
+func decodeDayTable(b []byte) (*dayTable, error) {
+	body, v1, err := checkDayTable(b)
+	if err != nil {
+		return nil, err
+	}
+	if v1 {
+		return decodeDayTableV1(body)
+	}
+	d := decoder{b: body}
+	t := dayTableHead(&d)
+	t.keys = append([]byte(nil), dayKeysOf(&d)...)
+	strs := make([]string, d.count(1))
+	for i := range strs {
+		strs[i] = string(d.bytes())
+	}
+	pres := make([][3]uint64, d.count(3))
+	for i := range pres {
+		pres[i] = [3]uint64{d.uvarint(), d.uvarint(), d.uvarint()}
+	}
+	n := d.count(7)
+	states := make([]runAgg, n)
+	t.runs = make(map[string]*runAgg, n)
+	dayStart := int64(t.day) * dayMillis
+	ref := func(step *uint32, order *callOrder) string {
+		si, st, pi, last := d.uvarint(), d.uint32(), d.uvarint(), d.uvarint()
+		if d.err == nil && (si >= uint64(len(strs)) || pi >= uint64(len(pres))) {
+			d.err = fmt.Errorf("string %d of %d, order prefix %d of %d", si, len(strs), pi, len(pres))
+		}
+		if d.err != nil {
+			return ""
+		}
+		p := pres[pi]
+		*step, *order = st, callOrder{p[0], p[1], p[2], last}
+		return strs[si]
+	}
+	for i := range states {
+		name := string(d.bytes())
+		a := &states[i]
+		flags := d.uvarint()
+		a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
+		a.cost, a.lastTS = d.varint(), d.varint()+dayStart
+		if flags&1 != 0 {
+			a.outcome = ref(&a.outStep, &a.outOrder)
+		}
+		if flags&2 != 0 {
+			a.agent = ref(&a.agentStep, &a.agentOrder)
+		}
+		if d.err == nil && (flags > 3 || a.calls == 0 || a.refused < a.blocked || a.calls < a.refused) {
+			d.err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.calls, a.refused, a.blocked)
+		}
+		if d.err != nil {
+			break
+		}
+		t.runs[name] = a
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes after the runs", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("day table: %w", d.err)
+	}
+	return t, nil
+}
+
+// count reads a count of items that take at least size bytes each, and
+// fails (returning 0) when the rest of the buffer cannot hold them.
+func (d *decoder) count(size int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/size) {
+		d.err = fmt.Errorf("%d items of at least %d bytes in %d bytes", n, size, len(d.b))
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(n)
+}
+
+// decodeDayTableV1 reads the body of a format 1 table.
+func decodeDayTableV1(body []byte) (*dayTable, error) {
+	d := decoder{b: body}
+	t := dayTableHead(&d)
 	n := d.uvarint()
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := string(d.bytes())
@@ -175,31 +371,27 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 // returns its partition, day, revision and keys (aliasing b) without
 // decoding its run states: what a takeover needs of every retained day.
 func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err error) {
-	if len(b) < len(dayMagic)+4 || string(b[:len(dayMagic)]) != string(dayMagic) {
-		return 0, 0, 0, nil, errors.New("day table: bad magic")
+	body, v1, err := checkDayTable(b)
+	if err != nil {
+		return 0, 0, 0, nil, err
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return 0, 0, 0, nil, errors.New("day table: checksum mismatch (damaged)")
-	}
-	d := decoder{b: body[len(dayMagic):]}
-	part = int(d.uvarint())
-	d.uvarint()
-	day = d.day()
-	rev = d.uint32()
-	d.uvarint()
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
-		d.bytes()
-		d.bytes()
-	}
-	nk := d.uvarint()
-	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {
-		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	d := decoder{b: body}
+	t := dayTableHead(&d)
+	if v1 {
+		for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+			d.bytes()
+			d.bytes()
+		}
+		if keys = dayKeysOf(&d); d.err == nil && len(d.b) > 0 {
+			d.err = fmt.Errorf("%d bytes after the keys", len(d.b))
+		}
+	} else {
+		keys = dayKeysOf(&d)
 	}
 	if d.err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.err)
 	}
-	return part, day, rev, d.b, nil
+	return t.part, t.day, t.rev, keys, nil
 }
 
 // addFoldedKeysOf adds the keys of an encoded day table to the dedupe set.
@@ -282,9 +474,17 @@ func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day i
 // memory; on a cost overflow nothing changes in s (t may be half merged:
 // the caller drops it).
 func (s *partState) foldInto(t *dayTable, d int32) error {
-	for name, a := range s.runs[d] {
-		if err := t.add(name, a); err != nil {
-			return err
+	if len(t.runs) == 0 && s.runs[d] != nil {
+		// A new table takes the day's states over: nothing to merge.
+		t.runs = s.runs[d]
+		for _, a := range t.runs {
+			a.gen = 0
+		}
+	} else {
+		for name, a := range s.runs[d] {
+			if err := t.add(name, a); err != nil {
+				return err
+			}
 		}
 	}
 	t.dropped += s.dropped[d]

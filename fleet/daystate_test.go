@@ -1,8 +1,14 @@
 package fleet
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +103,111 @@ func TestDayTableRoundTripsAndRefusesDamage(t *testing.T) {
 	}
 	_, err = decodeDayTable(b[len("prefix") : len(b)-1])
 	assert.Error(t, err)
+}
+
+// randomDayTable is a table of n runs with varied states: outcomes and
+// agents present or not, orders of segment rows (shared prefixes) and of
+// records (distinct prefixes), negative costs, timestamps across the day.
+func randomDayTable(rng *rand.Rand, n int) *dayTable {
+	day := dayOf(1764633600000) + int32(rng.IntN(100)) - 50
+	tb := newDayTable(rng.IntN(8), 8, day)
+	tb.rev, tb.dropped = uint32(1+rng.IntN(5)), uint64(rng.IntN(3))
+	segs := []callOrder{{1 << 60, 7, 4242}, {1<<60 + 99, 8, 4242}, {0, rng.Uint64(), rng.Uint64()}}
+	order := func() callOrder {
+		if rng.IntN(4) == 0 {
+			return callOrder{rng.Uint64(), rng.Uint64(), rng.Uint64(), 0}
+		}
+		o := segs[rng.IntN(len(segs))]
+		o[3] = rng.Uint64N(1 << 40)
+		return o
+	}
+	outcomes := []string{"", "case_resolved", "escalated", "a \x00 tag"}
+	for i := range n {
+		a := &runAgg{calls: 1 + rng.Uint64N(200), cost: rng.Int64N(1<<40) - 1<<20,
+			lastTS: int64(day)*dayMillis + rng.Int64N(dayMillis)}
+		a.refused = rng.Uint64N(a.calls + 1)
+		a.blocked = rng.Uint64N(a.refused + 1)
+		if a.outcome = outcomes[rng.IntN(len(outcomes))]; a.outcome != "" {
+			a.outStep, a.outOrder = rng.Uint32(), order()
+		}
+		if rng.IntN(3) > 0 {
+			a.agent = fmt.Sprintf("agent://x/%d", rng.IntN(5))
+			a.agentStep, a.agentOrder = rng.Uint32N(50), order()
+		}
+		tb.runs[fmt.Sprintf("rrun-%d", i)] = a
+	}
+	for range rng.IntN(4) {
+		k := hashKey(fmt.Sprint(rng.Uint64()))
+		tb.keys = append(tb.keys, k[:]...)
+	}
+	return tb
+}
+
+// encodeDayTableV1 is the format 1 encoding (written by the build before
+// format 2), kept to prove it is still read.
+func encodeDayTableV1(t *dayTable) []byte {
+	b := append([]byte(nil), dayMagicV1...)
+	b = binary.AppendUvarint(b, uint64(t.part))
+	b = binary.AppendUvarint(b, uint64(t.parts))
+	b = binary.AppendVarint(b, int64(t.day))
+	b = binary.AppendUvarint(b, uint64(t.rev))
+	b = binary.AppendUvarint(b, t.dropped)
+	names := slices.Sorted(maps.Keys(t.runs))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, n := range names {
+		b = appendString(b, n)
+		st := t.runs[n].encode(nil)
+		b = binary.AppendUvarint(b, uint64(len(st)))
+		b = append(b, st...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.keys)/store.KeySize))
+	b = append(b, t.keys...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
+}
+
+// TestDayTablesRoundTripInBothFormats: random tables read back equal from
+// format 2 and from format 1 (tables an older build stored), keys read
+// alone agree, and format 2 is smaller.
+func TestDayTablesRoundTripInBothFormats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 40 {
+		tb := randomDayTable(rng, rng.IntN(300))
+		v2, v1 := tb.encode(nil), encodeDayTableV1(tb)
+		for name, b := range map[string][]byte{"format 2": v2, "format 1": v1} {
+			got, err := decodeDayTable(b)
+			require.NoError(t, err, "trial %d %s", trial, name)
+			require.Equal(t, tb, got, "trial %d %s", trial, name)
+			part, day, rev, keys, err := dayTableKeys(b)
+			require.NoError(t, err)
+			assert.Equal(t, []any{tb.part, tb.day, tb.rev, tb.keys}, []any{part, day, rev, append([]byte(nil), keys...)}, "trial %d %s", trial, name)
+		}
+		if len(tb.runs) > 50 {
+			assert.Less(t, len(v2), len(v1)*2/3, "trial %d: format 2 is compact", trial)
+		}
+	}
+}
+
+// FuzzDecodeDayTable: no input panics the decoder or makes it allocate
+// beyond its input, and what decodes encodes to a table that decodes the
+// same.
+func FuzzDecodeDayTable(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 4 {
+		tb := randomDayTable(rng, rng.IntN(6))
+		f.Add(tb.encode(nil))
+		f.Add(encodeDayTableV1(tb))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Fix the checksum so the fuzzer reaches the body.
+		if len(b) > 4 {
+			b = binary.LittleEndian.AppendUint32(bytes.Clone(b[:len(b)-4]), crc32.Checksum(b[:len(b)-4], castagnoli()))
+		}
+		tb, err := decodeDayTable(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeDayTable(tb.encode(nil))
+		require.NoError(t, err)
+		require.Equal(t, tb, again)
+	})
 }

@@ -65,8 +65,17 @@ const snapshotShare = 10
 const pullBytes = 8 << 20
 
 // backlogSnapshots times SnapshotEvery is the longest a partition waits
-// between snapshots while its consumer has a backlog.
-const backlogSnapshots = 5
+// between snapshots while its consumer has a backlog (a sixth of the
+// default ack wait), and backlogShare multiplies snapshotShare then: acks
+// can wait, and every snapshot re-encodes the days in memory.
+const (
+	backlogSnapshots = 5
+	backlogShare     = 4
+)
+
+// sharedAggregateShare: a snapshot whose row sets and keys take at most
+// 1/sharedAggregateShare of its aggregate's size is also the aggregate.
+const sharedAggregateShare = 8
 
 // partitionKey is partition p's key in the Bucket KV bucket.
 func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
@@ -653,8 +662,9 @@ func (h *partHandler) applySafe(ctx context.Context, s *partState, m pull.Msg, s
 // snapshotDue is how long after the last snapshot the next one is due
 // while records arrive: snapshotShare times the last snapshot's duration
 // (times the partitions per core), at least a twentieth and at most the
-// whole of SnapshotEvery, or backlogSnapshots times it while a backlog
-// drains (acks can wait: the ack wait is far longer).
+// whole of SnapshotEvery; while a backlog drains, backlogShare times
+// longer, up to backlogSnapshots times SnapshotEvery (acks can wait: the
+// ack wait is far longer).
 func (h *partHandler) snapshotDue() time.Duration {
 	every := h.f.opts.SnapshotEvery
 	// The partitions snapshot side by side on GOMAXPROCS cores: their
@@ -663,13 +673,14 @@ func (h *partHandler) snapshotDue() time.Duration {
 	longest := every
 	if h.backlog {
 		longest = backlogSnapshots * every
+		share *= backlogShare
 	}
 	return min(max(time.Duration(share)*h.lastSnapTook, every/20), longest)
 }
 
 // commit stores the state (snap, its snapshot encoding) in the worker's
 // store; when it fails, the caller must drop the state.
-func (h *partHandler) commit(ctx context.Context, snap []byte, tables []*dayTable, pruned []int32) error {
+func (h *partHandler) commit(ctx context.Context, snap []byte, tables map[int32][]byte, pruned []int32) error {
 	return h.f.commitPartition(ctx, h.p, h.state.stored(h.rev, snap, tables, pruned))
 }
 
@@ -1117,16 +1128,21 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	snapData, aggData, buf := s.encodeBoth(h.buf)
 	h.buf = buf
+	// Each table is encoded once, for the store and the bucket.
+	encoded := make(map[int32][]byte, len(tables))
+	for _, t := range tables {
+		encoded[t.day] = t.encode(nil)
+	}
 	// The store first: a restart loads it when it descends from the
 	// snapshot the pointer names. It holds the day tables too, in the
 	// same transaction.
-	if err := h.commit(ctx, snapData, tables, prunedDays); err != nil {
+	if err := h.commit(ctx, snapData, encoded, prunedDays); err != nil {
 		h.storeErr = err
 		return fmt.Errorf("%w: %w", errStore, err)
 	}
 	h.storeErr = nil
 	// Then the day tables in the bucket, and the snapshot naming them.
-	published, err := h.publishDays(ctx, tables)
+	published, err := h.publishDays(ctx, encoded)
 	if err != nil {
 		return err
 	}
@@ -1141,9 +1157,14 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	agg, err := putBlob(ctx, h.f.kv, "agg."+name, aggData)
-	if err != nil {
-		return err
+	// The aggregate is the snapshot without its row sets and keys: when
+	// those are a small part of it, readers get the snapshot (the same
+	// format) rather than the bucket a near copy of it.
+	agg := snap
+	if extra := len(snapData) - len(aggData); extra > len(aggData)/sharedAggregateShare {
+		if agg, err = putBlob(ctx, h.f.kv, "agg."+name, aggData); err != nil {
+			return err
+		}
 	}
 	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: snap,
 		Aggregate: agg, Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
@@ -1196,6 +1217,21 @@ func (f *Fleet) now() time.Time {
 // loadDay returns a fresh copy of folded day d's table: from the store,
 // else from the bucket.
 func (h *partHandler) loadDay(ctx context.Context, d int32, ref *dayRef) (*dayTable, error) {
+	b, err := h.loadDayBytes(ctx, d, ref)
+	if err != nil {
+		return nil, err
+	}
+	t, err := decodeDayTable(b)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+	}
+	return t, nil
+}
+
+// loadDayBytes returns folded day d's encoded table, checked (its
+// checksum, and that it is revision ref.rev of this partition's day d):
+// from the store, else from the bucket.
+func (h *partHandler) loadDayBytes(ctx context.Context, d int32, ref *dayRef) ([]byte, error) {
 	b, ok, err := h.f.st.PartitionRun(ctx, h.p, dayRun(d))
 	if err != nil {
 		return nil, err
@@ -1208,40 +1244,36 @@ func (h *partHandler) loadDay(ctx context.Context, d int32, ref *dayRef) (*dayTa
 			return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
 		}
 	}
-	t, err := decodeDayTable(b)
+	part, day, rev, _, err := dayTableKeys(b)
 	if err != nil {
 		return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
 	}
-	if t.part != h.p || t.day != d || t.rev != ref.rev {
+	if part != h.p || day != d || rev != ref.rev {
 		return nil, fmt.Errorf("partition %d day %s: the table holds partition %d day %s revision %d, want revision %d",
-			h.p, dayString(d), t.part, dayString(t.day), t.rev, ref.rev)
+			h.p, dayString(d), part, dayString(day), rev, ref.rev)
 	}
-	return t, nil
+	return b, nil
 }
 
-// publishDays puts in the bucket the tables just folded, and any folded
-// day whose table is not published yet (a put that failed before), and
+// publishDays puts in the bucket the tables just folded (fresh, encoded
+// by day), and any folded day whose table is not published yet (a put
+// that failed before: read again from the store, else the bucket), and
 // records their blobs in the state's references. It returns the bytes put.
-func (h *partHandler) publishDays(ctx context.Context, tables []*dayTable) (int, error) {
+func (h *partHandler) publishDays(ctx context.Context, fresh map[int32][]byte) (int, error) {
 	s := h.state
-	fresh := map[int32]*dayTable{}
-	for _, t := range tables {
-		fresh[t.day] = t
-	}
 	n := 0
 	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
 		ref := s.folded[d]
 		if ref.blob.Prefix != "" {
 			continue
 		}
-		t := fresh[d]
-		if t == nil {
+		data := fresh[d]
+		if data == nil {
 			var err error
-			if t, err = h.loadDay(ctx, d, ref); err != nil {
+			if data, err = h.loadDayBytes(ctx, d, ref); err != nil {
 				return n, err
 			}
 		}
-		data := t.encode(nil)
 		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("day.%d.%d.%s.%d", h.p, d, h.f.opts.Instance, ref.rev), data)
 		if err != nil {
 			return n, err

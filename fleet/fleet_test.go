@@ -287,6 +287,13 @@ func TestSnapshotDueFollowsTheSnapshotsCost(t *testing.T) {
 	require.Equal(t, 300*time.Millisecond, h.snapshotDue())
 	h.lastSnapTook = 400 * time.Millisecond
 	require.Equal(t, time.Second, h.snapshotDue())
+	// While a backlog drains, snapshots wait backlogShare times longer,
+	// up to backlogSnapshots times SnapshotEvery.
+	h.backlog = true
+	h.lastSnapTook = 30 * time.Millisecond
+	require.Equal(t, 1200*time.Millisecond, h.snapshotDue())
+	h.lastSnapTook = 400 * time.Millisecond
+	require.Equal(t, 5*time.Second, h.snapshotDue())
 }
 
 // lostReplyKV applies the pointer updates of partition 0 but reports the

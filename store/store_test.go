@@ -52,6 +52,13 @@ func TestOpenConfiguresAndMigrates(t *testing.T) {
 	assert.Equal(t, 1, fk)
 	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy))
 	assert.Equal(t, 5000, busy)
+	var page, ckpt, limit int
+	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&page))
+	assert.Equal(t, pageSize, page, "a new file gets large pages")
+	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&ckpt))
+	assert.Equal(t, 64, ckpt)
+	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA journal_size_limit").Scan(&limit))
+	assert.Equal(t, 4<<20, limit)
 
 	_, err := st.db.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at) VALUES ('b', 'no-such-run', 1, 'x')`)
 	assert.Error(t, err, "foreign keys are enforced")

@@ -101,6 +101,11 @@ func printSoakEnd(w io.Writer, res soak.Result) {
 		f := res.Flat(9, n-1)
 		fmt.Fprintf(w, "day %d / day 10: rss %.2fx, state %.2fx, snapshots %.2fx, disk %.2fx (flat: within 1.10x)\n",
 			n, f["rss"], f["state"], f["snapshot"], f["disk"])
+		if k := res.ReplayAgainEvery; k > 0 && k <= 10 {
+			m := res.FlatMean(9, n-1, k)
+			fmt.Fprintf(w, "days %d-%d / days %d-%d (means): rss %.2fx, state %.2fx, snapshots %.2fx, disk %.2fx\n",
+				n-k+1, n, 11-k, 10, m["rss"], m["state"], m["snapshot"], m["disk"])
+		}
 	}
 	for _, d := range res.DayReports {
 		fmt.Fprintf(w, "day %d alone: fleet %d calls, direct %d, exact: %v\n", d.Day, d.FleetCalls, d.DirectCalls, d.Exact)

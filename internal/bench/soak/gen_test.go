@@ -78,3 +78,20 @@ func TestOptionsRefuseNonsense(t *testing.T) {
 	_, err := NewGenerator(t.TempDir(), Fleet{Days: 2, CallsPerDay: 10, LateFraction: 1.5})
 	assert.ErrorContains(t, err, "late fraction")
 }
+
+// TestFlatMeanComparesCycles: a series that repeats a 5-day cycle is flat
+// by its cycle means whatever day of the cycle a point falls on, and a
+// series that grows is not.
+func TestFlatMeanComparesCycles(t *testing.T) {
+	var res Result
+	for d := range 30 {
+		cycle := int64(100 + 40*(d%5)) // 100..260, repeating
+		res.Series = append(res.Series, Day{Day: d + 1, DiskBytes: cycle, RSS: int64(100 + 10*d), StateBytes: 7, SnapshotBytes: cycle})
+	}
+	m := res.FlatMean(9, 29, 5)
+	assert.InDelta(t, 1.0, m["disk"], 1e-9)
+	assert.InDelta(t, 1.0, m["snapshot"], 1e-9)
+	assert.InDelta(t, 1.0, m["state"], 1e-9)
+	assert.InDelta(t, 370.0/170.0, m["rss"], 1e-9, "grows")
+	assert.Nil(t, res.FlatMean(2, 29, 5), "not enough days before a")
+}

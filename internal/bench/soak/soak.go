@@ -116,7 +116,9 @@ type Result struct {
 	CallsPerDay int     `json:"calls_per_day"`
 	DaySeconds  float64 `json:"day_seconds"`
 	Retention   int     `json:"retention_days"`
-	Series      []Day   `json:"series"`
+	// ReplayAgainEvery is the period of the replays after the window.
+	ReplayAgainEvery int   `json:"replay_again_every"`
+	Series           []Day `json:"series"`
 	// DayReports checks, at the end, each day the worker still holds on
 	// its own.
 	DayReports []DayReport `json:"day_reports"`
@@ -152,6 +154,27 @@ func (r Result) Flat(a, b int) map[string]float64 {
 		"snapshot": ratio(x.SnapshotBytes, y.SnapshotBytes),
 		"disk":     ratio(x.DiskBytes, y.DiskBytes),
 	}
+}
+
+// FlatMean is Flat over the means of the k days ending at day a and at
+// day b (0-based): with k the replay-again period, each mean covers one
+// day replayed again, and the ratio does not follow where a series' own
+// cycle (a replayed day, a JetStream compaction, a WAL checkpoint) falls.
+func (r Result) FlatMean(a, b, k int) map[string]float64 {
+	if k < 1 || a-k+1 < 0 || a >= len(r.Series) || b >= len(r.Series) {
+		return nil
+	}
+	mean := func(end int) Day {
+		var m Day
+		for _, d := range r.Series[end-k+1 : end+1] {
+			m.RSS += d.RSS / int64(k)
+			m.StateBytes += d.StateBytes / int64(k)
+			m.SnapshotBytes += d.SnapshotBytes / int64(k)
+			m.DiskBytes += d.DiskBytes / int64(k)
+		}
+		return m
+	}
+	return Result{Series: []Day{mean(a), mean(b)}}.Flat(0, 1)
 }
 
 func (o *Options) defaults() error {
@@ -218,7 +241,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err := opts.defaults(); err != nil {
 		return Result{}, err
 	}
-	r := &runner{opts: opts, log: opts.Logger, res: Result{Days: opts.Days, CallsPerDay: opts.CallsPerDay,
+	r := &runner{opts: opts, log: opts.Logger, res: Result{Days: opts.Days, CallsPerDay: opts.CallsPerDay, ReplayAgainEvery: opts.ReplayAgainEvery,
 		DaySeconds: opts.DaySeconds, Retention: opts.Retention}}
 	work, err := os.MkdirTemp("", "verdryx-soak-")
 	if err != nil {
@@ -335,9 +358,20 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 func (r *runner) startServe(ctx context.Context) (time.Duration, error) {
 	daySecs := r.opts.DaySeconds
 	retention := time.Duration(float64(r.opts.Retention) * daySecs * float64(time.Second))
+	// JetStream's housekeeping runs on wall time too: every sync interval
+	// (2 minutes by default, 1/720 of a real day) it compacts the blocks
+	// whose messages are mostly deleted, such as the bucket's overwritten
+	// snapshots. Left at 2 minutes, it would run once every 20 simulated
+	// days and the disk series would follow its timing, not the worker's.
+	// It is scaled with the day: every simulated two hours.
+	conf := filepath.Join(r.work, "nats.conf")
+	sync := time.Duration(daySecs / 12 * float64(time.Second))
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "jetstream {\n  sync_interval: %q\n}\n", sync.String()), 0o600); err != nil {
+		return 0, fmt.Errorf("soak: %w", err)
+	}
 	t0 := time.Now()
 	c, err := proc.Spawn(r.opts.Bin, r.logs, fmt.Sprintf("serve-%d", time.Now().UnixNano()),
-		"--data", r.data, "serve", "--nats-listen", strings.TrimPrefix(r.nats, "nats://"),
+		"--data", r.data, "serve", "--nats-config", conf, "--nats-listen", strings.TrimPrefix(r.nats, "nats://"),
 		"--http", r.http, "--log-level", "warn", "--rag-corpus=", "--instance", "soak",
 		"--retention", retention.String(),
 		"--duplicate-window", time.Duration(daySecs*float64(time.Second)).String())
