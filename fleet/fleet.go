@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -1186,8 +1187,17 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		h.tried = []blobRef{snap, agg}
 		return fmt.Errorf("partition %d pointer: %w", h.p, err)
 	}
+	prev := h.blobs
 	h.setBase(ctx, rev, []blobRef{snap, agg})
 	h.lastSnapTook = time.Since(start)
+	// An aggregate written apart before, now that the snapshot serves as
+	// it, would stay in the bucket unnamed: no later snapshot overwrites
+	// its slot.
+	for _, old := range prev {
+		if agg == snap && strings.HasPrefix(old.Prefix, "agg.") {
+			h.deleteBlob(ctx, old)
+		}
+	}
 	// The blobs no snapshot names any more: superseded day tables and
 	// pruned days. A reader holding an older pointer reads it again.
 	for d, old := range before {
