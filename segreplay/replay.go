@@ -82,7 +82,7 @@ func batchMsgID(digest string, part int, first, last uint64) string {
 // Replay publishes every row of every segment in dir, in segment order
 // (nanos, then sequence, from the file names) and row order, to its
 // partition subject under subject (see tracemsg.PartitionOf) as row batches
-// (package rowbatch): each segment's rows of a partition, DefaultBatchRows at a
+// (package rowbatch, compressed: rowbatch.Compress): each segment's rows of a partition, DefaultBatchRows at a
 // time, with message id batchMsgID. The worker applies a batch as one unit
 // and remembers the rows of each segment it applied, so replaying a
 // directory twice never counts a row twice.
@@ -155,6 +155,7 @@ type batchMsg struct {
 type segmentEncoder struct {
 	parts, rows int
 	builders    []rowbatch.Builder
+	scratch     []byte // a batch's encoding before compression
 }
 
 func newSegmentEncoder(parts, rows int) *segmentEncoder {
@@ -185,15 +186,16 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	flushRange = func(p, lo, hi int) {
 		b := &e.builders[p]
 		h := rowbatch.Header{Digest: raw, Segment: base, Parts: e.parts, Part: p}
-		data := b.Encode(nil, h, fields, lo, hi, runs, syms)
-		if len(data) > batchTarget && hi-lo > 1 {
+		e.scratch = b.Encode(e.scratch[:0], h, fields, lo, hi, runs, syms)
+		if len(e.scratch) > batchTarget && hi-lo > 1 {
 			mid := lo + (hi-lo)/2
 			flushRange(p, lo, mid)
 			flushRange(p, mid, hi)
 			return
 		}
 		first, last := b.Row(lo), b.Row(hi-1)
-		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last), data: data})
+		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last),
+			data: rowbatch.Compress(nil, e.scratch)})
 	}
 	flush := func(p int) {
 		if n := e.builders[p].Len(); n > 0 {

@@ -156,7 +156,7 @@ type Options struct {
 	MaxRecordBytes int
 	// Drained, when set and Once, is called after the ordered shutdown of
 	// a run that drained its inputs (or was signalled), with the store
-	// still open.
+	// still open and everything else (NATS, HTTP, sinks) closed.
 	Drained func(ctx context.Context, st *store.Store) error
 }
 
@@ -358,6 +358,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Once && o.Drained != nil {
+		// What Drained reads is in the store: the embedded server and the
+		// connections go first, and with them the server's block caches
+		// (hundreds of MiB after a large replay).
+		r.close()
 		if err := o.Drained(ctx, st); err != nil {
 			return err
 		}
@@ -442,10 +446,12 @@ type running struct {
 
 func (r *running) onClose(f func()) { r.closers = append(r.closers, f) }
 
+// close runs the closers in reverse, once (a second call does nothing).
 func (r *running) close() {
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
 	}
+	r.closers = nil
 }
 
 // connect starts the embedded server or connects to NATS, ensures the

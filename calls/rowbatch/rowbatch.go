@@ -23,8 +23,11 @@
 // Integers are zigzag varints (ts_millis as the difference from the row
 // before), unsigned ones uvarints, strings their dictionary index.
 //
+// A batch may travel compressed (Compress): "VXRZ" and the S2 block of the
+// encoding above. Decode reads both forms.
+//
 // Decode never panics and never allocates more than a small multiple of
-// its input (fuzzed by FuzzDecode).
+// its input, or maxDecoded for a compressed batch (fuzzed by FuzzDecode).
 package rowbatch
 
 import (
@@ -32,6 +35,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/verdryx/verdryx/calls"
 )
@@ -41,6 +47,26 @@ const (
 	Magic   = "VXRB"
 	Version = 1
 )
+
+// magicS2 starts a compressed batch: the S2 block of an encoded batch
+// follows it.
+const magicS2 = "VXRZ"
+
+// maxDecoded bounds a compressed batch's decoded size (a replay's batches
+// are about 512 KiB before compression).
+const maxDecoded = 8 << 20
+
+// Compress appends to dst the compressed form of enc, an encoded batch:
+// S2 (github.com/klauspost/compress/s2, the block format NATS itself
+// uses), which keeps about two thirds of a replay's bytes off the wire
+// and out of the stream at about half a gigabyte per second per core.
+func Compress(dst, enc []byte) []byte {
+	dst = append(dst, magicS2...)
+	n := len(dst)
+	dst = slices.Grow(dst, s2.MaxEncodedLen(len(enc)))
+	out := s2.Encode(dst[n:cap(dst)], enc)
+	return dst[:n+len(out)]
+}
 
 // MaxRows is the most rows one batch may hold.
 const MaxRows = 1 << 16
@@ -78,11 +104,14 @@ type Batch struct {
 	Fields calls.FieldSet
 	Rows   []uint64
 	Calls  []calls.Call
+	buf    []byte // a compressed batch's decoded bytes, reused
 }
 
 // IsBatch reports whether b starts like an encoded batch (a JSON record
 // never does).
-func IsBatch(b []byte) bool { return bytes.HasPrefix(b, []byte(Magic)) }
+func IsBatch(b []byte) bool {
+	return bytes.HasPrefix(b, []byte(Magic)) || bytes.HasPrefix(b, []byte(magicS2))
+}
 
 // ErrFormat marks a malformed batch; test with errors.Is.
 var ErrFormat = errors.New("malformed row batch")
@@ -92,7 +121,23 @@ var ErrFormat = errors.New("malformed row batch")
 // that keeps a string of a call long keeps that copy alive (copy or
 // intern what you keep).
 func Decode(b []byte, into *Batch) error {
-	if !IsBatch(b) || len(b) < len(Magic)+1 {
+	if bytes.HasPrefix(b, []byte(magicS2)) {
+		n, err := s2.DecodedLen(b[len(magicS2):])
+		if err == nil && n > maxDecoded {
+			err = fmt.Errorf("%d bytes decoded, at most %d", n, maxDecoded)
+		}
+		if err == nil {
+			into.buf, err = s2.Decode(into.buf[:cap(into.buf)], b[len(magicS2):])
+		}
+		if err != nil {
+			return fmt.Errorf("%w: compressed: %w", ErrFormat, err)
+		}
+		if !bytes.HasPrefix(into.buf, []byte(Magic)) {
+			return fmt.Errorf("%w: compressed: no %q magic inside", ErrFormat, Magic)
+		}
+		b = into.buf
+	}
+	if !bytes.HasPrefix(b, []byte(Magic)) || len(b) < len(Magic)+1 {
 		return fmt.Errorf("%w: no %q magic", ErrFormat, Magic)
 	}
 	if v := b[len(Magic)]; v != Version {

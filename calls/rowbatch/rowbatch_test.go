@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
@@ -158,11 +159,50 @@ func TestDecodeRefusesMalformedBatches(t *testing.T) {
 		"trailing":  append(append([]byte{}, good...), 0),
 		"short":     good[:20],
 	}
+	z := Compress(nil, good)
+	cases["compressed truncated"] = z[:len(z)-3]
+	cases["compressed garbage"] = append([]byte(magicS2), 0xff, 0xff, 0xff, 0x7f, 1, 2, 3)
+	cases["compressed bomb"] = Compress(nil, make([]byte, maxDecoded+1))
+	cases["compressed twice"] = Compress(nil, z)
+	cases["compressed json"] = Compress(nil, []byte(`{"run_id":"r"}`))
 	for name, in := range cases {
 		err := Decode(in, &b)
 		require.Error(t, err, name)
 		require.True(t, errors.Is(err, ErrFormat), "%s: %v", name, err)
 	}
+}
+
+// TestCompressedBatchesDecodeTheSame: a compressed batch decodes to what
+// its encoding does, with a reused Batch (whose buffer the next batch
+// overwrites: nothing decoded before may alias it), and is smaller.
+func TestCompressedBatchesDecodeTheSame(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	var reused Batch
+	var kept []calls.Call
+	var want []calls.Call
+	for trial := range 20 {
+		n := 1 + r.IntN(3000)
+		rows := make([]uint64, n)
+		for i := range rows {
+			rows[i] = uint64(trial*10000 + i*2)
+		}
+		enc := encodeCalls(Header{Segment: "seg", Parts: 8, Part: 3}, calls.AllFields, rows, randomCalls(r, n))
+		var plain Batch
+		require.NoError(t, Decode(enc, &plain))
+		z := Compress([]byte("prefix"), enc)
+		require.Equal(t, "prefix", string(z[:6]))
+		require.True(t, IsBatch(z[6:]))
+		require.NoError(t, Decode(z[6:], &reused), "trial %d", trial)
+		require.Equal(t, plain.Header, reused.Header)
+		require.Equal(t, plain.Rows, reused.Rows)
+		require.Equal(t, plain.Calls, reused.Calls)
+		if n > 500 {
+			assert.Less(t, len(z), len(enc), "trial %d: compressed is smaller", trial)
+		}
+		kept = append(kept, reused.Calls[0])
+		want = append(want, plain.Calls[0])
+	}
+	require.Equal(t, want, kept, "calls decoded from earlier compressed batches are intact")
 }
 
 func FuzzDecode(f *testing.F) {
@@ -175,6 +215,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(encodeCalls(Header{Segment: "seg", Parts: 8, Part: 2}, calls.AllFields, rows, randomCalls(r, n)))
 	}
 	f.Add([]byte(Magic + "\x01"))
+	f.Add(Compress(nil, encodeCalls(Header{Segment: "z", Parts: 2, Part: 1}, calls.AllFields, []uint64{1, 2}, randomCalls(r, 2))))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var b Batch
 		if err := Decode(in, &b); err != nil {
