@@ -201,6 +201,13 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 	days, skipped := s.pruneDays(t0.Add(time.Hour), 2*time.Hour, loads.load)
 	require.Empty(t, skipped)
 	require.Empty(t, days, "not yet past the retention")
+	// A late call of day 1 corrects its table 90 minutes on: the
+	// correction does not extend the day's retention, which counts from
+	// the table's first write.
+	applyAll(t, s, []calls.Call{{TSMillis: at(1, 7), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 5}}, 100)
+	tables, _ = s.foldDays(t0.Add(90*time.Minute), time.Hour, loads.load)
+	loads.keep(tables)
+	require.EqualValues(t, 2, s.folded[dayOf(at(1, 0))].rev, "day 1 corrected")
 	days, skipped = s.pruneDays(t0.Add(3*time.Hour), 2*time.Hour, loads.load)
 	require.Empty(t, skipped)
 	require.ElementsMatch(t, []int32{dayOf(at(0, 0)), dayOf(at(1, 0))}, days)

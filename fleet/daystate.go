@@ -464,7 +464,14 @@ func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day i
 		} else {
 			t.rev = 1
 		}
-		s.folded[d] = &dayRef{rev: t.rev, calls: t.calls(), written: now.Unix()}
+		// The retention counts from the table's first write: a late
+		// call's correction does not extend it (stragglers could keep a
+		// day forever).
+		written := now.Unix()
+		if ref != nil {
+			written = ref.written
+		}
+		s.folded[d] = &dayRef{rev: t.rev, calls: t.calls(), written: written}
 		tables = append(tables, t)
 	}
 	return tables, skipped
@@ -495,7 +502,7 @@ func (s *partState) foldInto(t *dayTable, d int32) error {
 	return nil
 }
 
-// pruneDays drops every folded day whose table was last written more than
+// pruneDays drops every folded day whose table was first written more than
 // retention before now (retention 0: never): its keys leave the dedupe
 // set, its day joins the pruned ranges (a call of it is late from now on),
 // and the row sets of segments whose every day has no state left go too.

@@ -168,7 +168,7 @@ type Options struct {
 	// FoldAfter: a day of a partition is folded out of memory once the
 	// partition's newest call is this far past the day's end; 0 means
 	// DefaultFoldAfter. Subjects.Retention prunes folded days that long
-	// after their table was last written (0: never).
+	// after their table was first written (0: never).
 	FoldAfter time.Duration
 	// Now is the clock of the retention; nil means time.Now.
 	Now func() time.Time

@@ -345,8 +345,8 @@ type partState struct {
 	storedTables map[int32][]byte
 }
 
-// dayRef is a folded day: its table's revision, calls, when it was last
-// written (Unix seconds, the retention's clock) and its blob in the KV
+// dayRef is a folded day: its table's revision, calls, when its first
+// revision was written (Unix seconds, the retention's clock) and its blob in the KV
 // bucket (Prefix "" until published).
 type dayRef struct {
 	rev     uint32
