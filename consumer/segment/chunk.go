@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/parquet-go/bitpack"
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -38,6 +39,7 @@ type dictChunk struct {
 	dict  []byte   // the dictionary page's PLAIN values
 	bound []uint32 // entry i is dict[bound[2i]:bound[2i+1]]
 	idx   []int32  // the chunk's dictionary indexes, one a row
+	pad   []byte   // a bit-packed run copied with room after it
 	hdr   format.PageHeader
 	proto thrift.CompactProtocol
 }
@@ -72,8 +74,13 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 	if base < 0 || n <= 0 || n > maxChunkBytes || base > src.size-n {
 		return false
 	}
-	if int64(cap(d.raw)) < n {
-		d.raw = make([]byte, n)
+	if int64(cap(d.raw)) < n+bitpack.PaddingInt32 {
+		// An eighth more than asked: the next row group's chunk is
+		// likely a little larger.
+		d.raw = make([]byte, n, n+n/8+bitpack.PaddingInt32)
+	}
+	if cap(d.idx) < int(rows)+8 {
+		d.idx = make([]int32, 0, rows+8)
 	}
 	d.raw = d.raw[:n]
 	if k, err := src.r.ReadAt(d.raw, base); int64(k) != n || (err != nil && err != io.EOF) {
@@ -161,6 +168,9 @@ func (d *dictChunk) dictionaryPage(body []byte, codec compress.Codec) bool {
 		return false
 	}
 	bound := d.bound[:0]
+	if want := 2 * min(int(dh.NumValues), len(data)/4); cap(bound) < want {
+		bound = make([]uint32, 0, want)
+	}
 	for i := 0; i < len(data); {
 		if len(data)-i < 4 {
 			return false
@@ -225,17 +235,17 @@ func isDictEncoding(e format.Encoding) bool {
 // indexes appends the page's n dictionary indexes (a bit width byte, then
 // the RLE/bit-packed hybrid) to d.idx. The runs must be well formed to the
 // last byte and hold n values plus at most the padding of a bit-packed
-// group (the generic path decodes and drops that padding), and every one
-// of the n must index the dictionary.
+// group (the generic path decodes and drops that padding). An index out
+// of the dictionary's range is kept: cursor.fillStrings fails the row
+// group on it as it does on the generic path's pages, at the same row.
 func (d *dictChunk) indexes(data []byte, n int) bool {
 	if len(data) == 0 || data[0] > 32 {
 		return false
 	}
 	bw, src := uint(data[0]), data[1:]
-	limit := uint32(d.entries())
 	start := len(d.idx)
-	d.idx = growInt32(d.idx, n)
-	out := d.idx[start : start+n]
+	d.idx = growInt32(d.idx, n+8) // room for a bit-packed group's padding
+	out := d.idx[start:]
 	got := 0 // values decoded so far, padding included
 	for i := 0; i < len(src); {
 		u, k := binary.Uvarint(src[i:])
@@ -244,7 +254,6 @@ func (d *dictChunk) indexes(data []byte, n int) bool {
 		}
 		i += k
 		count := int(u >> 1)
-		lo := min(got, n)
 		if u&1 == 0 && count > 0 {
 			// A run of count copies of one value of (bw+7)/8 bytes.
 			w := int(bw+7) / 8
@@ -254,13 +263,10 @@ func (d *dictChunk) indexes(data []byte, n int) bool {
 			var b [4]byte
 			copy(b[:], src[i:i+w])
 			i += w
-			v := binary.LittleEndian.Uint32(b[:])
-			fill := out[lo:min(n, got+count)]
-			if len(fill) > 0 && v >= limit {
-				return false
-			}
+			v := int32(binary.LittleEndian.Uint32(b[:]))
+			fill := out[min(got, n):min(n, got+count)]
 			for j := range fill {
-				fill[j] = int32(v)
+				fill[j] = v
 			}
 		} else if count > 0 {
 			// count groups of 8 values, bw bytes a group.
@@ -268,46 +274,26 @@ func (d *dictChunk) indexes(data []byte, n int) bool {
 			if bw == 0 || 8*count > n+7-got || bytes > len(src)-i {
 				return false
 			}
-			if !unpack(out[lo:min(n, got+8*count)], src[i:i+bytes], bw, limit) {
-				return false
-			}
+			d.unpack(out[got:got+8*count], src[i:i+bytes], bw)
 			i += bytes
 			count *= 8
 		}
 		got += count
 	}
+	d.idx = d.idx[:start+n]
 	return got >= n
 }
 
 // unpack decodes len(out) bw-bit values (0 < bw <= 32), least significant
-// bit first, from src (which holds at least that many), and reports
-// whether each is below limit.
-func unpack(out []int32, src []byte, bw uint, limit uint32) bool {
-	mask := uint64(1)<<bw - 1
-	var acc uint64 // the next nb bits of src, least significant first
-	var nb uint
-	p, bad := 0, false
-	for j := range out {
-		if nb < bw {
-			var w uint32
-			if p+4 <= len(src) {
-				w = binary.LittleEndian.Uint32(src[p:])
-			} else {
-				var b [4]byte
-				copy(b[:], src[min(p, len(src)):])
-				w = binary.LittleEndian.Uint32(b[:])
-			}
-			p += 4
-			acc |= uint64(w) << nb
-			nb += 32
-		}
-		v := uint32(acc & mask)
-		acc >>= bw
-		nb -= bw
-		bad = bad || v >= limit
-		out[j] = int32(v)
+// bit first, from in (bitpack.Unpack, as parquet-go's RLE decoder; it
+// reads up to bitpack.PaddingInt32 bytes past in, so in is copied when
+// its backing array ends sooner).
+func (d *dictChunk) unpack(out []int32, in []byte, bw uint) {
+	if cap(in)-len(in) < bitpack.PaddingInt32 {
+		d.pad = append(append(d.pad[:0], in...), make([]byte, bitpack.PaddingInt32)...)
+		in = d.pad[:len(in)]
 	}
-	return !bad
+	bitpack.Unpack(out, in[:cap(in)], bw)
 }
 
 // growInt32 returns s with n more elements (their values unspecified).
