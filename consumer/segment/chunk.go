@@ -61,8 +61,16 @@ func (d *dictChunk) entry(i int) []byte { return d.dict[d.bound[2*i]:d.bound[2*i
 
 // load reads and decodes the chunk described by m, of rows rows, and
 // reports whether it did; on false the chunk must be read the generic way
-// and what d holds is meaningless.
-func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) bool {
+// and what d holds is meaningless. A panic while decoding (parquet-go's
+// gzip and brotli decoders panic on a bad stream header) is a false too:
+// the generic path meets it, if at all, when it reaches that page, after
+// the rows before it and the errors of other columns' pages in between.
+func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
 	if m.Type != format.ByteArray || m.Codec != src.first || rows <= 0 || rows > math.MaxInt32 {
 		return false
 	}
@@ -88,22 +96,22 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 	}
 	d.dict, d.bound, d.idx = nil, d.bound[:0], d.idx[:0]
 	for p, first := d.raw, true; len(p) > 0; first = false {
-		body, rest, ok := d.page(p)
-		if !ok {
+		body, rest, read := d.page(p)
+		if !read {
 			return false
 		}
 		p = rest
 		switch h := &d.hdr; h.Type {
 		case format.DictionaryPage:
-			ok = first && d.dictionaryPage(body, src.codec)
+			read = first && d.dictionaryPage(body, src.codec)
 		case format.DataPage:
-			ok = d.dict != nil && d.dataPageV1(body, src.codec)
+			read = d.dict != nil && d.dataPageV1(body, src.codec)
 		case format.DataPageV2:
-			ok = d.dict != nil && d.dataPageV2(body, src.codec)
+			read = d.dict != nil && d.dataPageV2(body, src.codec)
 		default:
-			ok = false
+			read = false
 		}
-		if !ok {
+		if !read {
 			return false
 		}
 	}
