@@ -28,10 +28,13 @@ const maxChunkBytes = 64 << 20
 // anything else (another encoding, levels, nulls, an encrypted or
 // oversized chunk, a CRC mismatch, any malformed or merely unusual byte),
 // so that the caller reads that chunk the generic way, errors included.
-// A chunk it accepts is one the generic path reads without error; what
-// the fast path and the generic path read is compared over generated
-// segments of varied encodings and over fuzzed bytes
-// (TestDictChunkMatchesGenericPath, FuzzDictChunkMatchesGenericPath).
+// A chunk it accepts is one the generic path reads without error to the
+// same dictionary and indexes (an index outside the dictionary is kept:
+// cursor.fillStrings fails the row group on it at the same row either
+// way). What the two paths read is compared over generated segments of
+// varied encodings, over corrupted and mutated ones and over fuzzed bytes
+// (TestDictChunkMatchesGenericPath, TestDictChunkCorruptionMatchesGenericPath,
+// TestDictChunkMutationsMatchGenericPath, FuzzDictChunkMatchesGenericPath).
 type dictChunk struct {
 	raw   []byte   // the chunk's bytes
 	dbuf  []byte   // the decompressed dictionary page
