@@ -12,8 +12,8 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/oklog/run v1.2.0
-	github.com/parquet-go/bitpack v1.0.0
 	github.com/openai/openai-go/v3 v3.98.0
+	github.com/parquet-go/bitpack v1.0.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
