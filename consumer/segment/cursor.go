@@ -36,9 +36,10 @@ type cursor struct {
 	byDic bool
 
 	dict    parquet.Dictionary
-	dictMap []int32 // dictionary index -> symbol id
-	i64buf  []int64 // values of a dictionary-encoded INT64 page
-	i32buf  []int32 // values of a dictionary-encoded INT32 page
+	dictMap []int32    // dictionary index -> symbol id
+	chunk   *dictChunk // the fast path's buffers, nil until first used
+	i64buf  []int64    // values of a dictionary-encoded INT64 page
+	i32buf  []int32    // values of a dictionary-encoded INT32 page
 }
 
 func (c *cursor) open(p parquet.Pages) {
@@ -188,13 +189,32 @@ func (c *cursor) mapDictionary(d parquet.Dictionary) error {
 			return fmt.Errorf("dictionary entry %d: bad offsets", i)
 		}
 	}
+	c.mapEntries(n, func(i int) []byte { return data[offs[i]:offs[i+1]] })
+	c.dict = d
+	return nil
+}
+
+// mapEntries sets c.dictMap to the symbol ids of the n entries of a
+// dictionary (key(i) returns entry i).
+func (c *cursor) mapEntries(n int, key func(int) []byte) {
 	if cap(c.dictMap) < n {
 		c.dictMap = make([]int32, n)
 	}
 	c.dictMap = c.dictMap[:n]
-	c.cache.lookupAll(c.dictMap, n, func(i int) []byte { return data[offs[i]:offs[i+1]] })
-	c.dict = d
-	return nil
+	c.cache.lookupAll(c.dictMap, n, key)
+}
+
+// openChunk points the cursor at the chunk c.chunk has loaded, as if its
+// pages had been read one after the other into a single page: every row
+// of the chunk is current, its dictionary mapped.
+func (c *cursor) openChunk() {
+	c.pages, c.page, c.dict = nil, nil, nil
+	c.done = true
+	d := c.chunk
+	c.n, c.pos, c.vpos = len(d.idx), 0, 0
+	c.def = nil
+	c.i32, c.byDic = d.idx, true
+	c.mapEntries(d.entries(), d.entry)
 }
 
 // take prepares the next k (<= want) rows, loading a page if needed.

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Errors a segment read can be marked with; test with errors.Is.
@@ -64,6 +65,15 @@ type Scanner struct {
 	own    calls.Batch // the numeric columns' buffers (batch may point at pages)
 	cols   [calls.NumFields]cursor
 	allNul []bool
+
+	// The file being read, for the fast path of dictionary-encoded string
+	// chunks (dictChunk); src.r is nil when the fast path is not to be used.
+	src  chunkSource
+	meta *format.FileMetaData
+	// generic, set by tests, turns the fast path off; fastChunks counts
+	// the chunks it read.
+	generic    bool
+	fastChunks int
 }
 
 // NewScanner returns a scanner filling the fields of fields, interning
@@ -192,7 +202,7 @@ func (s *Scanner) ScanRowGroup(path string, gi int, fn func(*calls.Batch) error)
 // at path, in file order (from the footer; no page is read). A footer that
 // does not decode is a *Error.
 func RowGroups(path string) ([]int64, error) {
-	f, pf, _, err := openSegment(path)
+	f, pf, _, _, err := openSegment(path)
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +216,11 @@ func RowGroups(path string) ([]int64, error) {
 
 // open opens the segment at path and binds the scanner's columns to it.
 func (s *Scanner) open(path string) (*os.File, *parquet.File, string, error) {
-	f, pf, name, err := openSegment(path)
+	f, pf, name, size, err := openSegment(path)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := s.bind(pf, name); err != nil {
+	if err := s.bind(pf, name, f, size); err != nil {
 		f.Close()
 		return nil, nil, "", err
 	}
@@ -219,23 +229,23 @@ func (s *Scanner) open(path string) (*os.File, *parquet.File, string, error) {
 
 // openSegment opens and parses the footer of the segment at path; the
 // caller closes the file.
-func openSegment(path string) (*os.File, *parquet.File, string, error) {
+func openSegment(path string) (*os.File, *parquet.File, string, int64, error) {
 	name := filepath.Base(path)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("open segment: %w", err)
+		return nil, nil, "", 0, fmt.Errorf("open segment: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, "", fmt.Errorf("stat segment: %w", err)
+		return nil, nil, "", 0, fmt.Errorf("stat segment: %w", err)
 	}
 	pf, err := OpenParquet(f, st.Size())
 	if err != nil {
 		f.Close()
-		return nil, nil, "", &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		return nil, nil, "", 0, &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
-	return f, pf, name, nil
+	return f, pf, name, st.Size(), nil
 }
 
 // OpenParquet opens a segment with the options every reader here uses (no
@@ -255,8 +265,10 @@ func OpenParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
 	)
 }
 
-// bind resolves the requested columns by name in the file's schema.
-func (s *Scanner) bind(pf *parquet.File, name string) error {
+// bind resolves the requested columns by name in the file's schema; r
+// (of size bytes) is the file pf reads, for the fast path.
+func (s *Scanner) bind(pf *parquet.File, name string, r io.ReaderAt, size int64) error {
+	s.src, s.meta = chunkSource{r: r, size: size}, pf.Metadata()
 	schema := pf.Schema()
 	s.batch.HasRunID = true
 	for f := range calls.NumFields {
@@ -280,9 +292,13 @@ func (s *Scanner) bind(pf *parquet.File, name string) error {
 			return &Error{File: name, RowGroup: 0, Column: f.Name(),
 				Err: fmt.Errorf("%w: want a flat %s column", ErrColumnType, typeName(f))}
 		}
-		if k := leaf.Node.Type().Kind(); k != physical(f) {
+		if k, ok := kindOf(leaf.Node); !ok || k != physical(f) {
+			have := "a type without a physical kind"
+			if ok {
+				have = k.String()
+			}
 			return &Error{File: name, RowGroup: 0, Column: f.Name(),
-				Err: fmt.Errorf("%w: have %s, want %s", ErrColumnType, k, typeName(f))}
+				Err: fmt.Errorf("%w: have %s, want %s", ErrColumnType, have, typeName(f))}
 		}
 		c.index = leaf.ColumnIndex
 		c.kind = physical(f)
@@ -312,8 +328,11 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			return &Error{File: name, RowGroup: gi, Column: f.Name(),
 				Err: fmt.Errorf("%w: row group has %d column chunks", ErrCorrupt, len(chunks))}
 		}
-		c.open(chunks[c.index].Pages())
 		open = append(open, c)
+		if c.kind == parquet.ByteArray && c.maxDef == 0 && s.readChunk(c, gi, total) {
+			continue
+		}
+		c.open(chunks[c.index].Pages())
 	}
 	b := &s.batch
 	for done := int64(0); done < total; {
@@ -359,6 +378,53 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 		}
 	}
 	return nil
+}
+
+// kindOf returns the physical kind of a leaf column; ok is false for a
+// type that has none (parquet-go panics on Kind for a leaf whose schema
+// element claims a MAP or LIST logical type, as a garbled footer can).
+func kindOf(n parquet.Node) (k parquet.Kind, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return n.Type().Kind(), true
+}
+
+// readChunk reads column chunk gi of c's column through the fast path
+// (dictChunk) and reports whether it did; on false nothing is changed and
+// the chunk is to be read page by page.
+func (s *Scanner) readChunk(c *cursor, gi int, rows int64) bool {
+	md := s.meta
+	if s.generic || s.src.r == nil || md == nil || md.EncryptionAlgorithm.Value != nil ||
+		gi >= len(md.RowGroups) || c.index >= len(md.RowGroups[0].Columns) || c.index >= len(md.RowGroups[gi].Columns) {
+		return false
+	}
+	cc := &md.RowGroups[gi].Columns[c.index]
+	if cc.FilePath != "" || cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
+		return false
+	}
+	// parquet-go decodes every chunk of a column with the codec of its
+	// first row group's chunk; so does dictChunk, and only chunks of that
+	// codec.
+	first := md.RowGroups[0].Columns[c.index].MetaData.Codec
+	switch first {
+	case format.Uncompressed, format.Snappy, format.Gzip, format.Zstd:
+	default:
+		return false
+	}
+	if c.chunk == nil {
+		c.chunk = new(dictChunk)
+	}
+	src := s.src
+	src.codec, src.first = parquet.LookupCompressionCodec(first), first
+	if !c.chunk.load(src, &cc.MetaData, rows) {
+		return false
+	}
+	c.openChunk()
+	s.fastChunks++
+	return true
 }
 
 // fillAbsent zeroes the batch column of a field the segment lacks.

@@ -12,11 +12,12 @@ import (
 // scans exactly the bytes it checked and never reopens the path.
 func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) error {
 	base := filepath.Base(name)
-	pf, err := OpenParquet(bytes.NewReader(b), int64(len(b)))
+	r := bytes.NewReader(b)
+	pf, err := OpenParquet(r, int64(len(b)))
 	if err != nil {
 		return &Error{File: base, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
-	if err := s.bind(pf, base); err != nil {
+	if err := s.bind(pf, base, r, int64(len(b))); err != nil {
 		return err
 	}
 	for gi, rg := range pf.RowGroups() {

@@ -1,0 +1,395 @@
+package segment
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/gzip"
+	"github.com/parquet-go/parquet-go/compress/lz4"
+	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/parquet-go/parquet-go/compress/uncompressed"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/format"
+	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/calls"
+)
+
+// chunkRow has required dictionary-encoded strings (the fast path's case),
+// a plain-encoded one (key_id) and an optional one (unit).
+type chunkRow struct {
+	TSMillis     int64   `parquet:"ts_millis"`
+	RunID        string  `parquet:"run_id,dict"`
+	Model        string  `parquet:"model,dict"`
+	Decision     string  `parquet:"decision,dict"`
+	InputTokens  uint64  `parquet:"input_tokens"`
+	OutputTokens uint64  `parquet:"output_tokens"`
+	CostMicroUSD int64   `parquet:"cost_microusd"`
+	Step         uint32  `parquet:"step"`
+	AgentID      string  `parquet:"agent_id,dict"`
+	Outcome      string  `parquet:"outcome,dict"`
+	KeyID        string  `parquet:"key_id"`
+	Unit         *string `parquet:"unit,optional,dict"`
+}
+
+// chunkRows generates n rows over runs distinct run ids (1 gives a
+// one-entry dictionary, of bit width 0), with long and empty strings.
+func chunkRows(rng *rand.Rand, n, runs int) []chunkRow {
+	rows := make([]chunkRow, n)
+	for i := range rows {
+		r := &rows[i]
+		r.TSMillis = int64(1_700_000_000_000 + i)
+		r.RunID = fmt.Sprintf("run-%08d", rng.IntN(runs))
+		if rng.IntN(9) == 0 {
+			r.RunID += "-with-a-long-suffix-past-the-inline-key"
+		}
+		r.Model = []string{"m1", "m2", ""}[rng.IntN(3)]
+		r.Decision = []string{"allow", "killed", "cache_hit", "budget_exceeded"}[rng.IntN(4)]
+		r.InputTokens, r.OutputTokens = uint64(rng.IntN(5000)), uint64(rng.IntN(900))
+		r.CostMicroUSD, r.Step = int64(rng.IntN(100_000)), uint32(i)
+		r.AgentID = fmt.Sprintf("agent://x/%d", rng.IntN(40))
+		r.Outcome = []string{"", "", "", "case_resolved", "ünïcode"}[rng.IntN(5)]
+		r.KeyID = fmt.Sprintf("k%d", rng.IntN(7))
+		if rng.IntN(3) > 0 {
+			u := []string{"tokens", "requests"}[rng.IntN(2)]
+			r.Unit = &u
+		}
+	}
+	return rows
+}
+
+// chunkFile writes rows as a segment with opts.
+func chunkFile(t testing.TB, rows []chunkRow, opts ...parquet.WriterOption) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[chunkRow](&buf, opts...)
+	_, err := w.Write(rows)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+// scanResult is what one scanner made of a segment: its calls up to the
+// first error and that error's text.
+type scanResult struct {
+	calls []calls.Call
+	err   string
+	fast  int
+}
+
+func scanWith(data []byte, generic bool) scanResult {
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	sc := NewScanner(calls.AllFields, runs, syms)
+	sc.generic = generic
+	var res scanResult
+	err := sc.ScanBytes("calls-1-1-00000001.parquet", data, func(b *calls.Batch) error {
+		for i := range b.Len {
+			res.calls = append(res.calls, b.Call(i, runs, syms))
+		}
+		return nil
+	})
+	if err != nil {
+		res.err = err.Error()
+	}
+	res.fast = sc.fastChunks
+	return res
+}
+
+// requireSameScan reads data through the generic path and the fast path
+// and requires the same error, as many calls and the same string columns
+// (the fast path's), and with strict the same calls whole. It returns how
+// many chunks the fast path read and the error.
+//
+// Why not always the calls whole: on some corrupt pages parquet-go
+// decodes numeric values out of a pooled buffer's stale bytes (it keeps
+// its own buffer when a codec returns a fresh slice no longer than the
+// declared page size, and reads past a short page), so the generic path
+// alone hands out different numbers from run to run, depending on what
+// the pool held. The fast path reads no numeric column.
+func requireSameScan(t testing.TB, data []byte, what string, strict bool) (fast int, err string) {
+	t.Helper()
+	want, have := scanWith(data, true), scanWith(data, false)
+	require.Zero(t, want.fast, "the generic scanner took the fast path")
+	require.Equal(t, want.err, have.err, "%s: error", what)
+	require.Len(t, have.calls, len(want.calls), what)
+	for i := range want.calls {
+		w, h := want.calls[i], have.calls[i]
+		if !strict {
+			w, h = stringsOf(w), stringsOf(h)
+		}
+		if !reflect.DeepEqual(w, h) {
+			require.Equal(t, w, h, "%s: row %d", what, i)
+		}
+	}
+	return have.fast, want.err
+}
+
+// stringsOf is c with its numeric fields zeroed.
+func stringsOf(c calls.Call) calls.Call {
+	return calls.Call{RunID: c.RunID, HasRunID: c.HasRunID, Model: c.Model, Decision: c.Decision, AgentID: c.AgentID,
+		ParentRunID: c.ParentRunID, OnBehalfOf: c.OnBehalfOf, Outcome: c.Outcome, KeyID: c.KeyID, Unit: c.Unit}
+}
+
+type chunkCase struct {
+	name   string
+	runs   int
+	rows   int
+	codec  compress.Codec
+	opts   []parquet.WriterOption
+	fast   bool // whether the fast path must read some chunk
+	stride int  // corrupt every stride-th byte
+}
+
+func chunkCases() []chunkCase {
+	var cs []chunkCase
+	// Not LZ4_RAW: parquet-go reads some valid LZ4_RAW pages wrong
+	// (stale pooled bytes, as in requireSameScan), so the generic path is
+	// no reference there; the fast path leaves LZ4_RAW chunks to it
+	// (TestDictChunkLeavesOtherCodecs).
+	codecs := []compress.Codec{&uncompressed.Codec{}, &snappy.Codec{}, &zstd.Codec{}, &gzip.Codec{}}
+	for _, v := range []int{1, 2} {
+		for _, codec := range codecs {
+			for _, page := range []int{300, 64 << 10} {
+				cs = append(cs, chunkCase{
+					name: fmt.Sprintf("v%d/%s/page%d", v, codec.CompressionCodec(), page),
+					runs: 700, rows: 3000, codec: codec,
+					opts: []parquet.WriterOption{parquet.DataPageVersion(v), parquet.PageBufferSize(page),
+						parquet.MaxRowsPerRowGroup(1100)},
+					fast: true,
+				})
+			}
+		}
+		cs = append(cs,
+			chunkCase{name: fmt.Sprintf("v%d/one-run", v), runs: 1, rows: 500, codec: &uncompressed.Codec{},
+				opts: []parquet.WriterOption{parquet.DataPageVersion(v)}, fast: true},
+			// Past DictionaryMaxBytes a writer goes on in PLAIN pages: those
+			// chunks are read the generic way.
+			chunkCase{name: fmt.Sprintf("v%d/dict-overflow", v), runs: 5000, rows: 4000, codec: &snappy.Codec{},
+				opts: []parquet.WriterOption{parquet.DataPageVersion(v), parquet.DictionaryMaxBytes(2000),
+					parquet.PageBufferSize(1000)}, fast: true},
+		)
+	}
+	return cs
+}
+
+// TestDictChunkMatchesGenericPath reads segments of varied encodings
+// (data pages v1 and v2, each codec, small and large pages, one-entry
+// dictionaries, dictionaries that overflow into PLAIN pages, plain and
+// optional string columns, long and empty strings) through the fast path
+// and the generic path: the same calls, and the fast path did read chunks
+// wherever it applies.
+func TestDictChunkMatchesGenericPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 2))
+	for _, c := range chunkCases() {
+		data := chunkFile(t, chunkRows(rng, c.rows, c.runs), append(c.opts, parquet.Compression(c.codec))...)
+		fast, err := requireSameScan(t, data, c.name, true)
+		require.Empty(t, err, c.name)
+		if c.fast {
+			require.Positive(t, fast, "%s: the fast path read no chunk", c.name)
+		} else {
+			require.Zero(t, fast, "%s: the fast path read a chunk of a codec it does not take", c.name)
+		}
+	}
+	// The committed fixtures (nullable, old and corrupt layouts among them).
+	segs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*", "*.parquet"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	for _, p := range segs {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		requireSameScan(t, data, p, true)
+	}
+}
+
+// TestDictChunkCorruptionMatchesGenericPath flips bytes all through
+// segments of both data page versions, compressed and not: whatever a
+// flip does (a CRC mismatch, a bad header, an index out of range, a row
+// count off), the fast path reads the segment as the generic path does,
+// failing it with the same error after the same calls.
+func TestDictChunkCorruptionMatchesGenericPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 3))
+	for _, c := range []chunkCase{
+		{name: "v2", stride: 11, runs: 90, rows: 300, codec: &uncompressed.Codec{}, opts: []parquet.WriterOption{parquet.DataPageVersion(2)}},
+		{name: "v1-snappy", stride: 23, runs: 90, rows: 300, codec: &snappy.Codec{}, opts: []parquet.WriterOption{parquet.DataPageVersion(1)}},
+	} {
+		orig := chunkFile(t, chunkRows(rng, c.rows, c.runs), append(c.opts, parquet.Compression(c.codec),
+			parquet.PageBufferSize(500), parquet.MaxRowsPerRowGroup(150))...)
+		failed := 0
+		for off := 0; off < len(orig); off += c.stride {
+			data := bytes.Clone(orig)
+			data[off] ^= byte(1 + rng.IntN(255))
+			if _, err := requireSameScan(t, data, fmt.Sprintf("%s: byte %d of %d", c.name, off, len(orig)), false); err != "" {
+				failed++
+			}
+		}
+		require.Positive(t, failed, c.name)
+	}
+}
+
+// TestDictChunkLeavesOtherCodecs: chunks of a codec the fast path does
+// not take (LZ4_RAW here) are read page by page through parquet-go.
+func TestDictChunkLeavesOtherCodecs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 5))
+	data := chunkFile(t, chunkRows(rng, 500, 50), parquet.Compression(&lz4.Codec{}))
+	res := scanWith(data, false)
+	require.Empty(t, res.err)
+	require.Len(t, res.calls, 500)
+	require.Zero(t, res.fast)
+}
+
+// TestDictChunkMutationsMatchGenericPath: segments of each page version
+// and codec the fast path takes, with one to four bytes overwritten,
+// nudged or bit-flipped at random (a fixed seed, 2,000 of them), read the
+// same through both paths: a short, deterministic stand-in for
+// FuzzDictChunkMatchesGenericPath (a longer run of this loop found the
+// panicking gzip decoder of TestDictChunkDecoderPanicFallsBack).
+func TestDictChunkMutationsMatchGenericPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(99, 1))
+	var seeds [][]byte
+	for _, c := range chunkCases() {
+		if !strings.Contains(c.name, "page300") {
+			seeds = append(seeds, chunkFile(t, chunkRows(rng, 60, 25), append(c.opts, parquet.Compression(c.codec),
+				parquet.PageBufferSize(200), parquet.MaxRowsPerRowGroup(40))...))
+		}
+	}
+	fast := 0
+	for range 2000 {
+		d := bytes.Clone(seeds[rng.IntN(len(seeds))])
+		for k := 1 + rng.IntN(4); k > 0; k-- {
+			i := rng.IntN(len(d) - 4)
+			switch rng.IntN(4) {
+			case 0:
+				d[i] = byte(rng.IntN(256))
+			case 1:
+				d[i] ^= 1 << rng.IntN(8)
+			case 2:
+				d[i] = byte(int(d[i]) + rng.IntN(5) - 2)
+			default:
+				copy(d[i:], []byte{0xff, 0xff, 0xff, 0x7f}[:rng.IntN(4)+1])
+			}
+		}
+		if fuzzSkips(d) {
+			continue
+		}
+		if n, _ := requireSameScan(t, d, "mutated segment", false); n > 0 {
+			fast++
+		}
+	}
+	require.Positive(t, fast, "no mutated segment went through the fast path")
+}
+
+// panicCodec is a gzip codec whose Decode panics, as parquet-go's gzip
+// decoder does on a bad stream header.
+type panicCodec struct{ gzip.Codec }
+
+func (*panicCodec) Decode(dst, src []byte) ([]byte, error) { panic("gzip: invalid header") }
+
+// TestDictChunkDecoderPanicFallsBack: a codec that panics makes load say
+// no instead of panicking (the scanner would turn the panic into the row
+// group's error at open time, before rows and errors the generic path
+// meets first).
+func TestDictChunkDecoderPanicFallsBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 6))
+	data := chunkFile(t, chunkRows(rng, 300, 40), parquet.Compression(&gzip.Codec{}))
+	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	m := &pf.Metadata().RowGroups[0].Columns[1].MetaData
+	require.Equal(t, "run_id", strings.Join(m.PathInSchema, "."))
+	src := chunkSource{r: bytes.NewReader(data), size: int64(len(data)), codec: &gzip.Codec{}, first: format.Gzip}
+	var d dictChunk
+	require.True(t, d.load(src, m, 300), "a gzip chunk is read")
+	src.codec = &panicCodec{}
+	require.NotPanics(t, func() { require.False(t, d.load(src, m, 300)) })
+}
+
+// TestDictChunkIndexes checks the RLE/bit-packed hybrid decoder against
+// hand-made pages, well formed and not.
+func TestDictChunkIndexes(t *testing.T) {
+	d := &dictChunk{}
+	for _, c := range []struct {
+		name string
+		page []byte
+		n    int
+		want []int32 // nil: refused
+	}{
+		{"rle run", []byte{9, 5 << 1, 7, 1}, 5, []int32{263, 263, 263, 263, 263}},
+		{"bit-packed bw 3 with padding", []byte{3, 1<<1 | 1, 0b10_001_000, 0b1_100_011_0, 0b111_110_10}, 6, []int32{0, 1, 2, 3, 4, 5}},
+		{"bit-packed then rle", []byte{2, 1<<1 | 1, 0b11100100, 0b00000000, 2 << 1, 3}, 10, []int32{0, 1, 2, 3, 0, 0, 0, 0, 3, 3}},
+		{"zero-count runs skipped", []byte{2, 0, 1, 3 << 1, 2}, 3, []int32{2, 2, 2}},
+		{"bit width 0", []byte{0, 4 << 1}, 4, []int32{0, 0, 0, 0}},
+		{"too few values", []byte{9, 4 << 1, 7, 1}, 5, nil},
+		{"too many values", []byte{9, 13 << 1, 7, 1}, 5, nil},
+		{"truncated run value", []byte{9, 5 << 1, 7}, 5, nil},
+		{"truncated bit-packed group", []byte{3, 1<<1 | 1, 0, 0}, 5, nil},
+		// Left to cursor.fillStrings, which fails the row as the generic path does.
+		{"index out of range kept", []byte{9, 5 << 1, 0x2c, 1}, 5, []int32{300, 300, 300, 300, 300}},
+		{"bit width 17", []byte{17, 1<<1 | 1, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80}, 8,
+			[]int32{0x1ffff, 0, 0, 0, 0, 0, 0, 0x10000}},
+		{"out-of-range padding is dropped", []byte{9, 2 << 1, 1, 0, 1 << 1, 0xff, 1}, 2, []int32{1, 1}},
+		{"bit width 33", []byte{33, 2 << 1, 0, 0, 0, 0, 0}, 2, nil},
+		{"empty page", nil, 2, nil},
+		{"bad varint", []byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 2, nil},
+	} {
+		d.idx = d.idx[:0]
+		ok := d.indexes(c.page, c.n)
+		if c.want == nil {
+			require.False(t, ok, c.name)
+			continue
+		}
+		require.True(t, ok, c.name)
+		require.Equal(t, c.want, d.idx, c.name)
+	}
+}
+
+// FuzzDictChunkMatchesGenericPath: whatever the bytes, the fast path
+// reads a segment as the generic path does (same calls, same error).
+// Run for a minute with
+//
+//	go test ./consumer/segment -run '^$' -fuzz '^FuzzDictChunkMatchesGenericPath$' -fuzztime 1m
+func FuzzDictChunkMatchesGenericPath(f *testing.F) {
+	rng := rand.New(rand.NewPCG(27, 4))
+	for _, c := range chunkCases() {
+		if strings.Contains(c.name, "page300") {
+			continue
+		}
+		f.Add(chunkFile(f, chunkRows(rng, 60, 25), append(c.opts, parquet.Compression(c.codec),
+			parquet.PageBufferSize(200), parquet.MaxRowsPerRowGroup(40))...))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if fuzzSkips(data) {
+			t.Skip()
+		}
+		requireSameScan(t, data, "fuzzed segment", false)
+	})
+}
+
+// fuzzSkips reports whether a fuzzed segment is one the generic path
+// alone cannot read in bounded time and memory, which is not what the
+// fuzz target is after: a footer declaring millions of rows, or a chunk
+// said to be LZ4 (parquet-go's LZ4 decoder doubles its output buffer
+// without bound on a corrupt block; see docs/traces.md, "Not done").
+func fuzzSkips(data []byte) bool {
+	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return false
+	}
+	if pf.NumRows() > 1<<14 {
+		return true
+	}
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			if c := cc.MetaData.Codec; c == format.Lz4 || c == format.Lz4Raw {
+				return true
+			}
+		}
+	}
+	return false
+}
