@@ -171,6 +171,7 @@ func (d *dictChunk) dictionaryPage(body []byte, codec compress.Codec) bool {
 		return false
 	}
 	dh := &h.DictionaryPageHeader.V
+	//lint:ignore SA1019 older writers (parquet-mr 1.x, arrow before 0.15) still label dictionary pages PLAIN_DICTIONARY
 	if dh.Encoding != format.Plain && dh.Encoding != format.PlainDictionary || dh.NumValues < 0 {
 		return false
 	}
@@ -240,6 +241,7 @@ func (d *dictChunk) dataPageV2(body []byte, codec compress.Codec) bool {
 }
 
 func isDictEncoding(e format.Encoding) bool {
+	//lint:ignore SA1019 older writers label dictionary-index data pages PLAIN_DICTIONARY
 	return e == format.RLEDictionary || e == format.PlainDictionary
 }
 
