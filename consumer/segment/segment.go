@@ -24,6 +24,9 @@ var (
 	ErrMissingColumn = errors.New("consumer: missing required column")
 	ErrColumnType    = errors.New("consumer: column has the wrong type")
 	ErrCorrupt       = errors.New("consumer: corrupt segment")
+	// ErrUnsupported marks a segment in a form this build refuses to read
+	// rather than risk reading it wrong (LZ4 and LZ4_RAW compression).
+	ErrUnsupported = errors.New("consumer: unsupported segment encoding")
 )
 
 // Error is an error reading one segment, naming the file and, where
@@ -328,6 +331,10 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			return &Error{File: name, RowGroup: gi, Column: f.Name(),
 				Err: fmt.Errorf("%w: row group has %d column chunks", ErrCorrupt, len(chunks))}
 		}
+		if codec, bad := s.lz4Chunk(c.index, gi); bad {
+			return &Error{File: name, RowGroup: gi, Column: f.Name(),
+				Err: fmt.Errorf("%w: %s compression (parquet-go v0.32.0 reads some of its pages from stale buffers: wrong numbers, no error); rewrite the segment with zstd or snappy", ErrUnsupported, codec)}
+		}
 		open = append(open, c)
 		if c.kind == parquet.ByteArray && c.maxDef == 0 && s.readChunk(c, gi, total) {
 			continue
@@ -390,6 +397,25 @@ func kindOf(n parquet.Node) (k parquet.Kind, ok bool) {
 		}
 	}()
 	return n.Type().Kind(), true
+}
+
+// lz4Chunk reports whether the chunk of column index in row group gi is
+// LZ4 or LZ4_RAW compressed, or would be decoded as such (parquet-go
+// decodes a column with the codec of its first row group's chunk), and
+// which codec.
+func (s *Scanner) lz4Chunk(index, gi int) (format.CompressionCodec, bool) {
+	md := s.meta
+	if md == nil {
+		return 0, false
+	}
+	for _, g := range []int{0, gi} {
+		if g < len(md.RowGroups) && index < len(md.RowGroups[g].Columns) {
+			if c := md.RowGroups[g].Columns[index].MetaData.Codec; c == format.Lz4 || c == format.Lz4Raw {
+				return c, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // readChunk reads column chunk gi of c's column through the fast path
