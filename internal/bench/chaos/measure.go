@@ -337,38 +337,31 @@ func (r *runner) checkSubjects(ctx context.Context) error {
 }
 
 // subjectChain reads the count messages of subject in order with an
-// ordered consumer and verifies them as one NDJSON chain.
+// ordered consumer and verifies them as one NDJSON chain. On a cluster a
+// node may just have come back and the stream's leader not be elected
+// yet (no responders): the read starts over from the first message, until
+// the deadline.
 func (r *runner) subjectChain(ctx context.Context, js jetstream.JetStream, stream, subject string, count uint64) Chain {
 	ch := Chain{Kind: "subject", Name: subject}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		ch.Error = fmt.Sprintf("ordered consumer: %v", err)
-		return ch
-	}
-	var buf bytes.Buffer
-	got := uint64(0)
 	deadline := time.Now().Add(2 * time.Minute)
-	for got < count && time.Now().Before(deadline) {
-		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			ch.Error = fmt.Sprintf("fetch: %v", err)
+	var doc []byte
+	for {
+		var err error
+		doc, err = readSubject(ctx, js, stream, subject, count, deadline)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+			ch.Error = err.Error()
 			return ch
 		}
-		for m := range batch.Messages() {
-			buf.Write(bytes.TrimRight(m.Data(), "\n"))
-			buf.WriteByte('\n')
-			got++
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			ch.Error = fmt.Sprintf("fetch: %v", err)
+		select {
+		case <-ctx.Done():
+			ch.Error = ctx.Err().Error()
 			return ch
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	if got < count {
-		ch.Error = fmt.Sprintf("read %d of %d messages in 2 minutes", got, count)
-		return ch
-	}
-	doc := buf.Bytes()
 	rep, err := envelope.Verify(bytes.NewReader(doc))
 	if err != nil {
 		ch.Error = err.Error()
@@ -377,6 +370,35 @@ func (r *runner) subjectChain(ctx context.Context, js jetstream.JetStream, strea
 	ch = fillChain(ch, rep)
 	ch.DuplicateEvents = duplicateEvents(doc)
 	return ch
+}
+
+// readSubject reads the count messages of subject in order, one NDJSON
+// line each, with an ordered consumer, until deadline.
+func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, count uint64, deadline time.Time) ([]byte, error) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return nil, fmt.Errorf("ordered consumer: %w", err)
+	}
+	var buf bytes.Buffer
+	got := uint64(0)
+	for got < count && time.Now().Before(deadline) {
+		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("fetch: %w", err)
+		}
+		for m := range batch.Messages() {
+			buf.Write(bytes.TrimRight(m.Data(), "\n"))
+			buf.WriteByte('\n')
+			got++
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, fmt.Errorf("fetch: %w", err)
+		}
+	}
+	if got < count {
+		return nil, fmt.Errorf("read %d of %d messages in 2 minutes", got, count)
+	}
+	return buf.Bytes(), nil
 }
 
 // verdict sets OK from the findings.
