@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -411,4 +414,69 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes: records with
+// call ids keep dedupe keys in the snapshot, so its aggregate is written
+// apart; once their day folds and only row batches are open, the snapshot
+// serves as the aggregate, and the aggregate written before leaves the
+// bucket (no later snapshot would overwrite its slot).
+func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(31, 7))
+	cs := randomDayCalls(rng, 300, 1)
+	ids := make([]string, len(cs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+	}
+	startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
+	publishIDs(t, e, cs, ids, "rec")
+	waitAggregate(t, e, func(a *Aggregate) error {
+		if got := a.Calls(); got != int64(len(cs)) {
+			return fmt.Errorf("%d calls, want %d", got, len(cs))
+		}
+		return nil
+	})
+	ctx := jstest.Ctx(t, 60*time.Second)
+	kv, err := e.JS.KeyValue(ctx, Bucket)
+	require.NoError(t, err)
+	aggKeys := func() []string {
+		keys, err := kv.ListKeys(ctx)
+		require.NoError(t, err)
+		var out []string
+		for k := range keys.Keys() {
+			if strings.HasPrefix(k, "agg.") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	require.NotEmpty(t, aggKeys(), "records with keys: aggregates written apart")
+
+	// Row batches three days on: day 0 folds, its keys leave the snapshot.
+	dir := t.TempDir()
+	opts := tracegen.DefaultFleetOptions()
+	opts.Rows, opts.SegmentRows, opts.RowGroupRows, opts.Concurrent, opts.MeanCallsPerRun = 4000, 2000, 1000, 50, 10
+	opts.Start, opts.Span = day0.AddDate(0, 0, 3), 12*time.Hour
+	_, err = tracegen.GenerateFleet(dir, opts)
+	require.NoError(t, err)
+	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	require.NoError(t, err)
+	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		for p := range tracemsg.DefaultPartitions {
+			entry, err := kv.Get(ctx, partitionKey(p))
+			if err != nil {
+				return fmt.Errorf("partition %d: %w", p, err)
+			}
+			var ptr partPointer
+			require.NoError(t, json.Unmarshal(entry.Value(), &ptr))
+			if ptr.Aggregate != ptr.Snapshot {
+				return fmt.Errorf("partition %d: aggregate still apart", p)
+			}
+		}
+		if left := aggKeys(); len(left) > 0 {
+			return fmt.Errorf("aggregates no pointer names: %v", left)
+		}
+		return nil
+	})
 }

@@ -413,6 +413,7 @@ type partHandler struct {
 	state  *partState // nil: not held (load on the next batch)
 	rev    uint64     // KV revision the state descends from
 	blobs  []blobRef  // what the pointer at rev names
+	aggs   [2]blobRef // the aggregate last written apart into each slot, until deleted
 	held   []pull.Msg // records committed, waiting for the snapshot to be acked
 	top    pull.Msg   // the newest of held (by stream sequence): the one acked
 	topSeq uint64
@@ -1109,9 +1110,10 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	// Write into the slot the pointer does not name (resolvePointer made
 	// sure which one it names).
+	slot := 0
 	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
 	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
-		name = fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
+		slot, name = 1, fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
 	}
 	// The KV puts are synchronous, so the buffer is free again once they
 	// return.
@@ -1166,6 +1168,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		if agg, err = putBlob(ctx, h.f.kv, "agg."+name, aggData); err != nil {
 			return err
 		}
+		h.aggs[slot] = agg
 	}
 	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: snap,
 		Aggregate: agg, Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
@@ -1190,13 +1193,19 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	prev := h.blobs
 	h.setBase(ctx, rev, []blobRef{snap, agg})
 	h.lastSnapTook = time.Since(start)
-	// An aggregate written apart before, now that the snapshot serves as
-	// it, would stay in the bucket unnamed: no later snapshot overwrites
-	// its slot.
-	for _, old := range prev {
-		if agg == snap && strings.HasPrefix(old.Prefix, "agg.") {
-			h.deleteBlob(ctx, old)
+	// Aggregates written apart before (in either slot, or named by the
+	// pointer this state was loaded from), now that the snapshot serves
+	// as the aggregate, would stay in the bucket unnamed: no later
+	// snapshot overwrites their slots.
+	if agg == snap {
+		gone := map[string]bool{}
+		for _, old := range slices.Concat(prev, h.aggs[:]) {
+			if strings.HasPrefix(old.Prefix, "agg.") && !gone[old.Prefix] {
+				gone[old.Prefix] = true
+				h.deleteBlob(ctx, old)
+			}
 		}
+		h.aggs = [2]blobRef{}
 	}
 	// The blobs no snapshot names any more: superseded day tables and
 	// pruned days. A reader holding an older pointer reads it again.
