@@ -107,6 +107,13 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*p
 		if st.part != p || st.parts != n {
 			return nil, nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
 		}
+		err = applyDeltaBlobs(ctx, kv, st, ptr.Deltas)
+		if errors.Is(err, errBlobChanged) && try < 5 {
+			continue // a new base written meanwhile
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("partition %d aggregate: %w", p, err)
+		}
 		tables, err := fetchDays(ctx, kv, st)
 		if errors.Is(err, errBlobChanged) && try < 5 {
 			continue // a day table corrected or pruned meanwhile

@@ -83,15 +83,17 @@ func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
 
 // partPointer is the value of a partition's KV key.
 type partPointer struct {
-	Partition  int       `json:"partition"`
-	Partitions int       `json:"partitions"`
-	LastSeq    uint64    `json:"last_seq"`
-	Snapshot   blobRef   `json:"snapshot"`
-	Aggregate  blobRef   `json:"aggregate"`
-	Writer     string    `json:"writer"`
-	Runs       int       `json:"runs"`
-	Keys       int       `json:"keys"`
-	Written    time.Time `json:"written"`
+	Partition  int     `json:"partition"`
+	Partitions int     `json:"partitions"`
+	LastSeq    uint64  `json:"last_seq"`
+	Snapshot   blobRef `json:"snapshot"`
+	Aggregate  blobRef `json:"aggregate"`
+	// Deltas follow Snapshot (and Aggregate), in order (see delta.go).
+	Deltas  []blobRef `json:"deltas,omitempty"`
+	Writer  string    `json:"writer"`
+	Runs    int       `json:"runs"`
+	Keys    int       `json:"keys"`
+	Written time.Time `json:"written"`
 }
 
 // blobRef names a chunked value in the Bucket KV bucket.
@@ -325,7 +327,8 @@ func New(ctx context.Context, js jetstream.JetStream, st *store.Store, router je
 	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router, warn: ratelog.New(opts.Logger.With("component", "fleet"), 10*time.Second),
 		log: opts.Logger.With("component", "fleet")}
 	for p, c := range cons {
-		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: streams.TraceSubject(opts.Subjects.Traces, p)})
+		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: streams.TraceSubject(opts.Subjects.Traces, p),
+			deltaSeq: uint64(time.Now().UnixNano())})
 	}
 	return f, nil
 }
@@ -430,9 +433,19 @@ type partHandler struct {
 	lastSnapTook time.Duration
 	// tried names the blobs of a pointer update whose outcome is unknown
 	// (its reply was lost); nil when the pointer's revision is known.
-	tried     []blobRef
-	pinID     string
-	lastBatch time.Time
+	tried []blobRef
+	// needBase: the next snapshot is a base (the state was loaded, or
+	// which snapshot it follows is not known). baseUnits weighs the last
+	// base and chainUnits the deltas since (deltaUnits), lastDeltaUnits
+	// the delta baseDue weighed last; storeDeltas is how many deltas
+	// follow the base in the store; deltaSeq numbers this handler's delta
+	// blobs (from its start time: unique across restarts).
+	needBase                              bool
+	baseUnits, chainUnits, lastDeltaUnits int
+	storeDeltas                           int
+	deltaSeq                              uint64
+	pinID                                 string
+	lastBatch                             time.Time
 	// backlog: the last batch's consumer had more pending after it.
 	backlog bool
 	// storeErr is the last store commit's failure (nil after a success).
@@ -680,12 +693,6 @@ func (h *partHandler) snapshotDue() time.Duration {
 	return min(max(time.Duration(share)*h.lastSnapTook, every/20), longest)
 }
 
-// commit stores the state (snap, its snapshot encoding) in the worker's
-// store; when it fails, the caller must drop the state.
-func (h *partHandler) commit(ctx context.Context, snap []byte, tables map[int32][]byte, pruned []int32) error {
-	return h.f.commitPartition(ctx, h.p, h.state.stored(h.rev, snap, tables, pruned))
-}
-
 // apply folds one message into s: a row batch, a record's call, or the
 // partition's rows of a referenced segment. A message at or below the
 // state's sequence is already in it (redelivered); rows and calls already
@@ -918,6 +925,13 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if s.part != h.p || s.parts != parts {
 			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.part, s.parts)
 		}
+		if len(ptr.Deltas) > 0 {
+			if err := applyDeltaBlobs(ctx, h.f.kv, s, ptr.Deltas); err != nil {
+				return fmt.Errorf("partition %d snapshot: %w", h.p, err)
+			}
+			// The store gets the state whole: its own base.
+			b, _, _ = s.encodeBoth(nil)
+		}
 		// The folded days' tables come with it: their keys, and a copy in
 		// the store for the late calls that correct them.
 		tables, err := fetchDays(ctx, h.f.kv, s)
@@ -934,12 +948,14 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if err != nil {
 			return err
 		}
-		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded))
+		h.storeDeltas = 0
+		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded), "deltas", len(ptr.Deltas))
 	case local:
 		if s, err = readStoredPartition(ctx, h.f.st, h.p, head); err != nil {
 			return err
 		}
 		s.storedTables = nil // in the store: loadDay reads one when a late call corrects it
+		h.storeDeltas = s.storedDeltas
 		if s.parts != parts {
 			return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", h.p, s.parts, parts)
 		}
@@ -947,9 +963,9 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 	default:
 		s = newPartState(h.p, parts)
 	}
-	h.state, h.rev, h.blobs, h.tried = s, rev, nil, nil
+	h.state, h.rev, h.blobs, h.tried, h.needBase = s, rev, nil, nil, true
 	if rev != 0 {
-		h.blobs = []blobRef{ptr.Snapshot, ptr.Aggregate}
+		h.blobs = append([]blobRef{ptr.Snapshot, ptr.Aggregate}, ptr.Deltas...)
 	}
 	if err := h.catchUp(ctx, upTo); err != nil {
 		h.state = nil
@@ -1098,8 +1114,9 @@ func (h *partHandler) flushLocked(ctx context.Context, keep int) error {
 	return nil
 }
 
-// snapshot writes the partition's snapshot and aggregate, then moves its
-// KV pointer to them with compare-and-set on h.rev.
+// snapshot writes the partition's snapshot (a base, or a delta after the
+// snapshots before it: see delta.go), then moves its KV pointer to it with
+// compare-and-set on h.rev.
 func (h *partHandler) snapshot(ctx context.Context) error {
 	s := h.state
 	start := time.Now()
@@ -1108,15 +1125,6 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 			return err
 		}
 	}
-	// Write into the slot the pointer does not name (resolvePointer made
-	// sure which one it names).
-	slot := 0
-	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
-	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
-		slot, name = 1, fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
-	}
-	// The KV puts are synchronous, so the buffer is free again once they
-	// return.
 	s.settle(true) // the keys applied join their days' key lists the snapshot copies
 	before := map[int32]blobRef{}
 	for d, r := range s.folded {
@@ -1129,49 +1137,24 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	for _, err := range append(skipped, skipped2...) {
 		h.f.warn.Warn("fold partition day", "partition", h.p, "err", err)
 	}
-	snapData, aggData, buf := s.encodeBoth(h.buf)
-	h.buf = buf
 	// Each table is encoded once, for the store and the bucket.
 	encoded := make(map[int32][]byte, len(tables))
 	for _, t := range tables {
 		encoded[t.day] = t.encode(nil)
 	}
-	// The store first: a restart loads it when it descends from the
-	// snapshot the pointer names. It holds the day tables too, in the
-	// same transaction.
-	if err := h.commit(ctx, snapData, encoded, prunedDays); err != nil {
-		h.storeErr = err
-		return fmt.Errorf("%w: %w", errStore, err)
+	gen, base := s.gen, h.baseDue(s)
+	var blobs []blobRef
+	var err error
+	if base {
+		blobs, err = h.writeBase(ctx, encoded, prunedDays)
+	} else {
+		blobs, err = h.writeDelta(ctx, encoded, prunedDays)
 	}
-	h.storeErr = nil
-	// Then the day tables in the bucket, and the snapshot naming them.
-	published, err := h.publishDays(ctx, encoded)
 	if err != nil {
 		return err
 	}
-	if published > 0 {
-		snapData, aggData, buf = s.encodeBoth(h.buf)
-		h.buf = buf
-	}
-	if c := h.f.opts.SnapshotBytes; c != nil {
-		c(len(snapData) + len(aggData) + published)
-	}
-	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
-	if err != nil {
-		return err
-	}
-	// The aggregate is the snapshot without its row sets and keys: when
-	// those are a small part of it, readers get the snapshot (the same
-	// format) rather than the bucket a near copy of it.
-	agg := snap
-	if extra := len(snapData) - len(aggData); extra > len(aggData)/sharedAggregateShare {
-		if agg, err = putBlob(ctx, h.f.kv, "agg."+name, aggData); err != nil {
-			return err
-		}
-		h.aggs[slot] = agg
-	}
-	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: snap,
-		Aggregate: agg, Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
+	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: blobs[0],
+		Aggregate: blobs[1], Deltas: blobs[2:], Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
 	var rev uint64
 	if h.rev == 0 {
 		rev, err = h.f.kv.Create(ctx, partitionKey(h.p), ptr)
@@ -1187,26 +1170,18 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		// it may name the slot just written, which the next snapshot
 		// would otherwise overwrite, leaving a pointer to blobs whose
 		// digest no longer matches (a partition nobody can load).
-		h.tried = []blobRef{snap, agg}
+		h.tried = blobs
 		return fmt.Errorf("partition %d pointer: %w", h.p, err)
 	}
-	prev := h.blobs
-	h.setBase(ctx, rev, []blobRef{snap, agg})
-	h.lastSnapTook = time.Since(start)
-	// Aggregates written apart before (in either slot, or named by the
-	// pointer this state was loaded from), now that the snapshot serves
-	// as the aggregate, would stay in the bucket unnamed: no later
-	// snapshot overwrites their slots.
-	if agg == snap {
-		gone := map[string]bool{}
-		for _, old := range slices.Concat(prev, h.aggs[:]) {
-			if strings.HasPrefix(old.Prefix, "agg.") && !gone[old.Prefix] {
-				gone[old.Prefix] = true
-				h.deleteBlob(ctx, old)
-			}
-		}
-		h.aggs = [2]blobRef{}
+	s.wrote(gen)
+	if base {
+		runs, keys := s.size()
+		h.baseUnits, h.chainUnits, h.needBase = deltaUnits(runs, keys), 0, false
+	} else {
+		h.chainUnits += h.lastDeltaUnits
 	}
+	h.published(ctx, rev, blobs)
+	h.lastSnapTook = time.Since(start)
 	// The blobs no snapshot names any more: superseded day tables and
 	// pruned days. A reader holding an older pointer reads it again.
 	for d, old := range before {
@@ -1215,6 +1190,158 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// deltaUnits weighs a state's runs and keys (a run's state takes about
+// four keys' bytes) for baseDue.
+func deltaUnits(runs, keys int) int { return runs + keys/4 }
+
+// baseDue reports whether the next snapshot is a base rather than a
+// delta: with no pointer yet, at the first snapshot after the state was
+// loaded, after maxDeltas deltas, and when the deltas since the base with
+// the next one would hold more than half of what a base holds.
+func (h *partHandler) baseDue(s *partState) bool {
+	if h.rev == 0 || h.needBase || len(h.blobs) < 2 || len(h.blobs)-2 >= maxDeltas {
+		return true
+	}
+	runs, keys := s.dirty()
+	h.lastDeltaUnits = deltaUnits(runs, keys)
+	return h.chainUnits+h.lastDeltaUnits > h.baseUnits/2
+}
+
+// writeBase stores the state whole (dropping the store's deltas) with the
+// tables just folded, publishes the tables, and puts the snapshot and
+// (when written apart) the aggregate into the slot the pointer does not
+// name. It returns the blobs the pointer is to name.
+func (h *partHandler) writeBase(ctx context.Context, encoded map[int32][]byte, prunedDays []int32) ([]blobRef, error) {
+	s := h.state
+	// Write into the slot the pointer does not name (resolvePointer made
+	// sure which one it names).
+	slot := 0
+	name := fmt.Sprintf("%d.%s.0", h.p, h.f.opts.Instance)
+	if len(h.blobs) > 0 && h.blobs[0].Prefix == "snap."+name {
+		slot, name = 1, fmt.Sprintf("%d.%s.1", h.p, h.f.opts.Instance)
+	}
+	// The KV puts are synchronous, so the buffer is free again once they
+	// return.
+	snapData, aggData, buf := s.encodeBoth(h.buf)
+	h.buf = buf
+	// The store first: a restart loads it when it descends from the
+	// snapshot the pointer names. It holds the day tables too, in the
+	// same transaction.
+	c := s.stored(h.rev, snapData, encoded, prunedDays)
+	for i := range h.storeDeltas {
+		c.Drop = append(c.Drop, deltaRun(i+1))
+	}
+	if err := h.commitStore(ctx, c); err != nil {
+		return nil, err
+	}
+	h.storeDeltas = 0
+	// Then the day tables in the bucket, and the snapshot naming them.
+	published, err := h.publishDays(ctx, encoded)
+	if err != nil {
+		return nil, err
+	}
+	if published > 0 {
+		snapData, aggData, buf = s.encodeBoth(h.buf)
+		h.buf = buf
+	}
+	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
+	if err != nil {
+		return nil, err
+	}
+	written := len(snapData) + published
+	// The aggregate is the snapshot without its row sets and keys: when
+	// those are a small part of it, readers get the snapshot (the same
+	// format) rather than the bucket a near copy of it.
+	agg := snap
+	if extra := len(snapData) - len(aggData); extra > len(aggData)/sharedAggregateShare {
+		if agg, err = putBlob(ctx, h.f.kv, "agg."+name, aggData); err != nil {
+			return nil, err
+		}
+		h.aggs[slot] = agg
+		written += len(aggData)
+	}
+	if c := h.f.opts.SnapshotBytes; c != nil {
+		c(written)
+	}
+	return []blobRef{snap, agg}, nil
+}
+
+// writeDelta stores what changed since the last snapshot as the store's
+// next delta, with the tables just folded, publishes the tables, and puts
+// the delta in the bucket. It returns the blobs the pointer is to name:
+// the base's and its deltas with this one.
+func (h *partHandler) writeDelta(ctx context.Context, encoded map[int32][]byte, prunedDays []int32) ([]blobRef, error) {
+	s := h.state
+	data := s.encodeDelta(h.buf)
+	h.buf = data
+	if err := h.commitStore(ctx, s.storedAs(h.rev, deltaRun(h.storeDeltas+1), data, encoded, prunedDays)); err != nil {
+		return nil, err
+	}
+	h.storeDeltas++
+	published, err := h.publishDays(ctx, encoded)
+	if err != nil {
+		return nil, err
+	}
+	if published > 0 {
+		data = s.encodeDelta(h.buf)
+		h.buf = data
+	}
+	h.deltaSeq++
+	ref, err := putBlob(ctx, h.f.kv, fmt.Sprintf("delta.%d.%s.%d", h.p, h.f.opts.Instance, h.deltaSeq), data)
+	if err != nil {
+		return nil, err
+	}
+	if c := h.f.opts.SnapshotBytes; c != nil {
+		c(len(data) + published)
+	}
+	return append(slices.Clone(h.blobs), ref), nil
+}
+
+// commitStore commits c to the worker's store, recording the failure
+// (wrapped in errStore: the caller drops the state).
+func (h *partHandler) commitStore(ctx context.Context, c store.PartitionCommit) error {
+	if err := h.f.commitPartition(ctx, h.p, c); err != nil {
+		h.storeErr = err
+		return fmt.Errorf("%w: %w", errStore, err)
+	}
+	h.storeErr = nil
+	return nil
+}
+
+// published records that the pointer is at rev naming blobs, and deletes
+// what the pointer named before and names no more: the deltas of a base
+// written over, and aggregates written apart before (in either slot, or
+// named by the pointer the state was loaded from) once the snapshot
+// serves as the aggregate (no later snapshot overwrites their slots).
+func (h *partHandler) published(ctx context.Context, rev uint64, blobs []blobRef) {
+	prev := h.blobs
+	h.setBase(ctx, rev, blobs)
+	named := map[string]bool{}
+	for _, b := range blobs {
+		named[b.Prefix] = true
+	}
+	gone := map[string]bool{}
+	drop := func(old blobRef) {
+		if old.Prefix != "" && !named[old.Prefix] && !gone[old.Prefix] {
+			gone[old.Prefix] = true
+			h.deleteBlob(ctx, old)
+		}
+	}
+	if len(prev) > 2 {
+		for _, old := range prev[2:] {
+			drop(old)
+		}
+	}
+	if blobs[0] == blobs[1] {
+		for _, old := range slices.Concat(prev, h.aggs[:]) {
+			if strings.HasPrefix(old.Prefix, "agg.") {
+				drop(old)
+			}
+		}
+		h.aggs = [2]blobRef{}
+	}
 }
 
 // foldAfter is Options.FoldAfter or its default.
@@ -1337,9 +1464,10 @@ func (h *partHandler) resolvePointer(ctx context.Context) error {
 	}
 	var ptr partPointer
 	if json.Unmarshal(entry.Value(), &ptr) == nil && ptr.Writer == h.f.opts.Instance &&
-		ptr.Snapshot == h.tried[0] && ptr.Aggregate == h.tried[1] {
-		h.setBase(ctx, entry.Revision(), h.tried)
-		h.tried = nil
+		slices.Equal(append([]blobRef{ptr.Snapshot, ptr.Aggregate}, ptr.Deltas...), h.tried) {
+		// Which snapshot the next delta follows is not known: a base.
+		h.published(ctx, entry.Revision(), h.tried)
+		h.tried, h.needBase = nil, true
 		return nil
 	}
 	return errLost

@@ -32,7 +32,7 @@ type runAgg struct {
 	outcome, agent          string
 	outStep, agentStep      uint32
 	outOrder, agentOrder    callOrder
-	gen                     uint32 // partState.gen of its last undo entry; not encoded
+	gen                     uint64 // partState.gen of its last undo entry; not encoded
 }
 
 // callOrder is a call's place in the records' own order, the tie-break of
@@ -332,7 +332,7 @@ type partState struct {
 	// touches, not with its calls. msgDays is the first and last day the
 	// message's calls fell in.
 	undo      []undoEntry
-	gen       uint32
+	gen       uint64
 	msgMark   int64
 	msgDays   [2]int32
 	msgHasDay bool
@@ -340,6 +340,14 @@ type partState struct {
 	// committed), and whether anything changed at all.
 	newKeys []dayKey
 	changed bool
+	// snapGen is gen when the last snapshot written was encoded, and
+	// deltaKeys the keys committed since: what the next delta holds
+	// (runs with a newer gen, and those keys).
+	snapGen   uint64
+	deltaKeys []dayKey
+	// storedDeltas is how many deltas follow the base in the store (see
+	// deltaRun), as read by readStoredPartition.
+	storedDeltas int
 	// storedTables holds the encoded tables readStoredPartition read, by
 	// day (for LocalAggregate; a partition handler drops them).
 	storedTables map[int32][]byte
@@ -642,6 +650,7 @@ func (s *partState) settle(committed bool) {
 		for _, k := range s.newKeys {
 			s.dayKeys[k.day] = append(s.dayKeys[k.day], k.key[:]...)
 		}
+		s.deltaKeys = append(s.deltaKeys, s.newKeys...)
 	}
 	s.newKeys, s.changed = s.newKeys[:0], false
 }
@@ -663,8 +672,14 @@ func dayRun(day int32) []byte {
 // tables (encoded, by day) of the days folded since the last commit and
 // without those pruned.
 func (s *partState) stored(baseRev uint64, snap []byte, tables map[int32][]byte, pruned []int32) store.PartitionCommit {
+	return s.storedAs(baseRev, stateRun, snap, tables, pruned)
+}
+
+// storedAs is stored with the snapshot (a base or a delta) under the name
+// run.
+func (s *partState) storedAs(baseRev uint64, run, snap []byte, tables map[int32][]byte, pruned []int32) store.PartitionCommit {
 	c := store.PartitionCommit{Head: store.PartitionMeta{LastSeq: s.lastSeq, BaseRev: baseRev, Meta: s.meta()},
-		Runs: []store.RunState{{Run: stateRun, State: snap}}}
+		Runs: []store.RunState{{Run: run, State: snap}}}
 	for _, d := range slices.Sorted(maps.Keys(tables)) {
 		c.Runs = append(c.Runs, store.RunState{Run: dayRun(d), State: tables[d]})
 	}
@@ -690,7 +705,12 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 	s.lastSeq = head.LastSeq
 	var whole *partState
 	tables := map[int32][]byte{}
+	deltas := map[int][]byte{}
 	if err := st.EachPartitionRun(ctx, p, func(run, state []byte) error {
+		if n, ok := isDeltaRun(run); ok {
+			deltas[n] = bytes.Clone(state)
+			return nil
+		}
 		switch {
 		case bytes.Equal(run, stateRun):
 			w, err := decodePartState(state)
@@ -711,10 +731,25 @@ func readStoredPartition(ctx context.Context, st *store.Store, p int, head store
 	}); err != nil {
 		return nil, err
 	}
+	if whole == nil && len(deltas) > 0 {
+		return nil, fmt.Errorf("partition %d: the store holds %d deltas and no base", p, len(deltas))
+	}
 	if whole != nil {
 		if whole.part != p {
 			return nil, fmt.Errorf("partition %d stored state holds partition %d", p, whole.part)
 		}
+		ns := slices.Sorted(maps.Keys(deltas))
+		chain := make([][]byte, len(ns))
+		for i, n := range ns {
+			if n != i+1 {
+				return nil, fmt.Errorf("partition %d: the store holds deltas %v, not 1 to %d", p, ns, len(ns))
+			}
+			chain[i] = deltas[n]
+		}
+		if err := whole.applyDeltas(chain); err != nil {
+			return nil, fmt.Errorf("partition %d stored state: %w", p, err)
+		}
+		whole.storedDeltas = len(chain)
 		whole.lastSeq = head.LastSeq
 		for day, b := range tables {
 			_, _, rev, keys, _ := dayTableKeys(b)
@@ -772,7 +807,9 @@ func (s *partState) setMeta(b []byte) error {
 }
 
 // Snapshot and aggregate encoding (the blobs of the verdryx-partitions
-// bucket), format 3: magic, partition, partition count, last applied
+// bucket), format 4 (format 3's layout: a base that deltas may follow,
+// see delta.go, under a new magic so that a build that does not read
+// deltas refuses it rather than reading a stale state): magic, partition, partition count, last applied
 // stream sequence, flags, watermark (zig-zag), late calls; the run
 // partial states (in no particular order), each its day (zig-zag), name and
 // state; the dropped calls per day; the folded days (day, revision,
@@ -784,7 +821,8 @@ func (s *partState) setMeta(b []byte) error {
 // length-prefixed. Formats 2 (snapMagicV2) and 1 (snapMagicV1) kept no
 // days: their runs, dropped calls and keys read as undated.
 var (
-	snapMagic   = []byte("VDXPART3")
+	snapMagic   = []byte("VDXPART4")
+	snapMagicV3 = []byte("VDXPART3")
 	snapMagicV2 = []byte("VDXPART2")
 	snapMagicV1 = []byte("VDXPART1")
 )
@@ -793,7 +831,24 @@ var (
 // run states, into buf (reused when large enough): both share everything
 // up to the row sets. The results alias the returned buffer.
 func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
-	b := append(buf[:0], snapMagic...)
+	b := s.appendHead(append(buf[:0], snapMagic...))
+	b = s.appendRuns(b, nil)
+	b = s.appendDays(b)
+	common := len(b)
+	b = s.appendSegs(b)
+	b = s.appendKeys(b, nil)
+	// The snapshot, then a copy of the shared prefix and the aggregate's
+	// empty row sets and key days after it, in the same buffer.
+	snapEnd := len(b)
+	b = append(b, b[:common]...)
+	b = binary.AppendUvarint(b, 0)
+	b = binary.AppendUvarint(b, 0)
+	return b[:snapEnd:snapEnd], b[snapEnd:], b
+}
+
+// appendHead appends the partition, partition count, last applied stream
+// sequence, flags, watermark and late calls.
+func (s *partState) appendHead(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(s.part))
 	b = binary.AppendUvarint(b, uint64(s.parts))
 	b = binary.AppendUvarint(b, s.lastSeq)
@@ -803,13 +858,33 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 	}
 	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendVarint(b, s.watermark)
-	b = binary.AppendUvarint(b, s.late)
-	b = binary.AppendUvarint(b, uint64(s.runCount()))
+	return binary.AppendUvarint(b, s.late)
+}
+
+// appendRuns appends the count and the run partial states for which keep
+// (nil: every one) is true, in map order: a snapshot is read into maps,
+// and sorting the open days' names at every snapshot cost a third of
+// encoding them.
+func (s *partState) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
+	n := 0
+	for _, runs := range s.runs {
+		if keep == nil {
+			n += len(runs)
+			continue
+		}
+		for _, a := range runs {
+			if keep(a) {
+				n++
+			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
 	var tmp []byte
-	// The runs in map order: a snapshot is read into maps, and sorting
-	// the open days' names at every snapshot cost a third of encoding them.
 	for day, runs := range s.runs {
 		for name, a := range runs {
+			if keep != nil && !keep(a) {
+				continue
+			}
 			b = binary.AppendVarint(b, int64(day))
 			b = appendString(b, name)
 			tmp = a.encode(tmp[:0])
@@ -817,6 +892,13 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 			b = append(b, tmp...)
 		}
 	}
+	return b
+}
+
+// appendDays appends the dropped calls per day, the folded days (day,
+// revision, calls, written, and the blob's prefix, chunks, digest and
+// size) and the pruned day ranges.
+func (s *partState) appendDays(b []byte) []byte {
 	days := slices.Sorted(maps.Keys(s.dropped))
 	b = binary.AppendUvarint(b, uint64(len(days)))
 	for _, d := range days {
@@ -841,9 +923,15 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 		b = binary.AppendVarint(b, int64(r.lo))
 		b = binary.AppendVarint(b, int64(r.hi))
 	}
-	common := len(b)
+	return b
+}
+
+// appendSegs appends the segment row sets sorted by digest, each with its
+// first and last day.
+func (s *partState) appendSegs(b []byte) []byte {
 	digests := slices.SortedFunc(maps.Keys(s.segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
 	b = binary.AppendUvarint(b, uint64(len(digests)))
+	var tmp []byte
 	for _, d := range digests {
 		b = append(b, d[:]...)
 		tmp = s.segs[d].encode(tmp[:0])
@@ -856,26 +944,31 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 		b = binary.AppendVarint(b, int64(sd[0]))
 		b = binary.AppendVarint(b, int64(sd[1]))
 	}
-	days = slices.Sorted(maps.Keys(s.dayKeys))
+	return b
+}
+
+// appendKeys appends the dedupe keys of the days in memory, per day in
+// the order they were committed; with from, only each day's keys after
+// its first from[day] bytes (the days with none after them left out).
+func (s *partState) appendKeys(b []byte, from map[int32]int) []byte {
+	days := slices.Sorted(maps.Keys(s.dayKeys))
+	if from != nil {
+		days = slices.DeleteFunc(days, func(d int32) bool { return len(s.dayKeys[d]) <= from[d] })
+	}
 	b = binary.AppendUvarint(b, uint64(len(days)))
 	for _, d := range days {
+		keys := s.dayKeys[d][from[d]:]
 		b = binary.AppendVarint(b, int64(d))
-		b = binary.AppendUvarint(b, uint64(len(s.dayKeys[d])/store.KeySize))
-		b = append(b, s.dayKeys[d]...)
+		b = binary.AppendUvarint(b, uint64(len(keys)/store.KeySize))
+		b = append(b, keys...)
 	}
-	// The snapshot, then a copy of the shared prefix and the aggregate's
-	// empty row sets and key days after it, in the same buffer.
-	snapEnd := len(b)
-	b = append(b, b[:common]...)
-	b = binary.AppendUvarint(b, 0)
-	b = binary.AppendUvarint(b, 0)
-	return b[:snapEnd:snapEnd], b[snapEnd:], b
+	return b
 }
 
 // decodePartState reads an encoded snapshot or aggregate, of any format.
 func decodePartState(b []byte) (*partState, error) {
 	switch {
-	case bytes.HasPrefix(b, snapMagic):
+	case bytes.HasPrefix(b, snapMagic), bytes.HasPrefix(b, snapMagicV3):
 		return decodePartStateV3(b)
 	case bytes.HasPrefix(b, snapMagicV2), bytes.HasPrefix(b, snapMagicV1):
 		return decodePartStateV2(b)
@@ -894,6 +987,29 @@ func (d *decoder) day() int32 {
 
 func decodePartStateV3(b []byte) (*partState, error) {
 	d := decoder{b: b[len(snapMagic):]}
+	s, err := d.head()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.runs(s); err != nil {
+		return nil, err
+	}
+	d.days(s)
+	if err := d.segs(s); err != nil {
+		return nil, err
+	}
+	d.keys(s)
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition %d snapshot: %w", s.part, d.err)
+	}
+	return s, nil
+}
+
+// head reads what appendHead wrote into a new state.
+func (d *decoder) head() (*partState, error) {
 	part, parts := d.uvarint(), d.uvarint()
 	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
 		d.err = fmt.Errorf("partition %d of %d", part, parts)
@@ -905,6 +1021,11 @@ func decodePartStateV3(b []byte) (*partState, error) {
 	s.lastSeq = d.uvarint()
 	s.rowKeys = d.uvarint()&1 != 0
 	s.watermark, s.late = d.varint(), d.uvarint()
+	return s, nil
+}
+
+// runs reads what appendRuns wrote into s.
+func (d *decoder) runs(s *partState) error {
 	n := d.uvarint()
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		day := d.day()
@@ -915,10 +1036,15 @@ func decodePartStateV3(b []byte) (*partState, error) {
 		}
 		a, err := decodeRunAgg(st)
 		if err != nil {
-			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
 		}
 		s.addRun(day, name, &a)
 	}
+	return nil
+}
+
+// days reads what appendDays wrote into s.
+func (d *decoder) days(s *partState) {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		day := d.day()
 		s.dropped[day] = d.uvarint()
@@ -935,6 +1061,10 @@ func decodePartStateV3(b []byte) (*partState, error) {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		s.pruned = append(s.pruned, dayRange{d.day(), d.day()})
 	}
+}
+
+// segs reads what appendSegs wrote into s.
+func (d *decoder) segs(s *partState) error {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		if len(d.b) < 32 {
 			d.err = errors.New("truncated segment digest")
@@ -949,13 +1079,19 @@ func decodePartStateV3(b []byte) (*partState, error) {
 		}
 		r, err := decodeRowSet(st)
 		if err != nil {
-			return nil, fmt.Errorf("partition %d snapshot: %w", part, err)
+			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
 		}
 		s.segs[digest] = r
 		if days[0] != undated {
 			s.segDays[digest] = days
 		}
 	}
+	return nil
+}
+
+// keys reads what appendKeys wrote into s (appended to its days' keys;
+// keys s has already are skipped).
+func (d *decoder) keys(s *partState) {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		day := d.day()
 		nk := d.uvarint()
@@ -967,18 +1103,13 @@ func decodePartStateV3(b []byte) (*partState, error) {
 		}
 		kb := d.b[:nk*store.KeySize]
 		d.b = d.b[nk*store.KeySize:]
-		s.dayKeys[day] = make([]byte, 0, len(kb))
+		if s.dayKeys[day] == nil {
+			s.dayKeys[day] = make([]byte, 0, len(kb))
+		}
 		for j := 0; j < len(kb); j += store.KeySize {
 			s.loadKey(store.Key(kb[j:j+store.KeySize]), day)
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("partition %d snapshot: %w", part, d.err)
-	}
-	return s, nil
 }
 
 // decodePartStateV2 reads a snapshot of format 2 or 1: one state per run,

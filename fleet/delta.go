@@ -1,0 +1,238 @@
+package fleet
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/verdryx/verdryx/store"
+)
+
+// Delta snapshots. A partition's snapshot is a base (the whole state,
+// encodeBoth) followed by deltas: each holds what changed since the
+// snapshot before it (base or delta), so its cost follows the rate of
+// change, not the state's size. A delta holds the partition's head (last
+// stream sequence, flags, watermark, late calls), the run partial states
+// changed since (whole: applying one replaces the run's state), the days
+// in memory (a day not among them was folded since: its runs and keys
+// leave the state), the small per-day parts whole (dropped calls, folded
+// days, pruned ranges, segment row sets) and the dedupe keys committed
+// since. Applied in order to the base, the deltas give exactly the state
+// the last one was written from (TestDeltaChainRebuildsTheState). A new
+// base is written (compaction) when the deltas since the last one would
+// hold more than half of the state's runs and keys, after maxDeltas
+// deltas, and at the first snapshot after the state was loaded.
+//
+// Encoding (deltaMagic): magic, then appendHead, appendRuns (the changed
+// runs), the count and the days in memory (zig-zag), appendDays,
+// appendSegs, and the keys committed since, in appendKeys's form.
+var deltaMagic = []byte("VDXDELT1")
+
+// maxDeltas is the most deltas a base is followed by.
+const maxDeltas = 16
+
+// deltaRun is the name under which the store holds the n-th delta since
+// the stored base: 'd' and n, 4 bytes big endian (so they sort in order).
+func deltaRun(n int) []byte { return binary.BigEndian.AppendUint32([]byte{'d'}, uint32(n)) }
+
+// isDeltaRun reports whether a stored run name is a delta's, and which.
+func isDeltaRun(run []byte) (int, bool) {
+	if len(run) != 5 || run[0] != 'd' {
+		return 0, false
+	}
+	return int(binary.BigEndian.Uint32(run[1:])), true
+}
+
+// memDays returns the days with runs or keys in memory, ascending.
+func (s *partState) memDays() []int32 {
+	days := map[int32]struct{}{}
+	for d := range s.runs {
+		days[d] = struct{}{}
+	}
+	for d := range s.dayKeys {
+		days[d] = struct{}{}
+	}
+	return slices.Sorted(maps.Keys(days))
+}
+
+// dirty returns the run partial states changed since the last snapshot
+// written, and the keys committed since.
+func (s *partState) dirty() (runs, keys int) {
+	for _, day := range s.runs {
+		for _, a := range day {
+			if a.gen > s.snapGen {
+				runs++
+			}
+		}
+	}
+	return runs, len(s.deltaKeys)
+}
+
+// size returns the run partial states and the keys of the days in memory.
+func (s *partState) size() (runs, keys int) {
+	for _, kb := range s.dayKeys {
+		keys += len(kb) / store.KeySize
+	}
+	return s.runCount(), keys
+}
+
+// encodeDelta encodes what changed since the last snapshot written (see
+// wrote) into buf (reused when large enough).
+func (s *partState) encodeDelta(buf []byte) []byte {
+	b := s.appendHead(append(buf[:0], deltaMagic...))
+	since := s.snapGen
+	b = s.appendRuns(b, func(a *runAgg) bool { return a.gen > since })
+	days := s.memDays()
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		b = binary.AppendVarint(b, int64(d))
+	}
+	b = s.appendDays(b)
+	b = s.appendSegs(b)
+	keys := slices.Clone(s.deltaKeys)
+	slices.SortStableFunc(keys, func(a, b dayKey) int { return cmp.Compare(a.day, b.day) })
+	b = binary.AppendUvarint(b, uint64(countDays(keys)))
+	for i := 0; i < len(keys); {
+		j := i
+		for j < len(keys) && keys[j].day == keys[i].day {
+			j++
+		}
+		b = binary.AppendVarint(b, int64(keys[i].day))
+		b = binary.AppendUvarint(b, uint64(j-i))
+		for _, k := range keys[i:j] {
+			b = append(b, k.key[:]...)
+		}
+		i = j
+	}
+	return b
+}
+
+// countDays counts the runs of equal days in keys (sorted by day).
+func countDays(keys []dayKey) int {
+	n := 0
+	for i := range keys {
+		if i == 0 || keys[i].day != keys[i-1].day {
+			n++
+		}
+	}
+	return n
+}
+
+// wrote records that a snapshot encoded at gen (s.gen then) is written:
+// the next delta holds what changed after it.
+func (s *partState) wrote(gen uint64) {
+	s.snapGen = gen
+	clear(s.deltaKeys)
+	s.deltaKeys = s.deltaKeys[:0]
+}
+
+// decodeDelta reads an encoded delta into a state holding only what it
+// carries, and the days it names in memory.
+func decodeDelta(b []byte) (*partState, []int32, error) {
+	if !bytes.HasPrefix(b, deltaMagic) {
+		return nil, nil, errors.New("partition delta: bad magic")
+	}
+	d := decoder{b: b[len(deltaMagic):]}
+	s, err := d.head()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.runs(s); err != nil {
+		return nil, nil, err
+	}
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%d days in %d bytes", n, len(d.b))
+	}
+	open := make([]int32, 0, min(n, 1<<10))
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		open = append(open, d.day())
+	}
+	d.days(s)
+	if err := d.segs(s); err != nil {
+		return nil, nil, err
+	}
+	d.keys(s)
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, nil, fmt.Errorf("partition %d delta: %w", s.part, d.err)
+	}
+	return s, open, nil
+}
+
+// applyDeltas applies encoded deltas, in order, to s (a decoded base that
+// has not had its folded days' keys added yet).
+func (s *partState) applyDeltas(deltas [][]byte) error {
+	removed := false
+	for i, b := range deltas {
+		d, open, err := decodeDelta(b)
+		if err != nil {
+			return fmt.Errorf("delta %d of %d: %w", i+1, len(deltas), err)
+		}
+		if d.part != s.part || d.parts != s.parts {
+			return fmt.Errorf("delta %d of %d holds partition %d of %d, the base %d of %d", i+1, len(deltas), d.part, d.parts, s.part, s.parts)
+		}
+		if d.lastSeq < s.lastSeq {
+			return fmt.Errorf("delta %d of %d is at stream sequence %d, before the state's %d", i+1, len(deltas), d.lastSeq, s.lastSeq)
+		}
+		s.lastSeq, s.rowKeys, s.watermark, s.late = d.lastSeq, d.rowKeys, d.watermark, d.late
+		for day, runs := range d.runs {
+			for name, a := range runs {
+				s.addRun(day, name, a)
+			}
+		}
+		for day, kb := range d.dayKeys {
+			for j := 0; j+store.KeySize <= len(kb); j += store.KeySize {
+				s.loadKey(store.Key(kb[j:j+store.KeySize]), day)
+			}
+		}
+		s.dropped, s.folded, s.pruned, s.segs, s.segDays = d.dropped, d.folded, d.pruned, d.segs, d.segDays
+		for day := range s.runs {
+			if !slices.Contains(open, day) {
+				delete(s.runs, day)
+			}
+		}
+		for day := range s.dayKeys {
+			if !slices.Contains(open, day) {
+				delete(s.dayKeys, day)
+				removed = true
+			}
+		}
+	}
+	if removed { // the keys of the days folded since are in their tables
+		clear(s.keys)
+		for _, kb := range s.dayKeys {
+			for j := 0; j+store.KeySize <= len(kb); j += store.KeySize {
+				s.keys[store.Key(kb[j:j+store.KeySize])] = struct{}{}
+			}
+		}
+	}
+	return nil
+}
+
+// applyDeltaBlobs reads the deltas refs names from the bucket and applies
+// them, in order, to s. A delta deleted meanwhile (a new base written
+// over it) reads as errBlobChanged: read the pointer again.
+func applyDeltaBlobs(ctx context.Context, kv jetstream.KeyValue, s *partState, refs []blobRef) error {
+	chain := make([][]byte, len(refs))
+	for i, ref := range refs {
+		b, err := getBlob(ctx, kv, ref)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			err = fmt.Errorf("%w: %w", errBlobChanged, err)
+		}
+		if err != nil {
+			return fmt.Errorf("delta %d of %d: %w", i+1, len(refs), err)
+		}
+		chain[i] = b
+	}
+	return s.applyDeltas(chain)
+}
