@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -47,7 +49,7 @@ func newReportCmd(g *globals) *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("report: unexpected argument %q", pos[0])
 		}
-		from, err := parseWhen("since", *since, false)
+		from, err := parseWhen("--since", *since, false)
 		if err != nil {
 			return usageErrorf("report: %v", err)
 		}
@@ -114,7 +116,11 @@ func writeFileAtomic(path string, data []byte) error {
 // runs and baselines, and cost and SLOs from the trace calls the worker
 // has stored; rendered on request and cached for ttl.
 func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
-	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer) error {
+	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer, q url.Values) error {
+		opts, err := windowOptions("", q.Get("from"), q.Get("to"), q.Get("last"), true)
+		if err != nil {
+			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
+		}
 		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
 		if err != nil {
 			return err
@@ -123,14 +129,30 @@ func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggrega
 		if err != nil {
 			return fmt.Errorf("report: trace partitions: %w", err)
 		}
-		r, err := agg.Reducer(outcome.Options{})
+		r, err := agg.Reducer(opts)
+		if errors.Is(err, fleet.ErrWindowNotWholeDays) || errors.Is(err, fleet.ErrUndatedState) {
+			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
+		}
 		if err != nil {
 			return err
 		}
-		in.Traces, in.TraceSource = r, "the merged trace partitions of the fleet"
+		in.Traces, in.TraceSource = r, "the merged trace partitions of the fleet"+windowNote(opts)
 		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
 		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version()})
-	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger})
+	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger, Params: []string{"from", "to", "last"}})
+}
+
+// windowNote names a window of the calls for a report's trace source.
+func windowNote(o outcome.Options) string {
+	switch {
+	case o.From.IsZero() && o.To.IsZero():
+		return ""
+	case o.To.IsZero():
+		return ", calls from " + o.From.UTC().Format(time.RFC3339)
+	case o.From.IsZero():
+		return ", calls before " + o.To.UTC().Format(time.RFC3339)
+	}
+	return ", calls from " + o.From.UTC().Format(time.RFC3339) + " to " + o.To.UTC().Format(time.RFC3339)
 }
 
 // reportTraceFlags are report's trace inputs for the cost and SLO

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,6 +171,23 @@ func TestServeReport(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	// A window of whole UTC days: the calls of 2026-11-15 to 2026-11-28.
+	code, windowed, _ := get("/report?from=2026-11-15&to=2026-11-28")
+	require.Equal(t, http.StatusOK, code, windowed)
+	assert.Contains(t, windowed, "calls from 2026-11-15T00:00:00Z to 2026-11-29T00:00:00Z")
+	winHead := headline.FindStringSubmatch(windowed)
+	require.NotNil(t, winHead)
+	assert.NotEqual(t, lastHead, winHead[1], "the window holds a part of the calls")
+	for q, want := range map[string]string{
+		"/report?from=2026-11-15T06:00:00Z": "midnight UTC",
+		"/report?last=soon":                 `last "soon"`,
+		"/report?last=2d&from=2026-11-15":   "give it alone",
+		"/report?to=yesterday":              `to "yesterday"`,
+	} {
+		code, b, _ := get(q)
+		assert.Equal(t, http.StatusBadRequest, code, q)
+		assert.Contains(t, b, want, q)
+	}
 
 	// The headline is the cost per resolved outcome of the stored calls.
 	cancel()
@@ -187,4 +205,11 @@ func TestServeReport(t *testing.T) {
 	g := r.Report().Groups[0]
 	require.NotNil(t, g.CostPerResolvedUSD)
 	assert.Equal(t, fmt.Sprintf("$%.6f per resolved outcome", *g.CostPerResolvedUSD), strings.SplitN(lastHead, " (", 2)[0])
+	// The windowed page's headline is the direct reduction of the window.
+	direct, _, code := runCLI(t, "cost-per-correct", "--traces", "../../testdata/traces/slo", "--from", "2026-11-15", "--to", "2026-11-28", "--json")
+	require.Equal(t, 0, code)
+	var rep outcome.Report
+	require.NoError(t, json.Unmarshal([]byte(direct), &rep))
+	require.NotNil(t, rep.Groups[0].CostPerResolvedUSD)
+	assert.Equal(t, fmt.Sprintf("$%.6f per resolved outcome", *rep.Groups[0].CostPerResolvedUSD), strings.SplitN(winHead[1], " (", 2)[0])
 }

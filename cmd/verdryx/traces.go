@@ -75,18 +75,18 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 
 // parseLast parses a --last duration: Go's units (90m, 24h) or whole days
 // (7d) and weeks (2w).
-func parseLast(v string) (time.Duration, error) {
+func parseLast(name, v string) (time.Duration, error) {
 	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
 	if u, ok := unit[v[len(v)-1]]; ok {
 		n, err := strconv.Atoi(v[:len(v)-1])
 		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("--last %q: want a positive duration (90m, 24h, 7d, 2w)", v)
+			return 0, fmt.Errorf("%s %q: want a positive duration (90m, 24h, 7d, 2w)", name, v)
 		}
 		return time.Duration(n) * u, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--last %q: want a positive duration (90m, 24h, 7d, 2w)", v)
+		return 0, fmt.Errorf("%s %q: want a positive duration (90m, 24h, 7d, 2w)", name, v)
 	}
 	return d, nil
 }
@@ -113,8 +113,9 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 }
 
 // parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
-// bare date to the next midnight (an exclusive end).
-func parseWhen(flagName, v string, endOfDay bool) (time.Time, error) {
+// bare date to the next midnight (an exclusive end). name is the flag (or
+// query parameter) for the error.
+func parseWhen(name, v string, endOfDay bool) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
@@ -123,7 +124,7 @@ func parseWhen(flagName, v string, endOfDay bool) (time.Time, error) {
 	}
 	d, err := time.Parse(time.DateOnly, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--%s %q: want RFC 3339 (2026-11-30T12:00:00Z) or a date (2026-11-30)", flagName, v)
+		return time.Time{}, fmt.Errorf("%s %q: want RFC 3339 (2026-11-30T12:00:00Z) or a date (2026-11-30)", name, v)
 	}
 	if endOfDay {
 		d = d.AddDate(0, 0, 1)
@@ -132,28 +133,38 @@ func parseWhen(flagName, v string, endOfDay bool) (time.Time, error) {
 }
 
 func (t *traceFlags) options(by string) (outcome.Options, error) {
-	from, err := parseWhen("from", t.from, false)
+	o, err := windowOptions("--", t.from, t.to, t.last, *t.nats.url != "")
+	o.By = by
+	return o, err
+}
+
+// windowOptions parses a window of the calls (from, to, last as the flags
+// --from, --to and --last take them; prefix "--" for flags, "" for query
+// parameters, naming them in errors). fleet: --last starts at the
+// midnight UTC before, as the fleet keeps its state per day.
+func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options, error) {
+	from, err := parseWhen(prefix+"from", fromS, false)
 	if err != nil {
 		return outcome.Options{}, err
 	}
-	if t.last != "" {
-		if t.from != "" || t.to != "" {
-			return outcome.Options{}, errors.New("--last: give it alone, not with --from or --to")
+	if last != "" {
+		if fromS != "" || toS != "" {
+			return outcome.Options{}, fmt.Errorf("%slast: give it alone, not with %sfrom or %sto", prefix, prefix, prefix)
 		}
-		d, err := parseLast(t.last)
+		d, err := parseLast(prefix+"last", last)
 		if err != nil {
 			return outcome.Options{}, err
 		}
 		from = time.Now().UTC().Add(-d)
-		if *t.nats.url != "" {
+		if fleet {
 			from = from.Truncate(24 * time.Hour)
 		}
 	}
-	to, err := parseWhen("to", t.to, true)
+	to, err := parseWhen(prefix+"to", toS, true)
 	if err != nil {
 		return outcome.Options{}, err
 	}
-	return outcome.Options{By: by, From: from, To: to}, nil
+	return outcome.Options{From: from, To: to}, nil
 }
 
 // reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
