@@ -3,10 +3,12 @@ package fleet
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -476,6 +478,71 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 		}
 		if left := aggKeys(); len(left) > 0 {
 			return fmt.Errorf("aggregates no pointer names: %v", left)
+		}
+		return nil
+	})
+}
+
+// TestAnIdlePartitionPrunesItsDays: a worker whose partitions receive
+// nothing more still prunes their folded days once the retention has
+// passed since the tables were written (the flush tick snapshots them):
+// their day tables leave the bucket, and a call of such a day is late.
+func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
+	e := newEnv(t)
+	var clock atomic.Int64
+	clock.Store(day0.AddDate(0, 0, 2).UnixNano())
+	subjects := e.Subjects
+	subjects.Retention = time.Hour
+	startFleet(t, e.JS, subjects, "a", Options{FoldAfter: time.Millisecond, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	rng := rand.New(rand.NewPCG(5, 5))
+	cs := randomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
+	ids := make([]string, len(cs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+	}
+	publishIDs(t, e, cs, ids, "idle")
+	d0 := dayOf(day0.UnixMilli())
+	waitAggregate(t, e, func(a *Aggregate) error {
+		if got := a.Calls(); got != int64(len(cs)) {
+			return fmt.Errorf("%d calls, want %d", got, len(cs))
+		}
+		folded := 0
+		for p, s := range a.parts {
+			if len(s.runs[d0]) > 0 {
+				return fmt.Errorf("partition %d: day 0 not folded yet", p)
+			}
+			if _, ok := s.folded[d0]; ok {
+				folded++
+			}
+		}
+		if folded == 0 {
+			return errors.New("no partition folded day 0")
+		}
+		return nil
+	})
+	// Two hours on, and not one record more.
+	clock.Add(int64(2 * time.Hour))
+	waitAggregate(t, e, func(a *Aggregate) error {
+		for p, s := range a.parts {
+			if _, ok := s.folded[d0]; ok {
+				return fmt.Errorf("partition %d: day 0 still held", p)
+			}
+			if len(s.runs[d0]) > 0 {
+				return fmt.Errorf("partition %d: day 0 in memory", p)
+			}
+		}
+		if a.Late() != 0 {
+			return fmt.Errorf("%d late calls before any was sent", a.Late())
+		}
+		return nil
+	})
+	// A call of day 0 now is late.
+	late := cs[:1]
+	late[0].TSMillis = day0.UnixMilli() + 10
+	publishIDs(t, e, late, []string{"late-1"}, "late")
+	waitAggregate(t, e, func(a *Aggregate) error {
+		if a.Late() != 1 {
+			return fmt.Errorf("%d late calls, want 1", a.Late())
 		}
 		return nil
 	})

@@ -547,6 +547,22 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(
 	return days, skipped
 }
 
+// pruneDue reports whether pruneDays(now, retention) would prune a day:
+// a partition that receives nothing still drops its days at the
+// retention (the flush tick snapshots it).
+func (s *partState) pruneDue(now time.Time, retention time.Duration) bool {
+	if retention <= 0 {
+		return false
+	}
+	cut := now.Add(-retention).Unix()
+	for d, ref := range s.folded {
+		if ref.written <= cut && s.runs[d] == nil && s.dropped[d] == 0 && s.dayKeys[d] == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // addPruned adds day to the pruned ranges, merging neighbours.
 func (s *partState) addPruned(day int32) {
 	i, _ := slices.BinarySearchFunc(s.pruned, day, func(r dayRange, d int32) int { return cmp.Compare(r.lo, d) })

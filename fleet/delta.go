@@ -35,8 +35,15 @@ import (
 // appendSegs, and the keys committed since, in appendKeys's form.
 var deltaMagic = []byte("VDXDELT1")
 
-// maxDeltas is the most deltas a base is followed by.
-const maxDeltas = 16
+// maxDeltas is the most deltas a base is followed by; deltaSlots the
+// ring of bucket slots a partition handler writes its deltas into (more
+// than maxDeltas: the slot written next is never one a chain names, and
+// a handler writes a delta only after a base of its own, so a slot a
+// previous process of the instance left named is replaced first).
+const (
+	maxDeltas  = 16
+	deltaSlots = 2 * maxDeltas
+)
 
 // deltaRun is the name under which the store holds the n-th delta since
 // the stored base: 'd' and n, 4 bytes big endian (so they sort in order).

@@ -327,8 +327,7 @@ func New(ctx context.Context, js jetstream.JetStream, st *store.Store, router je
 	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router, warn: ratelog.New(opts.Logger.With("component", "fleet"), 10*time.Second),
 		log: opts.Logger.With("component", "fleet")}
 	for p, c := range cons {
-		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: streams.TraceSubject(opts.Subjects.Traces, p),
-			deltaSeq: uint64(time.Now().UnixNano())})
+		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: streams.TraceSubject(opts.Subjects.Traces, p)})
 	}
 	return f, nil
 }
@@ -438,12 +437,12 @@ type partHandler struct {
 	// which snapshot it follows is not known). baseUnits weighs the last
 	// base and chainUnits the deltas since (deltaUnits), lastDeltaUnits
 	// the delta baseDue weighed last; storeDeltas is how many deltas
-	// follow the base in the store; deltaSeq numbers this handler's delta
-	// blobs (from its start time: unique across restarts).
+	// follow the base in the store; deltaSlot is the slot of the delta
+	// last written (see writeDelta).
 	needBase                              bool
 	baseUnits, chainUnits, lastDeltaUnits int
 	storeDeltas                           int
-	deltaSeq                              uint64
+	deltaSlot                             int
 	pinID                                 string
 	lastBatch                             time.Time
 	// backlog: the last batch's consumer had more pending after it.
@@ -1077,7 +1076,7 @@ func (h *partHandler) flush(ctx context.Context, final bool) {
 // messages, which the caller settles (a batch being handled: naked with
 // the pull loop's backoff, and reported unhealthy).
 func (h *partHandler) flushLocked(ctx context.Context, keep int) error {
-	if h.state == nil || (!h.dirty && len(h.held) == 0) {
+	if h.state == nil || (!h.dirty && len(h.held) == 0 && !h.state.pruneDue(h.f.now(), h.f.opts.Subjects.Retention)) {
 		return nil
 	}
 	err := h.snapshot(ctx)
@@ -1288,8 +1287,12 @@ func (h *partHandler) writeDelta(ctx context.Context, encoded map[int32][]byte, 
 		data = s.encodeDelta(h.buf)
 		h.buf = data
 	}
-	h.deltaSeq++
-	ref, err := putBlob(ctx, h.f.kv, fmt.Sprintf("delta.%d.%s.%d", h.p, h.f.opts.Instance, h.deltaSeq), data)
+	// The delta slots form a ring longer than the longest chain: a slot
+	// written is never one the pointer names, and the bucket holds at
+	// most deltaSlots keys of deltas per partition and instance (a name
+	// per delta would leave a delete marker per delta, forever).
+	h.deltaSlot = (h.deltaSlot + 1) % deltaSlots
+	ref, err := putBlob(ctx, h.f.kv, fmt.Sprintf("delta.%d.%s.%d", h.p, h.f.opts.Instance, h.deltaSlot), data)
 	if err != nil {
 		return nil, err
 	}

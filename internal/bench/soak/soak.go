@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -86,15 +87,19 @@ type Day struct {
 	// RecordsPerSecond is Rows over the wall time of the replay and the
 	// wait until every record was acked.
 	RecordsPerSecond float64 `json:"records_per_second"`
-	// RSS is the serve child's resident set at the end of the day.
-	RSS int64 `json:"worker_rss_bytes"`
+	// RSS is the serve child's mean resident set over the day's
+	// deliveries (sampled every meterEvery, and once after them), RSSPeak
+	// the largest sample.
+	RSS     int64 `json:"worker_rss_bytes"`
+	RSSPeak int64 `json:"worker_rss_peak_bytes"`
 	// StateBytes is the newest snapshot of every partition (the KV
 	// bucket's stream); SnapshotBytes the snapshot bytes the worker wrote
 	// during the day (its verdryx_snapshot_bytes_total counter; -1 when
 	// the worker does not export it).
 	StateBytes    int64 `json:"partition_state_bytes"`
 	SnapshotBytes int64 `json:"snapshot_bytes_written"`
-	// StreamBytes is the traces stream's bytes; DiskBytes everything under
+	// StreamBytes is the traces stream's bytes at the end of the day;
+	// DiskBytes the mean over the day (sampled as RSS) of everything under
 	// the data directory (JetStream store and SQLite).
 	StreamBytes int64 `json:"traces_stream_bytes"`
 	DiskBytes   int64 `json:"disk_bytes"`
@@ -310,6 +315,8 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 	if err := linkAll(dl.Dir, r.all); err != nil {
 		return day, err
 	}
+	m := r.meter()
+	defer m.finish()
 	t0 := time.Now()
 	if err := r.replay(ctx, dl.Dir, fmt.Sprintf("replay-%02d", dl.Day)); err != nil {
 		return day, err
@@ -331,6 +338,7 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 		}
 	}
 	r.sample(ctx, &day)
+	day.RSS, day.RSSPeak, day.DiskBytes = m.finish()
 	if err := r.check(ctx, &day); err != nil {
 		return day, err
 	}
@@ -338,9 +346,19 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 		if t == dl.Day {
 			// The median of takeoverTries restarts: one restart of a
 			// fraction of a second is mostly the noise of process start.
+			// The probe: a segment of three days before, outside the
+			// duplicate window (so the stream takes it) and inside the
+			// retention (so the partitions recognize its rows).
 			var tries []float64
-			for range takeoverTries {
-				secs, err := r.takeover(ctx)
+			for i := range takeoverTries {
+				probe := ""
+				if dl.Day >= 3 {
+					var err error
+					if probe, err = r.probeDir(done[dl.Day-3].Dir, i); err != nil {
+						return day, err
+					}
+				}
+				secs, err := r.takeover(ctx, probe)
 				if err != nil {
 					return day, err
 				}
@@ -410,8 +428,10 @@ func (r *runner) startServe(ctx context.Context) (time.Duration, error) {
 }
 
 // takeover stops the serve child gracefully and times a new one's start
-// until it is ready and has caught up.
-func (r *runner) takeover(ctx context.Context) (float64, error) {
+// until it is ready, has caught up, and has applied a replay of probe (a
+// segment delivered before: its rows are recognized, so the report does
+// not change, but every partition it has rows of is loaded to see that).
+func (r *runner) takeover(ctx context.Context, probe string) (float64, error) {
 	r.serve.Signal(syscall.SIGTERM)
 	if !r.serve.Wait(time.Minute) {
 		r.problemf("serve did not exit within a minute of SIGTERM: killed")
@@ -426,7 +446,35 @@ func (r *runner) takeover(ctx context.Context) (float64, error) {
 	if err := r.drain(ctx); err != nil {
 		return 0, err
 	}
+	if probe != "" {
+		if err := r.replay(ctx, probe, "takeover-probe"); err != nil {
+			return 0, err
+		}
+		if err := r.drain(ctx); err != nil {
+			return 0, err
+		}
+	}
 	return time.Since(t0).Seconds(), nil
+}
+
+// probeDir returns a directory holding (a link to) the i-th segment of
+// dir (modulo their number): each try of a takeover replays another, so
+// the stream's duplicate window does not drop the next try's probe.
+func (r *runner) probeDir(dir string, i int) (string, error) {
+	segs, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(segs) == 0 {
+		return "", fmt.Errorf("soak: no segment in %s to probe a takeover with", dir)
+	}
+	slices.Sort(segs)
+	probe, err := os.MkdirTemp(r.work, "probe-")
+	if err != nil {
+		return "", err
+	}
+	seg := segs[i%len(segs)]
+	if err := os.Link(seg, filepath.Join(probe, filepath.Base(seg))); err != nil {
+		return "", fmt.Errorf("soak: probe: %w", err)
+	}
+	return probe, nil
 }
 
 // replay runs a replay child of dir to its end.
@@ -607,10 +655,56 @@ func tracesBusy(ctx context.Context, js jetstream.JetStream, stream string) (boo
 	return n == 0, nil
 }
 
+// meterEvery is how often a dayMeter samples.
+const meterEvery = 250 * time.Millisecond
+
+// dayMeter samples the serve child's resident set and the data
+// directory's bytes from its start until finish: a day's figure is the
+// mean of its samples, not one point on the curve of a worker whose
+// memory and disk move with each replay, snapshot and compaction.
+type dayMeter struct {
+	stop, done chan struct{}
+	once       sync.Once
+	rss, disk  []int64
+}
+
+// meter starts a dayMeter of the current serve child.
+func (r *runner) meter() *dayMeter {
+	m := &dayMeter{stop: make(chan struct{}), done: make(chan struct{})}
+	pid := r.serve.Pid()
+	go func() {
+		defer close(m.done)
+		t := time.NewTicker(meterEvery)
+		defer t.Stop()
+		for {
+			m.rss, m.disk = append(m.rss, rss(pid)), append(m.disk, proc.DirBytes(r.data))
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return m
+}
+
+// finish stops the meter (it takes one last sample) and returns the mean
+// and peak resident set and the mean directory bytes. It is idempotent.
+func (m *dayMeter) finish() (rssMean, rssPeak, diskMean int64) {
+	m.once.Do(func() { close(m.stop) })
+	<-m.done
+	mean := func(v []int64) int64 {
+		var sum float64
+		for _, x := range v {
+			sum += float64(x)
+		}
+		return int64(sum / float64(max(1, len(v))))
+	}
+	return mean(m.rss), slices.Max(m.rss), mean(m.disk)
+}
+
 // sample reads the day's sizes.
 func (r *runner) sample(ctx context.Context, day *Day) {
-	day.RSS = rss(r.serve.Pid())
-	day.DiskBytes = proc.DirBytes(r.data)
 	if v, ok := r.metric(ctx, "verdryx_snapshot_bytes_total"); ok {
 		if int64(v) < r.snaps {
 			r.snaps = 0 // a new serve child (a takeover): its counter started at 0
