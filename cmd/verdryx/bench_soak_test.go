@@ -17,12 +17,13 @@ import (
 )
 
 // TestBenchSoakSmall runs a short soak end to end: six simulated days of
-// a second each, streams and state kept two days, the delivery of day 3
-// replayed again on day 6 (after the one-day duplicate window and the
-// two-day stream retention: only the worker's row sets can recognize
-// it), a takeover after the last day. The fleet's report of the days it
-// holds must equal the direct reduction every day, and each of those
-// days alone at the end.
+// a second each, streams and state kept three days, the delivery of day 3
+// replayed again on day 6 (after the one-day duplicate window: the
+// stream stores it again, and the worker must recognize its rows by its
+// row sets, or count them late where a day is already pruned), a takeover
+// after the last day. The fleet's report of the days it holds must equal
+// the direct reduction every day, and each of those days alone after the
+// last (before the takeover: the worker prunes days on its own clock).
 func TestBenchSoakSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak builds the binary and runs child processes")
@@ -41,7 +42,7 @@ func TestBenchSoakSmall(t *testing.T) {
 	plot := filepath.Join(dir, "soak.svg")
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "bench", "soak", "--json", "--days", "6", "--calls-per-day", "3000",
-		"--day-seconds", "1", "--retention", "2", "--plot", plot)
+		"--day-seconds", "1", "--retention", "3", "--plot", plot)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	var res soak.Result
