@@ -506,9 +506,9 @@ func (s *partState) foldInto(t *dayTable, d int32) error {
 // retention before now (retention 0: never): its keys leave the dedupe
 // set, its day joins the pruned ranges (a call of it is late from now on),
 // and the row sets of segments whose every day has no state left go too.
-// load returns a folded day's table (its keys). It returns the days
-// pruned.
-func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(day int32, ref *dayRef) (*dayTable, error)) (days []int32, skipped []error) {
+// keys returns a folded day's dedupe keys (from its table, not decoded
+// whole). It returns the days pruned.
+func (s *partState) pruneDays(now time.Time, retention time.Duration, keys func(day int32, ref *dayRef) ([]byte, error)) (days []int32, skipped []error) {
 	if retention <= 0 {
 		return nil, nil
 	}
@@ -519,13 +519,13 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, load func(
 		if ref.written > cut || slices.Contains(open, d) {
 			continue // a late call of the day waits to be folded first
 		}
-		t, err := load(d, ref)
+		kb, err := keys(d, ref)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("prune day %s: %w", dayString(d), err))
 			continue
 		}
-		for i := 0; i+store.KeySize <= len(t.keys); i += store.KeySize {
-			delete(s.keys, store.Key(t.keys[i:i+store.KeySize]))
+		for i := 0; i+store.KeySize <= len(kb); i += store.KeySize {
+			delete(s.keys, store.Key(kb[i:i+store.KeySize]))
 		}
 		delete(s.folded, d)
 		s.addPruned(d)

@@ -119,7 +119,7 @@ func TestDeltaChainRebuildsTheState(t *testing.T) {
 			tables, skipped := s.foldDays(now, time.Hour, loads.load)
 			require.Empty(t, skipped)
 			loads.keep(tables)
-			_, skipped = s.pruneDays(now, 2*24*time.Hour, loads.load)
+			_, skipped = s.pruneDays(now, 2*24*time.Hour, loads.keys)
 			require.Empty(t, skipped)
 			if base == nil || rng.IntN(6) == 0 {
 				snap, _, _ := s.encodeBoth(nil)

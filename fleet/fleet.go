@@ -1132,7 +1132,15 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	now := h.f.now()
 	load := func(d int32, ref *dayRef) (*dayTable, error) { return h.loadDay(ctx, d, ref) }
 	tables, skipped := s.foldDays(now, h.f.foldAfter(), load)
-	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, load)
+	keys := func(d int32, ref *dayRef) ([]byte, error) {
+		b, err := h.loadDayBytes(ctx, d, ref)
+		if err != nil {
+			return nil, err
+		}
+		_, _, _, kb, err := dayTableKeys(b)
+		return kb, err
+	}
+	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, keys)
 	for _, err := range append(skipped, skipped2...) {
 		h.f.warn.Warn("fold partition day", "partition", h.p, "err", err)
 	}
