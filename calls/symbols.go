@@ -13,11 +13,18 @@ import (
 // shared chunks rather than allocated one by one: a directory replay
 // interns hundreds of thousands of run ids, and a Go map of strings costs
 // an allocation, growth rehashing and GC scanning per entry.
+//
+// Strings added with AppendNew are indexed late, by the first Intern,
+// InternString or Lookup after them: a caller that keeps an index of its
+// own (package segment's intern cache) fills a table no one may ever look
+// up by string, and then pays for no second index.
 type Symbols struct {
-	names []string
-	seed  maphash.Seed
-	slots []symSlot // len a power of two; id -1 marks an empty slot
-	arena []byte    // the current chunk strings from Intern are copied into
+	names   []string
+	seed    maphash.Seed
+	slots   []symSlot // len a power of two; id -1 marks an empty slot
+	indexed int       // names[:indexed] are in slots
+	room    int       // strings the index is to hold without growing (Reserve)
+	arena   []byte    // the current chunk strings from Intern are copied into
 }
 
 type symSlot struct {
@@ -37,24 +44,30 @@ func NewSymbols() *Symbols {
 }
 
 // Reserve makes room for n more strings, so that interning up to n new ones
-// grows nothing: the index is resized once, here, rather than doubled
-// step by step while they arrive.
+// grows nothing: the index is resized once, rather than doubled step by
+// step while they arrive (when it is next used: see AppendNew).
 func (s *Symbols) Reserve(n int) {
 	want := len(s.names) + n
-	if 4*want > 3*len(s.slots) {
-		size := len(s.slots)
-		for 4*want > 3*size {
-			size *= 2
-		}
-		s.resize(size)
-	}
+	s.room = max(s.room, want)
 	if cap(s.names) < want {
 		s.names = append(make([]string, 0, want), s.names...)
 	}
 }
 
+// AppendNew adds b, which the caller knows is not interned, without looking
+// it up, and returns its new id. It does not retain b. For a caller that
+// indexes every string of the table itself (package segment's intern
+// cache, when it holds them all): b must not be interned already, or it
+// gets a second id.
+func (s *Symbols) AppendNew(b []byte) int32 {
+	id := int32(len(s.names))
+	s.names = append(s.names, s.copyString(b))
+	return id
+}
+
 // Intern returns the id of b, adding it if new. It does not retain b.
 func (s *Symbols) Intern(b []byte) int32 {
+	s.index()
 	h := maphash.Bytes(s.seed, b)
 	if id, ok := s.find(unsafe.String(unsafe.SliceData(b), len(b)), h); ok {
 		return id
@@ -64,6 +77,7 @@ func (s *Symbols) Intern(b []byte) int32 {
 
 // InternString returns the id of v, adding it if new.
 func (s *Symbols) InternString(v string) int32 {
+	s.index()
 	h := maphash.String(s.seed, v)
 	if id, ok := s.find(v, h); ok {
 		return id
@@ -73,6 +87,7 @@ func (s *Symbols) InternString(v string) int32 {
 
 // Lookup returns the id of v and whether it is interned.
 func (s *Symbols) Lookup(v string) (int32, bool) {
+	s.index()
 	return s.find(v, maphash.String(s.seed, v))
 }
 
@@ -81,6 +96,28 @@ func (s *Symbols) Name(id int32) string { return s.names[id] }
 
 // Len returns the number of interned strings, "" included.
 func (s *Symbols) Len() int { return len(s.names) }
+
+// index brings the index up to date: the strings added by AppendNew are
+// put in, and the room Reserve asked for is made.
+func (s *Symbols) index() {
+	if s.indexed == len(s.names) && 4*s.room <= 3*len(s.slots) {
+		return
+	}
+	want := max(len(s.names), s.room)
+	if 4*want > 3*len(s.slots) {
+		size := len(s.slots)
+		for 4*want > 3*size {
+			size *= 2
+		}
+		s.resize(size)
+		return
+	}
+	for ; s.indexed < len(s.names); s.indexed++ {
+		v := s.names[s.indexed]
+		h := maphash.String(s.seed, v)
+		s.place(symSlot{tag: uint32(h >> 32), id: int32(s.indexed)}, h)
+	}
+}
 
 // find returns the id of v, whose hash is h. v may alias a caller's bytes:
 // it is only compared.
@@ -98,7 +135,8 @@ func (s *Symbols) find(v string, h uint64) (int32, bool) {
 	}
 }
 
-// insert adds v (not interned, hash h) and returns its id.
+// insert adds v (not interned, hash h) and returns its id. The index
+// must be up to date.
 func (s *Symbols) insert(v string, h uint64) int32 {
 	if 4*(len(s.names)+1) > 3*len(s.slots) {
 		s.resize(2 * len(s.slots))
@@ -106,6 +144,7 @@ func (s *Symbols) insert(v string, h uint64) int32 {
 	id := int32(len(s.names))
 	s.names = append(s.names, v)
 	s.place(symSlot{tag: uint32(h >> 32), id: id}, h)
+	s.indexed++
 	return id
 }
 
@@ -118,7 +157,7 @@ func (s *Symbols) place(sl symSlot, h uint64) {
 	s.slots[i] = sl
 }
 
-// resize rebuilds the index with n slots.
+// resize rebuilds the index with n slots, every string in it.
 func (s *Symbols) resize(n int) {
 	s.slots = make([]symSlot, n)
 	for i := range s.slots {
@@ -128,6 +167,7 @@ func (s *Symbols) resize(n int) {
 		h := maphash.String(s.seed, v)
 		s.place(symSlot{tag: uint32(h >> 32), id: int32(id)}, h)
 	}
+	s.indexed = len(s.names)
 }
 
 // copyString returns a string holding b's bytes, copied into the current

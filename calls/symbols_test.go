@@ -87,7 +87,10 @@ func TestSymbolsReserve(t *testing.T) {
 		s.InternString(fmt.Sprintf("before-%d", i))
 	}
 	s.Reserve(5000)
-	slots, names := len(s.slots), cap(s.names)
+	names := cap(s.names)
+	s.Intern([]byte("after-0")) // the index is resized here, once
+	slots := len(s.slots)
+	require.GreaterOrEqual(t, 3*slots, 4*5101, "room for the reservation")
 	for i := range 5000 {
 		s.Intern([]byte(fmt.Sprintf("after-%d", i)))
 	}
@@ -105,4 +108,45 @@ func TestSymbolsReserve(t *testing.T) {
 	}
 	s.Reserve(0) // nothing to do
 	require.Equal(t, slots, len(s.slots))
+}
+
+// TestSymbolsAppendNew: strings added by AppendNew, among strings interned
+// and reservations, through growth, get dense ids, and Lookup, Intern and
+// InternString find them afterwards (the index catches up then).
+func TestSymbolsAppendNew(t *testing.T) {
+	s := NewSymbols()
+	want := map[string]int32{"": 0}
+	add := func(v string, id int32) {
+		t.Helper()
+		require.Equal(t, int32(len(want)), id, "ids are dense")
+		want[v] = id
+	}
+	s.Reserve(300)
+	for i := range 3000 {
+		v := fmt.Sprintf("run-%08d", i)
+		switch i % 7 {
+		case 0, 1, 2, 3:
+			b := []byte(v)
+			add(v, s.AppendNew(b))
+			b[0] = '!' // not retained
+		case 4:
+			add(v, s.Intern([]byte(v)))
+			old := fmt.Sprintf("run-%08d", i-2) // appended: found, not added
+			require.Equal(t, want[old], s.Intern([]byte(old)))
+		case 5:
+			add(v, s.InternString(v))
+		case 6:
+			s.Reserve(i)
+			add(v, s.AppendNew([]byte(v)))
+		}
+	}
+	require.Equal(t, len(want), s.Len())
+	for v, id := range want {
+		require.Equal(t, v, s.Name(id))
+		got, ok := s.Lookup(v)
+		require.True(t, ok, v)
+		require.Equal(t, id, got)
+		require.Equal(t, id, s.InternString(v))
+	}
+	require.Equal(t, len(want), s.Len(), "nothing interned twice")
 }

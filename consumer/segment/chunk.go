@@ -55,13 +55,6 @@ type chunkSource struct {
 	first format.CompressionCodec
 }
 
-// entries is the number of dictionary entries of the loaded chunk.
-func (d *dictChunk) entries() int { return len(d.bound) / 2 }
-
-// entry returns dictionary entry i of the loaded chunk (a view of the
-// chunk's buffer, valid until the next load).
-func (d *dictChunk) entry(i int) []byte { return d.dict[d.bound[2*i]:d.bound[2*i+1]] }
-
 // load reads and decodes the chunk described by m, of rows rows, and
 // reports whether it did; on false the chunk must be read the generic way
 // and what d holds is meaningless. A panic while decoding (parquet-go's
@@ -181,7 +174,9 @@ func (d *dictChunk) dictionaryPage(body []byte, codec compress.Codec) bool {
 	}
 	bound := d.bound[:0]
 	if want := 2 * min(int(dh.NumValues), len(data)/4); cap(bound) < want {
-		bound = make([]uint32, 0, want)
+		// An eighth more: the next row group's dictionary is likely a
+		// little larger, and a fresh array is page faults.
+		bound = make([]uint32, 0, want+want/8)
 	}
 	for i := 0; i < len(data); {
 		if len(data)-i < 4 {

@@ -37,6 +37,7 @@ type cursor struct {
 
 	dict    parquet.Dictionary
 	dictMap []int32    // dictionary index -> symbol id
+	bound   []uint32   // a parquet-go dictionary's entry bounds (see mapEntries)
 	chunk   *dictChunk // the fast path's buffers, nil until first used
 	i64buf  []int64    // values of a dictionary-encoded INT64 page
 	i32buf  []int32    // values of a dictionary-encoded INT32 page
@@ -184,24 +185,28 @@ func (c *cursor) mapDictionary(d parquet.Dictionary) error {
 	if n != d.Len() {
 		return fmt.Errorf("dictionary of %d entries has %d offsets", d.Len(), len(offs))
 	}
+	bound := c.bound[:0]
 	for i := range n {
 		if offs[i] > offs[i+1] || int(offs[i+1]) > len(data) {
 			return fmt.Errorf("dictionary entry %d: bad offsets", i)
 		}
+		bound = append(bound, offs[i], offs[i+1])
 	}
-	c.mapEntries(n, func(i int) []byte { return data[offs[i]:offs[i+1]] })
+	c.bound = bound
+	c.mapEntries(data, bound)
 	c.dict = d
 	return nil
 }
 
-// mapEntries sets c.dictMap to the symbol ids of the n entries of a
-// dictionary (key(i) returns entry i).
-func (c *cursor) mapEntries(n int, key func(int) []byte) {
+// mapEntries sets c.dictMap to the symbol ids of the entries of a
+// dictionary: entry i is data[bound[2i]:bound[2i+1]].
+func (c *cursor) mapEntries(data []byte, bound []uint32) {
+	n := len(bound) / 2
 	if cap(c.dictMap) < n {
-		c.dictMap = make([]int32, n)
+		c.dictMap = make([]int32, n, n+n/8)
 	}
 	c.dictMap = c.dictMap[:n]
-	c.cache.lookupAll(c.dictMap, n, key)
+	c.cache.lookupAll(c.dictMap, data, bound)
 }
 
 // openChunk points the cursor at the chunk c.chunk has loaded, as if its
@@ -214,7 +219,7 @@ func (c *cursor) openChunk() {
 	c.n, c.pos, c.vpos = len(d.idx), 0, 0
 	c.def = nil
 	c.i32, c.byDic = d.idx, true
-	c.mapEntries(d.entries(), d.entry)
+	c.mapEntries(d.dict, d.bound)
 }
 
 // take prepares the next k (<= want) rows, loading a page if needed.

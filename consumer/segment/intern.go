@@ -2,7 +2,10 @@ package segment
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
+	"math/rand/v2"
 	"unsafe"
 
 	"github.com/verdryx/verdryx/calls"
@@ -23,7 +26,9 @@ import (
 // neighbouring entries overlap in memory. Not safe for concurrent use.
 type internCache struct {
 	table *calls.Symbols
-	seed  maphash.Seed
+	seed  maphash.Seed // keys longer than inlineKey
+	k0    uint64       // keys of at most inlineKey bytes (shortHash)
+	k1    uint64
 	slots []cacheSlot // open addressing, linear probing; len a power of two
 	used  int
 	arena []byte // the keys longer than inlineKey, back to back
@@ -56,16 +61,26 @@ const (
 	maxCachedKey = 1<<32 - 1
 )
 
-func newInternCache(table *calls.Symbols) *internCache {
-	return &internCache{table: table, seed: maphash.MakeSeed(), slots: make([]cacheSlot, 1024)}
+// newInternCache returns a cache in front of table, holding "" (id 0).
+func newInternCache(table *calls.Symbols) *internCache { return newHashedCache(table, nil) }
+
+// newHashedCache is newInternCache with weakHash set (tests).
+func newHashedCache(table *calls.Symbols, weakHash func([]byte) uint64) *internCache {
+	c := &internCache{table: table, seed: maphash.MakeSeed(), k0: rand.Uint64(), k1: rand.Uint64(),
+		slots: make([]cacheSlot, 1024), weakHash: weakHash}
+	c.lookup(nil)
+	return c
 }
 
 // sum hashes b; the high 32 bits are never 0 (they tag a full slot).
 func (c *internCache) sum(b []byte) uint64 {
 	var h uint64
-	if c.weakHash != nil {
+	switch {
+	case c.weakHash != nil:
 		h = c.weakHash(b)
-	} else {
+	case len(b) <= inlineKey:
+		h = shortHash(c.k0, c.k1, b)
+	default:
 		h = maphash.Bytes(c.seed, b)
 	}
 	if h>>32 == 0 {
@@ -98,9 +113,42 @@ func (c *internCache) find(b []byte, h uint64) int32 {
 			}
 		}
 	}
-	id := c.table.Intern(b)
+	// A miss. When the cache holds as many keys as the table has ids, it
+	// holds every key of the table (its keys are distinct, each with the
+	// table's id for it), so b is new to the table too: it is added
+	// without a second lookup, and the table indexes it only if it is
+	// ever looked up there.
+	var id int32
+	if c.used == c.table.Len() {
+		id = c.table.AppendNew(b)
+	} else {
+		id = c.table.Intern(b)
+	}
 	c.insert(b, h, id)
 	return id
+}
+
+// shortHash hashes a key of at most 16 bytes with the random keys k0 and
+// k1: the key's first and last 8 bytes (4, or its first, middle and last
+// byte, when shorter; together they are the whole key) and its length are
+// folded by two 64x64->128-bit multiplications, as wyhash and the Go
+// runtime's fallback hash do. A few times cheaper than hash/maphash for
+// the keys of a run-id dictionary; keyed per cache, so inputs cannot be
+// chosen to collide.
+func shortHash(k0, k1 uint64, b []byte) uint64 {
+	n := len(b)
+	var a, z uint64
+	switch {
+	case n >= 8:
+		a, z = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
+	case n >= 4:
+		a, z = uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[n-4:]))
+	case n > 0:
+		a = uint64(b[0])<<16 | uint64(b[n>>1])<<8 | uint64(b[n-1])
+	}
+	hi, lo := bits.Mul64(a^k0, z^k1)
+	hi, lo = bits.Mul64(hi^lo^uint64(n), k1^0xe7037ed1a0b428db)
+	return hi ^ lo
 }
 
 func (c *internCache) insert(b []byte, h uint64, id int32) {
@@ -158,8 +206,9 @@ func (c *internCache) resize(n int) {
 	}
 }
 
-// lookupAll writes the id of each of n keys (key(i) returns key i) into
-// dst[:n]. Hashing every key first lets the probes run back to back.
+// lookupAll writes the id of each key into dst[:len(bound)/2]: key i is
+// data[bound[2i]:bound[2i+1]] (the bounds must lie in data). Hashing every
+// key first lets the probes run back to back.
 //
 // The first dictionary an empty cache meets, such as the first run id
 // dictionary of an interleaved directory, brings only new keys, and later
@@ -168,16 +217,17 @@ func (c *internCache) resize(n int) {
 // step. (The table's 8-byte slots cost little, and it fills to 3/4, not
 // 7/8: with a quarter more, a directory with every run in flight, 1.3
 // times its first dictionary, doubled the table near the end.)
-func (c *internCache) lookupAll(dst []int32, n int, key func(int) []byte) {
-	if c.used == 0 {
+func (c *internCache) lookupAll(dst []int32, data []byte, bound []uint32) {
+	n := len(bound) / 2
+	if c.used <= 1 { // "" only
 		c.reserve(n+n/4, n+n/2)
 	}
 	if cap(c.hash) < n {
-		c.hash = make([]uint64, n)
+		c.hash = make([]uint64, n, n+n/8)
 	}
 	hs := c.hash[:n]
 	for i := range hs {
-		hs[i] = c.sum(key(i))
+		hs[i] = c.sum(data[bound[2*i]:bound[2*i+1]])
 	}
 	// Each probe misses the CPU caches when the table is large: hint the
 	// home slots of the next chunk's keys while probing this chunk's, so
@@ -189,6 +239,6 @@ func (c *internCache) lookupAll(dst []int32, n int, key func(int) []byte) {
 		if i%ahead == 0 && i+ahead < n {
 			prefetch.Hashed(base, hs[i+ahead:min(n, i+2*ahead)], mask, slotShift)
 		}
-		dst[i] = c.find(key(i), h)
+		dst[i] = c.find(data[bound[2*i]:bound[2*i+1]], h)
 	}
 }

@@ -20,25 +20,24 @@ func BenchmarkInternDictionary(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	// Each dictionary's entries lie back to back, as in a dictionary page.
-	perms := make([][][]byte, 8)
+	type dictPage struct {
+		data  []byte
+		bound []uint32
+	}
+	perms := make([]dictPage, 8)
 	for k := range perms {
 		p := rng.Perm(runs)[:dict]
-		var page []byte
-		for _, j := range p {
-			page = append(page, keys[j]...)
-		}
-		perms[k] = make([][]byte, dict)
-		off := 0
+		ks := make([][]byte, dict)
 		for i, j := range p {
-			perms[k][i] = page[off : off+len(keys[j]) : off+len(keys[j])]
-			off += len(keys[j])
+			ks[i] = keys[j]
 		}
+		perms[k].data, perms[k].bound = pageOf(ks)
 	}
 	dst := make([]int32, dict)
 	b.ReportAllocs()
 	for k := 0; b.Loop(); k++ {
 		d := perms[k%len(perms)]
-		c.lookupAll(dst, dict, func(i int) []byte { return d[i] })
+		c.lookupAll(dst, d.data, d.bound)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*dict), "ns/entry")
 }

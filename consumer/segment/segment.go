@@ -77,6 +77,18 @@ type Scanner struct {
 	// the chunks it read.
 	generic    bool
 	fastChunks int
+
+	// The segment ScanRowGroup read last, kept open (its footer parsed)
+	// for the next row group of the same path; nil when none.
+	kept *keptFile
+}
+
+// keptFile is an open segment with its parsed footer.
+type keptFile struct {
+	path, name string
+	f          *os.File
+	pf         *parquet.File
+	size       int64
 }
 
 // NewScanner returns a scanner filling the fields of fields, interning
@@ -188,17 +200,48 @@ func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 // at path, as ScanFile reads each of its row groups: several Scanners may
 // read the row groups of one file in parallel, each its own. Errors are
 // those of ScanFile; a gi the file does not have is a *Error.
+//
+// The file stays open, its footer parsed, for the next ScanRowGroup of the
+// same path (a parallel replay reads a segment's row groups one after the
+// other): Close closes it.
 func (s *Scanner) ScanRowGroup(path string, gi int, fn func(*calls.Batch) error) error {
-	f, pf, name, err := s.open(path)
-	if err != nil {
+	k := s.kept
+	if k == nil || k.path != path {
+		s.Close()
+		f, pf, name, size, err := openSegment(path)
+		if err != nil {
+			return err
+		}
+		k = &keptFile{path: path, name: name, f: f, pf: pf, size: size}
+		s.kept = k
+	}
+	pf, name := k.pf, k.name
+	if err := s.bind(pf, name, k.f, k.size); err != nil {
+		s.Close()
 		return err
 	}
-	defer f.Close()
 	rgs := pf.RowGroups()
 	if gi < 0 || gi >= len(rgs) {
 		return &Error{File: name, RowGroup: -1, Err: fmt.Errorf("%w: no row group %d (the file has %d)", ErrCorrupt, gi, len(rgs))}
 	}
-	return s.scanRowGroup(rgs[gi], gi, name, fn)
+	err := s.scanRowGroup(rgs[gi], gi, name, fn)
+	if err != nil {
+		// After a failure the next row group starts from a fresh open,
+		// as every row group did before files were kept open.
+		s.Close()
+	}
+	return err
+}
+
+// Close closes the file ScanRowGroup keeps open, if any. The Scanner stays
+// usable.
+func (s *Scanner) Close() error {
+	k := s.kept
+	if k == nil {
+		return nil
+	}
+	s.kept = nil
+	return k.f.Close()
 }
 
 // RowGroups returns the number of rows of each row group of the segment

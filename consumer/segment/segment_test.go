@@ -2,9 +2,11 @@ package segment
 
 import (
 	"errors"
+	"fmt"
 	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,4 +247,69 @@ func TestTraceFixtureSegmentOrder(t *testing.T) {
 	// nanos 0xff sorts before 0x100 although "100" < "ff" as text.
 	require.Equal(t, []string{"calls-1-ff-00000001.parquet", "calls-1-100-00000000.parquet"}, names)
 	require.True(t, strings.Compare(names[1], names[0]) < 0)
+}
+
+// TestScanRowGroupKeepsFileOpen: ScanRowGroup keeps a segment open for the
+// next row group of the same path; reading the row groups of the fixtures
+// in order, in reverse and alternating between files, with a failing row
+// group in between, gives each row group's rows and error as a fresh
+// Scanner does for that row group alone.
+func TestScanRowGroupKeepsFileOpen(t *testing.T) {
+	var paths []string
+	for _, dir := range []string{"rowgroups", "corrupt", "split"} {
+		segs, _, err := List(segFixtureDir(dir))
+		require.NoError(t, err)
+		for _, s := range segs {
+			paths = append(paths, s.Path)
+		}
+	}
+	type unit struct {
+		path string
+		gi   int
+	}
+	var units []unit
+	for _, p := range paths {
+		rows, err := RowGroups(p)
+		require.NoError(t, err)
+		for gi := range len(rows) + 1 { // and one past the end
+			units = append(units, unit{p, gi})
+		}
+	}
+	scan := func(sc *Scanner, runs, syms *calls.Symbols, u unit) string {
+		var out strings.Builder
+		err := sc.ScanRowGroup(u.path, u.gi, func(b *calls.Batch) error {
+			for i := range b.Len {
+				fmt.Fprintf(&out, "%s %d %d %s|", runs.Name(b.RunID[i]), b.TSMillis[i], b.CostMicroUSD[i], syms.Name(b.Outcome[i]))
+			}
+			return nil
+		})
+		fmt.Fprintf(&out, "err=%v", err)
+		return out.String()
+	}
+	want := map[unit]string{}
+	for _, u := range units {
+		runs, syms := calls.NewSymbols(), calls.NewSymbols()
+		sc := NewScanner(calls.AllFields, runs, syms)
+		want[u] = scan(sc, runs, syms, u)
+		require.NoError(t, sc.Close())
+	}
+	orders := map[string][]unit{"in order": units}
+	rev := slices.Clone(units)
+	slices.Reverse(rev)
+	orders["reversed"] = rev
+	var alt []unit
+	for i := range units {
+		alt = append(alt, units[i], units[len(units)-1-i])
+	}
+	orders["alternating"] = alt
+	for name, order := range orders {
+		runs, syms := calls.NewSymbols(), calls.NewSymbols()
+		sc := NewScanner(calls.AllFields, runs, syms)
+		for _, u := range order {
+			require.Equal(t, want[u], scan(sc, runs, syms, u), "%s: %s row group %d", name, filepath.Base(u.path), u.gi)
+		}
+		require.NoError(t, sc.Close())
+		require.NoError(t, sc.Close(), "closing twice")
+	}
+	require.Contains(t, fmt.Sprint(want), "corrupt segment", "the fixtures include a failing row group")
 }

@@ -166,6 +166,7 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 			defer wg.Done()
 			p := parts[wi]
 			sc := segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
+			defer sc.Close()
 			for !abort.Load() {
 				k := take(wi)
 				if k < 0 {
