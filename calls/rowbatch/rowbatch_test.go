@@ -245,3 +245,51 @@ func toolEqual(a, b calls.Call) bool {
 	a.ToolCalls, b.ToolCalls = nil, nil
 	return a == b
 }
+
+// TestReusedBatchDecodesLikeAFreshOne: one Batch decoding batches of
+// varying columns, sizes and nulls in turn (its calls zeroed only when an
+// earlier batch wrote another column) gives what a fresh Batch gives; with
+// Intern set, the strings but run ids are its answers, asked once per
+// distinct string.
+func TestReusedBatchDecodesLikeAFreshOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 7))
+	var reused Batch
+	for trial := range 300 {
+		n := 1 + r.IntN(200)
+		cs := randomCalls(r, n)
+		rows := make([]uint64, n)
+		for i := range rows {
+			rows[i] = uint64(i)
+		}
+		fields := calls.AllFields
+		if r.IntN(2) == 0 {
+			fields &^= calls.Fields(calls.FieldModel, calls.FieldKeyID, calls.FieldUnit, calls.FieldInputTokens)
+		}
+		if r.IntN(3) == 0 {
+			fields &^= calls.Fields(calls.FieldRunID, calls.FieldStep, calls.FieldToolCalls, calls.FieldOutcome)
+		}
+		enc := encodeCalls(Header{Segment: "s", Parts: 1}, fields, rows, cs)
+		var fresh Batch
+		require.NoError(t, Decode(enc, &fresh))
+		asked := map[string]int{}
+		reused.Intern = nil
+		if trial%2 == 0 {
+			reused.Intern = func(s string) string { asked[s]++; return "i:" + s }
+		}
+		require.NoError(t, Decode(enc, &reused), "trial %d", trial)
+		for i := range fresh.Calls {
+			want := fresh.Calls[i]
+			if reused.Intern != nil {
+				for _, p := range []*string{&want.Model, &want.Decision, &want.AgentID, &want.ParentRunID, &want.OnBehalfOf, &want.Outcome, &want.KeyID, &want.Unit} {
+					if *p != "" {
+						*p = "i:" + *p
+					}
+				}
+			}
+			require.Equal(t, want, reused.Calls[i], "trial %d row %d", trial, i)
+		}
+		for s, k := range asked {
+			require.Equal(t, 1, k, "trial %d: %q interned %d times", trial, s, k)
+		}
+	}
+}
