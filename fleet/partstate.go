@@ -326,12 +326,15 @@ type partState struct {
 	pruned    []dayRange
 	late      uint64
 
-	// The message being applied: its undo log. gen counts messages (see
-	// begin): a run saves its state to the undo log on its first change in
-	// a message (runAgg.gen), so the log grows with the runs a message
-	// touches, not with its calls. msgDays is the first and last day the
-	// message's calls fell in.
+	// The message being applied: its undo logs. gen counts messages (see
+	// begin): a run saves its state (saves) on its first change in a
+	// message (runAgg.gen), and a run it creates is listed in newRuns, so
+	// the logs grow with the runs a message touches, not with its calls;
+	// undo holds the rest (keys, row sets, dropped and late calls).
+	// msgDays is the first and last day the message's calls fell in.
 	undo      []undoEntry
+	saves     []runSave
+	newRuns   []runKey
 	gen       uint32
 	msgMark   int64
 	msgDays   [2]int32
@@ -358,20 +361,32 @@ type dayRef struct {
 // dayRange is the closed range of days [lo, hi].
 type dayRange struct{ lo, hi int32 }
 
+// undoEntry undoes one change of the message being applied other than a
+// run's: a key recorded (hasKey), an untagged call dropped on day, a late
+// call, or a segment's row set (seg).
 type undoEntry struct {
-	run     runKey
-	prev    runAgg
-	had     bool
 	key     store.Key
 	hasKey  bool
 	keyDay  int32
 	dropped bool
+	day     int32
 	late    bool
 	seg     *[32]byte
 	segPrev rowSet
 	segDays [2]int32
 	segHad  bool
 }
+
+// runSave is a run's state before the message being applied first
+// changed it (gen included): rollback restores it in place.
+type runSave struct {
+	a    *runAgg
+	prev runAgg
+}
+
+// maxKeptSaves bounds the capacity of the run undo logs kept between
+// messages (a segment reference folds a whole segment in one message).
+const maxKeptSaves = 1 << 14
 
 func newPartState(part, parts int) *partState {
 	return &partState{part: part, parts: parts, runs: map[int32]map[string]*runAgg{}, dropped: map[int32]uint64{},
@@ -413,14 +428,28 @@ func (s *partState) begin() {
 
 // keep moves the undo log's keys into what the next commit keeps.
 func (s *partState) keep() {
-	for _, u := range s.undo {
+	if len(s.undo)+len(s.saves)+len(s.newRuns) > 0 {
 		s.changed = true
+	}
+	for _, u := range s.undo {
 		if u.hasKey {
 			s.newKeys = append(s.newKeys, dayKey{u.key, u.keyDay})
 		}
 	}
 	clear(s.undo)
 	s.undo = s.undo[:0]
+	s.forgetRunUndo()
+}
+
+// forgetRunUndo empties the run undo logs. Their stale entries are not
+// cleared (a few thousand runs a message: clearing cost more than the
+// states they keep reachable), unless the logs grew past maxKeptSaves.
+func (s *partState) forgetRunUndo() {
+	if cap(s.saves) > maxKeptSaves || cap(s.newRuns) > maxKeptSaves {
+		s.saves, s.newRuns = nil, nil
+		return
+	}
+	s.saves, s.newRuns = s.saves[:0], s.newRuns[:0]
 }
 
 // isPruned reports whether day was dropped at the retention.
@@ -462,6 +491,12 @@ func (s *partState) apply(key store.Key, c *calls.Call, order callOrder) error {
 // overflow) changes nothing. A call of a pruned day is not applied: fold
 // counts it late and reports it. name is not retained.
 func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool, err error) {
+	return s.foldCall(name, c, order, false)
+}
+
+// foldCall is fold; interned says c's outcome and agent are the
+// partition's copies already (see intern).
+func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, interned bool) (late bool, err error) {
 	day := dayOf(c.TSMillis)
 	if len(s.pruned) > 0 && s.isPruned(day) {
 		s.late++
@@ -474,17 +509,17 @@ func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool
 		s.msgDays[0], s.msgDays[1] = min(s.msgDays[0], day), max(s.msgDays[1], day)
 	}
 	if name[0] == independent && c.Outcome == "" {
-		s.undo = append(s.undo, undoEntry{dropped: true, run: runKey{day: day}})
+		s.undo = append(s.undo, undoEntry{dropped: true, day: day})
 		s.dropped[day]++
 		s.watermark = max(s.watermark, c.TSMillis)
 		return false, nil
 	}
 	// A run keeps its outcome and agent: interned, so that it does not
 	// keep the message they were decoded from alive.
-	if c.Outcome != "" {
+	if c.Outcome != "" && !interned {
 		c.Outcome = s.intern(c.Outcome)
 	}
-	if c.AgentID != "" {
+	if c.AgentID != "" && !interned {
 		c.AgentID = s.intern(c.AgentID)
 	}
 	runs := s.runs[day]
@@ -502,15 +537,15 @@ func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool
 		a.gen = s.gen
 		k := runKey{day, string(name)}
 		runs[k.name] = a
-		s.undo = append(s.undo, undoEntry{run: k})
-	case a.gen == s.gen: // saved already: rollback restores it
+		s.newRuns = append(s.newRuns, k)
+	case a.gen == s.gen: // saved or created by this message already
 		if err := a.add(c, order); err != nil {
 			return false, err
 		}
 	default:
-		s.undo = append(s.undo, undoEntry{run: runKey{day, string(name)}, prev: *a, had: true})
+		s.saves = append(s.saves, runSave{a: a, prev: *a})
 		if err := a.add(c, order); err != nil {
-			s.undo = s.undo[:len(s.undo)-1]
+			s.saves = s.saves[:len(s.saves)-1]
 			return false, err
 		}
 		a.gen = s.gen
@@ -574,17 +609,20 @@ func (s *partState) rollback() {
 		case u.late:
 			s.late--
 		case u.dropped:
-			if s.dropped[u.run.day]--; s.dropped[u.run.day] == 0 {
-				delete(s.dropped, u.run.day)
+			if s.dropped[u.day]--; s.dropped[u.day] == 0 {
+				delete(s.dropped, u.day)
 			}
-		case u.run.name == "":
-		case u.had:
-			*s.runs[u.run.day][u.run.name] = u.prev
-		default:
-			delete(s.runs[u.run.day], u.run.name)
 		}
 	}
 	s.undo = s.undo[:0]
+	// Each run is in one of the logs at most once: the order is free.
+	for _, sv := range s.saves {
+		*sv.a = sv.prev
+	}
+	for _, k := range s.newRuns {
+		delete(s.runs[k.day], k.name)
+	}
+	s.forgetRunUndo()
 	s.watermark = s.msgMark
 }
 
