@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -1108,29 +1109,37 @@ func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)
 // partition. It fails on a table that does not decode.
 func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64), done func(p int)) error {
 	for _, p := range g.Partitions() {
-		s := g.parts[p]
-		for day, runs := range s.runs {
-			for name, a := range runs {
-				fn(p, day, name, a, 0)
-			}
-		}
-		for day, n := range s.dropped {
-			fn(p, day, "", nil, n)
-		}
-		for day, b := range g.tables[p] {
-			t, err := decodeDayTable(b)
-			if err != nil {
-				return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
-			}
-			for name, a := range t.runs {
-				fn(p, day, name, a, 0)
-			}
-			if t.dropped > 0 {
-				fn(p, day, "", nil, t.dropped)
-			}
+		if err := g.eachOf(p, fn); err != nil {
+			return err
 		}
 		if done != nil {
 			done(p)
+		}
+	}
+	return nil
+}
+
+// eachOf is each for partition p alone (without done).
+func (g *Aggregate) eachOf(p int, fn func(p int, day int32, name string, a *runAgg, dropped uint64)) error {
+	s := g.parts[p]
+	for day, runs := range s.runs {
+		for name, a := range runs {
+			fn(p, day, name, a, 0)
+		}
+	}
+	for day, n := range s.dropped {
+		fn(p, day, "", nil, n)
+	}
+	for day, b := range g.tables[p] {
+		t, err := decodeDayTable(b)
+		if err != nil {
+			return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
+		}
+		for name, a := range t.runs {
+			fn(p, day, name, a, 0)
+		}
+		if t.dropped > 0 {
+			fn(p, day, "", nil, t.dropped)
 		}
 	}
 	return nil
@@ -1216,7 +1225,9 @@ var ErrUndatedState = errors.New("a partition holds state written by an older ve
 // its cost on one non-blocked call, its outcome, agent and newest ts), and
 // the calls of other days are offered as calls outside the window, so the
 // reducer's reports and stats equal those of reducing the original calls
-// with the same options. Cost is O(calls).
+// with the same options. Cost is O(partial states) for runs with ids
+// (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for
+// independent and dropped calls and with a grouping.
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	from, to, windowed, err := windowDays(opts)
 	if err != nil {
@@ -1226,42 +1237,40 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Partition by partition: a run is in one partition, so its partial
-	// states are all merged by the partition's end.
-	merged := map[string]*runAgg{}
+	// Partition by partition, in ascending order: a run is in one
+	// partition, so its partial states are all merged by the partition's
+	// end. The partitions are merged side by side (GOMAXPROCS at a time
+	// ahead of the one fed), and fed to r in order.
+	parts := g.Partitions()
+	results := make([]chan partMerge, len(parts))
+	for i := range results {
+		results[i] = make(chan partMerge, 1)
+	}
+	ahead := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	go func() {
+		for i, p := range parts {
+			ahead <- struct{}{}
+			go func() { results[i] <- g.mergePart(p, from, to, windowed) }()
+		}
+	}()
 	var outside uint64
 	dropped := map[int32]uint64{}
-	feed := func(int) {
-		for _, name := range slices.Sorted(maps.Keys(merged)) {
-			feedRun(r, name, merged[name])
+	for i := range parts {
+		m := <-results[i]
+		<-ahead
+		if err == nil {
+			err = m.err
 		}
-		clear(merged)
-	}
-	eerr := g.each(func(p int, day int32, name string, a *runAgg, n uint64) {
-		switch {
-		case err != nil:
-		case day == undated && windowed:
-			err = ErrUndatedState
-		case windowed && (day < from || day >= to):
-			if a != nil {
-				outside += a.calls
-			}
-			outside += n
-		case a == nil:
+		if err != nil {
+			continue // every merge is waited for
+		}
+		for _, name := range m.names {
+			feedRun(r, name, m.merged[name])
+		}
+		outside += m.outside
+		for day, n := range m.dropped {
 			dropped[day] += n
-		default:
-			m := merged[name]
-			if m == nil {
-				m = &runAgg{}
-				merged[name] = m
-			}
-			if merr := m.merge(a); merr != nil {
-				err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
-			}
 		}
-	}, feed)
-	if err == nil {
-		err = eerr
 	}
 	if err != nil {
 		return nil, err
@@ -1285,6 +1294,53 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 		}
 	}
 	return r, nil
+}
+
+// partMerge is one partition's part of a report (see Aggregate.Reducer):
+// its runs' partial states of the window merged, by name, the names
+// sorted, the calls outside the window, and the dropped calls by day.
+type partMerge struct {
+	merged  map[string]*runAgg
+	names   []string
+	outside uint64
+	dropped map[int32]uint64
+	err     error
+}
+
+// mergePart merges partition p's partial run states of the days [from,
+// to) (all days unless windowed).
+func (g *Aggregate) mergePart(p int, from, to int32, windowed bool) partMerge {
+	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int32]uint64{}}
+	eerr := g.eachOf(p, func(p int, day int32, name string, a *runAgg, n uint64) {
+		switch {
+		case m.err != nil:
+		case day == undated && windowed:
+			m.err = ErrUndatedState
+		case windowed && (day < from || day >= to):
+			if a != nil {
+				m.outside += a.calls
+			}
+			m.outside += n
+		case a == nil:
+			m.dropped[day] += n
+		default:
+			agg := m.merged[name]
+			if agg == nil {
+				agg = &runAgg{}
+				m.merged[name] = agg
+			}
+			if merr := agg.merge(a); merr != nil {
+				m.err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
+			}
+		}
+	})
+	if m.err == nil {
+		m.err = eerr
+	}
+	if m.err == nil {
+		m.names = slices.Sorted(maps.Keys(m.merged))
+	}
+	return m
 }
 
 // feedRun adds calls to r reproducing run state a.
@@ -1314,9 +1370,7 @@ func feedRun(r *outcome.Reducer, name string, a *runAgg) {
 	}{{blocked, "budget_exceeded"}, {wardryx, "wardryx_deny"}, {allowed, "allow"}} {
 		c := base
 		c.Decision = k.dec
-		for range k.n {
-			r.Add(c)
-		}
+		r.AddN(c, k.n)
 	}
 }
 
