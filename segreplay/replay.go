@@ -1,6 +1,7 @@
 package segreplay
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -113,12 +114,24 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	if parts <= 0 {
 		parts = tracemsg.DefaultPartitions
 	}
-	enc := newSegmentEncoder(parts, opts.BatchRows)
+	// The segments are encoded on another goroutine, one ahead of the
+	// one being published: reading and encoding one overlaps waiting for
+	// the acknowledgements of the other.
+	encoded := make(chan encodedSegment, 1)
+	ectx, stop := context.WithCancel(ctx)
+	defer stop()
+	go encodeSegments(ectx, newSegmentEncoder(parts, opts.BatchRows), segs, encoded)
 	for _, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return stats(), err
 		}
-		msgs, err := enc.encode(seg.Path)
+		var es encodedSegment
+		select {
+		case es = <-encoded:
+		case <-ctx.Done():
+			return stats(), ctx.Err()
+		}
+		msgs, err := es.msgs, es.err
 		if err != nil {
 			if opts.Strict || !segment.IsError(err) {
 				return stats(), fmt.Errorf("replay %s: %w", seg.Path, err)
@@ -144,6 +157,24 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	return stats(), nil
 }
 
+// encodedSegment is a segment's batches, or its error.
+type encodedSegment struct {
+	msgs []batchMsg
+	err  error
+}
+
+// encodeSegments encodes segs in order into out until ctx is done.
+func encodeSegments(ctx context.Context, enc *segmentEncoder, segs []segment.Segment, out chan<- encodedSegment) {
+	for _, seg := range segs {
+		msgs, err := enc.encode(seg.Path)
+		select {
+		case out <- encodedSegment{msgs, err}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // batchMsg is one encoded batch of a segment, to publish.
 type batchMsg struct {
 	part, rows int
@@ -156,6 +187,7 @@ type segmentEncoder struct {
 	parts, rows int
 	builders    []rowbatch.Builder
 	scratch     []byte // a batch's encoding before compression
+	zscratch    []byte // its compression, before it is copied out
 }
 
 func newSegmentEncoder(parts, rows int) *segmentEncoder {
@@ -194,8 +226,11 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 			return
 		}
 		first, last := b.Row(lo), b.Row(hi-1)
+		// Compressed into a reused buffer and copied out at its size: a
+		// fresh buffer of the worst case would be cleared and mostly wasted.
+		e.zscratch = rowbatch.Compress(e.zscratch[:0], e.scratch)
 		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last),
-			data: rowbatch.Compress(nil, e.scratch)})
+			data: bytes.Clone(e.zscratch)})
 	}
 	flush := func(p int) {
 		if n := e.builders[p].Len(); n > 0 {
