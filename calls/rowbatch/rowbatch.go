@@ -407,6 +407,17 @@ func (d *dec) byte() byte {
 }
 
 func (d *dec) uvarint() uint64 {
+	// One or two bytes (most values, dictionary indexes of a few
+	// thousand strings included) without the general loop.
+	if len(d.b) >= 2 && d.err == nil {
+		if b0 := d.b[0]; b0 < 0x80 {
+			d.b = d.b[1:]
+			return uint64(b0)
+		} else if b1 := d.b[1]; b1 < 0x80 {
+			d.b = d.b[2:]
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
+	}
 	if d.err != nil {
 		return 0
 	}
