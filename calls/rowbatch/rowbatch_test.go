@@ -293,3 +293,53 @@ func TestReusedBatchDecodesLikeAFreshOne(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRowsIsAppendOfEachRow: a builder fed rows a column at a time
+// (AppendRows, some of the batch's rows, columns absent or with nulls)
+// encodes what one fed the same rows one by one (Append) does.
+func TestAppendRowsIsAppendOfEachRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 9))
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	for trial := range 100 {
+		n := 1 + r.IntN(50)
+		src := &calls.Batch{Len: n, HasRunID: true}
+		ids := func() []int32 {
+			v := make([]int32, n)
+			for i := range v {
+				v[i] = syms.InternString(fmt.Sprint("s", r.IntN(5)))
+			}
+			return v
+		}
+		src.TSMillis, src.CostMicroUSD = make([]int64, n), make([]int64, n)
+		src.RunID, src.Decision, src.AgentID = make([]int32, n), ids(), ids()
+		src.Step, src.StepNull = make([]uint32, n), make([]bool, n)
+		for i := range n {
+			src.TSMillis[i], src.CostMicroUSD[i] = r.Int64N(1e6), r.Int64N(100)
+			src.RunID[i] = runs.InternString(fmt.Sprint("run", r.IntN(9)))
+			src.Step[i], src.StepNull[i] = uint32(r.IntN(4)), r.IntN(3) == 0
+		}
+		if trial%3 == 0 {
+			src.StepNull = nil
+		}
+		if trial%4 == 0 {
+			src.Outcome, src.ToolCalls = ids(), make([]uint32, n)
+		}
+		var idx []int32
+		var rows []uint64
+		var one Builder
+		for i := range n {
+			if r.IntN(3) > 0 {
+				idx, rows = append(idx, int32(i)), append(rows, uint64(10*i))
+				one.Append(src, i, uint64(10*i))
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		var cols Builder
+		cols.AppendRows(src, idx, rows)
+		h := Header{Segment: "s", Parts: 1}
+		require.Equal(t, one.Encode(nil, h, calls.AllFields, 0, one.Len(), runs, syms),
+			cols.Encode(nil, h, calls.AllFields, 0, cols.Len(), runs, syms), "trial %d", trial)
+	}
+}
