@@ -117,7 +117,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	// The segments are encoded on another goroutine, one ahead of the
 	// one being published: reading and encoding one overlaps waiting for
 	// the acknowledgements of the other.
-	encoded := make(chan encodedSegment, 1)
+	encoded := make(chan encodedSegment) // unbuffered: at most one segment encoded ahead
 	ectx, stop := context.WithCancel(ctx)
 	defer stop()
 	go encodeSegments(ectx, newSegmentEncoder(parts, opts.BatchRows), segs, encoded)
