@@ -114,24 +114,12 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	if parts <= 0 {
 		parts = tracemsg.DefaultPartitions
 	}
-	// The segments are encoded on another goroutine, one ahead of the
-	// one being published: reading and encoding one overlaps waiting for
-	// the acknowledgements of the other.
-	encoded := make(chan encodedSegment) // unbuffered: at most one segment encoded ahead
-	ectx, stop := context.WithCancel(ctx)
-	defer stop()
-	go encodeSegments(ectx, newSegmentEncoder(parts, opts.BatchRows), segs, encoded)
+	enc := newSegmentEncoder(parts, opts.BatchRows)
 	for _, seg := range segs {
 		if err := ctx.Err(); err != nil {
 			return stats(), err
 		}
-		var es encodedSegment
-		select {
-		case es = <-encoded:
-		case <-ctx.Done():
-			return stats(), ctx.Err()
-		}
-		msgs, err := es.msgs, es.err
+		msgs, err := enc.encode(seg.Path)
 		if err != nil {
 			if opts.Strict || !segment.IsError(err) {
 				return stats(), fmt.Errorf("replay %s: %w", seg.Path, err)
@@ -155,24 +143,6 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		opts.Progress(ps.New + ps.Duplicates)
 	}
 	return stats(), nil
-}
-
-// encodedSegment is a segment's batches, or its error.
-type encodedSegment struct {
-	msgs []batchMsg
-	err  error
-}
-
-// encodeSegments encodes segs in order into out until ctx is done.
-func encodeSegments(ctx context.Context, enc *segmentEncoder, segs []segment.Segment, out chan<- encodedSegment) {
-	for _, seg := range segs {
-		msgs, err := enc.encode(seg.Path)
-		select {
-		case out <- encodedSegment{msgs, err}:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // batchMsg is one encoded batch of a segment, to publish.
