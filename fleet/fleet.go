@@ -732,7 +732,12 @@ func (h *partHandler) apply(ctx context.Context, s *partState, m pull.Msg, seq u
 // partition has not applied yet, or (an error) none.
 func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 	b := &h.batch
-	if err := rowbatch.Decode(data, b); err != nil {
+	// The batch's strings but run ids come interned (fold keeps outcomes
+	// and agents): once per distinct string, not per row.
+	b.Intern = s.intern
+	err := rowbatch.Decode(data, b)
+	b.Intern = nil
+	if err != nil {
 		return pull.Permanent("malformed row batch", fmt.Errorf("stream seq %d: %w", seq, err))
 	}
 	if b.Parts != s.parts || b.Part != h.p {
@@ -767,7 +772,7 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 			name = append(append(name, independent), key[:]...)
 		}
 		h.name = name
-		if done.has(row) {
+		if len(done) > 0 && done.has(row) {
 			continue
 		}
 		if s.rowKeys { // the row's key, from a per-row record or an older state
@@ -779,7 +784,7 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 			}
 		}
 		order[3] = row
-		if _, err := s.fold(name, c, order); err != nil {
+		if _, err := s.foldCall(name, c, order, true); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("stream seq %d: segment %s row %d: %w", seq, b.Segment, row, err))
 		}
 		if h.f.opts.afterFold != nil {

@@ -326,12 +326,15 @@ type partState struct {
 	pruned    []dayRange
 	late      uint64
 
-	// The message being applied: its undo log. gen counts messages (see
-	// begin): a run saves its state to the undo log on its first change in
-	// a message (runAgg.gen), so the log grows with the runs a message
-	// touches, not with its calls. msgDays is the first and last day the
-	// message's calls fell in.
+	// The message being applied: its undo logs. gen counts messages (see
+	// begin): a run saves its state (saves) on its first change in a
+	// message (runAgg.gen), and a run it creates is listed in newRuns, so
+	// the logs grow with the runs a message touches, not with its calls;
+	// undo holds the rest (keys, row sets, dropped and late calls).
+	// msgDays is the first and last day the message's calls fell in.
 	undo      []undoEntry
+	saves     []runSave
+	newRuns   []runKey
 	gen       uint64
 	msgMark   int64
 	msgDays   [2]int32
@@ -366,20 +369,32 @@ type dayRef struct {
 // dayRange is the closed range of days [lo, hi].
 type dayRange struct{ lo, hi int32 }
 
+// undoEntry undoes one change of the message being applied other than a
+// run's: a key recorded (hasKey), an untagged call dropped on day, a late
+// call, or a segment's row set (seg).
 type undoEntry struct {
-	run     runKey
-	prev    runAgg
-	had     bool
 	key     store.Key
 	hasKey  bool
 	keyDay  int32
 	dropped bool
+	day     int32
 	late    bool
 	seg     *[32]byte
 	segPrev rowSet
 	segDays [2]int32
 	segHad  bool
 }
+
+// runSave is a run's state before the message being applied first
+// changed it (gen included): rollback restores it in place.
+type runSave struct {
+	a    *runAgg
+	prev runAgg
+}
+
+// maxKeptSaves bounds the capacity of the run undo logs kept between
+// messages (a segment reference folds a whole segment in one message).
+const maxKeptSaves = 1 << 14
 
 func newPartState(part, parts int) *partState {
 	return &partState{part: part, parts: parts, runs: map[int32]map[string]*runAgg{}, dropped: map[int32]uint64{},
@@ -421,14 +436,28 @@ func (s *partState) begin() {
 
 // keep moves the undo log's keys into what the next commit keeps.
 func (s *partState) keep() {
-	for _, u := range s.undo {
+	if len(s.undo)+len(s.saves)+len(s.newRuns) > 0 {
 		s.changed = true
+	}
+	for _, u := range s.undo {
 		if u.hasKey {
 			s.newKeys = append(s.newKeys, dayKey{u.key, u.keyDay})
 		}
 	}
 	clear(s.undo)
 	s.undo = s.undo[:0]
+	s.forgetRunUndo()
+}
+
+// forgetRunUndo empties the run undo logs. Their stale entries are not
+// cleared (a few thousand runs a message: clearing cost more than the
+// states they keep reachable), unless the logs grew past maxKeptSaves.
+func (s *partState) forgetRunUndo() {
+	if cap(s.saves) > maxKeptSaves || cap(s.newRuns) > maxKeptSaves {
+		s.saves, s.newRuns = nil, nil
+		return
+	}
+	s.saves, s.newRuns = s.saves[:0], s.newRuns[:0]
 }
 
 // isPruned reports whether day was dropped at the retention.
@@ -470,6 +499,12 @@ func (s *partState) apply(key store.Key, c *calls.Call, order callOrder) error {
 // overflow) changes nothing. A call of a pruned day is not applied: fold
 // counts it late and reports it. name is not retained.
 func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool, err error) {
+	return s.foldCall(name, c, order, false)
+}
+
+// foldCall is fold; interned says c's outcome and agent are the
+// partition's copies already (see intern).
+func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, interned bool) (late bool, err error) {
 	day := dayOf(c.TSMillis)
 	if len(s.pruned) > 0 && s.isPruned(day) {
 		s.late++
@@ -482,17 +517,17 @@ func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool
 		s.msgDays[0], s.msgDays[1] = min(s.msgDays[0], day), max(s.msgDays[1], day)
 	}
 	if name[0] == independent && c.Outcome == "" {
-		s.undo = append(s.undo, undoEntry{dropped: true, run: runKey{day: day}})
+		s.undo = append(s.undo, undoEntry{dropped: true, day: day})
 		s.dropped[day]++
 		s.watermark = max(s.watermark, c.TSMillis)
 		return false, nil
 	}
 	// A run keeps its outcome and agent: interned, so that it does not
 	// keep the message they were decoded from alive.
-	if c.Outcome != "" {
+	if c.Outcome != "" && !interned {
 		c.Outcome = s.intern(c.Outcome)
 	}
-	if c.AgentID != "" {
+	if c.AgentID != "" && !interned {
 		c.AgentID = s.intern(c.AgentID)
 	}
 	runs := s.runs[day]
@@ -510,15 +545,15 @@ func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool
 		a.gen = s.gen
 		k := runKey{day, string(name)}
 		runs[k.name] = a
-		s.undo = append(s.undo, undoEntry{run: k})
-	case a.gen == s.gen: // saved already: rollback restores it
+		s.newRuns = append(s.newRuns, k)
+	case a.gen == s.gen: // saved or created by this message already
 		if err := a.add(c, order); err != nil {
 			return false, err
 		}
 	default:
-		s.undo = append(s.undo, undoEntry{run: runKey{day, string(name)}, prev: *a, had: true})
+		s.saves = append(s.saves, runSave{a: a, prev: *a})
 		if err := a.add(c, order); err != nil {
-			s.undo = s.undo[:len(s.undo)-1]
+			s.saves = s.saves[:len(s.saves)-1]
 			return false, err
 		}
 		a.gen = s.gen
@@ -582,17 +617,20 @@ func (s *partState) rollback() {
 		case u.late:
 			s.late--
 		case u.dropped:
-			if s.dropped[u.run.day]--; s.dropped[u.run.day] == 0 {
-				delete(s.dropped, u.run.day)
+			if s.dropped[u.day]--; s.dropped[u.day] == 0 {
+				delete(s.dropped, u.day)
 			}
-		case u.run.name == "":
-		case u.had:
-			*s.runs[u.run.day][u.run.name] = u.prev
-		default:
-			delete(s.runs[u.run.day], u.run.name)
 		}
 	}
 	s.undo = s.undo[:0]
+	// Each run is in one of the logs at most once: the order is free.
+	for _, sv := range s.saves {
+		*sv.a = sv.prev
+	}
+	for _, k := range s.newRuns {
+		delete(s.runs[k.day], k.name)
+	}
+	s.forgetRunUndo()
 	s.watermark = s.msgMark
 }
 
@@ -1201,29 +1239,37 @@ func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)
 // partition. It fails on a table that does not decode.
 func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64), done func(p int)) error {
 	for _, p := range g.Partitions() {
-		s := g.parts[p]
-		for day, runs := range s.runs {
-			for name, a := range runs {
-				fn(p, day, name, a, 0)
-			}
-		}
-		for day, n := range s.dropped {
-			fn(p, day, "", nil, n)
-		}
-		for day, b := range g.tables[p] {
-			t, err := decodeDayTable(b)
-			if err != nil {
-				return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
-			}
-			for name, a := range t.runs {
-				fn(p, day, name, a, 0)
-			}
-			if t.dropped > 0 {
-				fn(p, day, "", nil, t.dropped)
-			}
+		if err := g.eachOf(p, fn); err != nil {
+			return err
 		}
 		if done != nil {
 			done(p)
+		}
+	}
+	return nil
+}
+
+// eachOf is each for partition p alone (without done).
+func (g *Aggregate) eachOf(p int, fn func(p int, day int32, name string, a *runAgg, dropped uint64)) error {
+	s := g.parts[p]
+	for day, runs := range s.runs {
+		for name, a := range runs {
+			fn(p, day, name, a, 0)
+		}
+	}
+	for day, n := range s.dropped {
+		fn(p, day, "", nil, n)
+	}
+	for day, b := range g.tables[p] {
+		t, err := decodeDayTable(b)
+		if err != nil {
+			return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
+		}
+		for name, a := range t.runs {
+			fn(p, day, name, a, 0)
+		}
+		if t.dropped > 0 {
+			fn(p, day, "", nil, t.dropped)
 		}
 	}
 	return nil
@@ -1309,7 +1355,9 @@ var ErrUndatedState = errors.New("a partition holds state written by an older ve
 // its cost on one non-blocked call, its outcome, agent and newest ts), and
 // the calls of other days are offered as calls outside the window, so the
 // reducer's reports and stats equal those of reducing the original calls
-// with the same options. Cost is O(calls).
+// with the same options. Cost is O(partial states) for runs with ids
+// (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for
+// independent and dropped calls and with a grouping.
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	from, to, windowed, err := windowDays(opts)
 	if err != nil {
@@ -1319,42 +1367,42 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Partition by partition: a run is in one partition, so its partial
-	// states are all merged by the partition's end.
-	merged := map[string]*runAgg{}
+	// Partition by partition, in ascending order: a run is in one
+	// partition, so its partial states are all merged by the partition's
+	// end. The next partition is merged while one is fed to r, in order;
+	// one merge at a time (reportMergesAhead) bounds the memory: merged
+	// side by side, the day tables decoded at once took a 10 M-row
+	// worker's peak RSS up by ~150 MiB, to the 1 GiB goal.
+	parts := g.Partitions()
+	results := make([]chan partMerge, len(parts))
+	for i := range results {
+		results[i] = make(chan partMerge, 1)
+	}
+	ahead := make(chan struct{}, reportMergesAhead)
+	go func() {
+		for i, p := range parts {
+			ahead <- struct{}{}
+			go func() { results[i] <- g.mergePart(p, from, to, windowed) }()
+		}
+	}()
 	var outside uint64
 	dropped := map[int32]uint64{}
-	feed := func(int) {
-		for _, name := range slices.Sorted(maps.Keys(merged)) {
-			feedRun(r, name, merged[name])
+	for i := range parts {
+		m := <-results[i]
+		<-ahead
+		if err == nil {
+			err = m.err
 		}
-		clear(merged)
-	}
-	eerr := g.each(func(p int, day int32, name string, a *runAgg, n uint64) {
-		switch {
-		case err != nil:
-		case day == undated && windowed:
-			err = ErrUndatedState
-		case windowed && (day < from || day >= to):
-			if a != nil {
-				outside += a.calls
-			}
-			outside += n
-		case a == nil:
+		if err != nil {
+			continue // every merge is waited for
+		}
+		for _, name := range m.names {
+			feedRun(r, name, m.merged[name])
+		}
+		outside += m.outside
+		for day, n := range m.dropped {
 			dropped[day] += n
-		default:
-			m := merged[name]
-			if m == nil {
-				m = &runAgg{}
-				merged[name] = m
-			}
-			if merr := m.merge(a); merr != nil {
-				err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
-			}
 		}
-	}, feed)
-	if err == nil {
-		err = eerr
 	}
 	if err != nil {
 		return nil, err
@@ -1378,6 +1426,57 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 		}
 	}
 	return r, nil
+}
+
+// reportMergesAhead is how many partitions Aggregate.Reducer merges ahead
+// of the one it feeds.
+const reportMergesAhead = 1
+
+// partMerge is one partition's part of a report (see Aggregate.Reducer):
+// its runs' partial states of the window merged, by name, the names
+// sorted, the calls outside the window, and the dropped calls by day.
+type partMerge struct {
+	merged  map[string]*runAgg
+	names   []string
+	outside uint64
+	dropped map[int32]uint64
+	err     error
+}
+
+// mergePart merges partition p's partial run states of the days [from,
+// to) (all days unless windowed).
+func (g *Aggregate) mergePart(p int, from, to int32, windowed bool) partMerge {
+	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int32]uint64{}}
+	eerr := g.eachOf(p, func(p int, day int32, name string, a *runAgg, n uint64) {
+		switch {
+		case m.err != nil:
+		case day == undated && windowed:
+			m.err = ErrUndatedState
+		case windowed && (day < from || day >= to):
+			if a != nil {
+				m.outside += a.calls
+			}
+			m.outside += n
+		case a == nil:
+			m.dropped[day] += n
+		default:
+			agg := m.merged[name]
+			if agg == nil {
+				agg = &runAgg{}
+				m.merged[name] = agg
+			}
+			if merr := agg.merge(a); merr != nil {
+				m.err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
+			}
+		}
+	})
+	if m.err == nil {
+		m.err = eerr
+	}
+	if m.err == nil {
+		m.names = slices.Sorted(maps.Keys(m.merged))
+	}
+	return m
 }
 
 // feedRun adds calls to r reproducing run state a.
@@ -1407,9 +1506,7 @@ func feedRun(r *outcome.Reducer, name string, a *runAgg) {
 	}{{blocked, "budget_exceeded"}, {wardryx, "wardryx_deny"}, {allowed, "allow"}} {
 		c := base
 		c.Decision = k.dec
-		for range k.n {
-			r.Add(c)
-		}
+		r.AddN(c, k.n)
 	}
 }
 

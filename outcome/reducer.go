@@ -228,6 +228,65 @@ func (r *Reducer) Add(c calls.Call) {
 	r.pos++
 }
 
+// AddN folds n calls equal to c, as n calls of Add(c) would (positions
+// included: the n calls take the next n positions), in constant time when
+// c has a run id, no cost, and the reducer no grouping; a run's state
+// rebuilt from its counts (a fleet's report) is fed this way.
+func (r *Reducer) AddN(c calls.Call, n uint64) {
+	if n == 0 {
+		return
+	}
+	if !c.HasRunID || c.CostMicroUSD != 0 || r.grouped {
+		for range n {
+			r.Add(c)
+		}
+		return
+	}
+	run := r.runSyms.InternString(c.RunID)
+	dec := r.syms.InternString(c.Decision)
+	out := r.syms.InternString(c.Outcome)
+	agent := r.syms.InternString(c.AgentID)
+	r.sync()
+	last := r.pos + n - 1
+	r.pos += n
+	r.stats.Calls += int64(n)
+	if r.windowed && (c.TSMillis < r.from || c.TSMillis >= r.to) {
+		r.stats.OutsideWindow += int64(n)
+		return
+	}
+	step := c.Step
+	if !c.HasStep {
+		step = 0
+	}
+	rs := &r.runs[run]
+	r.touch(run, rs)
+	// lastTS takes ts when it is newer or when one of the calls makes
+	// the (wrapping) count 1.
+	toOne := uint64(uint32(1 - rs.calls))
+	if toOne == 0 {
+		toOne = 1 << 32
+	}
+	if c.TSMillis > rs.lastTS || toOne <= n {
+		rs.lastTS = c.TSMillis
+	}
+	rs.calls += uint32(n)
+	cls := r.class[dec]
+	if cls == calls.ClassBlocked {
+		rs.blocked += uint32(n)
+	}
+	if cls != calls.ClassAllowed {
+		rs.refused += uint32(n)
+	}
+	// later is monotone in the position: if any of the n calls replaces
+	// the value kept, the last one does, and it is kept.
+	if out != 0 && later(step, last, rs.outStep, rs.outPos) {
+		rs.outcome, rs.outStep, rs.outPos = out, step, last
+	}
+	if agent != 0 && later(step, last, rs.agentStep, rs.agentPos) {
+		rs.agent, rs.agentStep, rs.agentPos = agent, step, last
+	}
+}
+
 // AddRecord folds a flat {outcome, cost_usd} record, already reduced to a
 // run: it counts as one run of one call. An empty outcome reads as untagged.
 func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {

@@ -1,6 +1,7 @@
 package segreplay
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -156,13 +157,19 @@ type segmentEncoder struct {
 	parts, rows int
 	builders    []rowbatch.Builder
 	scratch     []byte // a batch's encoding before compression
+	zscratch    []byte // its compression, before it is copied out
+	// pend and pendRows: each partition's rows of the batch being scanned
+	// (index in the batch, segment row), before they are appended.
+	pend     [][]int32
+	pendRows [][]uint64
 }
 
 func newSegmentEncoder(parts, rows int) *segmentEncoder {
 	if rows <= 0 || rows > DefaultBatchRows {
 		rows = DefaultBatchRows
 	}
-	return &segmentEncoder{parts: parts, rows: rows, builders: make([]rowbatch.Builder, parts)}
+	return &segmentEncoder{parts: parts, rows: rows, builders: make([]rowbatch.Builder, parts),
+		pend: make([][]int32, parts), pendRows: make([][]uint64, parts)}
 }
 
 // encode reads the segment at path whole and returns its batches, or the
@@ -194,8 +201,11 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 			return
 		}
 		first, last := b.Row(lo), b.Row(hi-1)
+		// Compressed into a reused buffer and copied out at its size: a
+		// fresh buffer of the worst case would be cleared and mostly wasted.
+		e.zscratch = rowbatch.Compress(e.zscratch[:0], e.scratch)
 		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last),
-			data: rowbatch.Compress(nil, e.scratch)})
+			data: bytes.Clone(e.zscratch)})
 	}
 	flush := func(p int) {
 		if n := e.builders[p].Len(); n > 0 {
@@ -224,11 +234,23 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 			} else {
 				p = tracemsg.PartitionOf(tracemsg.RowKey(digest, row), e.parts)
 			}
-			e.builders[p].Append(b, i, row)
-			if e.builders[p].Len() == e.rows {
-				flush(p)
-			}
+			e.pend[p] = append(e.pend[p], int32(i))
+			e.pendRows[p] = append(e.pendRows[p], row)
 			row++
+		}
+		// Each partition's rows of the scanned batch, a column at a time,
+		// cut at e.rows as row by row.
+		for p := range e.pend {
+			idx, rows := e.pend[p], e.pendRows[p]
+			for len(idx) > 0 {
+				k := min(len(idx), e.rows-e.builders[p].Len())
+				e.builders[p].AppendRows(b, idx[:k], rows[:k])
+				idx, rows = idx[k:], rows[k:]
+				if e.builders[p].Len() == e.rows {
+					flush(p)
+				}
+			}
+			e.pend[p], e.pendRows[p] = e.pend[p][:0], e.pendRows[p][:0]
 		}
 		return nil
 	})

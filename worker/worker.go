@@ -772,17 +772,22 @@ func (r *running) shutdown() {
 	}
 }
 
+// drainPoll is how often watchLag looks for the drain once the inputs are
+// done.
+const drainPoll = 100 * time.Millisecond
+
 // errDrained ends the run group when Once finds nothing left to do.
 var errDrained = errors.New("inputs drained")
 
 // watchLag updates the lag gauges every 500 ms; with once it returns
 // errDrained when every consumer has nothing pending or unacked, twice in
 // a row, and every input is done (closed): the tail at its end, the
-// replay published.
+// replay published. Once the inputs are done it looks every 100 ms
+// (drainPoll), so that --once ends soon after the last ack.
 func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *httpapi.Metrics, once bool, inputs []<-chan struct{}, logger *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	idle := 0
+	idle, fast := 0, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -805,12 +810,17 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *h
 		if !once {
 			continue
 		}
+		inputsDone := true
 		for _, done := range inputs {
 			select {
 			case <-done:
 			default:
-				busy = true
+				busy, inputsDone = true, false
 			}
+		}
+		if inputsDone && !fast {
+			fast = true
+			tick.Reset(drainPoll)
 		}
 		if busy {
 			idle = 0

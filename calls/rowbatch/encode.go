@@ -63,6 +63,52 @@ func (b *Builder) Append(src *calls.Batch, i int, row uint64) {
 	}
 }
 
+// AppendRows adds rows idx[k] of src as segment rows rows[k], as Append
+// of each would, a column at a time.
+func (b *Builder) AppendRows(src *calls.Batch, idx []int32, rows []uint64) {
+	b.rows = append(b.rows, rows...)
+	b.ts = gather(b.ts, src.TSMillis, idx)
+	b.cost = gather(b.cost, src.CostMicroUSD, idx)
+	b.saved = gather(b.saved, src.SavedMicroUSD, idx)
+	b.in = gather(b.in, src.InputTokens, idx)
+	b.out = gather(b.out, src.OutputTokens, idx)
+	b.step = gather(b.step, src.Step, idx)
+	b.stepNull = gatherNull(b.stepNull, src.Step == nil, src.StepNull, idx)
+	b.tool = gather(b.tool, src.ToolCalls, idx)
+	b.toolNull = gatherNull(b.toolNull, src.ToolCalls == nil, src.ToolNull, idx)
+	for k, f := range stringFields {
+		b.str[k] = gather(b.str[k], src.Strings(f), idx)
+	}
+}
+
+// gather appends col[i] for each i of idx, or zeros for a column the
+// batch was not filled with (nil).
+func gather[T any](dst, col []T, idx []int32) []T {
+	if col == nil {
+		var z T
+		for range idx {
+			dst = append(dst, z)
+		}
+		return dst
+	}
+	for _, i := range idx {
+		dst = append(dst, col[i])
+	}
+	return dst
+}
+
+// gatherNull appends the null flags of rows idx: all null when the column
+// is absent, else null where null says so (nil: never).
+func gatherNull(dst []bool, absent bool, null []bool, idx []int32) []bool {
+	if absent || null == nil {
+		for range idx {
+			dst = append(dst, absent)
+		}
+		return dst
+	}
+	return gather(dst, null, idx)
+}
+
 // at is col[i], or zero for a column the batch was not filled with.
 func at[T any](col []T, i int) T {
 	if col == nil {

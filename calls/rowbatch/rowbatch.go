@@ -104,7 +104,16 @@ type Batch struct {
 	Fields calls.FieldSet
 	Rows   []uint64
 	Calls  []calls.Call
-	buf    []byte // a compressed batch's decoded bytes, reused
+	// Intern, when set, is called once per distinct non-empty string of
+	// the string columns other than run_id (outcomes, agents, decisions,
+	// ...) and the calls get what it returns: a caller that keeps those
+	// strings interns them once per batch instead of once per row.
+	Intern   func(string) string
+	buf      []byte   // a compressed batch's decoded bytes, reused
+	interned []string // Intern's answers by dictionary index ("": not asked)
+	// written is the columns decoded into Calls' backing array since it
+	// was last zeroed: only those can hold a value of an earlier batch.
+	written calls.FieldSet
 }
 
 // IsBatch reports whether b starts like an encoded batch (a JSON record
@@ -204,8 +213,21 @@ func Decode(b []byte, into *Batch) error {
 	for i, sp := range spans {
 		dict[i] = all[sp[0]:sp[1]]
 	}
-	cs := grow(into.Calls, int(n))
-	clear(cs)
+	if into.Intern != nil {
+		into.interned = grow(into.interned, len(dict))
+		clear(into.interned)
+	}
+	// Every row of a column of fields is written below (nulls too): the
+	// calls are zeroed only when an earlier batch wrote another column.
+	cs := into.Calls[:cap(into.Calls)]
+	if len(cs) < int(n) {
+		cs, into.written = make([]calls.Call, n), 0
+	} else if into.written&^fields != 0 {
+		clear(cs)
+		into.written = 0
+	}
+	cs = cs[:n]
+	into.written |= fields
 	hasRun, hasStep := fields.Has(calls.FieldRunID), fields.Has(calls.FieldStep)
 	for i := range cs {
 		cs[i].HasRunID, cs[i].HasStep = hasRun, hasStep
@@ -215,7 +237,7 @@ func Decode(b []byte, into *Batch) error {
 		if !fields.Has(f) {
 			continue
 		}
-		d.column(f, cs, dict)
+		d.column(f, cs, dict, into)
 		if d.err != nil {
 			return d.wrap("column " + f.Name())
 		}
@@ -233,8 +255,9 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// column decodes field f of every call.
-func (d *dec) column(f calls.Field, cs []calls.Call, dict []string) {
+// column decodes field f of every call (its strings through into.Intern
+// when set, but for run_id).
+func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch) {
 	mode := d.byte()
 	if d.err != nil {
 		return
@@ -269,7 +292,9 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string) {
 	for i := range cs {
 		if present != nil && !present[i] {
 			if f == calls.FieldStep {
-				cs[i].HasStep = false
+				cs[i].HasStep, cs[i].Step = false, 0
+			} else {
+				cs[i].ToolCalls = nil
 			}
 			continue
 		}
@@ -314,7 +339,14 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string) {
 				d.fail("row %d: string %d of a dictionary of %d", i, cur, len(dict))
 				return
 			}
-			*stringField(c, f) = dict[cur]
+			v := dict[cur]
+			if into.Intern != nil && f != calls.FieldRunID && v != "" {
+				if into.interned[cur] == "" {
+					into.interned[cur] = into.Intern(v)
+				}
+				v = into.interned[cur]
+			}
+			*stringField(c, f) = v
 		}
 	}
 }
@@ -375,6 +407,17 @@ func (d *dec) byte() byte {
 }
 
 func (d *dec) uvarint() uint64 {
+	// One or two bytes (most values, dictionary indexes of a few
+	// thousand strings included) without the general loop.
+	if len(d.b) >= 2 && d.err == nil {
+		if b0 := d.b[0]; b0 < 0x80 {
+			d.b = d.b[1:]
+			return uint64(b0)
+		} else if b1 := d.b[1]; b1 < 0x80 {
+			d.b = d.b[2:]
+			return uint64(b0&0x7f) | uint64(b1)<<7
+		}
+	}
 	if d.err != nil {
 		return 0
 	}

@@ -245,3 +245,101 @@ func toolEqual(a, b calls.Call) bool {
 	a.ToolCalls, b.ToolCalls = nil, nil
 	return a == b
 }
+
+// TestReusedBatchDecodesLikeAFreshOne: one Batch decoding batches of
+// varying columns, sizes and nulls in turn (its calls zeroed only when an
+// earlier batch wrote another column) gives what a fresh Batch gives; with
+// Intern set, the strings but run ids are its answers, asked once per
+// distinct string.
+func TestReusedBatchDecodesLikeAFreshOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 7))
+	var reused Batch
+	for trial := range 300 {
+		n := 1 + r.IntN(200)
+		cs := randomCalls(r, n)
+		rows := make([]uint64, n)
+		for i := range rows {
+			rows[i] = uint64(i)
+		}
+		fields := calls.AllFields
+		if r.IntN(2) == 0 {
+			fields &^= calls.Fields(calls.FieldModel, calls.FieldKeyID, calls.FieldUnit, calls.FieldInputTokens)
+		}
+		if r.IntN(3) == 0 {
+			fields &^= calls.Fields(calls.FieldRunID, calls.FieldStep, calls.FieldToolCalls, calls.FieldOutcome)
+		}
+		enc := encodeCalls(Header{Segment: "s", Parts: 1}, fields, rows, cs)
+		var fresh Batch
+		require.NoError(t, Decode(enc, &fresh))
+		asked := map[string]int{}
+		reused.Intern = nil
+		if trial%2 == 0 {
+			reused.Intern = func(s string) string { asked[s]++; return "i:" + s }
+		}
+		require.NoError(t, Decode(enc, &reused), "trial %d", trial)
+		for i := range fresh.Calls {
+			want := fresh.Calls[i]
+			if reused.Intern != nil {
+				for _, p := range []*string{&want.Model, &want.Decision, &want.AgentID, &want.ParentRunID, &want.OnBehalfOf, &want.Outcome, &want.KeyID, &want.Unit} {
+					if *p != "" {
+						*p = "i:" + *p
+					}
+				}
+			}
+			require.Equal(t, want, reused.Calls[i], "trial %d row %d", trial, i)
+		}
+		for s, k := range asked {
+			require.Equal(t, 1, k, "trial %d: %q interned %d times", trial, s, k)
+		}
+	}
+}
+
+// TestAppendRowsIsAppendOfEachRow: a builder fed rows a column at a time
+// (AppendRows, some of the batch's rows, columns absent or with nulls)
+// encodes what one fed the same rows one by one (Append) does.
+func TestAppendRowsIsAppendOfEachRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 9))
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	for trial := range 100 {
+		n := 1 + r.IntN(50)
+		src := &calls.Batch{Len: n, HasRunID: true}
+		ids := func() []int32 {
+			v := make([]int32, n)
+			for i := range v {
+				v[i] = syms.InternString(fmt.Sprint("s", r.IntN(5)))
+			}
+			return v
+		}
+		src.TSMillis, src.CostMicroUSD = make([]int64, n), make([]int64, n)
+		src.RunID, src.Decision, src.AgentID = make([]int32, n), ids(), ids()
+		src.Step, src.StepNull = make([]uint32, n), make([]bool, n)
+		for i := range n {
+			src.TSMillis[i], src.CostMicroUSD[i] = r.Int64N(1e6), r.Int64N(100)
+			src.RunID[i] = runs.InternString(fmt.Sprint("run", r.IntN(9)))
+			src.Step[i], src.StepNull[i] = uint32(r.IntN(4)), r.IntN(3) == 0
+		}
+		if trial%3 == 0 {
+			src.StepNull = nil
+		}
+		if trial%4 == 0 {
+			src.Outcome, src.ToolCalls = ids(), make([]uint32, n)
+		}
+		var idx []int32
+		var rows []uint64
+		var one Builder
+		for i := range n {
+			if r.IntN(3) > 0 {
+				idx, rows = append(idx, int32(i)), append(rows, uint64(10*i))
+				one.Append(src, i, uint64(10*i))
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		var cols Builder
+		cols.AppendRows(src, idx, rows)
+		h := Header{Segment: "s", Parts: 1}
+		require.Equal(t, one.Encode(nil, h, calls.AllFields, 0, one.Len(), runs, syms),
+			cols.Encode(nil, h, calls.AllFields, 0, cols.Len(), runs, syms), "trial %d", trial)
+	}
+}

@@ -1,0 +1,80 @@
+package fleet
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/calls/rowbatch"
+)
+
+// benchBatches encodes rows rows of the shape `bench traces` calls "every
+// run in flight" into compressed row batches of one partition of one:
+// runs runs, round robin (a 4,096-row batch names 4,096 runs), each run's
+// ~100 calls spread over 28 days, its outcome on its last call.
+func benchBatches(rows, runs int) [][]byte {
+	var b rowbatch.Builder
+	runSyms, syms := calls.NewSymbols(), calls.NewSymbols()
+	steps := rows / runs
+	const base = int64(1_780_000_000_000)
+	decisions := []string{"allow", "allow", "allow", "allow", "budget_exceeded", "wardryx_deny"}
+	var out [][]byte
+	flush := func(first uint64) {
+		if b.Len() == 0 {
+			return
+		}
+		h := rowbatch.Header{Segment: "bench.parquet", Parts: 1, Part: 0}
+		h.Digest[0] = 24
+		enc := b.Encode(nil, h, calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
+			calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome), 0, b.Len(), runSyms, syms)
+		out = append(out, rowbatch.Compress(nil, enc))
+		b.Reset()
+	}
+	for i := range rows {
+		run, step := i%runs, i/runs
+		c := calls.Call{TSMillis: base + int64(step)*28*dayMillis/int64(steps) + int64(run)*1000, RunID: fmt.Sprintf("run-%08d-%x", run, run*7919),
+			HasRunID: true, Decision: decisions[(run+step)%len(decisions)], CostMicroUSD: int64(100 + run%977), Step: uint32(step), HasStep: true,
+			AgentID: fmt.Sprintf("agent-%d", run%7)}
+		if step == steps-1 {
+			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[run%3]
+		}
+		b.AppendCall(&c, uint64(i), runSyms, syms)
+		if b.Len() == 4096 {
+			flush(0)
+		}
+	}
+	flush(0)
+	return out
+}
+
+// BenchmarkApplyBatch applies 1.2 M rows of 12,500 runs in flight, as
+// row batches, to a fresh partition state: the worker's per-row cost.
+func BenchmarkApplyBatch(b *testing.B) {
+	const rows = 1_250_000
+	batches := benchBatches(rows, 12_500)
+	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		s := newPartState(0, 1)
+		for i, data := range batches {
+			s.begin()
+			if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.keep()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/rows, "cpu-ns/row")
+}
+
+// cpuTime returns the process's user and system CPU time in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
