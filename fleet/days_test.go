@@ -305,6 +305,16 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 	}
 }
 
+// callsAre is a waitAggregate condition: the aggregate holds n calls.
+func callsAre(n int) func(*Aggregate) error {
+	return func(a *Aggregate) error {
+		if got := a.Calls(); got != int64(n) {
+			return fmt.Errorf("%d calls, want %d", got, n)
+		}
+		return nil
+	}
+}
+
 // waitAggregate polls the published aggregate until cond holds.
 func waitAggregate(t *testing.T, e *env, cond func(*Aggregate) error) *Aggregate {
 	t.Helper()
@@ -555,4 +565,33 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned: a folded day that a late
+// call opened again is not pruned (nor due) past the retention until the
+// call is folded into its table; then it is.
+func TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned(t *testing.T) {
+	s := newPartState(0, 1)
+	at := func(day int, minute int64) int64 { return day0.UnixMilli() + int64(day)*dayMillis + minute*60_000 }
+	applyAll(t, s, []calls.Call{
+		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10},
+		{TSMillis: at(3, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
+	}, 0)
+	loads := memLoad{}
+	t0 := day0.AddDate(0, 0, 10)
+	tables, _ := s.foldDays(t0, time.Hour, loads.load)
+	loads.keep(tables)
+	d0 := dayOf(at(0, 0))
+	require.Contains(t, s.folded, d0)
+	applyAll(t, s, []calls.Call{{TSMillis: at(0, 7), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5}}, 10)
+	later := t0.Add(3 * time.Hour)
+	require.False(t, s.pruneDue(later, 2*time.Hour), "day 0 has a call in memory")
+	days, skipped := s.pruneDays(later, 2*time.Hour, loads.keys)
+	require.Empty(t, skipped)
+	require.Empty(t, days, "an open day waits to be folded")
+	tables, _ = s.foldDays(later, time.Hour, loads.load)
+	loads.keep(tables)
+	require.True(t, s.pruneDue(later, 2*time.Hour))
+	days, _ = s.pruneDays(later, 2*time.Hour, loads.keys)
+	require.Equal(t, []int32{d0}, days)
 }

@@ -516,7 +516,7 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, keys func(
 	open := s.openDays()
 	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
 		ref := s.folded[d]
-		if ref.written > cut || slices.Contains(open, d) {
+		if ref.written > cut || s.isOpen(d) {
 			continue // a late call of the day waits to be folded first
 		}
 		kb, err := keys(d, ref)
@@ -556,11 +556,20 @@ func (s *partState) pruneDue(now time.Time, retention time.Duration) bool {
 	}
 	cut := now.Add(-retention).Unix()
 	for d, ref := range s.folded {
-		if ref.written <= cut && s.runs[d] == nil && s.dropped[d] == 0 && s.dayKeys[d] == nil {
+		if ref.written <= cut && !s.isOpen(d) {
 			return true
 		}
 	}
 	return false
+}
+
+// isOpen reports whether day d has state in memory (runs, dropped calls
+// or keys): one of openDays.
+func (s *partState) isOpen(d int32) bool {
+	_, runs := s.runs[d]
+	_, dropped := s.dropped[d]
+	_, keys := s.dayKeys[d]
+	return d != undated && (runs || dropped || keys)
 }
 
 // addPruned adds day to the pruned ranges, merging neighbours.

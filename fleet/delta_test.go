@@ -229,14 +229,6 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 		cs[i].RunID, cs[i].HasRunID = fmt.Sprintf("run-%03d", i%300), true
 		ids[i] = fmt.Sprintf("c%d", i)
 	}
-	exact := func(n int) func(*Aggregate) error {
-		return func(a *Aggregate) error {
-			if got := a.Calls(); got != int64(n) {
-				return fmt.Errorf("%d calls, want %d", got, n)
-			}
-			return nil
-		}
-	}
 	check := func(agg *Aggregate, n int) {
 		t.Helper()
 		r, err := agg.Reducer(outcome.Options{})
@@ -245,19 +237,24 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 	}
 	st := jstest.OpenStore(t, filepath.Join(t.TempDir(), "a.db"))
 	a := startFleetOn(t, e.JS, e.Subjects, "a", st, Options{SnapshotEvery: 50 * time.Millisecond})
-	publishIDs(t, e, cs[:600], ids[:600], "big")
-	waitAggregate(t, e, exact(600))
-	// A few calls at a time: each snapshot a delta of a run or two.
-	sawDeltas := 0
-	for n := 600; n < 700; n += 5 {
-		publishIDs(t, e, cs[n:n+5], ids[n:n+5], fmt.Sprintf("small%d", n))
-		check(waitAggregate(t, e, exact(n+5)), n+5)
-		per, _ := deltasNamed(t, e)
-		for _, k := range per {
-			sawDeltas = max(sawDeltas, k)
+	// trickle publishes calls [from, to) a few at a time, each checked
+	// exact, and returns the most deltas a pointer named meanwhile.
+	trickle := func(from, to, step int, prefix string) int {
+		saw := 0
+		for n := from; n < to; n += step {
+			publishIDs(t, e, cs[n:n+step], ids[n:n+step], fmt.Sprintf("%s%d", prefix, n))
+			check(waitAggregate(t, e, callsAre(n+step)), n+step)
+			per, _ := deltasNamed(t, e)
+			for _, k := range per {
+				saw = max(saw, k)
+			}
 		}
+		return saw
 	}
-	require.NotZero(t, sawDeltas, "pointers named deltas")
+	publishIDs(t, e, cs[:600], ids[:600], "big")
+	waitAggregate(t, e, callsAre(600))
+	// A few calls at a time: each snapshot a delta of a run or two.
+	require.NotZero(t, trickle(600, 700, 5, "small"), "pointers named deltas")
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	a.stop(t)
 
@@ -265,17 +262,8 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 	a = startFleetOn(t, e.JS, e.Subjects, "a", st, Options{SnapshotEvery: 50 * time.Millisecond})
 	publishIDs(t, e, cs[700:760], ids[700:760], "again-a")
 	publishIDs(t, e, cs[:3], ids[:3], "dup-a") // applied before: not counted again
-	check(waitAggregate(t, e, exact(760)), 760)
-	sawDeltas = 0
-	for n := 760; n < 800; n += 4 {
-		publishIDs(t, e, cs[n:n+4], ids[n:n+4], fmt.Sprintf("again-a%d", n))
-		check(waitAggregate(t, e, exact(n+4)), n+4)
-		per, _ := deltasNamed(t, e)
-		for _, k := range per {
-			sawDeltas = max(sawDeltas, k)
-		}
-	}
-	require.NotZero(t, sawDeltas, "pointers named deltas after the restart")
+	check(waitAggregate(t, e, callsAre(760)), 760)
+	require.NotZero(t, trickle(760, 800, 4, "again-a"), "pointers named deltas after the restart")
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	a.stop(t)
 
@@ -288,7 +276,7 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 	startFleet(t, e.JS, e.Subjects, "b", Options{SnapshotEvery: 50 * time.Millisecond})
 	publishIDs(t, e, cs[800:], ids[800:], "b")
 	publishIDs(t, e, cs[600:603], ids[600:603], "dup-b")
-	check(waitAggregate(t, e, exact(len(cs))), len(cs))
+	check(waitAggregate(t, e, callsAre(len(cs))), len(cs))
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		if _, stray := deltasNamed(t, e); len(stray) > 0 {
 			return fmt.Errorf("delta blobs no pointer names: %v", stray)
