@@ -366,7 +366,8 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		}
 		return c, id
 	}
-	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
+	var folds atomic.Int64
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Folded: func() { folds.Add(1) }})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
 	folded := func(a *Aggregate) error {
@@ -383,6 +384,14 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		return nil
 	}
 	waitAggregate(t, e, folded)
+	// Called after the pointer moved, which the aggregate just read may
+	// have seen first.
+	jstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if folds.Load() == 0 {
+			return errors.New("days folded, Options.Folded not called")
+		}
+		return nil
+	})
 
 	c2, i2 := pick(late)
 	publishIDs(t, e, c2, i2, "late")

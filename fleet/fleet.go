@@ -178,6 +178,15 @@ type Options struct {
 	// a partition writes (the snapshot, aggregate and day tables put in
 	// the bucket).
 	SnapshotBytes func(n int)
+	// PartitionLoad, when set, is called with the time each load of a
+	// partition's state took (a takeover, a restart, a reload after a
+	// gap: the snapshot or the store read, and the catch-up from the
+	// stream), whether or not it succeeded.
+	PartitionLoad func(time.Duration)
+	// Folded, when set, is called after a snapshot that folded days out
+	// of memory or pruned them: what they held is garbage now. It is
+	// called with the partition's lock held, so it must not block.
+	Folded func()
 
 	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
 	wrapKV func(jetstream.KeyValue) jetstream.KeyValue
@@ -513,7 +522,12 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		}
 	}
 	if h.state == nil {
-		if err := h.gain(ctx, newest); err != nil {
+		t0 := time.Now()
+		err := h.gain(ctx, newest)
+		if c := h.f.opts.PartitionLoad; c != nil {
+			c(time.Since(t0))
+		}
+		if err != nil {
 			h.f.warn.Warn("take over partition", "partition", h.p, "err", err)
 			for i := range errs {
 				errs[i] = pull.Transient("take over partition "+strconv.Itoa(h.p), err)
@@ -1194,6 +1208,9 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	h.published(ctx, rev, blobs)
 	h.lastSnapTook = time.Since(start)
+	if c := h.f.opts.Folded; c != nil && (len(tables) > 0 || len(prunedDays) > 0) {
+		c()
+	}
 	// The blobs no snapshot names any more: superseded day tables and
 	// pruned days. A reader holding an older pointer reads it again.
 	for d, old := range before {

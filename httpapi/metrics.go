@@ -30,6 +30,9 @@ type Metrics struct {
 	// SnapshotBytes counts the bytes of the partition snapshots written
 	// (snapshot, aggregate and day tables put in the bucket).
 	SnapshotBytes prometheus.Counter
+	// PartitionLoad counts the seconds spent loading partition state
+	// (takeovers, restarts, reloads), and the loads.
+	PartitionLoad prometheus.Histogram
 }
 
 var _ pull.Counters = (*Metrics)(nil)
@@ -52,9 +55,11 @@ func NewMetrics() *Metrics {
 		TailLines:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_tail_lines_total", Help: "Lines read by the tailer, by class."}, []string{"class"}),
 		SnapshotBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "verdryx_snapshot_bytes_total",
 			Help: "Bytes of the partition snapshots written to the KV bucket (snapshot, aggregate and folded day tables)."}),
+		PartitionLoad: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "verdryx_partition_load_seconds",
+			Help: "Time to load a partition's state on a takeover, restart or reload (snapshot or store, then the catch-up from the stream).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 	}
 	m.Registry.MustRegister(m.received, m.acked, m.naked, m.terminated, m.deadLettered, m.Lag, m.ChainLength,
-		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, collectors.NewGoCollector())
+		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, m.PartitionLoad, collectors.NewGoCollector())
 	return m
 }
 

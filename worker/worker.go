@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -311,7 +312,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	r := &running{w: w, st: st, roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
+	r := &running{w: w, st: st, folded: make(chan struct{}, 1), roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
 		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
 	defer r.close()
 	// Health first: /readyz answers 503 while start-up waits for NATS.
@@ -438,8 +439,11 @@ type running struct {
 	// published.
 	inputsDone chan struct{}
 	start      *startRetrier // start-up steps against NATS share one budget
-	http       *httpapi.Server
-	httpErr    chan error
+	// folded receives (without blocking the partition) when a snapshot
+	// folded or pruned days; releaseMemory drains it.
+	folded  chan struct{}
+	http    *httpapi.Server
+	httpErr chan error
 
 	ready, tracesOK, evalOK atomic.Bool
 }
@@ -614,6 +618,12 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 		}, func(error) { cancel() })
 	}
 
+	// Memory folded days held goes back to the system.
+	{
+		mctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { releaseMemory(mctx, r.folded, debug.FreeOSMemory); return nil }, func(error) { cancel() })
+	}
+
 	// Lag gauge, and with Once the drain watcher.
 	{
 		wctx, cancel := context.WithCancel(context.Background())
@@ -685,6 +695,13 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		r.fleet, err = fleet.New(ctx, r.js, r.st, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
 			FoldAfter: o.FoldAfter, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
+			PartitionLoad: func(d time.Duration) { r.metrics.PartitionLoad.Observe(d.Seconds()) },
+			Folded: func() {
+				select {
+				case r.folded <- struct{}{}:
+				default: // a release is due already
+				}
+			},
 			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
 		return err
 	}); err != nil {

@@ -60,6 +60,17 @@ func TestBenchSoakSmall(t *testing.T) {
 	assert.Positive(t, late, "some calls arrive late")
 	assert.Equal(t, 3, res.Series[5].Replayed, "day 6 replays day 3 again")
 	assert.Positive(t, res.Series[5].TakeoverSeconds, "a takeover after the last day")
+	require.NotEmpty(t, res.Series[5].Takeovers, "the takeover's tries")
+	loaded := 0.0
+	for i, tk := range res.Series[5].Takeovers {
+		assert.True(t, 0 < tk.Ready && tk.Ready <= tk.CaughtUp && tk.CaughtUp <= tk.Probed && tk.Probed <= tk.Total,
+			"try %d: phases in order: %+v", i, tk)
+		assert.GreaterOrEqual(t, tk.Load, 0.0, "try %d: the worker exports verdryx_partition_load_seconds", i)
+		loaded = max(loaded, tk.Load)
+	}
+	// A probe replayed again within the one-second duplicate window is
+	// dropped by the stream and loads nothing; the first try's is not.
+	assert.Positive(t, loaded, "a probe loads partitions")
 	require.NotEmpty(t, res.DayReports)
 	for _, d := range res.DayReports {
 		assert.True(t, d.Exact, "day %d alone: fleet %d calls, direct %d", d.Day, d.FleetCalls, d.DirectCalls)

@@ -88,8 +88,8 @@ type Day struct {
 	// wait until every record was acked.
 	RecordsPerSecond float64 `json:"records_per_second"`
 	// RSS is the serve child's mean resident set over the day's
-	// deliveries (sampled every meterEvery, and once after them), RSSPeak
-	// the largest sample.
+	// deliveries and the check of its report (sampled every meterEvery,
+	// and once after them), RSSPeak the largest sample.
 	RSS     int64 `json:"worker_rss_bytes"`
 	RSSPeak int64 `json:"worker_rss_peak_bytes"`
 	// StateBytes is the newest snapshot of every partition (the KV
@@ -114,10 +114,26 @@ type Day struct {
 	// drained after this day, the median of takeoverTries restarts (0: no
 	// takeover).
 	TakeoverSeconds float64 `json:"takeover_seconds,omitempty"`
+	// Takeovers are the restarts' phases, in the order they ran.
+	Takeovers []Takeover `json:"takeovers,omitempty"`
+}
+
+// Takeover is one restart's phases, in seconds from the new serve child's
+// start: Ready when /readyz answered 200, CaughtUp when every consumer had
+// nothing pending (what the stopped child left unacked), Probed when the
+// probe's replay child exited, and Total when its rows were acked. Load is
+// the worker's own time loading partition state (its
+// verdryx_partition_load_seconds_sum; -1 when it does not export it).
+type Takeover struct {
+	Ready    float64 `json:"ready_seconds"`
+	CaughtUp float64 `json:"caught_up_seconds"`
+	Probed   float64 `json:"probed_seconds"`
+	Total    float64 `json:"total_seconds"`
+	Load     float64 `json:"partition_load_seconds"`
 }
 
 // takeoverTries is how many times a takeover day restarts the worker.
-const takeoverTries = 3
+const takeoverTries = 7
 
 // Result is a run's figures.
 type Result struct {
@@ -338,10 +354,13 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 		}
 	}
 	r.sample(ctx, &day)
-	day.RSS, day.RSSPeak, day.DiskBytes = m.finish()
 	if err := r.check(ctx, &day); err != nil {
 		return day, err
 	}
+	// The meter covers the same part of every day: its deliveries and the
+	// check of its report. Not the idle rest of the day, which a takeover
+	// day spends on its takeovers and the last day on more checks.
+	day.RSS, day.RSSPeak, day.DiskBytes = m.finish()
 	// After the last day, each day of its window alone: before the
 	// takeovers, as the worker prunes a day at the retention whether or
 	// not calls still arrive, and the simulated clock runs on.
@@ -354,23 +373,30 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 		if t == dl.Day {
 			// The median of takeoverTries restarts: one restart of a
 			// fraction of a second is mostly the noise of process start.
-			// The probe: a segment of three days before, outside the
-			// duplicate window (so the stream takes it) and inside the
-			// retention (so the partitions recognize its rows).
+			// The probe: a segment of three or four days before, outside
+			// the duplicate window (so the stream takes it) and inside the
+			// retention (so the partitions recognize its rows), another
+			// one each try (a segment replayed again within the window
+			// would be dropped by the stream and load nothing).
 			var tries []float64
+			var dirs []string
+			for back := 3; back <= 4 && back <= dl.Day; back++ {
+				dirs = append(dirs, done[dl.Day-back].Dir)
+			}
 			for i := range takeoverTries {
 				probe := ""
-				if dl.Day >= 3 {
+				if len(dirs) > 0 {
 					var err error
-					if probe, err = r.probeDir(done[dl.Day-3].Dir, i); err != nil {
+					if probe, err = r.probeDir(dirs, i); err != nil {
 						return day, err
 					}
 				}
-				secs, err := r.takeover(ctx, probe)
+				tk, err := r.takeover(ctx, probe)
 				if err != nil {
 					return day, err
 				}
-				tries = append(tries, secs)
+				tries = append(tries, tk.Total)
+				day.Takeovers = append(day.Takeovers, tk)
 			}
 			slices.Sort(tries)
 			day.TakeoverSeconds = tries[len(tries)/2]
@@ -380,14 +406,21 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 		"rss_mib", day.RSS>>20, "state_kib", day.StateBytes>>10, "exact", day.Exact)
 	// Pace the simulated clock: day d ends DaySeconds*(d+1) after the start.
 	end := r.start.Add(time.Duration(float64(dl.Day+1) * r.opts.DaySeconds * float64(time.Second)))
-	if wait := time.Until(end); wait > 0 {
-		select {
-		case <-ctx.Done():
-			return day, ctx.Err()
-		case <-time.After(wait):
-		}
+	return day, pace(ctx, end)
+}
+
+// pace waits until end (or ctx is done).
+func pace(ctx context.Context, end time.Time) error {
+	wait := time.Until(end)
+	if wait <= 0 {
+		return nil
 	}
-	return day, nil
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+		return nil
+	}
 }
 
 // startServe starts a serve child on the data directory and returns how
@@ -430,16 +463,20 @@ func (r *runner) startServe(ctx context.Context) (time.Duration, error) {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(readyPoll):
 		}
 	}
 }
+
+// readyPoll is how often startServe asks /readyz: the resolution of a
+// takeover's ready figure.
+const readyPoll = 10 * time.Millisecond
 
 // takeover stops the serve child gracefully and times a new one's start
 // until it is ready, has caught up, and has applied a replay of probe (a
 // segment delivered before: its rows are recognized, so the report does
 // not change, but every partition it has rows of is loaded to see that).
-func (r *runner) takeover(ctx context.Context, probe string) (float64, error) {
+func (r *runner) takeover(ctx context.Context, probe string) (Takeover, error) {
 	r.serve.Signal(syscall.SIGTERM)
 	if !r.serve.Wait(time.Minute) {
 		r.problemf("serve did not exit within a minute of SIGTERM: killed")
@@ -447,33 +484,55 @@ func (r *runner) takeover(ctx context.Context, probe string) (float64, error) {
 	} else if code := r.serve.ExitCode(); code != 0 {
 		r.problemf("serve exited with %s after SIGTERM: %q", r.serve.Describe(), r.serve.LastLine())
 	}
+	// The stopped child's last snapshot, and the checks before it, leave
+	// dirty pages: written back before the clock starts, not during the
+	// new child's start, whatever ran before this takeover.
+	flushDisks()
+	var tk Takeover
 	t0 := time.Now()
 	if _, err := r.startServe(ctx); err != nil {
-		return 0, err
+		return tk, err
 	}
+	tk.Ready = time.Since(t0).Seconds()
 	if err := r.drain(ctx); err != nil {
-		return 0, err
+		return tk, err
 	}
+	tk.CaughtUp = time.Since(t0).Seconds()
+	tk.Probed = tk.CaughtUp
 	if probe != "" {
 		if err := r.replay(ctx, probe, "takeover-probe"); err != nil {
-			return 0, err
+			return tk, err
 		}
+		tk.Probed = time.Since(t0).Seconds()
 		if err := r.drain(ctx); err != nil {
-			return 0, err
+			return tk, err
 		}
 	}
-	return time.Since(t0).Seconds(), nil
+	tk.Total = time.Since(t0).Seconds()
+	tk.Load = -1
+	if v, ok := r.metric(ctx, "verdryx_partition_load_seconds_sum"); ok {
+		tk.Load = v
+	}
+	return tk, nil
 }
 
 // probeDir returns a directory holding (a link to) the i-th segment of
-// dir (modulo their number): each try of a takeover replays another, so
-// the stream's duplicate window does not drop the next try's probe.
-func (r *runner) probeDir(dir string, i int) (string, error) {
-	segs, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
-	if err != nil || len(segs) == 0 {
-		return "", fmt.Errorf("soak: no segment in %s to probe a takeover with", dir)
+// dirs (modulo their number), in order: each try of a takeover replays
+// another, so the stream's duplicate window does not drop the next try's
+// probe while there are as many segments as tries.
+func (r *runner) probeDir(dirs []string, i int) (string, error) {
+	var segs []string
+	for _, dir := range dirs {
+		in, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+		if err != nil {
+			return "", err
+		}
+		slices.Sort(in)
+		segs = append(segs, in...)
 	}
-	slices.Sort(segs)
+	if len(segs) == 0 {
+		return "", fmt.Errorf("soak: no segment in %s to probe a takeover with", strings.Join(dirs, ", "))
+	}
 	probe, err := os.MkdirTemp(r.work, "probe-")
 	if err != nil {
 		return "", err
@@ -594,6 +653,10 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// drainPoll is how often drain asks the server: the resolution of the
+// records/s and takeover figures (a drain is seen two polls after it).
+const drainPoll = 20 * time.Millisecond
+
 // drain waits (at most 5 minutes) until every durable consumer of the traces
 // stream has nothing pending and nothing unacknowledged, twice in a row.
 func (r *runner) drain(ctx context.Context) error {
@@ -631,7 +694,7 @@ func (r *runner) drain(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(drainPoll):
 		}
 	}
 	return fmt.Errorf("soak: not drained within 5 minutes (%s); log %s", last, r.serve.Log)
@@ -664,7 +727,7 @@ func tracesBusy(ctx context.Context, js jetstream.JetStream, stream string) (boo
 }
 
 // meterEvery is how often a dayMeter samples.
-const meterEvery = 250 * time.Millisecond
+const meterEvery = 50 * time.Millisecond
 
 // dayMeter samples the serve child's resident set and the data
 // directory's bytes from its start until finish: a day's figure is the
