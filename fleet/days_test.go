@@ -367,7 +367,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		return c, id
 	}
 	var folds atomic.Int64
-	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Folded: func() { folds.Add(1) }})
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
 	folded := func(a *Aggregate) error {
@@ -388,7 +388,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 	// have seen first.
 	jstest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
 		if folds.Load() == 0 {
-			return errors.New("days folded, Options.Folded not called")
+			return errors.New("days folded, Options.Freed not called")
 		}
 		return nil
 	})

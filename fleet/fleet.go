@@ -183,10 +183,11 @@ type Options struct {
 	// gap: the snapshot or the store read, and the catch-up from the
 	// stream), whether or not it succeeded.
 	PartitionLoad func(time.Duration)
-	// Folded, when set, is called after a snapshot that folded days out
-	// of memory or pruned them: what they held is garbage now. It is
-	// called with the partition's lock held, so it must not block.
-	Folded func()
+	// Freed, when set, is called after a snapshot that leaves garbage
+	// behind: one that folded days out of memory or pruned them, and the
+	// first after a backlog drained (what the burst decoded and applied).
+	// It is called with the partition's lock held, so it must not block.
+	Freed func()
 
 	// wrapKV, set by tests, wraps the partitions bucket (to inject faults).
 	wrapKV func(jetstream.KeyValue) jetstream.KeyValue
@@ -456,6 +457,9 @@ type partHandler struct {
 	lastBatch                             time.Time
 	// backlog: the last batch's consumer had more pending after it.
 	backlog bool
+	// burst: a batch had a backlog since the last snapshot that saw
+	// none (Options.Freed is called at that snapshot).
+	burst bool
 	// storeErr is the last store commit's failure (nil after a success).
 	storeErr error
 	buf      []byte         // snapshot encoding buffer, reused
@@ -513,6 +517,7 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 			seqs[i], dseqs[i] = md.Sequence.Stream, md.Sequence.Consumer
 			newest = max(newest, seqs[i])
 			h.backlog = md.NumPending > 0
+			h.burst = h.burst || h.backlog
 		}
 	}
 	if h.state != nil && !follows(h.lastDseq, dseqs) {
@@ -1208,7 +1213,11 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	}
 	h.published(ctx, rev, blobs)
 	h.lastSnapTook = time.Since(start)
-	if c := h.f.opts.Folded; c != nil && (len(tables) > 0 || len(prunedDays) > 0) {
+	drained := h.burst && !h.backlog
+	if drained {
+		h.burst = false
+	}
+	if c := h.f.opts.Freed; c != nil && (len(tables) > 0 || len(prunedDays) > 0 || drained) {
 		c()
 	}
 	// The blobs no snapshot names any more: superseded day tables and

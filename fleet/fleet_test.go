@@ -397,3 +397,27 @@ func TestFleetFailedCommitsLoseNothing(t *testing.T) {
 	require.EqualValues(t, rows, agg.Calls(), "every call once")
 	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 }
+
+// TestADrainedBurstIsReportedFreed: with no day to fold, Options.Freed is
+// called after a backlog drains (a replay published before the worker
+// started), and not after a record that came alone.
+func TestADrainedBurstIsReportedFreed(t *testing.T) {
+	e := newEnv(t)
+	dir, want := fleetDir(t, 6000, 5)
+	ctx := jstest.Ctx(t, 60*time.Second)
+	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	require.NoError(t, err)
+	var freed atomic.Int64
+	startFleet(t, e.JS, e.Subjects, "burst", Options{FoldAfter: 100_000 * time.Hour, Batch: 1, Freed: func() { freed.Add(1) }})
+	// Freed is called before the snapshot's ack: drained means called.
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
+	require.Positive(t, freed.Load(), "a drained backlog is reported")
+
+	freed.Store(0)
+	_, err = e.JS.Publish(ctx, e.Subjects.Traces,
+		[]byte(`{"call_id":"alone-1","run_id":"alone","step":1,"decision":"allow","cost_microusd":5,"ts_millis":1793491200000}`))
+	require.NoError(t, err)
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	require.Zero(t, freed.Load(), "a record alone is no burst")
+}

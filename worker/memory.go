@@ -14,25 +14,27 @@ import (
 const releaseShare = 50
 
 // releaseMemory calls release (debug.FreeOSMemory: a collection, then the
-// heap's free pages back to the system) each time folded receives, and
+// heap's free pages back to the system) each time freed receives, and
 // then waits releaseShare times as long as the release took, until ctx is
 // done. It blocks. Signals sent while it waits are coalesced by the
-// sender (folded holds one).
+// sender (freed holds one).
 //
 // Why: a partition holds its open days' runs in memory and folds a day
-// out once it is past (fleet.Options.Folded). The Go runtime keeps the
-// pages the folded runs held, and sizes its heap goal, by the highest heap
-// it has seen lately, so a worker's resident set crept up with its age
-// (181 MiB a day after a restart, 230 MiB ten days later, with the same
-// live heap of 60-80 MiB: docs/worker.md, "bench soak"). Returning the
-// pages after each fold makes the resident set follow the state the
-// worker holds now, not the worst moment of its history.
-func releaseMemory(ctx context.Context, folded <-chan struct{}, release func()) {
+// out once it is past, and a burst (a replay, a backlog after an outage)
+// decodes and applies batches as fast as they come (fleet.Options.Freed
+// reports both). The Go runtime keeps the pages that garbage held, and
+// sizes its heap goal, by the highest heap it has seen lately, so a
+// worker's resident set crept up with its age (181 MiB a day after a
+// restart, 230 MiB ten days later, with the same live heap of 60-80 MiB:
+// docs/worker.md, "bench soak"). Returning the pages then makes the
+// resident set follow the state the worker holds now, not the worst
+// moment of its history.
+func releaseMemory(ctx context.Context, freed <-chan struct{}, release func()) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-folded:
+		case <-freed:
 		}
 		t0 := time.Now()
 		release()

@@ -4,45 +4,51 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
-// TestMemoryIsReleasedAfterAFoldAtMostAShareOfTheTime: a fold signal
-// releases memory; signals sent while the releaser waits (releaseShare
-// times as long as the release took) are not drained (the channel's one
-// slot stays full, so the partitions' senders coalesce), and the releaser
-// stops with its context.
-func TestMemoryIsReleasedAfterAFoldAtMostAShareOfTheTime(t *testing.T) {
-	folded := make(chan struct{}, 1)
-	released := make(chan struct{}, 8)
+// TestMemoryIsReleasedWhenFreedAtMostAShareOfTheTime: a freed signal
+// releases memory; after a release of 100 ms the releaser waits
+// releaseShare times that (5 s) before it takes the next signal, which
+// the partitions' senders coalesce meanwhile (the channel's one slot stays
+// full); it stops with its context.
+func TestMemoryIsReleasedWhenFreedAtMostAShareOfTheTime(t *testing.T) {
+	freed := make(chan struct{}, 1)
+	entered, returned := make(chan struct{}, 8), make(chan struct{}, 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// A release of 200 ms: the next waits 10 s.
-		releaseMemory(ctx, folded, func() { released <- struct{}{}; time.Sleep(200 * time.Millisecond) })
+		releaseMemory(ctx, freed, func() {
+			entered <- struct{}{}
+			time.Sleep(100 * time.Millisecond)
+			returned <- struct{}{}
+		})
 	}()
 	select {
-	case <-released:
-		t.Fatal("released before any fold")
+	case <-entered:
+		t.Fatal("released before any signal")
 	default:
 	}
-	folded <- struct{}{}
+	freed <- struct{}{}
 	select {
-	case <-released:
+	case <-returned:
 	case <-time.After(30 * time.Second):
-		t.Fatal("no release after a fold")
+		t.Fatal("no release after a signal")
 	}
-	// The releaser waits releaseShare times the release: one more signal
-	// fills the slot and the next finds it full.
-	folded <- struct{}{}
+	<-entered
+	// The releaser now waits at least 5 s: the next signal stays in the
+	// slot, and one more finds it full.
+	freed <- struct{}{}
 	select {
-	case folded <- struct{}{}:
-		t.Fatal("the releaser drained a fold signal while it waited")
+	case freed <- struct{}{}:
+		t.Fatal("the releaser took a signal while it waited")
 	default:
 	}
-	require.Empty(t, released, "one release per interval")
+	select {
+	case <-entered:
+		t.Fatal("released again without waiting releaseShare times the last release")
+	case <-time.After(200 * time.Millisecond):
+	}
 	cancel()
 	select {
 	case <-done:

@@ -312,7 +312,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer st.Close()
 
-	r := &running{w: w, st: st, folded: make(chan struct{}, 1), roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
+	r := &running{w: w, st: st, freed: make(chan struct{}, 1), roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
 		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
 	defer r.close()
 	// Health first: /readyz answers 503 while start-up waits for NATS.
@@ -439,9 +439,9 @@ type running struct {
 	// published.
 	inputsDone chan struct{}
 	start      *startRetrier // start-up steps against NATS share one budget
-	// folded receives (without blocking the partition) when a snapshot
-	// folded or pruned days; releaseMemory drains it.
-	folded  chan struct{}
+	// freed receives (without blocking the partition) when a snapshot
+	// folded or pruned days or followed a burst; releaseMemory drains it.
+	freed   chan struct{}
 	http    *httpapi.Server
 	httpErr chan error
 
@@ -618,10 +618,12 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 		}, func(error) { cancel() })
 	}
 
-	// Memory folded days held goes back to the system.
-	{
+	// Memory folded days and drained bursts held goes back to the system
+	// (not with Once: the process ends once drained, a release would only
+	// delay that).
+	if !o.Once {
 		mctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { releaseMemory(mctx, r.folded, debug.FreeOSMemory); return nil }, func(error) { cancel() })
+		g.Add(func() error { releaseMemory(mctx, r.freed, debug.FreeOSMemory); return nil }, func(error) { cancel() })
 	}
 
 	// Lag gauge, and with Once the drain watcher.
@@ -696,9 +698,9 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
 			FoldAfter: o.FoldAfter, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
 			PartitionLoad: func(d time.Duration) { r.metrics.PartitionLoad.Observe(d.Seconds()) },
-			Folded: func() {
+			Freed: func() {
 				select {
-				case r.folded <- struct{}{}:
+				case r.freed <- struct{}{}:
 				default: // a release is due already
 				}
 			},

@@ -101,7 +101,11 @@ func printSoakEnd(w io.Writer, res soak.Result) {
 		f := res.Flat(9, n-1)
 		fmt.Fprintf(w, "day %d / day 10: rss %.2fx, state %.2fx, snapshots %.2fx, disk %.2fx (flat: within 1.10x)\n",
 			n, f["rss"], f["state"], f["snapshot"], f["disk"])
-		if k := res.ReplayAgainEvery; k > 0 && k <= 10 {
+		// Means of k days, each window after the retention filled (from
+		// day Retention+1): one point of a series that moves ±10% from
+		// day to day (a collection, a compaction, a replayed day) is not
+		// its level.
+		if k := min(res.ReplayAgainEvery, 10-res.Retention); k > 0 {
 			m := res.FlatMean(9, n-1, k)
 			fmt.Fprintf(w, "days %d-%d / days %d-%d (means): rss %.2fx, state %.2fx, snapshots %.2fx, disk %.2fx\n",
 				n-k+1, n, 11-k, 10, m["rss"], m["state"], m["snapshot"], m["disk"])
