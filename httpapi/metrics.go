@@ -37,8 +37,8 @@ type Metrics struct {
 
 var _ pull.Counters = (*Metrics)(nil)
 
-// NewMetrics registers the worker's metrics (and the Go runtime's) on a new
-// registry.
+// NewMetrics registers the worker's metrics (and the Go runtime's and the
+// process's: CPU seconds, resident memory, open files) on a new registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry:     prometheus.NewRegistry(),
@@ -59,7 +59,8 @@ func NewMetrics() *Metrics {
 			Help: "Time to load a partition's state on a takeover, restart or reload (snapshot or store, then the catch-up from the stream).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 	}
 	m.Registry.MustRegister(m.received, m.acked, m.naked, m.terminated, m.deadLettered, m.Lag, m.ChainLength,
-		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, m.PartitionLoad, collectors.NewGoCollector())
+		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, m.PartitionLoad, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

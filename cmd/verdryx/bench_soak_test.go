@@ -66,6 +66,7 @@ func TestBenchSoakSmall(t *testing.T) {
 		assert.True(t, 0 < tk.Ready && tk.Ready <= tk.CaughtUp && tk.CaughtUp <= tk.Probed && tk.Probed <= tk.Total,
 			"try %d: phases in order: %+v", i, tk)
 		assert.GreaterOrEqual(t, tk.Load, 0.0, "try %d: the worker exports verdryx_partition_load_seconds", i)
+		assert.Positive(t, tk.CPU, "try %d: the worker exports process_cpu_seconds_total", i)
 		loaded = max(loaded, tk.Load)
 	}
 	// A probe replayed again within the one-second duplicate window is

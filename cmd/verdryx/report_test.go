@@ -167,6 +167,8 @@ func TestServeReport(t *testing.T) {
 	code, metrics, _ := get("/metrics")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, metrics, "verdryx_messages_received_total")
+	assert.Contains(t, metrics, "verdryx_partition_load_seconds_count", "partition loads are exported")
+	assert.Contains(t, metrics, "process_resident_memory_bytes")
 	resp, err := client.Post("http://"+addr+"/report", "text/plain", nil)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -123,13 +123,16 @@ type Day struct {
 // nothing pending (what the stopped child left unacked), Probed when the
 // probe's replay child exited, and Total when its rows were acked. Load is
 // the worker's own time loading partition state (its
-// verdryx_partition_load_seconds_sum; -1 when it does not export it).
+// verdryx_partition_load_seconds_sum), CPU the CPU seconds the new child
+// used until then (its process_cpu_seconds_total: steadier than wall time
+// on a shared machine); each -1 when the worker does not export it.
 type Takeover struct {
 	Ready    float64 `json:"ready_seconds"`
 	CaughtUp float64 `json:"caught_up_seconds"`
 	Probed   float64 `json:"probed_seconds"`
 	Total    float64 `json:"total_seconds"`
 	Load     float64 `json:"partition_load_seconds"`
+	CPU      float64 `json:"cpu_seconds"`
 }
 
 // takeoverTries is how many times a takeover day restarts the worker.
@@ -509,9 +512,12 @@ func (r *runner) takeover(ctx context.Context, probe string) (Takeover, error) {
 		}
 	}
 	tk.Total = time.Since(t0).Seconds()
-	tk.Load = -1
+	tk.Load, tk.CPU = -1, -1
 	if v, ok := r.metric(ctx, "verdryx_partition_load_seconds_sum"); ok {
 		tk.Load = v
+	}
+	if v, ok := r.metric(ctx, "process_cpu_seconds_total"); ok {
+		tk.CPU = v
 	}
 	return tk, nil
 }
