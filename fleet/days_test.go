@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -417,6 +418,14 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		}
 	}
 	require.True(t, corrected, "a late call corrected a folded day")
+	// The tables the corrections superseded left the bucket without a
+	// delete marker each (they would stay for good).
+	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if _, markers := bucketSubjects(t, e); markers > 0 {
+			return fmt.Errorf("%d delete markers in the bucket", markers)
+		}
+		return nil
+	})
 	check := func(agg *Aggregate) {
 		for _, w := range [][2]int{{0, 0}, {0, 1}, {1, 2}, {0, 2}, {2, 4}} {
 			opts := outcome.Options{}
@@ -530,24 +539,37 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	}
 	publishIDs(t, e, cs, ids, "idle")
 	d0 := dayOf(day0.UnixMilli())
+	var folded []int
 	waitAggregate(t, e, func(a *Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
 			return fmt.Errorf("%d calls, want %d", got, len(cs))
 		}
-		folded := 0
+		folded = folded[:0]
 		for p, s := range a.parts {
 			if len(s.runs[d0]) > 0 {
 				return fmt.Errorf("partition %d: day 0 not folded yet", p)
 			}
 			if _, ok := s.folded[d0]; ok {
-				folded++
+				folded = append(folded, p)
 			}
 		}
-		if folded == 0 {
+		if len(folded) == 0 {
 			return errors.New("no partition folded day 0")
 		}
 		return nil
 	})
+	// What an older build left of day 0 (a purged table's marker), or an
+	// owner before a takeover (a table): the prune takes it too.
+	ctx := jstest.Ctx(t, 30*time.Second)
+	kv, err := e.JS.KeyValue(ctx, Bucket)
+	require.NoError(t, err)
+	for _, p := range folded {
+		_, err := kv.Put(ctx, dayBlobPrefix(p, d0)+".older.1.0", []byte("x"))
+		require.NoError(t, err)
+		require.NoError(t, kv.Purge(ctx, dayBlobPrefix(p, d0)+".older.1.0"))
+		_, err = kv.Put(ctx, dayBlobPrefix(p, d0)+".lost.1.0", []byte("x"))
+		require.NoError(t, err)
+	}
 	// Two hours on, and not one record more.
 	clock.Add(int64(2 * time.Hour))
 	waitAggregate(t, e, func(a *Aggregate) error {
@@ -561,6 +583,20 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 		}
 		if a.Late() != 0 {
 			return fmt.Errorf("%d late calls before any was sent", a.Late())
+		}
+		return nil
+	})
+	// Nothing of day 0 is left in the bucket, and no delete marker of
+	// anything (purged after the pointer moved: wait for it).
+	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		subjects, markers := bucketSubjects(t, e)
+		for _, subj := range subjects {
+			if p := strings.Split(subj, "."); len(p) > 4 && p[2] == "day" && p[4] == strconv.Itoa(int(d0)) {
+				return fmt.Errorf("%s left of a pruned day", subj)
+			}
+		}
+		if markers > 0 {
+			return fmt.Errorf("%d delete markers in the bucket", markers)
 		}
 		return nil
 	})
@@ -603,4 +639,25 @@ func TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned(t *testing.T) {
 	require.True(t, s.pruneDue(later, 2*time.Hour))
 	days, _ = s.pruneDays(later, 2*time.Hour, loads.keys)
 	require.Equal(t, []int32{d0}, days)
+}
+
+// bucketSubjects returns the subjects of the partitions bucket's stream,
+// and how many of them end in a KV delete or purge marker.
+func bucketSubjects(t *testing.T, e *env) (subjects []string, markers int) {
+	t.Helper()
+	ctx := jstest.Ctx(t, 30*time.Second)
+	s, err := e.JS.Stream(ctx, "KV_"+Bucket)
+	require.NoError(t, err)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
+	require.NoError(t, err)
+	for subj := range info.State.Subjects {
+		subjects = append(subjects, subj)
+		m, err := s.GetLastMsgForSubject(ctx, subj)
+		require.NoError(t, err)
+		if m.Header.Get("KV-Operation") != "" {
+			markers++
+		}
+	}
+	slices.Sort(subjects)
+	return subjects, markers
 }

@@ -228,6 +228,9 @@ type Fleet struct {
 	opts   Options
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
+	// kvStream is kv's stream: blobs are deleted from it by subject, which
+	// leaves no delete marker (see purgeKeys).
+	kvStream jetstream.Stream
 	parts  []*partHandler
 	router jetstream.Consumer
 	log    *slog.Logger
@@ -331,10 +334,14 @@ func New(ctx context.Context, js jetstream.JetStream, st *store.Store, router je
 	if err != nil {
 		return nil, err
 	}
+	kvStream, err := js.Stream(ctx, "KV_"+Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("kv bucket %s stream: %w", Bucket, err)
+	}
 	if opts.wrapKV != nil {
 		kv = opts.wrapKV(kv)
 	}
-	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, router: router, warn: ratelog.New(opts.Logger.With("component", "fleet"), 10*time.Second),
+	f := &Fleet{js: js, st: st, opts: opts, stream: stream, kv: kv, kvStream: kvStream, router: router, warn: ratelog.New(opts.Logger.With("component", "fleet"), 10*time.Second),
 		log: opts.Logger.With("component", "fleet")}
 	for p, c := range cons {
 		f.parts = append(f.parts, &partHandler{f: f, p: p, cons: c, subject: streams.TraceSubject(opts.Subjects.Traces, p)})
@@ -1227,6 +1234,14 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 			h.deleteBlob(ctx, old)
 		}
 	}
+	// A pruned day's name is never written again (its calls are late):
+	// whatever else is left under it goes too, such as the tables of an
+	// owner before a takeover, or markers an older build left.
+	for _, d := range prunedDays {
+		if err := h.f.purgeKeys(ctx, dayBlobPrefix(h.p, d)+".>"); err != nil {
+			h.f.log.Debug("purge pruned day", "partition", h.p, "day", d, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -1462,7 +1477,7 @@ func (h *partHandler) publishDays(ctx context.Context, fresh map[int32][]byte) (
 				return n, err
 			}
 		}
-		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("day.%d.%d.%s.%d", h.p, d, h.f.opts.Instance, ref.rev), data)
+		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("%s.%s.%d", dayBlobPrefix(h.p, d), h.f.opts.Instance, ref.rev), data)
 		if err != nil {
 			return n, err
 		}
@@ -1476,11 +1491,26 @@ func (h *partHandler) publishDays(ctx context.Context, fresh map[int32][]byte) (
 // (a leftover blob is only unused space).
 func (h *partHandler) deleteBlob(ctx context.Context, ref blobRef) {
 	for i := range ref.Chunks {
-		if err := h.f.kv.Purge(ctx, ref.Prefix+"."+strconv.Itoa(i)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err := h.f.purgeKeys(ctx, ref.Prefix+"."+strconv.Itoa(i)); err != nil {
 			h.f.log.Debug("delete blob", "prefix", ref.Prefix, "err", err)
 			return
 		}
 	}
+}
+
+// dayBlobPrefix is the bucket key prefix of partition p's tables of day d:
+// a table is named <prefix>.<instance>.<revision>.
+func dayBlobPrefix(p int, d int32) string { return "day." + strconv.Itoa(p) + "." + strconv.Itoa(int(d)) }
+
+// purgeKeys removes the bucket's keys matching key (a KV key, wildcards
+// allowed) with every revision, by subject from the bucket's stream. A KV
+// delete or purge would leave a marker per key for good (the bucket has
+// no marker TTL): a day table's name holds its revision, so a marker per
+// superseded or pruned table, 24 a day at eight partitions, grew the
+// bucket with the history (879 of its 952 subjects after 30 days of
+// bench soak). Readers of a purged key see it gone either way.
+func (f *Fleet) purgeKeys(ctx context.Context, key string) error {
+	return f.kvStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+Bucket+"."+key))
 }
 
 // resolvePointer learns whether the pointer update whose reply was lost
