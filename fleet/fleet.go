@@ -231,10 +231,10 @@ type Fleet struct {
 	// kvStream is kv's stream: blobs are deleted from it by subject, which
 	// leaves no delete marker (see purgeKeys).
 	kvStream jetstream.Stream
-	parts  []*partHandler
-	router jetstream.Consumer
-	log    *slog.Logger
-	warn   *ratelog.Log // repeated warnings (an outage) once per 10 s
+	parts    []*partHandler
+	router   jetstream.Consumer
+	log      *slog.Logger
+	warn     *ratelog.Log // repeated warnings (an outage) once per 10 s
 	// storeMu serialises the partitions' store writes: SQLite has one
 	// writer, and writers contending for it back off by sleeping.
 	storeMu sync.Mutex
@@ -1500,7 +1500,9 @@ func (h *partHandler) deleteBlob(ctx context.Context, ref blobRef) {
 
 // dayBlobPrefix is the bucket key prefix of partition p's tables of day d:
 // a table is named <prefix>.<instance>.<revision>.
-func dayBlobPrefix(p int, d int32) string { return "day." + strconv.Itoa(p) + "." + strconv.Itoa(int(d)) }
+func dayBlobPrefix(p int, d int32) string {
+	return "day." + strconv.Itoa(p) + "." + strconv.Itoa(int(d))
+}
 
 // purgeKeys removes the bucket's keys matching key (a KV key, wildcards
 // allowed) with every revision, by subject from the bucket's stream. A KV
