@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"github.com/verdryx/verdryx/internal/hugepage"
 	"hash/maphash"
 	"unsafe"
 )
@@ -50,7 +51,9 @@ func (s *Symbols) Reserve(n int) {
 	want := len(s.names) + n
 	s.room = max(s.room, want)
 	if cap(s.names) < want {
-		s.names = append(make([]string, 0, want), s.names...)
+		names := make([]string, 0, want)
+		hugepage.Advise(names)
+		s.names = append(names, s.names...)
 	}
 }
 
@@ -160,6 +163,7 @@ func (s *Symbols) place(sl symSlot, h uint64) {
 // resize rebuilds the index with n slots, every string in it.
 func (s *Symbols) resize(n int) {
 	s.slots = make([]symSlot, n)
+	hugepage.Advise(s.slots)
 	for i := range s.slots {
 		s.slots[i].id = -1
 	}

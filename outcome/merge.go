@@ -24,7 +24,30 @@ var ErrIncompatible = errors.New("reducers have different options")
 // saturates and becomes r's Err, as in Add. r's position (SetPos) is left
 // as it is. Merge reads o while writing r: neither may be used
 // concurrently, and r must not be o.
-func (r *Reducer) Merge(o *Reducer) error {
+func (r *Reducer) Merge(o *Reducer) error { return r.merge(o, nil) }
+
+// MergeInterned is Merge with o's runs already interned into r's run table
+// by the caller: runIDs[i] is the id in r.RunSymbols() of o's run i (the
+// string o.RunSymbols().Name(i)), for i up to o.RunSymbols().Len(), as
+// package segment's Scanner.InternRunIDs gives them for the scanner that
+// filled r. It spares Merge's lookups of o's runs one at a time through r's
+// table (which a table filled by a scanner has not indexed). A runIDs of
+// the wrong length, or naming an id r's table never issued, is an error
+// and r is not changed.
+func (r *Reducer) MergeInterned(o *Reducer, runIDs []int32) error {
+	if len(runIDs) != o.runSyms.Len() {
+		return fmt.Errorf("merge: %d run ids for %d runs", len(runIDs), o.runSyms.Len())
+	}
+	n := int32(r.runSyms.Len())
+	for _, id := range runIDs {
+		if id < 0 || id >= n {
+			return fmt.Errorf("merge: run id %d not in the table (%d runs)", id, n)
+		}
+	}
+	return r.merge(o, runIDs)
+}
+
+func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 	switch {
 	case r == o:
 		return errors.New("merge: a reducer cannot be merged into itself")
@@ -42,7 +65,7 @@ func (r *Reducer) Merge(o *Reducer) error {
 	// Merging into a reducer that knows fewer runs (the first merge of a
 	// parallel pass is into an empty one) adds up to that many: room for
 	// them is made once rather than by doubling as they come.
-	if n := o.runSyms.Len(); r.runSyms.Len() < n {
+	if n := o.runSyms.Len(); runIDs == nil && r.runSyms.Len() < n {
 		r.runSyms.Reserve(n - r.runSyms.Len())
 	}
 	runMap := make([]int32, len(o.runs))
@@ -52,9 +75,14 @@ func (r *Reducer) Merge(o *Reducer) error {
 			runMap[i] = -1
 			continue
 		}
-		id := r.runSyms.InternString(o.runSyms.Name(int32(i)))
+		var id int32
+		if runIDs != nil {
+			id = runIDs[i]
+		} else {
+			id = r.runSyms.InternString(o.runSyms.Name(int32(i)))
+			r.sync()
+		}
 		runMap[i] = id
-		r.sync()
 		rs := &r.runs[id]
 		r.touch(id, rs)
 		if err := r.mergeRun(rs, src, symMap, id); err != nil {
@@ -142,6 +170,10 @@ func (r *Reducer) MergeOwned(o *Reducer) error {
 	*o = Reducer{} // any further use of o fails loudly rather than sharing r's state
 	return nil
 }
+
+// Empty reports whether nothing was ever added to, merged into or
+// restored into r: whether MergeOwned would take its argument over.
+func (r *Reducer) Empty() bool { return r.empty() }
 
 // empty reports whether nothing was ever added to, merged into or
 // restored into r.

@@ -375,3 +375,38 @@ func TestMergeOwnedEqualsMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeInternedEqualsMerge: a part's runs interned into the receiver's
+// table by the caller (here in reverse order, with runs the receiver does
+// not know yet) and merged with MergeInterned give Merge's report, SLO
+// report, stats and state bytes; run ids of the wrong count or out of the
+// table's range are refused and change nothing.
+func TestMergeInternedEqualsMerge(t *testing.T) {
+	for oi, opts := range mergeOptions() {
+		rng := rand.New(rand.NewPCG(uint64(oi), 7))
+		ins := genInputs(rng, 600, 40)
+		part := func(lo, hi int) *Reducer {
+			p := newReducer(t, opts)
+			for _, in := range ins[lo:hi] {
+				offer(p, in)
+			}
+			return p
+		}
+		want := part(0, 250)
+		require.NoError(t, want.Merge(part(250, 600)))
+
+		got, o := part(0, 250), part(250, 600)
+		before := reduce(t, got)
+		ids := make([]int32, o.RunSymbols().Len())
+		require.ErrorContains(t, got.MergeInterned(o, ids[1:]), "run ids for")
+		bad := append([]int32(nil), ids...)
+		bad[len(bad)-1] = int32(got.RunSymbols().Len() + 5)
+		require.ErrorContains(t, got.MergeInterned(o, bad), "not in the table")
+		require.Equal(t, before, reduce(t, got), "a refused merge changes nothing")
+		for i := len(ids) - 1; i >= 0; i-- {
+			ids[i] = got.RunSymbols().InternString(o.RunSymbols().Name(int32(i)))
+		}
+		require.NoError(t, got.MergeInterned(o, ids))
+		require.Equal(t, reduce(t, want), reduce(t, got), "opts %d", oi)
+	}
+}

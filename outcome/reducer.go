@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"fmt"
+	"github.com/verdryx/verdryx/internal/hugepage"
 	"time"
 	"unsafe"
 
@@ -190,6 +191,7 @@ func (r *Reducer) sync() {
 			r.runs = r.runs[:n]
 		} else {
 			grown := make([]runState, n, n+n/2+64)
+			hugepage.Advise(grown)
 			copy(grown, r.runs)
 			r.runs = grown
 		}

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"encoding/binary"
+	"github.com/verdryx/verdryx/internal/hugepage"
 	"hash/crc32"
 	"io"
 	"math"
@@ -82,9 +83,11 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 		// An eighth more than asked: the next row group's chunk is
 		// likely a little larger.
 		d.raw = make([]byte, n, n+n/8+bitpack.PaddingInt32)
+		hugepage.Advise(d.raw)
 	}
 	if cap(d.idx) < int(rows)+8 {
 		d.idx = make([]int32, 0, rows+8)
+		hugepage.Advise(d.idx)
 	}
 	d.raw = d.raw[:n]
 	if k, err := src.r.ReadAt(d.raw, base); int64(k) != n || (err != nil && err != io.EOF) {
@@ -177,6 +180,7 @@ func (d *dictChunk) dictionaryPage(body []byte, codec compress.Codec) bool {
 		// An eighth more: the next row group's dictionary is likely a
 		// little larger, and a fresh array is page faults.
 		bound = make([]uint32, 0, want+want/8)
+		hugepage.Advise(bound)
 	}
 	for i := 0; i < len(data); {
 		if len(data)-i < 4 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/hugepage"
 	"io"
 
 	"github.com/parquet-go/parquet-go"
@@ -204,6 +205,7 @@ func (c *cursor) mapEntries(data []byte, bound []uint32) {
 	n := len(bound) / 2
 	if cap(c.dictMap) < n {
 		c.dictMap = make([]int32, n, n+n/8)
+		hugepage.Advise(c.dictMap)
 	}
 	c.dictMap = c.dictMap[:n]
 	c.cache.lookupAll(c.dictMap, data, bound)
@@ -340,12 +342,14 @@ func (c *cursor) fillStrings(dst []int32) (anyNull bool, err error) {
 		out := dst[:k]
 		switch {
 		case c.byDic && c.def == nil:
-			m := c.dictMap
-			for j, ix := range c.i32[c.pos : c.pos+k] {
-				if uint32(ix) >= uint32(len(m)) {
+			m, in := c.dictMap, c.i32[c.pos:c.pos+k]
+			out = out[:len(in)]
+			for j, ix := range in {
+				u := uint(uint32(ix)) // the one check both bounds need
+				if u >= uint(len(m)) {
 					return anyNull, fmt.Errorf("dictionary index %d out of range [0,%d)", ix, len(m))
 				}
-				out[j] = m[ix]
+				out[j] = m[u]
 			}
 			c.vpos += k
 		case c.def == nil:

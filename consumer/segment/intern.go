@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/verdryx/verdryx/internal/hugepage"
 	"hash/maphash"
 	"math/bits"
 	"math/rand/v2"
@@ -195,6 +196,7 @@ func (c *internCache) reserve(n, tableN int) {
 func (c *internCache) resize(n int) {
 	old := c.slots
 	c.slots = make([]cacheSlot, n)
+	hugepage.Advise(c.slots)
 	for _, s := range old {
 		if s.tag != 0 {
 			key := s.key[:min(int(s.n), inlineKey)]
@@ -224,6 +226,7 @@ func (c *internCache) lookupAll(dst []int32, data []byte, bound []uint32) {
 	}
 	if cap(c.hash) < n {
 		c.hash = make([]uint64, n, n+n/8)
+		hugepage.Advise(c.hash)
 	}
 	hs := c.hash[:n]
 	for i := range hs {

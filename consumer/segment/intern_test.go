@@ -150,3 +150,38 @@ func TestShortHashSeesEveryByte(t *testing.T) {
 	}
 	require.Equal(t, len(seen), len(tags), "distinct keys, distinct tags")
 }
+
+// TestScannerInternsAnotherTablesRuns: InternRunIDs maps every string of
+// another table (more than one chunk of them) to the id the scanner's run
+// table has for it, adding the new ones once, whether the scanner's index
+// holds its whole table or strings were interned behind its back; a
+// scanner without the run_id field interns through the table.
+func TestScannerInternsAnotherTablesRuns(t *testing.T) {
+	for _, fields := range []calls.FieldSet{calls.Fields(calls.FieldRunID, calls.FieldCostMicroUSD), calls.Fields(calls.FieldCostMicroUSD)} {
+		runs := calls.NewSymbols()
+		sc := NewScanner(fields, runs, calls.NewSymbols())
+		from := calls.NewSymbols()
+		for i := range 10_000 {
+			from.InternString(fmt.Sprintf("run-%08d", (i*7919)%10_000))
+		}
+		from.InternString("a run id longer than sixteen bytes")
+		ids := make([]int32, from.Len())
+		sc.InternRunIDs(ids, from)
+		check := func() {
+			t.Helper()
+			for i, id := range ids {
+				require.Equal(t, from.Name(int32(i)), runs.Name(id), "string %d", i)
+			}
+		}
+		check()
+		require.Equal(t, from.Len(), runs.Len(), "each string once")
+
+		runs.InternString("behind the index's back")
+		from.InternString("behind the index's back")
+		from.InternString("new to both")
+		ids = make([]int32, from.Len())
+		sc.InternRunIDs(ids, from)
+		check()
+		require.Equal(t, from.Len(), runs.Len(), "each string once")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -518,5 +519,49 @@ func (s *Scanner) fillAbsent(f calls.Field, n int) {
 		b.ToolNull = s.allNul[:n]
 	default:
 		clear(b.Strings(f)[:n])
+	}
+}
+
+// InternRunIDs writes into dst[:from.Len()] the id, in the run table the
+// scanner interns into (NewScanner's runs), of each string of from in id
+// order, adding those the table lacks, through the scanner's own index of
+// that table: for merging another reducer's runs into the one this scanner
+// filled without building a second index of its table. It panics when dst
+// is shorter than from.
+func (s *Scanner) InternRunIDs(dst []int32, from *calls.Symbols) {
+	n := from.Len()
+	dst = dst[:n]
+	c := s.cols[calls.FieldRunID].cache
+	if c == nil { // run_id is not among the fields: no index of the table here
+		for i := range n {
+			dst[i] = s.runs.InternString(from.Name(int32(i)))
+		}
+		return
+	}
+	// A chunk at a time, in small reused buffers: lookupAll hashes a
+	// chunk's keys before probing for them.
+	const chunk = 4096
+	var data []byte
+	bound := make([]uint32, 0, 2*chunk)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		data, bound = data[:0], bound[:0]
+		size := 0
+		for i := lo; i < hi; i++ {
+			size += len(from.Name(int32(i)))
+		}
+		if uint64(size) > math.MaxUint32 { // past 32-bit bounds: one at a time
+			for i := lo; i < hi; i++ {
+				dst[i] = c.lookup([]byte(from.Name(int32(i))))
+			}
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			v := from.Name(int32(i))
+			bound = append(bound, uint32(len(data)))
+			data = append(data, v...)
+			bound = append(bound, uint32(len(data)))
+		}
+		c.lookupAll(dst[lo:hi], data, bound)
 	}
 }

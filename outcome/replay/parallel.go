@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -41,11 +42,12 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 	st := DirStats{Ignored: ignored}
 	bad := make(map[int]error)
 	var work []rowGroup
-	for i, seg := range segs {
+	groups, errs := footers(ctx, segs, opts.Procs)
+	for i := range segs {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		rows, err := segment.RowGroups(seg.Path)
+		rows, err := groups[i], errs[i]
 		if err != nil {
 			bad[i] = err
 			continue
@@ -67,7 +69,7 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 		report(i)
 	}
 	for {
-		parts, tallies, err := parallelPass(ctx, segs, work, bad, r.Options(), opts.Procs, report)
+		parts, scanners, tallies, err := parallelPass(ctx, segs, work, bad, r.Options(), opts.Procs, report)
 		if err != nil {
 			return st, err
 		}
@@ -90,12 +92,8 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 		if len(failed) > 0 {
 			continue // redo without the bad segments
 		}
-		for _, p := range parts {
-			// The parts are not used again: the first one is taken
-			// over by an empty r rather than copied into it.
-			if err := r.MergeOwned(p); err != nil {
-				return st, fmt.Errorf("merge row groups: %w", err)
-			}
+		if err := mergeParts(r, parts, scanners); err != nil {
+			return st, fmt.Errorf("merge row groups: %w", err)
 		}
 		break
 	}
@@ -115,23 +113,90 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 	return st, nil
 }
 
+// footers reads the row group sizes of every segment (segment.RowGroups),
+// procs footers at a time: a directory's footers are read before any row
+// group can be shared out, so reading them one by one would leave the
+// other cores idle.
+func footers(ctx context.Context, segs []segment.Segment, procs int) ([][]int64, []error) {
+	groups, errs := make([][]int64, len(segs)), make([]error, len(segs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(procs, len(segs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(segs) || ctx.Err() != nil {
+					return
+				}
+				groups[i], errs[i] = segment.RowGroups(segs[i].Path)
+			}
+		}()
+	}
+	wg.Wait()
+	return groups, errs
+}
+
+// mergeParts merges the parallel pass's reducers into r. The parts are
+// not used again: when r is empty the first one is taken over rather than
+// copied, and the others' runs are interned into it through the index its
+// scanner built while reading (scanners[0]), a batch at a time, instead of
+// one lookup at a time through a second index of the same table.
+func mergeParts(r *outcome.Reducer, parts []*outcome.Reducer, scanners []*segment.Scanner) error {
+	if !r.Empty() {
+		for _, p := range parts {
+			if err := r.Merge(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	table := parts[0].RunSymbols()
+	if err := r.MergeOwned(parts[0]); err != nil {
+		return err
+	}
+	if r.RunSymbols() != table { // not taken over: no index of r's table here
+		for _, p := range parts[1:] {
+			if err := r.Merge(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var ids []int32
+	for _, p := range parts[1:] {
+		runs := p.RunSymbols()
+		ids = slices.Grow(ids[:0], runs.Len())[:runs.Len()]
+		scanners[0].InternRunIDs(ids, runs)
+		if err := r.MergeInterned(p, ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parallelPass reduces the row groups of work not in bad segments with
 // procs workers. It returns the workers' reducers and, per segment, whether
-// a row group failed (the first failure by row group). report is called,
-// under a lock, when all of a segment's row groups are done.
+// a row group failed (the first failure by row group), and the scanner
+// each reducer was filled through (its intern index serves the merge).
+// report is called, under a lock, when all of a segment's row groups are
+// done.
 func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, bad map[int]error,
-	ropts outcome.Options, procs int, report func(int)) ([]*outcome.Reducer, []segTally, error) {
+	ropts outcome.Options, procs int, report func(int)) ([]*outcome.Reducer, []*segment.Scanner, []segTally, error) {
 	tallies := make([]segTally, len(segs))
 	for _, w := range work {
 		tallies[w.seg].groups++
 	}
 	parts := make([]*outcome.Reducer, procs)
+	scanners := make([]*segment.Scanner, procs)
 	for i := range parts {
 		p, err := outcome.NewReducer(ropts)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		parts[i] = p
+		scanners[i] = segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
 	}
 	// Worker w owns the contiguous run work[w*len/procs : (w+1)*len/procs]
 	// and takes its row groups in order; when its own run is done it takes
@@ -164,9 +229,8 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := parts[wi]
-			sc := segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
-			defer sc.Close()
+			p, sc := parts[wi], scanners[wi]
+			defer sc.Close() // the file it keeps open; it stays usable
 			for !abort.Load() {
 				k := take(wi)
 				if k < 0 {
@@ -207,8 +271,8 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return parts, tallies, nil
+	return parts, scanners, tallies, nil
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package hugepage
+
+func advise(addr, n uintptr) {}
+
+func populate(addr, n uintptr) bool { return false }

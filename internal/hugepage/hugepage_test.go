@@ -1,0 +1,90 @@
+package hugepage
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAdviseBacksLargeArraysWithHugePages: where the kernel gives huge
+// pages on request, an array Advise was called on is backed by them
+// (AnonHugePages of its mapping in /proc/self/smaps) and one it was not
+// called on is not. It runs first in the package: memory once hinted stays
+// hinted when the heap reuses it, so the unhinted array must come from
+// memory no test has hinted.
+func TestAdviseBacksLargeArraysWithHugePages(t *testing.T) {
+	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || !strings.Contains(string(mode), "[madvise]") {
+		t.Skipf("transparent huge pages not in madvise mode here (%q, %v)", mode, err)
+	}
+	plain := make([]byte, 16*Size)
+	for i := range plain {
+		plain[i] = 1
+	}
+	advised := make([]byte, 16*Size)
+	Advise(advised)
+	require.Zero(t, hugeKiB(t, plain), "no huge pages without the hint (else the test shows nothing)")
+	require.Positive(t, hugeKiB(t, advised), "huge pages with the hint")
+	runtime.KeepAlive(plain)
+	runtime.KeepAlive(advised)
+}
+
+// TestAdviseKeepsTheArrayAndItsNeighbours: Advise leaves an array of any
+// size zero and writable, and changes no byte of the memory around it.
+func TestAdviseKeepsTheArrayAndItsNeighbours(t *testing.T) {
+	for _, n := range []int{0, 1, 1000, Min/8 - 1, Min / 8, 3 * Size / 8, 5*Size/8 + 3} {
+		buf := make([]uint64, n+2*Size/8)
+		for i := range buf {
+			buf[i] = uint64(i) | 1
+		}
+		s := make([]uint64, n, n+7)
+		Advise(s)
+		whole := s[:cap(s)]
+		require.Equal(t, -1, slices.IndexFunc(whole, func(v uint64) bool { return v != 0 }), "n %d: not zero", n)
+		for i := range whole {
+			whole[i] = uint64(i)
+		}
+		for i, v := range buf {
+			if v != uint64(i)|1 {
+				t.Fatalf("n %d: neighbour element %d changed to %d", n, i, v)
+			}
+		}
+		runtime.KeepAlive(buf)
+	}
+}
+
+// hugeKiB returns the AnonHugePages (KiB) of the mapping holding b's
+// first byte.
+func hugeKiB(t *testing.T, b []byte) int {
+	t.Helper()
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	f, err := os.Open("/proc/self/smaps")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if _, err := fmt.Sscanf(line, "%x-%x ", &lo, &hi); err == nil && strings.Contains(line, "-") && !strings.HasSuffix(strings.Fields(line)[0], ":") {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "AnonHugePages:") {
+			var kb int
+			_, err := fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kb)
+			require.NoError(t, err)
+			return kb
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatalf("no mapping holds %#x", addr)
+	return 0
+}
