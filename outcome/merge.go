@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
+
+	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
 // ErrIncompatible marks a Merge or UnmarshalBinary of reducers whose
@@ -69,7 +72,13 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 		r.runSyms.Reserve(n - r.runSyms.Len())
 	}
 	runMap := make([]int32, len(o.runs))
+	base := unsafe.Pointer(unsafe.SliceData(r.runs))
 	for i := range o.runs {
+		// With the ids known up front, the states they name (at random
+		// in r) are asked for ahead, as AddBatch does.
+		if runIDs != nil && i%prefetchAhead == 0 && i+prefetchAhead < len(runIDs) {
+			prefetch.Indexed(base, runIDs[i+prefetchAhead:min(len(runIDs), i+2*prefetchAhead)], stateShift)
+		}
 		src := &o.runs[i]
 		if src.calls == 0 {
 			runMap[i] = -1
