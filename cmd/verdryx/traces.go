@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -167,6 +168,9 @@ func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options
 	return outcome.Options{From: from, To: to}, nil
 }
 
+// reduceGCPercent is the GOGC a directory's reduction runs with.
+const reduceGCPercent = 400
+
 // reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
 // a progress bar on a terminal stderr and one line per skipped segment.
 func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (replay.DirStats, error) {
@@ -198,6 +202,11 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 		opts.OnSegment = func(s segment.Segment) { _ = bar.Add64(s.Size) }
 		defer bar.Finish()
 	}
+	// The reduction's heap is nearly all live state (run and intern
+	// tables that only grow), so collecting it as often as the default
+	// asks reclaims next to nothing: 6% of the wall time of 10 M rows.
+	// A quarter as often keeps the peak RSS where it was.
+	defer debug.SetGCPercent(debug.SetGCPercent(reduceGCPercent))
 	st, err := replay.ReduceSegments(ctx, segs, ignored, r, opts)
 	if err != nil {
 		if segment.IsError(err) {
