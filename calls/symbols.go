@@ -26,7 +26,13 @@ type Symbols struct {
 	indexed int       // names[:indexed] are in slots
 	room    int       // strings the index is to hold without growing (Reserve)
 	arena   []byte    // the current chunk strings from Intern are copied into
+	huge    bool      // ask for huge pages for the index and names (UseHugePages)
 }
+
+// UseHugePages makes the table ask for transparent huge pages for its
+// index and names when it grows from now on (see package segment's
+// Scanner.UseHugePages for when to).
+func (s *Symbols) UseHugePages() { s.huge = true }
 
 type symSlot struct {
 	tag uint32 // high half of the string's hash
@@ -52,7 +58,9 @@ func (s *Symbols) Reserve(n int) {
 	s.room = max(s.room, want)
 	if cap(s.names) < want {
 		names := make([]string, 0, want)
-		hugepage.Advise(names)
+		if s.huge {
+			hugepage.Advise(names)
+		}
 		s.names = append(names, s.names...)
 	}
 }
@@ -163,7 +171,9 @@ func (s *Symbols) place(sl symSlot, h uint64) {
 // resize rebuilds the index with n slots, every string in it.
 func (s *Symbols) resize(n int) {
 	s.slots = make([]symSlot, n)
-	hugepage.Advise(s.slots)
+	if s.huge {
+		hugepage.Advise(s.slots)
+	}
 	for i := range s.slots {
 		s.slots[i].id = -1
 	}

@@ -95,6 +95,7 @@ type groupAcc struct {
 // files without run_id are the exception, each kept as a run of one call.
 // A Reducer is not safe for concurrent use.
 type Reducer struct {
+	huge     bool // ask for huge pages for the run states (UseHugePages)
 	by       calls.Field
 	grouped  bool
 	from, to int64
@@ -113,6 +114,16 @@ type Reducer struct {
 	pos     uint64 // position of the next row offered (SetPos)
 	tx      txn
 	err     error // first sum overflow (checked.go)
+}
+
+// UseHugePages makes the reducer ask for transparent huge pages for its
+// run states and symbol tables when they grow from now on: for a process
+// that reduces a directory and exits (see package segment's
+// Scanner.UseHugePages). Not for a long-running process.
+func (r *Reducer) UseHugePages() {
+	r.huge = true
+	r.runSyms.UseHugePages()
+	r.syms.UseHugePages()
 }
 
 // SetPos sets the position of the next call offered; each call offered
@@ -191,7 +202,9 @@ func (r *Reducer) sync() {
 			r.runs = r.runs[:n]
 		} else {
 			grown := make([]runState, n, n+n/2+64)
-			hugepage.Advise(grown)
+			if r.huge {
+				hugepage.Advise(grown)
+			}
 			copy(grown, r.runs)
 			r.runs = grown
 		}

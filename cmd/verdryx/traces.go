@@ -187,7 +187,7 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	if procs == 0 {
 		procs = runtime.GOMAXPROCS(0)
 	}
-	opts := replay.DirOptions{Strict: strict, Procs: procs}
+	opts := replay.DirOptions{Strict: strict, Procs: procs, HugePages: true} // the CLI exits when done
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {

@@ -46,6 +46,7 @@ type dictChunk struct {
 	pad   []byte   // a bit-packed run copied with room after it
 	hdr   format.PageHeader
 	proto thrift.CompactProtocol
+	huge  bool // ask for huge pages for the large buffers (Scanner.UseHugePages)
 }
 
 // chunkSource is what dictChunk.load needs to find a chunk in the file.
@@ -83,11 +84,15 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 		// An eighth more than asked: the next row group's chunk is
 		// likely a little larger.
 		d.raw = make([]byte, n, n+n/8+bitpack.PaddingInt32)
-		hugepage.Advise(d.raw)
+		if d.huge {
+			hugepage.Advise(d.raw)
+		}
 	}
 	if cap(d.idx) < int(rows)+8 {
 		d.idx = make([]int32, 0, rows+8)
-		hugepage.Advise(d.idx)
+		if d.huge {
+			hugepage.Advise(d.idx)
+		}
 	}
 	d.raw = d.raw[:n]
 	if k, err := src.r.ReadAt(d.raw, base); int64(k) != n || (err != nil && err != io.EOF) {
@@ -180,7 +185,9 @@ func (d *dictChunk) dictionaryPage(body []byte, codec compress.Codec) bool {
 		// An eighth more: the next row group's dictionary is likely a
 		// little larger, and a fresh array is page faults.
 		bound = make([]uint32, 0, want+want/8)
-		hugepage.Advise(bound)
+		if d.huge {
+			hugepage.Advise(bound)
+		}
 	}
 	for i := 0; i < len(data); {
 		if len(data)-i < 4 {

@@ -19,6 +19,7 @@ type cursor struct {
 	maxDef byte // definition level of a present value
 	table  *calls.Symbols
 	cache  *internCache // in front of table
+	huge   bool         // ask for huge pages for large buffers (Scanner.UseHugePages)
 	nulls  []bool       // batch null flags (step, tool_calls)
 
 	pages parquet.Pages
@@ -205,7 +206,9 @@ func (c *cursor) mapEntries(data []byte, bound []uint32) {
 	n := len(bound) / 2
 	if cap(c.dictMap) < n {
 		c.dictMap = make([]int32, n, n+n/8)
-		hugepage.Advise(c.dictMap)
+		if c.huge {
+			hugepage.Advise(c.dictMap)
+		}
 	}
 	c.dictMap = c.dictMap[:n]
 	c.cache.lookupAll(c.dictMap, data, bound)

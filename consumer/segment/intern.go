@@ -34,6 +34,7 @@ type internCache struct {
 	used  int
 	arena []byte // the keys longer than inlineKey, back to back
 	hash  []uint64
+	huge  bool // ask for huge pages for the slots and hashes (Scanner.UseHugePages)
 	// weakHash, set by tests, replaces the hash so that keys collide.
 	weakHash func([]byte) uint64
 }
@@ -196,7 +197,9 @@ func (c *internCache) reserve(n, tableN int) {
 func (c *internCache) resize(n int) {
 	old := c.slots
 	c.slots = make([]cacheSlot, n)
-	hugepage.Advise(c.slots)
+	if c.huge {
+		hugepage.Advise(c.slots)
+	}
 	for _, s := range old {
 		if s.tag != 0 {
 			key := s.key[:min(int(s.n), inlineKey)]
@@ -226,7 +229,9 @@ func (c *internCache) lookupAll(dst []int32, data []byte, bound []uint32) {
 	}
 	if cap(c.hash) < n {
 		c.hash = make([]uint64, n, n+n/8)
-		hugepage.Advise(c.hash)
+		if c.huge {
+			hugepage.Advise(c.hash)
+		}
 	}
 	hs := c.hash[:n]
 	for i := range hs {

@@ -485,7 +485,7 @@ func (s *Scanner) readChunk(c *cursor, gi int, rows int64) bool {
 		return false
 	}
 	if c.chunk == nil {
-		c.chunk = new(dictChunk)
+		c.chunk = &dictChunk{huge: c.huge}
 	}
 	src := s.src
 	src.codec, src.first = parquet.LookupCompressionCodec(first), first
@@ -519,6 +519,26 @@ func (s *Scanner) fillAbsent(f calls.Field, n int) {
 		b.ToolNull = s.allNul[:n]
 	default:
 		clear(b.Strings(f)[:n])
+	}
+}
+
+// UseHugePages makes the scanner ask for transparent huge pages for its
+// large buffers (chunk bytes and indexes, dictionary maps, its intern
+// caches; package hugepage) from now on. For a process that reduces a
+// directory and exits: the hint stays on the memory after the heap frees
+// it, and the kernel's background collapse (khugepaged) may then keep
+// sparsely used huge pages resident, so a long-running worker leaves it
+// off. Call it before the scanner reads anything.
+func (s *Scanner) UseHugePages() {
+	for f := range s.cols {
+		c := &s.cols[f]
+		c.huge = true
+		if c.cache != nil {
+			c.cache.huge = true
+		}
+		if c.chunk != nil {
+			c.chunk.huge = true
+		}
 	}
 }
 

@@ -313,3 +313,55 @@ func TestScanRowGroupKeepsFileOpen(t *testing.T) {
 	}
 	require.Contains(t, fmt.Sprint(want), "corrupt segment", "the fixtures include a failing row group")
 }
+
+// TestUseHugePagesReachesEveryBuffer: UseHugePages, called on a fresh
+// scanner, marks every column's cursor, intern cache and chunk decoder
+// (made later, on the first dictionary chunk) to ask for huge pages, and
+// a scanner without it marks none; either way the rows read are the same.
+func TestUseHugePagesReachesEveryBuffer(t *testing.T) {
+	segs, _, err := List(segFixtureDir("rowgroups"))
+	require.NoError(t, err)
+	read := func(huge bool) (string, *Scanner) {
+		runs, syms := calls.NewSymbols(), calls.NewSymbols()
+		sc := NewScanner(calls.AllFields, runs, syms)
+		if huge {
+			sc.UseHugePages()
+		}
+		var out strings.Builder
+		for _, s := range segs {
+			err := sc.ScanRowGroup(s.Path, 0, func(b *calls.Batch) error {
+				for i := range b.Len {
+					fmt.Fprintf(&out, "%s %d %s|", runs.Name(b.RunID[i]), b.CostMicroUSD[i], syms.Name(b.Outcome[i]))
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		}
+		require.NoError(t, sc.Close())
+		return out.String(), sc
+	}
+	plain, off := read(false)
+	hinted, on := read(true)
+	require.Equal(t, plain, hinted)
+	chunks := 0
+	for f := range calls.NumFields {
+		for _, c := range []struct {
+			sc   *Scanner
+			want bool
+		}{{off, false}, {on, true}} {
+			cur := &c.sc.cols[f]
+			if !c.sc.fields.Has(f) {
+				continue
+			}
+			require.Equal(t, c.want, cur.huge, "cursor %s", f.Name())
+			if cur.cache != nil {
+				require.Equal(t, c.want, cur.cache.huge, "cache %s", f.Name())
+			}
+			if cur.chunk != nil {
+				require.Equal(t, c.want, cur.chunk.huge, "chunk %s", f.Name())
+				chunks++
+			}
+		}
+	}
+	require.Positive(t, chunks, "some chunk was read by the fast path (else the chunks went untested)")
+}

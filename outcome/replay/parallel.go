@@ -69,7 +69,7 @@ func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r 
 		report(i)
 	}
 	for {
-		parts, scanners, tallies, err := parallelPass(ctx, segs, work, bad, r.Options(), opts.Procs, report)
+		parts, scanners, tallies, err := parallelPass(ctx, segs, work, bad, r.Options(), opts.Procs, opts.HugePages, report)
 		if err != nil {
 			return st, err
 		}
@@ -183,7 +183,7 @@ func mergeParts(r *outcome.Reducer, parts []*outcome.Reducer, scanners []*segmen
 // report is called, under a lock, when all of a segment's row groups are
 // done.
 func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, bad map[int]error,
-	ropts outcome.Options, procs int, report func(int)) ([]*outcome.Reducer, []*segment.Scanner, []segTally, error) {
+	ropts outcome.Options, procs int, hugePages bool, report func(int)) ([]*outcome.Reducer, []*segment.Scanner, []segTally, error) {
 	tallies := make([]segTally, len(segs))
 	for _, w := range work {
 		tallies[w.seg].groups++
@@ -197,6 +197,10 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 		}
 		parts[i] = p
 		scanners[i] = segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
+		if hugePages {
+			p.UseHugePages()
+			scanners[i].UseHugePages()
+		}
 	}
 	// Worker w owns the contiguous run work[w*len/procs : (w+1)*len/procs]
 	// and takes its row groups in order; when its own run is done it takes

@@ -25,6 +25,11 @@ type DirOptions struct {
 	// means 1. Whatever the number, the result is the sequential replay's,
 	// field for field.
 	Procs int
+	// HugePages makes the workers ask for transparent huge pages for their
+	// large arrays (outcome.Reducer.UseHugePages, segment.Scanner.UseHugePages):
+	// fewer page faults and TLB misses, for a process that reduces and
+	// exits, not for a long-running one.
+	HugePages bool
 }
 
 // SegmentFailure is a segment the replay skipped.

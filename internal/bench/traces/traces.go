@@ -284,7 +284,7 @@ func measure(ctx context.Context, segs []segment.Segment, fields calls.FieldSet,
 		resetPeakRSS()
 		t0, c0 = time.Now(), cpuTime()
 		r, _ := outcome.NewReducer(outcome.Options{})
-		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true, Procs: opts.Procs})
+		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true, Procs: opts.Procs, HugePages: true})
 		if err != nil {
 			return fmt.Errorf("bench traces: reduce: %w", err)
 		}
