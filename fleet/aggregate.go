@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -36,6 +37,21 @@ func (e *MissingPartitionsError) Error() string {
 // DefaultSnapshotEvery behind what it has acked: nothing acked is missing).
 // It only reads.
 func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (*Aggregate, error) {
+	return ReadAggregateFor(ctx, js, s, outcome.Options{})
+}
+
+// ReadAggregateFor is ReadAggregate for the reports of opts' time window
+// only: of the folded days it reads the tables of the window's days
+// alone (a day's report over a week's retention reads a seventh of
+// them), and counts the others' calls as outside the window from the
+// references the aggregates hold. Its Reducer refuses a window with days
+// outside opts'. A window off midnight UTC fails with
+// ErrWindowNotWholeDays before anything is read.
+func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Subjects, opts outcome.Options) (*Aggregate, error) {
+	want, err := windowDays(opts)
+	if err != nil {
+		return nil, err
+	}
 	n := s.PartitionCount()
 	stream, err := js.Stream(ctx, s.TracesStream)
 	if err != nil {
@@ -45,10 +61,10 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kv bucket %s: %w", Bucket, err)
 	}
-	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}}
+	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}, read: want}
 	var missing []int
 	for p := range n {
-		st, tables, err := readPartAggregate(ctx, kv, p, n)
+		st, tables, err := readPartAggregate(ctx, kv, p, n, want)
 		if err != nil {
 			return nil, err
 		}
@@ -71,10 +87,11 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 	return agg, nil
 }
 
-// readPartAggregate reads partition p's aggregate, nil when none was
-// published. An object replaced between reading the pointer and the
-// object is read again from the new pointer.
-func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*partState, map[int32][]byte, error) {
+// readPartAggregate reads partition p's aggregate and the tables of its
+// folded days in want, nil when none was published. An object replaced
+// between reading the pointer and the object is read again from the new
+// pointer.
+func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, want dayWindow) (*partState, map[int32][]byte, error) {
 	if kv == nil {
 		return nil, nil, nil
 	}
@@ -114,7 +131,7 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int) (*p
 		if err != nil {
 			return nil, nil, fmt.Errorf("partition %d aggregate: %w", p, err)
 		}
-		tables, err := fetchDays(ctx, kv, st)
+		tables, err := fetchDays(ctx, kv, st, want, false)
 		if errors.Is(err, errBlobChanged) && try < 5 {
 			continue // a day table corrected or pruned meanwhile
 		}

@@ -666,3 +666,98 @@ func bucketSubjects(t *testing.T, e *env) (subjects []string, markers int) {
 	slices.Sort(subjects)
 	return subjects, markers
 }
+
+// TestAWindowedReadReadsOnlyItsDays: a report of a window reads the day
+// tables of the window's days alone, and counts the other days' calls
+// outside the window from their references: with every table of day 0
+// gone from the bucket, a report of days 1-4 (and of day 2 on) is still
+// the direct reduction of those days, while an all-time read fails, and
+// an aggregate read for days 1-4 refuses a report of other days.
+func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(41, 3))
+	cs := randomDayCalls(rng, 500, 4)
+	ids := make([]string, len(cs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+	}
+	// A call of day 4 moves every partition's horizon past day 3, so days
+	// 0 to 3 fold.
+	last := calls.Call{TSMillis: day0.UnixMilli() + 4*dayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
+	publishIDs(t, e, cs, ids, "c")
+	for p := range e.Subjects.PartitionCount() {
+		c := last
+		for i := 0; tracemsg.PartitionOf(c.RunID, e.Subjects.PartitionCount()) != p; i++ {
+			c.RunID = fmt.Sprintf("late-day-%d", i)
+		}
+		cs = append(cs, c)
+		publishIDs(t, e, []calls.Call{c}, []string{c.RunID}, "last-"+strconv.Itoa(p))
+	}
+	d0 := dayOf(day0.UnixMilli())
+	waitAggregate(t, e, func(a *Aggregate) error {
+		if err := callsAre(len(cs))(a); err != nil {
+			return err
+		}
+		for p, s := range a.parts {
+			for d := d0; d < d0+4; d++ {
+				if len(s.runs[d]) > 0 {
+					return fmt.Errorf("partition %d: day %s not folded", p, dayString(d))
+				}
+			}
+		}
+		return nil
+	})
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	w.stop(t)
+
+	ctx := jstest.Ctx(t, 30*time.Second)
+	win := func(from, to int) outcome.Options {
+		return outcome.Options{From: day0.AddDate(0, 0, from), To: day0.AddDate(0, 0, to)}
+	}
+	// Before anything is removed: every window read for itself holds the
+	// tables of its days only, and reports as the direct reduction.
+	for _, w := range [][2]int{{0, 1}, {1, 3}, {2, 5}} {
+		opts := win(w[0], w[1])
+		agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
+		require.NoError(t, err)
+		for p, tables := range agg.tables {
+			for d := range tables {
+				require.True(t, d >= d0+int32(w[0]) && d < d0+int32(w[1]), "window %v: partition %d read day %s", w, p, dayString(d))
+			}
+		}
+		r, err := agg.Reducer(opts)
+		require.NoError(t, err)
+		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", w)
+	}
+
+	// Every table of day 0 leaves the bucket.
+	bucket, err := e.JS.Stream(ctx, "KV_"+Bucket)
+	require.NoError(t, err)
+	before, _ := bucketSubjects(t, e)
+	for p := range e.Subjects.PartitionCount() {
+		require.NoError(t, bucket.Purge(ctx, jetstream.WithPurgeSubject("$KV."+Bucket+"."+dayBlobPrefix(p, d0)+".>")))
+	}
+	after, _ := bucketSubjects(t, e)
+	require.Less(t, len(after), len(before), "day 0 had tables in the bucket")
+
+	_, err = ReadAggregate(ctx, e.JS, e.Subjects)
+	require.Error(t, err, "an all-time read needs day 0's tables")
+	for _, opts := range []outcome.Options{win(1, 4), {From: day0.AddDate(0, 0, 2)}} {
+		agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
+		require.NoError(t, err)
+		r, err := agg.Reducer(opts)
+		require.NoError(t, err)
+		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", opts)
+	}
+	agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, win(1, 4))
+	require.NoError(t, err)
+	for _, opts := range []outcome.Options{{}, win(0, 2), win(1, 5), {To: day0.AddDate(0, 0, 3)}} {
+		_, err := agg.Reducer(opts)
+		require.ErrorContains(t, err, "holding the tables of", "window %v", opts)
+	}
+	_, err = agg.Runs()
+	require.Error(t, err, "all runs from a windowed read")
+	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: day0.Add(time.Hour)})
+	require.ErrorIs(t, err, ErrWindowNotWholeDays)
+}

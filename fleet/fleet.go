@@ -964,7 +964,7 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		}
 		// The folded days' tables come with it: their keys, and a copy in
 		// the store for the late calls that correct them.
-		tables, err := fetchDays(ctx, h.f.kv, s)
+		tables, err := fetchDays(ctx, h.f.kv, s, allDays(), true)
 		if err != nil {
 			return err
 		}
@@ -1669,12 +1669,17 @@ func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
 	return []int{p}, nil
 }
 
-// fetchDays reads the tables of s's folded days from the bucket, checked
-// but not decoded, and adds their keys to s's dedupe set. A table replaced
-// or removed meanwhile fails with errBlobChanged (read the pointer again).
-func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) (map[int32][]byte, error) {
+// fetchDays reads the tables of s's folded days that want takes (each
+// checked against its reference: partition, day, revision) by day; with
+// keys, each table's dedupe keys are added to s (a takeover needs them, a
+// report does not). A table replaced or removed meanwhile fails with
+// errBlobChanged (read the pointer again).
+func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState, want dayWindow, keys bool) (map[int32][]byte, error) {
 	tables := make(map[int32][]byte, len(s.folded))
 	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
+		if !want.has(d) {
+			continue
+		}
 		ref := s.folded[d]
 		b, err := getBlob(ctx, kv, ref.blob)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -1683,7 +1688,7 @@ func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) (map[in
 		if err != nil {
 			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
 		}
-		part, day, rev, keys, err := dayTableKeys(b)
+		part, day, rev, k, err := dayTableKeys(b)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
 		}
@@ -1691,7 +1696,9 @@ func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState) (map[in
 			return nil, fmt.Errorf("partition %d day %s: the bucket holds partition %d day %s revision %d, want revision %d",
 				s.part, dayString(d), part, dayString(day), rev, ref.rev)
 		}
-		s.addFoldedKeysOf(keys)
+		if keys {
+			s.addFoldedKeysOf(k)
+		}
 		tables[d] = b
 	}
 	return tables, nil

@@ -1227,6 +1227,40 @@ type Aggregate struct {
 	// day: decoded one partition at a time (each), so a report over weeks
 	// of a busy fleet holds one partition's run states at a time.
 	tables map[int]map[int32][]byte
+	// read is the days whose tables were read (ReadAggregateFor): a
+	// report over other days is refused.
+	read dayWindow
+}
+
+// dayWindow is the days [from, to) of a report window, or every day.
+type dayWindow struct {
+	from, to int32
+	on       bool // false: every day
+}
+
+// allDays is the window of an all-time report.
+func allDays() dayWindow { return dayWindow{} }
+
+// has reports whether day d is in w.
+func (w dayWindow) has(d int32) bool { return !w.on || (d >= w.from && d < w.to) }
+
+// covers reports whether every day of v is in w.
+func (w dayWindow) covers(v dayWindow) bool {
+	return !w.on || (v.on && v.from >= w.from && v.to <= w.to)
+}
+
+func (w dayWindow) String() string {
+	if !w.on {
+		return "every day"
+	}
+	var from, to string = "the first day", "the last day"
+	if w.from != math.MinInt32+1 {
+		from = dayString(w.from)
+	}
+	if w.to != math.MaxInt32 {
+		to = dayString(w.to)
+	}
+	return "the days from " + from + " to " + to
 }
 
 // Partitions returns the partitions the aggregate holds, ascending.
@@ -1238,8 +1272,11 @@ func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)
 // partition by partition in ascending order, and done(p) after each
 // partition. It fails on a table that does not decode.
 func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64), done func(p int)) error {
+	if g.read.on {
+		return fmt.Errorf("the aggregate holds the tables of %s only", g.read)
+	}
 	for _, p := range g.Partitions() {
-		if err := g.eachOf(p, fn); err != nil {
+		if err := g.eachOf(p, allDays(), fn, nil); err != nil {
 			return err
 		}
 		if done != nil {
@@ -1249,8 +1286,10 @@ func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropp
 	return nil
 }
 
-// eachOf is each for partition p alone (without done).
-func (g *Aggregate) eachOf(p int, fn func(p int, day int32, name string, a *runAgg, dropped uint64)) error {
+// eachOf is each for partition p alone (without done). The tables of
+// folded days outside w are not decoded: outside is called with each
+// one's calls instead (the count its reference holds).
+func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name string, a *runAgg, dropped uint64), outside func(calls uint64)) error {
 	s := g.parts[p]
 	for day, runs := range s.runs {
 		for name, a := range runs {
@@ -1260,7 +1299,15 @@ func (g *Aggregate) eachOf(p int, fn func(p int, day int32, name string, a *runA
 	for day, n := range s.dropped {
 		fn(p, day, "", nil, n)
 	}
+	for day, ref := range s.folded {
+		if !w.has(day) {
+			outside(ref.calls)
+		}
+	}
 	for day, b := range g.tables[p] {
+		if !w.has(day) {
+			continue // counted above
+		}
 		t, err := decodeDayTable(b)
 		if err != nil {
 			return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
@@ -1317,27 +1364,30 @@ func (g *Aggregate) Runs() (map[string]uint64, error) {
 	return out, err
 }
 
-// windowDays returns the days [from, to) of opts' time window, whether it
-// has one, or an error when it does not fall on whole UTC days: the fleet
-// keeps its state per day.
-func windowDays(opts outcome.Options) (from, to int32, windowed bool, err error) {
-	from, to = math.MinInt32+1, math.MaxInt32
+// windowDays returns the days of opts' time window (every day when it
+// has none), or an error when it does not fall on whole UTC days: the
+// fleet keeps its state per day.
+func windowDays(opts outcome.Options) (dayWindow, error) {
+	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32}
 	for _, w := range []struct {
 		name string
 		t    time.Time
 		day  *int32
-	}{{"--from", opts.From, &from}, {"--to", opts.To, &to}} {
+	}{{"--from", opts.From, &win.from}, {"--to", opts.To, &win.to}} {
 		if w.t.IsZero() {
 			continue
 		}
-		windowed = true
+		win.on = true
 		ms := w.t.UnixMilli()
 		if ms%dayMillis != 0 || w.t.UnixNano()%1e6 != 0 {
-			return 0, 0, false, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeDays)
+			return dayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeDays)
 		}
 		*w.day = dayOf(ms)
 	}
-	return from, to, windowed, nil
+	if !win.on {
+		return allDays(), nil
+	}
+	return win, nil
 }
 
 // ErrWindowNotWholeDays marks a report window that does not start and end
@@ -1359,9 +1409,12 @@ var ErrUndatedState = errors.New("a partition holds state written by an older ve
 // (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for
 // independent and dropped calls and with a grouping.
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
-	from, to, windowed, err := windowDays(opts)
+	w, err := windowDays(opts)
 	if err != nil {
 		return nil, err
+	}
+	if !g.read.covers(w) {
+		return nil, fmt.Errorf("a report of %s from an aggregate holding the tables of %s only", w, g.read)
 	}
 	r, err := outcome.NewReducer(opts)
 	if err != nil {
@@ -1382,7 +1435,7 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	go func() {
 		for i, p := range parts {
 			ahead <- struct{}{}
-			go func() { results[i] <- g.mergePart(p, from, to, windowed) }()
+			go func() { results[i] <- g.mergePart(p, w) }()
 		}
 	}()
 	var outside uint64
@@ -1443,16 +1496,16 @@ type partMerge struct {
 	err     error
 }
 
-// mergePart merges partition p's partial run states of the days [from,
-// to) (all days unless windowed).
-func (g *Aggregate) mergePart(p int, from, to int32, windowed bool) partMerge {
+// mergePart merges partition p's partial run states of the days of w;
+// the calls of other days count as outside the window.
+func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
 	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int32]uint64{}}
-	eerr := g.eachOf(p, func(p int, day int32, name string, a *runAgg, n uint64) {
+	eerr := g.eachOf(p, w, func(p int, day int32, name string, a *runAgg, n uint64) {
 		switch {
 		case m.err != nil:
-		case day == undated && windowed:
+		case day == undated && w.on:
 			m.err = ErrUndatedState
-		case windowed && (day < from || day >= to):
+		case !w.has(day):
 			if a != nil {
 				m.outside += a.calls
 			}
@@ -1469,7 +1522,7 @@ func (g *Aggregate) mergePart(p int, from, to int32, windowed bool) partMerge {
 				m.err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
 			}
 		}
-	})
+	}, func(n uint64) { m.outside += n })
 	if m.err == nil {
 		m.err = eerr
 	}

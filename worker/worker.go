@@ -36,6 +36,7 @@ import (
 	"github.com/verdryx/verdryx/httpapi"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/lease"
+	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/ragask"
@@ -133,7 +134,7 @@ type Options struct {
 	Replies streams.ReplyPolicy
 	// Report, when set, builds the /report handler over the store and the
 	// fleet's merged trace aggregate (fleet.ReadAggregate over the connection).
-	Report func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler
+	Report func(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error)) http.Handler
 	// OnResult, when set, is called with every eval result finished.
 	OnResult func(evalreq.Request, evalrun.Result)
 	// Typed grades the typed cases of eval requests with typryx (serve
@@ -649,11 +650,11 @@ func (r *running) serveHTTP() error {
 		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && r.lease.Held()
 	}}
 	if o.Report != nil {
-		hs.Report = o.Report(r.st, func(ctx context.Context) (*fleet.Aggregate, error) {
+		hs.Report = o.Report(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
 			if !r.ready.Load() { // r.js is set before ready
 				return nil, errors.New("worker still starting: NATS not ready")
 			}
-			return fleet.ReadAggregate(ctx, r.js, o.Subjects)
+			return fleet.ReadAggregateFor(ctx, r.js, o.Subjects, window)
 		})
 	}
 	addr, err := hs.Listen()

@@ -115,7 +115,7 @@ func writeFileAtomic(path string, data []byte) error {
 // reportHandler serves the report of the worker's store at /report: eval
 // runs and baselines, and cost and SLOs from the trace calls the worker
 // has stored; rendered on request and cached for ttl.
-func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
+func reportHandler(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
 	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer, q url.Values) error {
 		opts, err := windowOptions("", q.Get("from"), q.Get("to"), q.Get("last"), true)
 		if err != nil {
@@ -125,7 +125,10 @@ func reportHandler(st *store.Store, traces func(context.Context) (*fleet.Aggrega
 		if err != nil {
 			return err
 		}
-		agg, err := traces(ctx)
+		agg, err := traces(ctx, opts) // the window's day tables only
+		if errors.Is(err, fleet.ErrWindowNotWholeDays) {
+			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
+		}
 		if err != nil {
 			return fmt.Errorf("report: trace partitions: %w", err)
 		}

@@ -264,7 +264,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
-		Report: func(st *store.Store, traces func(context.Context) (*fleet.Aggregate, error)) http.Handler {
+		Report: func(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error)) http.Handler {
 			return reportHandler(st, traces, 5*time.Second, logger)
 		},
 		OnResult: func(req evalreq.Request, res evalrun.Result) {

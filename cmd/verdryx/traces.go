@@ -55,18 +55,19 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	}
 	s := streams.DefaultSubjects()
 	s.Partitions = t.partitions
-	agg, err := fleet.ReadAggregate(ctx, js, s)
-	if err != nil {
-		return nil, fmt.Errorf("--nats: %w", err)
+	// Only the window's day tables are read.
+	agg, err := fleet.ReadAggregateFor(ctx, js, s, opts)
+	var r *outcome.Reducer
+	if err == nil {
+		r, err = agg.Reducer(opts)
 	}
-	r, err := agg.Reducer(opts)
 	switch {
 	case errors.Is(err, fleet.ErrWindowNotWholeDays):
 		return nil, usageErrorf("--nats: %v", err)
 	case errors.Is(err, fleet.ErrUndatedState):
 		return nil, inputError(fmt.Errorf("--nats: %w", err))
 	case err != nil:
-		return nil, err
+		return nil, fmt.Errorf("--nats: %w", err)
 	}
 	if n := agg.Late(); n > 0 {
 		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
