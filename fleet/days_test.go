@@ -530,7 +530,8 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	clock.Store(day0.AddDate(0, 0, 2).UnixNano())
 	subjects := e.Subjects
 	subjects.Retention = time.Hour
-	startFleet(t, e.JS, subjects, "a", Options{FoldAfter: time.Millisecond, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	w := startFleet(t, e.JS, subjects, "a", Options{FoldAfter: time.Millisecond, Now: now})
 	rng := rand.New(rand.NewPCG(5, 5))
 	cs := randomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
 	ids := make([]string, len(cs))
@@ -563,13 +564,16 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	ctx := jstest.Ctx(t, 30*time.Second)
 	kv, err := e.JS.KeyValue(ctx, Bucket)
 	require.NoError(t, err)
-	for _, p := range folded {
-		_, err := kv.Put(ctx, dayBlobPrefix(p, d0)+".older.1.0", []byte("x"))
-		require.NoError(t, err)
-		require.NoError(t, kv.Purge(ctx, dayBlobPrefix(p, d0)+".older.1.0"))
-		_, err = kv.Put(ctx, dayBlobPrefix(p, d0)+".lost.1.0", []byte("x"))
-		require.NoError(t, err)
+	plant := func() {
+		for _, p := range folded {
+			_, err := kv.Put(ctx, dayBlobPrefix(p, d0)+".older.1.0", []byte("x"))
+			require.NoError(t, err)
+			require.NoError(t, kv.Purge(ctx, dayBlobPrefix(p, d0)+".older.1.0"))
+			_, err = kv.Put(ctx, dayBlobPrefix(p, d0)+".lost.1.0", []byte("x"))
+			require.NoError(t, err)
+		}
 	}
+	plant()
 	// Two hours on, and not one record more.
 	clock.Add(int64(2 * time.Hour))
 	waitAggregate(t, e, func(a *Aggregate) error {
@@ -588,7 +592,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	})
 	// Nothing of day 0 is left in the bucket, and no delete marker of
 	// anything (purged after the pointer moved: wait for it).
-	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+	dayGone := func() error {
 		subjects, markers := bucketSubjects(t, e)
 		for _, subj := range subjects {
 			if p := strings.Split(subj, "."); len(p) > 4 && p[2] == "day" && p[4] == strconv.Itoa(int(d0)) {
@@ -599,7 +603,8 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 			return fmt.Errorf("%d delete markers in the bucket", markers)
 		}
 		return nil
-	})
+	}
+	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, dayGone)
 	// A call of day 0 now is late.
 	late := cs[:1]
 	late[0].TSMillis = day0.UnixMilli() + 10
@@ -610,6 +615,24 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The same leftovers planted after day 0 was pruned (what a build
+	// before the purge by subject left of days it pruned) go when the
+	// next owner loads each partition.
+	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
+	w.stop(t)
+	plant()
+	require.Error(t, dayGone(), "planted")
+	startFleet(t, e.JS, subjects, "b", Options{FoldAfter: time.Millisecond, Now: now})
+	n := e.Subjects.PartitionCount()
+	for _, p := range folded {
+		c := calls.Call{TSMillis: day0.UnixMilli() + dayMillis + 20, Decision: "allow", CostMicroUSD: 1, HasRunID: true}
+		for i := 0; c.RunID == "" || tracemsg.PartitionOf(c.RunID, n) != p; i++ {
+			c.RunID = fmt.Sprintf("sweep-%d-%d", p, i)
+		}
+		publishIDs(t, e, []calls.Call{c}, []string{c.RunID}, c.RunID)
+	}
+	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, dayGone)
 }
 
 // TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned: a folded day that a late

@@ -1002,7 +1002,43 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		return err
 	}
 	h.dirty = true
+	h.sweepPrunedDays(ctx, s)
 	return nil
+}
+
+// sweepPrunedDays removes what the bucket still holds under the names of
+// days s has pruned: the delete markers of a build before purges by
+// subject, a former owner's tables, anything a prune that failed left. A
+// pruned day's name is never written again (its calls are late), so no
+// writer races the purge. Best effort: one subject listing of the
+// partition's days per load; a failure is logged and left for the next.
+func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partState) {
+	if len(s.pruned) == 0 {
+		return
+	}
+	prefix := "$KV." + Bucket + "." + dayNamesPrefix(h.p)
+	info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		h.f.log.Debug("list the bucket's day names", "partition", h.p, "err", err)
+		return
+	}
+	var days []int32
+	for subj := range info.State.Subjects {
+		name, _, _ := strings.Cut(strings.TrimPrefix(subj, prefix), ".")
+		d, err := strconv.ParseInt(name, 10, 32)
+		if err == nil && s.isPruned(int32(d)) && !slices.Contains(days, int32(d)) {
+			days = append(days, int32(d))
+		}
+	}
+	for _, d := range days {
+		if err := h.f.purgeKeys(ctx, dayBlobPrefix(h.p, d)+".>"); err != nil {
+			h.f.log.Debug("purge a pruned day's leftovers", "partition", h.p, "day", dayString(d), "err", err)
+			return
+		}
+	}
+	if len(days) > 0 {
+		h.f.log.Info("removed what the bucket held of pruned days", "partition", h.p, "days", len(days))
+	}
 }
 
 // catchUp applies the partition's records after the state's sequence up to
@@ -1501,8 +1537,11 @@ func (h *partHandler) deleteBlob(ctx context.Context, ref blobRef) {
 // dayBlobPrefix is the bucket key prefix of partition p's tables of day d:
 // a table is named <prefix>.<instance>.<revision>.
 func dayBlobPrefix(p int, d int32) string {
-	return "day." + strconv.Itoa(p) + "." + strconv.Itoa(int(d))
+	return dayNamesPrefix(p) + strconv.Itoa(int(d))
 }
+
+// dayNamesPrefix is what the names of partition p's day tables start with.
+func dayNamesPrefix(p int) string { return "day." + strconv.Itoa(p) + "." }
 
 // purgeKeys removes the bucket's keys matching key (a KV key, wildcards
 // allowed) with every revision, by subject from the bucket's stream. A KV
