@@ -306,6 +306,15 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 	}
 }
 
+// callIDs returns the call ids c0, c1, ... of n calls.
+func callIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+	}
+	return ids
+}
+
 // callsAre is a waitAggregate condition: the aggregate holds n calls.
 func callsAre(n int) func(*Aggregate) error {
 	return func(a *Aggregate) error {
@@ -345,10 +354,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(8, 8))
 	cs := randomDayCalls(rng, 600, 4)
-	ids := make([]string, len(cs))
-	for i := range ids {
-		ids[i] = fmt.Sprintf("c%d", i)
-	}
+	ids := callIDs(len(cs))
 	// Days 0-3 in ts order, but for 60 calls of days 0 and 1 held back.
 	slices.SortFunc(cs, func(a, b calls.Call) int { return cmp.Compare(a.TSMillis, b.TSMillis) })
 	var first, late []int
@@ -464,10 +470,7 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(31, 7))
 	cs := randomDayCalls(rng, 300, 1)
-	ids := make([]string, len(cs))
-	for i := range ids {
-		ids[i] = fmt.Sprintf("c%d", i)
-	}
+	ids := callIDs(len(cs))
 	startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, cs, ids, "rec")
 	waitAggregate(t, e, func(a *Aggregate) error {
@@ -534,10 +537,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	w := startFleet(t, e.JS, subjects, "a", Options{FoldAfter: time.Millisecond, Now: now})
 	rng := rand.New(rand.NewPCG(5, 5))
 	cs := randomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
-	ids := make([]string, len(cs))
-	for i := range ids {
-		ids[i] = fmt.Sprintf("c%d", i)
-	}
+	ids := callIDs(len(cs))
 	publishIDs(t, e, cs, ids, "idle")
 	d0 := dayOf(day0.UnixMilli())
 	var folded []int
@@ -700,10 +700,7 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(41, 3))
 	cs := randomDayCalls(rng, 500, 4)
-	ids := make([]string, len(cs))
-	for i := range ids {
-		ids[i] = fmt.Sprintf("c%d", i)
-	}
+	ids := callIDs(len(cs))
 	// A call of day 4 moves every partition's horizon past day 3, so days
 	// 0 to 3 fold.
 	last := calls.Call{TSMillis: day0.UnixMilli() + 4*dayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
