@@ -1253,12 +1253,12 @@ func (w dayWindow) String() string {
 	if !w.on {
 		return "every day"
 	}
-	var from, to string = "the first day", "the last day"
+	from, to := "the first day", "the last day"
 	if w.from != math.MinInt32+1 {
 		from = dayString(w.from)
 	}
 	if w.to != math.MaxInt32 {
-		to = dayString(w.to)
+		to = "the day before " + dayString(w.to)
 	}
 	return "the days from " + from + " to " + to
 }
