@@ -63,6 +63,17 @@ func TestReportsByDayOverNATS(t *testing.T) {
 	_, errOut, code = tracesRun(t, "cost-per-correct", "--nats", url, "--from", "2026-06-01T12:00:00Z")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "midnight UTC")
+	// --last widens to the midnight before, and says so; the report is
+	// the direct one of the same whole days.
+	fleet, errOut, code := tracesRun(t, "cost-per-correct", "--nats", url, "--last", "100000w")
+	require.Equal(t, 0, code, errOut)
+	_, rest, ok := strings.Cut(errOut, "--last 100000w over --nats starts at ")
+	require.True(t, ok, "--last over --nats names where it starts: %q", errOut)
+	from, _, _ := strings.Cut(rest, ",")
+	require.True(t, strings.HasSuffix(from, "T00:00:00Z"), errOut)
+	direct, errOut, code := tracesRun(t, "cost-per-correct", "--traces", traces, "--from", from)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, tablesOf(t, direct), tablesOf(t, fleet))
 
 	page := filepath.Join(dir, "report.html")
 	_, errOut, code = tracesRun(t, "report", "--db", filepath.Join(dir, "data", "verdryx.db"), "--nats", url, "--from", "2026-06-02", "--out", page)

@@ -72,6 +72,10 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	if n := agg.Late(); n > 0 {
 		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
 	}
+	if t.last != "" {
+		fmt.Fprintf(stderr, "verdryx: --last %s over --nats starts at %s, the midnight UTC before: the fleet keeps its state by whole day\n",
+			t.last, opts.From.UTC().Format(time.RFC3339))
+	}
 	return r, nil
 }
 
