@@ -111,6 +111,14 @@ func printSoakEnd(w io.Writer, res soak.Result) {
 				n-k+1, n, 11-k, 10, m["rss"], m["state"], m["snapshot"], m["disk"])
 		}
 	}
+	if c := res.Takeover; c != nil {
+		verdict := "not slower"
+		if c.PSlower < 0.05 {
+			verdict = "slower"
+		}
+		fmt.Fprintf(w, "takeover day %d / day %d: %s / %s (medians, %.2fx); %s (one-sided rank-sum p %.3f over the tries; slower below 0.05)\n",
+			c.LastDay, c.FirstDay, secs(c.LastMedian), secs(c.FirstMedian), c.Ratio, verdict, c.PSlower)
+	}
 	for _, d := range res.DayReports {
 		fmt.Fprintf(w, "day %d alone: fleet %d calls, direct %d, exact: %v\n", d.Day, d.FleetCalls, d.DirectCalls, d.Exact)
 	}

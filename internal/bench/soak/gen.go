@@ -16,7 +16,9 @@ import (
 // InFlight runs at a time, each starting when another ends, so runs
 // start and end all day and some span midnight; a LateFraction of the
 // calls is delivered one to three days after its ts (a straggler: the
-// run it belongs to may be long over, its outcome already counted).
+// run it belongs to may be long over, its outcome already counted). A
+// straggler due after the last day is never delivered (it arrives after
+// the soak ends), so the last day's delivery is like any other's.
 type Fleet struct {
 	Days        int
 	CallsPerDay int
@@ -54,6 +56,9 @@ func (f *Fleet) defaults() {
 	}
 }
 
+// MaxLateDays is the most days a late call is delivered after its own.
+const MaxLateDays = 3
+
 // Delivery is what the generator wrote for one simulated day.
 type Delivery struct {
 	Day int
@@ -77,6 +82,8 @@ type Generator struct {
 	next int64
 	day  int
 	held map[int][]calls.Call // by delivery day
+	// beyond counts the calls due after the last day (never delivered).
+	beyond int64
 }
 
 type genRun struct {
@@ -153,10 +160,13 @@ func (g *Generator) Next() (Delivery, bool, error) {
 	dl.Late = int64(len(out))
 	for i := range g.f.CallsPerDay {
 		c := g.call(start + int64(i)*dayMillis/int64(g.f.CallsPerDay))
-		if g.rng.Float64() < g.f.LateFraction && d+1 < g.f.Days {
-			late := min(d+1+g.rng.IntN(3), g.f.Days-1)
-			g.held[late] = append(g.held[late], c)
+		if g.rng.Float64() < g.f.LateFraction {
 			dl.Held++
+			if late := d + 1 + g.rng.IntN(MaxLateDays); late < g.f.Days {
+				g.held[late] = append(g.held[late], c)
+			} else {
+				g.beyond++
+			}
 			continue
 		}
 		out = append(out, c)
@@ -175,6 +185,10 @@ func (g *Generator) Next() (Delivery, bool, error) {
 	}
 	return dl, true, nil
 }
+
+// Beyond returns the calls held for a day after the last one: generated,
+// never delivered.
+func (g *Generator) Beyond() int64 { return g.beyond }
 
 // call draws the next call of the fleet at ts.
 func (g *Generator) call(ts int64) calls.Call {
