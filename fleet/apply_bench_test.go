@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
+	"github.com/verdryx/verdryx/outcome"
 )
 
 // benchBatches encodes rows rows of the shape `bench traces` calls "every
@@ -77,4 +79,46 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkReportOfFoldedDays reports on a partition whose 1.2 M rows of
+// 12,500 runs in flight over 28 days are folded into day tables: what
+// `serve --once`, `cost-per-correct --nats` and /report do with a
+// month of tables (a partial state per run and day: 28 per run here).
+func BenchmarkReportOfFoldedDays(b *testing.B) {
+	const rows = 1_250_000
+	batches := benchBatches(rows, 12_500)
+	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
+	s := newPartState(0, 1)
+	for i, data := range batches {
+		s.begin()
+		if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.keep()
+	s.settle(true)
+	loads := memLoad{}
+	tables, skipped := s.foldDays(time.Unix(1<<40, 0), 0, loads.load)
+	if len(skipped) > 0 || len(tables) < 28 {
+		b.Fatalf("folded %d days, skipped %v", len(tables), skipped)
+	}
+	loads.keep(tables)
+	enc := map[int32][]byte{}
+	for d := range s.folded {
+		enc[d] = loads[d]
+	}
+	agg := &Aggregate{parts: map[int]*partState{0: s}, tables: map[int]map[int32][]byte{0: enc}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r, err := agg.Reducer(outcome.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r == nil {
+			b.Fatal("no reducer")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
 }

@@ -273,6 +273,61 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 	d := decoder{b: body}
 	t := dayTableHead(&d)
 	t.keys = append([]byte(nil), dayKeysOf(&d)...)
+	var states []runAgg
+	err = eachDayRun(&d, t.day, func(n int) {
+		states = make([]runAgg, n)
+		t.runs = make(map[string]*runAgg, n)
+	}, func(i int, name []byte, _ int, a *runAgg) {
+		states[i] = *a
+		t.runs[string(name)] = &states[i]
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// eachDayTableRun calls fn with each run state of the encoded day table b
+// (checked as decodeDayTable checks it) and returns the table's day and
+// dropped calls. name is a substring of one copy of the table's runs made
+// for the call (no string per run: a report merges a run's partial states
+// of every day under one name), so fn clones it to keep it apart; a is
+// reused between calls. fn may have been called when a later run fails
+// to decode.
+func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, dropped uint64, err error) {
+	body, v1, err := checkDayTable(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if v1 {
+		t, err := decodeDayTableV1(body)
+		if err != nil {
+			return 0, 0, err
+		}
+		for name, a := range t.runs {
+			fn(name, a)
+		}
+		return t.day, t.dropped, nil
+	}
+	d := decoder{b: body}
+	t := dayTableHead(&d)
+	dayKeysOf(&d)
+	// The rest of the body as one string: each name is a slice of it.
+	rest := string(d.b)
+	err = eachDayRun(&d, t.day, nil, func(_ int, name []byte, after int, a *runAgg) {
+		end := len(rest) - after
+		fn(rest[end-len(name):end], a)
+	})
+	return t.day, t.dropped, err
+}
+
+// eachDayRun reads the rest of a format 2 table body after its keys (the
+// strings, the order prefixes, the runs) and calls start, when set, with
+// the run count, then fn with each run's index, name (aliasing d's
+// buffer), how many bytes of the buffer follow the name, and state (one
+// value reused between calls). It fails on anything malformed or left
+// over.
+func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []byte, after int, a *runAgg)) error {
 	strs := make([]string, d.count(1))
 	for i := range strs {
 		strs[i] = string(d.bytes())
@@ -282,9 +337,10 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 		pres[i] = [3]uint64{d.uvarint(), d.uvarint(), d.uvarint()}
 	}
 	n := d.count(7)
-	states := make([]runAgg, n)
-	t.runs = make(map[string]*runAgg, n)
-	dayStart := int64(t.day) * dayMillis
+	if start != nil {
+		start(n)
+	}
+	dayStart := int64(day) * dayMillis
 	ref := func(step *uint32, order *callOrder) string {
 		si, st, pi, last := d.uvarint(), d.uint32(), d.uvarint(), d.uvarint()
 		if d.err == nil && (si >= uint64(len(strs)) || pi >= uint64(len(pres))) {
@@ -297,9 +353,11 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 		*step, *order = st, callOrder{p[0], p[1], p[2], last}
 		return strs[si]
 	}
-	for i := range states {
-		name := string(d.bytes())
-		a := &states[i]
+	var a runAgg
+	for i := range n {
+		name := d.bytes()
+		at := len(d.b)
+		a = runAgg{}
 		flags := d.uvarint()
 		a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
 		a.cost, a.lastTS = d.varint(), d.varint()+dayStart
@@ -312,18 +370,23 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 		if d.err == nil && (flags > 3 || a.calls == 0 || a.refused < a.blocked || a.calls < a.refused) {
 			d.err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.calls, a.refused, a.blocked)
 		}
+		// An outcome or agent is written only when there is one: an empty
+		// one flagged is not a table this build wrote.
+		if d.err == nil && (flags&1 != 0 && a.outcome == "" || flags&2 != 0 && a.agent == "") {
+			d.err = fmt.Errorf("run %q: an empty outcome or agent flagged", name)
+		}
 		if d.err != nil {
 			break
 		}
-		t.runs[name] = a
+		fn(i, name, at, &a)
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after the runs", len(d.b))
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("day table: %w", d.err)
+		return fmt.Errorf("day table: %w", d.err)
 	}
-	return t, nil
+	return nil
 }
 
 // count reads a count of items that take at least size bytes each, and
@@ -353,6 +416,15 @@ func decodeDayTableV1(body []byte) (*dayTable, error) {
 		a, err := decodeRunAgg(st)
 		if err != nil {
 			return nil, fmt.Errorf("day table %s: %w", dayString(t.day), err)
+		}
+		// Format 1 kept the step and order of an absent outcome or agent;
+		// they are never compared (runAgg.add, merge), and format 2 does
+		// not keep them: dropped, so both read the same.
+		if a.outcome == "" {
+			a.outStep, a.outOrder = 0, callOrder{}
+		}
+		if a.agent == "" {
+			a.agentStep, a.agentOrder = 0, callOrder{}
 		}
 		t.runs[name] = &a
 	}

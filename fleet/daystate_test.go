@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -188,8 +189,9 @@ func TestDayTablesRoundTripInBothFormats(t *testing.T) {
 }
 
 // FuzzDecodeDayTable: no input panics the decoder or makes it allocate
-// beyond its input, and what decodes encodes to a table that decodes the
-// same.
+// beyond its input, what decodes encodes to a table that decodes the
+// same, and the streaming reader of reports (eachDayTableRun) fails
+// where the decoder fails and yields the same runs where it does not.
 func FuzzDecodeDayTable(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 4 {
@@ -203,8 +205,18 @@ func FuzzDecodeDayTable(f *testing.F) {
 			b = binary.LittleEndian.AppendUint32(bytes.Clone(b[:len(b)-4]), crc32.Checksum(b[:len(b)-4], castagnoli()))
 		}
 		tb, err := decodeDayTable(b)
+		streamed := map[string]runAgg{}
+		day, dropped, serr := eachDayTableRun(b, func(name string, a *runAgg) { streamed[strings.Clone(name)] = *a })
 		if err != nil {
+			require.Error(t, serr, "the streaming reader accepts a table the decoder refuses: %v", err)
 			return
+		}
+		require.NoError(t, serr)
+		require.Equal(t, tb.day, day)
+		require.Equal(t, tb.dropped, dropped)
+		require.Len(t, streamed, len(tb.runs))
+		for name, a := range tb.runs {
+			require.Equal(t, *a, streamed[name], "run %q", name)
 		}
 		again, err := decodeDayTable(tb.encode(nil))
 		require.NoError(t, err)

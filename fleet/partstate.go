@@ -1288,7 +1288,10 @@ func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropp
 
 // eachOf is each for partition p alone (without done). The tables of
 // folded days outside w are not decoded: outside is called with each
-// one's calls instead (the count its reference holds).
+// one's calls instead (the count its reference holds). The name and
+// state fn is given may be reused after it returns (a table's runs are
+// decoded one at a time, their names slices of one string per table):
+// fn copies what it keeps, and clones a name it keeps apart.
 func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name string, a *runAgg, dropped uint64), outside func(calls uint64)) error {
 	s := g.parts[p]
 	for day, runs := range s.runs {
@@ -1308,15 +1311,12 @@ func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name st
 		if !w.has(day) {
 			continue // counted above
 		}
-		t, err := decodeDayTable(b)
+		_, dropped, err := eachDayTableRun(b, func(name string, a *runAgg) { fn(p, day, name, a, 0) })
 		if err != nil {
 			return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
 		}
-		for name, a := range t.runs {
-			fn(p, day, name, a, 0)
-		}
-		if t.dropped > 0 {
-			fn(p, day, "", nil, t.dropped)
+		if dropped > 0 {
+			fn(p, day, "", nil, dropped)
 		}
 	}
 	return nil
@@ -1357,9 +1357,13 @@ func (g *Aggregate) Late() int64 {
 func (g *Aggregate) Runs() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
-		if a != nil && name[0] == runPrefix {
-			out[name[1:]] += a.calls
+		if a == nil || name[0] != runPrefix {
+			return
 		}
+		if _, ok := out[name[1:]]; !ok {
+			out[strings.Clone(name[1:])] = 0
+		}
+		out[name[1:]] += a.calls
 	}, nil)
 	return out, err
 }
@@ -1516,7 +1520,7 @@ func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
 			agg := m.merged[name]
 			if agg == nil {
 				agg = &runAgg{}
-				m.merged[name] = agg
+				m.merged[strings.Clone(name)] = agg
 			}
 			if merr := agg.merge(a); merr != nil {
 				m.err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
