@@ -23,8 +23,10 @@ func newBenchSoakCmd() *cobra.Command {
 			"days before is replayed again, after the duplicate window. Prints per day: records/s, the worker's RSS,\n" +
 			"partition state and snapshot bytes, stream and disk bytes, and whether the fleet's report of the days it\n" +
 			"holds (cost-per-correct --nats --from --to) equals the direct reduction of the same days; at the end each\n" +
-			"of those days alone. Times a takeover (a new serve on the same data) after day 10 and\n" +
-			"the last day. Exit 1 when a report differed or the worker did not stay up.",
+			"of those days alone. Times a takeover (a new serve on the same data) seven times after day 10 and\n" +
+			"after the last day, each after the same checks, and says whether the last is slower (an exact one-sided\n" +
+			"rank-sum test of the tries). The month ends yesterday (UTC). Exit 1 when a report differed or the worker\n" +
+			"did not stay up.",
 	}
 	fs := cmd.Flags()
 	opts := soak.Options{}
