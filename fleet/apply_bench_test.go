@@ -50,23 +50,31 @@ func benchBatches(rows, runs int) [][]byte {
 	return out
 }
 
+// applyBenchBatches applies batches (of benchBatches) to a fresh
+// partition state of one partition, each as the handler applies a
+// message, and returns the state.
+func applyBenchBatches(b *testing.B, batches [][]byte) *partState {
+	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
+	s := newPartState(0, 1)
+	for i, data := range batches {
+		s.begin()
+		if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.keep()
+	return s
+}
+
 // BenchmarkApplyBatch applies 1.2 M rows of 12,500 runs in flight, as
 // row batches, to a fresh partition state: the worker's per-row cost.
 func BenchmarkApplyBatch(b *testing.B) {
 	const rows = 1_250_000
 	batches := benchBatches(rows, 12_500)
-	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	for range b.N {
-		s := newPartState(0, 1)
-		for i, data := range batches {
-			s.begin()
-			if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		s.keep()
+		applyBenchBatches(b, batches)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/rows, "cpu-ns/row")
@@ -88,15 +96,7 @@ func cpuTime() int64 {
 func BenchmarkReportOfFoldedDays(b *testing.B) {
 	const rows = 1_250_000
 	batches := benchBatches(rows, 12_500)
-	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
-	s := newPartState(0, 1)
-	for i, data := range batches {
-		s.begin()
-		if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s.keep()
+	s := applyBenchBatches(b, batches)
 	s.settle(true)
 	loads := memLoad{}
 	tables, skipped := s.foldDays(time.Unix(1<<40, 0), 0, loads.load)
