@@ -304,8 +304,14 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	r.nats, r.http = "nats://127.0.0.1:"+strconv.Itoa(np), "127.0.0.1:"+strconv.Itoa(hp)
 	defer func() {
+		// Stopped as a takeover stops it, so that a kept data directory
+		// starts as a takeover's does (a killed server rebuilds its
+		// streams' state from their blocks at the next start).
 		if r.serve != nil {
-			r.serve.Kill()
+			r.serve.Signal(syscall.SIGTERM)
+			if !r.serve.Wait(time.Minute) {
+				r.serve.Kill()
+			}
 		}
 	}()
 	if _, err := r.startServe(ctx); err != nil {
