@@ -322,7 +322,6 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return r.res, err
 	}
 	r.start = time.Now()
-	var deliveries []Delivery
 	for {
 		dl, ok, err := gen.Next()
 		if err != nil {
@@ -334,9 +333,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			}
 			return r.res, nil
 		}
-		deliveries = append(deliveries, dl)
-		r.delivered = deliveries
-		day, err := r.day(ctx, dl, deliveries)
+		r.delivered = append(r.delivered, dl)
+		day, err := r.day(ctx, dl)
 		if err != nil {
 			return r.res, err
 		}
@@ -347,8 +345,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 }
 
-// day runs one simulated day.
-func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, error) {
+// day runs one simulated day, dl (the last of r.delivered).
+func (r *runner) day(ctx context.Context, dl Delivery) (Day, error) {
+	done := r.delivered
 	day := Day{Day: dl.Day + 1, Rows: dl.Rows, Late: dl.Late}
 	m := r.meter()
 	defer m.finish()
@@ -384,11 +383,8 @@ func (r *runner) day(ctx context.Context, dl Delivery, done []Delivery) (Day, er
 	// takeovers, as the worker prunes a day at the retention whether or
 	// not calls still arrive, and the simulated clock runs on. Every
 	// other takeover day runs the same checks before its restarts (and
-	// counts a difference as a problem), so that the takeovers it times
-	// follow the same work as the last day's: the checks' child
-	// processes leave the machine's caches in another state, which
-	// slowed the last day's first readiness by 20-25 ms whatever the
-	// history.
+	// counts a difference as a problem), so that the takeovers compared
+	// follow the same work.
 	last := dl.Day == r.opts.Days-1
 	if last || slices.Contains(r.opts.TakeoverDays, dl.Day) {
 		if err := r.checkDays(ctx, dl.Day, last); err != nil {
@@ -570,9 +566,9 @@ func (r *runner) probeDir(dirs []string, i int) (string, error) {
 		}
 		sizes = append(sizes, fi.Size())
 	}
-	full := segs[:0:0]
+	full, largest := segs[:0:0], slices.Max(sizes)
 	for k, seg := range segs {
-		if 2*sizes[k] >= slices.Max(sizes) {
+		if 2*sizes[k] >= largest {
 			full = append(full, seg)
 		}
 	}

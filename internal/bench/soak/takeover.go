@@ -1,9 +1,6 @@
 package soak
 
-import (
-	"math/big"
-	"slices"
-)
+import "slices"
 
 // TakeoverCompare compares the takeovers timed after the first and the
 // last takeover day. Seven restarts of a fraction of a second each on a
@@ -70,8 +67,8 @@ func median(v []float64) float64 {
 // rank-sum test that b's values are larger than a's: the share of the
 // ways to choose len(b) of the pooled values' ranks whose sum is at least
 // b's (ties get their mean rank). Exact over every subset by counting
-// rank sums (doubled, so mean ranks stay integers): len(a)+len(b) up to a
-// few hundred. 1 when either is empty.
+// rank sums (doubled, so mean ranks stay integers), for up to a few dozen
+// values in all. 1 when either is empty.
 func rankSumGreater(a, b []float64) float64 {
 	n, m := len(a)+len(b), len(b)
 	if len(a) == 0 || m == 0 {
@@ -116,29 +113,26 @@ func rankSumGreater(a, b []float64) float64 {
 		}
 		maxSum += o.rank
 	}
-	// ways[k][s]: subsets of k of the ranks seen so far summing to s.
-	ways := make([][]*big.Int, m+1)
+	// ways[k][s]: subsets of k of the ranks seen so far summing to s (as
+	// float64: exact up to 2^53 ways, C(50, 25) being 1.3e14).
+	ways := make([][]float64, m+1)
 	for k := range ways {
-		ways[k] = make([]*big.Int, maxSum+1)
-		for s := range ways[k] {
-			ways[k][s] = new(big.Int)
-		}
+		ways[k] = make([]float64, maxSum+1)
 	}
-	ways[0][0].SetInt64(1)
+	ways[0][0] = 1
 	for _, o := range all {
 		for k := m; k >= 1; k-- {
 			for s := maxSum; s >= o.rank; s-- {
-				ways[k][s].Add(ways[k][s], ways[k-1][s-o.rank])
+				ways[k][s] += ways[k-1][s-o.rank]
 			}
 		}
 	}
-	atLeast, total := new(big.Int), new(big.Int)
+	var atLeast, total float64
 	for s, w := range ways[m] {
-		total.Add(total, w)
+		total += w
 		if s >= observed {
-			atLeast.Add(atLeast, w)
+			atLeast += w
 		}
 	}
-	p, _ := new(big.Rat).SetFrac(atLeast, total).Float64()
-	return p
+	return atLeast / total
 }
