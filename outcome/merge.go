@@ -193,5 +193,5 @@ func (r *Reducer) empty() bool {
 
 // sameOptions reports whether two reducers reduce alike.
 func sameOptions(a, b Options) bool {
-	return a.By == b.By && a.From.Equal(b.From) && a.To.Equal(b.To)
+	return a.By == b.By && a.From.Equal(b.From) && a.To.Equal(b.To) && a.CostOnly == b.CostOnly
 }

@@ -64,18 +64,23 @@ func offer(r *Reducer, in input) {
 	r.Add(in.call)
 }
 
-// addBatch offers ins (calls with run ids) to r as one Batch.
+// addBatch offers ins (calls with run ids) to r as one Batch of the
+// columns r.Fields names (the others nil, as a Scanner leaves them).
 func addBatch(r *Reducer, ins []input) {
 	b := calls.Batch{Len: len(ins), HasRunID: true}
 	g := r.Fields()
 	for _, in := range ins {
 		c := in.call
-		b.TSMillis = append(b.TSMillis, c.TSMillis)
+		if g.Has(calls.FieldTSMillis) {
+			b.TSMillis = append(b.TSMillis, c.TSMillis)
+		}
 		b.RunID = append(b.RunID, r.RunSymbols().InternString(c.RunID))
 		b.Decision = append(b.Decision, r.Symbols().InternString(c.Decision))
 		b.CostMicroUSD = append(b.CostMicroUSD, c.CostMicroUSD)
 		b.Step = append(b.Step, c.Step)
-		b.AgentID = append(b.AgentID, r.Symbols().InternString(c.AgentID))
+		if g.Has(calls.FieldAgentID) {
+			b.AgentID = append(b.AgentID, r.Symbols().InternString(c.AgentID))
+		}
 		b.Outcome = append(b.Outcome, r.Symbols().InternString(c.Outcome))
 		if g.Has(calls.FieldModel) {
 			b.Model = append(b.Model, r.Symbols().InternString(c.Model))
@@ -408,5 +413,59 @@ func TestMergeInternedEqualsMerge(t *testing.T) {
 		}
 		require.NoError(t, got.MergeInterned(o, ids))
 		require.Equal(t, reduce(t, want), reduce(t, got), "opts %d", oi)
+	}
+}
+
+// TestCostOnlyReportEqualsFull feeds the same calls to a full reducer and
+// to a CostOnly one (batches without the columns it does not read, some
+// rolled back, parts merged) and wants the same cost report; a CostOnly
+// reducer refuses what needs the columns it skipped.
+func TestCostOnlyReportEqualsFull(t *testing.T) {
+	for seed := range uint64(8) {
+		for oi, opts := range mergeOptions() {
+			rng := rand.New(rand.NewPCG(seed, uint64(oi)))
+			ins := genInputs(rng, 600, 40)
+			lean := opts
+			lean.CostOnly = true
+			full := newReducer(t, opts)
+			parts := []*Reducer{newReducer(t, lean), newReducer(t, lean)}
+			require.False(t, parts[0].Fields().Has(calls.FieldAgentID) && opts.By != calls.ColAgentID)
+			require.Equal(t, opts.From.IsZero() && opts.To.IsZero(), !parts[0].Fields().Has(calls.FieldTSMillis))
+			for lo := 0; lo < len(ins); {
+				hi := min(len(ins), lo+1+rng.IntN(50))
+				var batch []input
+				for _, in := range ins[lo:hi] {
+					if !in.record && in.call.HasRunID {
+						batch = append(batch, in)
+					}
+				}
+				p := parts[rng.IntN(len(parts))]
+				for _, r := range []*Reducer{full, p} {
+					r.SetPos(uint64(lo))
+					for _, in := range ins[lo:hi] {
+						if in.record || !in.call.HasRunID {
+							offer(r, in)
+						}
+					}
+					if rng.IntN(8) == 0 && r == p { // offered, then undone, then offered again
+						p.Begin()
+						addBatch(p, batch)
+						p.Rollback()
+					}
+					addBatch(r, batch)
+				}
+				lo = hi
+			}
+			lr := newReducer(t, lean)
+			for _, p := range parts {
+				require.NoError(t, lr.Merge(p))
+			}
+			require.Equal(t, full.Report(), lr.Report(), "seed %d options %d", seed, oi)
+			require.ErrorIs(t, full.Merge(lr), ErrIncompatible)
+			_, err := lr.SLO(DefaultSLOOptions(), nil)
+			require.ErrorIs(t, err, errCostOnly)
+			_, err = lr.MarshalBinary()
+			require.ErrorIs(t, err, errCostOnly)
+		}
 	}
 }

@@ -77,8 +77,8 @@ func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
 }
 
-// ReadCSV folds CSV outcome records from src (named name in errors).
-func ReadCSV(src io.Reader, name string, r *Reducer) error {
+// readCSV folds CSV outcome records from src (named name in errors).
+func readCSV(src io.Reader, name string, r *Reducer) error {
 	f := newRecordFolder(r)
 	var rec calls.Record
 	return calls.ReadCSV(src, name, func(cr *calls.CallRecord) error {

@@ -1,6 +1,7 @@
 package outcome
 
 import (
+	"errors"
 	"fmt"
 	"github.com/verdryx/verdryx/internal/hugepage"
 	"time"
@@ -21,7 +22,17 @@ type Options struct {
 	// exclusive. A zero time leaves that side open. Calls outside the window
 	// are counted in Stats.OutsideWindow and otherwise ignored.
 	From, To time.Time
+	// CostOnly makes a reducer for Report alone (cost per outcome): it
+	// reads neither ts_millis (unless From or To is set) nor agent_id
+	// (unless By is agent_id), and keeps neither a run's last time nor
+	// its agent, so a directory's reduction reads fewer columns, as a
+	// query planner would push the projection down. SLO and MarshalBinary
+	// refuse such a reducer, and it merges only with another CostOnly one.
+	CostOnly bool
 }
+
+// errCostOnly is returned by what a CostOnly reducer cannot answer.
+var errCostOnly = errors.New("the reducer was made CostOnly: it keeps no run's agent or last time")
 
 // Stats counts what a Reducer was fed.
 type Stats struct {
@@ -171,13 +182,29 @@ func NewReducer(opts Options) (*Reducer, error) {
 	return r, nil
 }
 
-// Fields returns the columns the reduction reads: the rest of a Batch may be nil.
+// Fields returns the columns the reduction reads: the rest of a Batch may be
+// nil (for a CostOnly reducer, ts_millis without a window and agent_id
+// unless grouped by it).
 func (r *Reducer) Fields() calls.FieldSet {
-	s := calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD, calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)
+	s := calls.Fields(calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD, calls.FieldStep, calls.FieldOutcome)
+	if !r.opts.CostOnly || r.windowed {
+		s |= calls.Fields(calls.FieldTSMillis)
+	}
+	if !r.opts.CostOnly {
+		s |= calls.Fields(calls.FieldAgentID)
+	}
 	if r.grouped {
 		s |= calls.Fields(r.by)
 	}
 	return s
+}
+
+// CheckFields returns the columns a reducer made without CostOnly reads and
+// this one does not: a reader of segments verifies them without handing
+// them out (segment.NewCheckingScanner), so that a CostOnly reduction
+// skips exactly the segments a full one, or the worker, skips.
+func (r *Reducer) CheckFields() calls.FieldSet {
+	return calls.Fields(calls.FieldTSMillis, calls.FieldAgentID) &^ r.Fields()
 }
 
 // Options returns the options r was made with: a reducer made with them
@@ -329,21 +356,33 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		if r.grouped {
 			groups = b.Strings(r.by)
 		}
+		f := r.Fields()
 		for i := range n {
 			var run int32 = -1
 			if b.HasRunID {
 				run = b.RunID[i]
 			}
-			var g int32
+			var g, agent int32
+			var ts int64
 			if groups != nil {
 				g = groups[i]
 			}
-			r.addRow(run, b.TSMillis[i], b.Decision[i], b.CostMicroUSD[i], b.Step[i], b.AgentID[i], b.Outcome[i], g, r.pos+uint64(i))
+			if f.Has(calls.FieldTSMillis) {
+				ts = b.TSMillis[i]
+			}
+			if f.Has(calls.FieldAgentID) {
+				agent = b.AgentID[i]
+			}
+			r.addRow(run, ts, b.Decision[i], b.CostMicroUSD[i], b.Step[i], agent, b.Outcome[i], g, r.pos+uint64(i))
 		}
 		r.pos += uint64(n)
 		return
 	}
 	// The hot path: no window, no grouping, runs known.
+	if r.opts.CostOnly {
+		r.addCostBatch(b)
+		return
+	}
 	r.stats.Calls += int64(n)
 	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
 	r.pos += uint64(n)
@@ -380,6 +419,43 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		}
 		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
 			rs.lastTS = t
+		}
+	}
+}
+
+// addCostBatch is AddBatch's hot path for a CostOnly reducer: the same
+// fold without the agent and the last time (its batches carry neither).
+func (r *Reducer) addCostBatch(b *calls.Batch) {
+	n := b.Len
+	r.stats.Calls += int64(n)
+	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
+	r.pos += uint64(n)
+	run, dec, cost := b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
+	step, out := b.Step[:n], b.Outcome[:n]
+	base := unsafe.Pointer(unsafe.SliceData(runs))
+	prefetch.Indexed(base, run[:min(n, prefetchAhead)], stateShift)
+	for i := range n {
+		if i%prefetchAhead == 0 && i+prefetchAhead < n {
+			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], stateShift)
+		}
+		rs := &runs[run[i]]
+		if rs.epoch != epoch {
+			r.touch(run[i], rs)
+		}
+		rs.calls++
+		cls := class[dec[i]]
+		if cls != calls.ClassAllowed {
+			rs.refused++
+		}
+		if cls == calls.ClassBlocked {
+			rs.blocked++
+		} else if s, ok := addInt64(rs.cost, cost[i]); ok {
+			rs.cost = s
+		} else {
+			r.addCost(&rs.cost, cost[i], run[i])
+		}
+		if o := out[i]; o != 0 && later(step[i], pos+uint64(i), rs.outStep, rs.outPos) {
+			rs.outcome, rs.outStep, rs.outPos = o, step[i], pos+uint64(i)
 		}
 	}
 }

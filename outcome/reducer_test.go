@@ -192,12 +192,12 @@ func TestReadNDJSONAndCSV(t *testing.T) {
 
 	csvIn := "run_id,step,decision,cost_microusd,outcome,extra\nb,0,allow,7,,x\nb,1,allow,8,abandoned,y\n"
 	r = newReducer(t, Options{})
-	require.NoError(t, ReadCSV(strings.NewReader(csvIn), "x.csv", r))
+	require.NoError(t, readCSV(strings.NewReader(csvIn), "x.csv", r))
 	require.Equal(t, []row{{"abandoned", 1, 2, 0, 15}}, rows(t, r))
 
 	flat := "outcome,cost_usd\ncase_resolved,0.000420\nabandoned,0.000250\n"
 	r = newReducer(t, Options{})
-	require.NoError(t, ReadCSV(strings.NewReader(flat), "flat.csv", r))
+	require.NoError(t, readCSV(strings.NewReader(flat), "flat.csv", r))
 	require.Equal(t, []row{{"abandoned", 1, 1, 0, 250}, {"case_resolved", 1, 1, 0, 420}}, rows(t, r))
 }
 
@@ -221,7 +221,7 @@ func TestReadRecordErrors(t *testing.T) {
 			r := newReducer(t, Options{})
 			var err error
 			if tc.csv {
-				err = ReadCSV(strings.NewReader(tc.in), "in.csv", r)
+				err = readCSV(strings.NewReader(tc.in), "in.csv", r)
 			} else {
 				err = ReadNDJSON(strings.NewReader(tc.in), "in.ndjson", r)
 			}

@@ -164,6 +164,9 @@ func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if r.opts.CostOnly {
+		return nil, fmt.Errorf("slo: %w", errCostOnly)
+	}
 	runs := make([]sloRun, 0, len(r.runs))
 	collect := func(rs *runState) {
 		if rs.calls > 0 {

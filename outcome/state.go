@@ -63,6 +63,9 @@ func (r *Reducer) MarshalBinary() ([]byte, error) {
 	if r.syms == nil {
 		return nil, errors.New("marshal reducer state: reducer not made by NewReducer")
 	}
+	if r.opts.CostOnly {
+		return nil, fmt.Errorf("marshal reducer state: %w", errCostOnly)
+	}
 	// Symbols referred to, sorted: old id -> reference (0 = "").
 	used := make([]bool, r.syms.Len())
 	mark := func(rs *runState) {

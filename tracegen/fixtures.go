@@ -5,6 +5,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -297,7 +298,12 @@ func WriteFixture(dir string, fx Fixture) error {
 // CorruptRowGroup overwrites the first 16 bytes of the first data page of
 // row group rg's first column chunk with 0xff, leaving the footer intact:
 // the file opens, and fails only when that row group is read.
-func CorruptRowGroup(path string, rg int) error {
+func CorruptRowGroup(path string, rg int) error { return CorruptColumnChunk(path, rg, "") }
+
+// CorruptColumnChunk is CorruptRowGroup for the chunk of the named column
+// (the first column when column is ""): a reader fails on that row group
+// only if it reads that column.
+func CorruptColumnChunk(path string, rg int, column string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("corrupt segment: %w", err)
@@ -315,8 +321,19 @@ func CorruptRowGroup(path string, rg int) error {
 	if rg >= len(groups) {
 		return fmt.Errorf("corrupt segment: row group %d of %d", rg, len(groups))
 	}
-	off := groups[rg].Columns[0].MetaData.DataPageOffset
-	if d := groups[rg].Columns[0].MetaData.DictionaryPageOffset; d > 0 && d < off {
+	col := -1
+	for i, c := range groups[rg].Columns {
+		if column == "" || strings.Join(c.MetaData.PathInSchema, ".") == column {
+			col = i
+			break
+		}
+	}
+	if col < 0 {
+		return fmt.Errorf("corrupt segment: %s: no column %q", path, column)
+	}
+	m := &groups[rg].Columns[col].MetaData
+	off := m.DataPageOffset
+	if d := m.DictionaryPageOffset; d > 0 && d < off {
 		off = d
 	}
 	junk := make([]byte, 16)

@@ -249,6 +249,9 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if err != nil {
 			return usageErrorf("cost-per-correct: %v", err)
 		}
+		// A directory is read for this report alone: only the columns it
+		// needs are decoded (the fleet's merged state, --nats, is full).
+		opts.CostOnly = tf.traces != ""
 		r, dirStats, err := tf.reduceSource(ctx, "cost-per-correct", *input, opts, stderr)
 		if err != nil {
 			return err

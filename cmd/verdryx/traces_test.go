@@ -19,6 +19,7 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/internal/bench/traces"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/tracegen"
 )
 
 func tracesRun(t *testing.T, args ...string) (string, string, int) {
@@ -135,11 +136,37 @@ func TestCostPerCorrectUsageAndBadSegments(t *testing.T) {
 	require.Equal(t, 2, code, "an empty file is an input error")
 	require.Contains(t, errOut, "holds no records")
 
+	// The fixture's bad chunk is ts_millis, a column a cost report does
+	// not decode but checks: the segment is skipped, as slo and the
+	// worker (which read it) skip it.
 	out, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"))
 	require.Equal(t, 0, code)
 	require.Contains(t, errOut, "skipped segment calls-9-20-00000002.parquet: row group 1: column ts_millis")
 	require.Contains(t, out, "1 skipped as bad")
 	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", tracesFixture("corrupt"), "--strict")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "row group 1")
+
+	// The same segments, whole, then with the cost_microusd chunk of the
+	// same row group broken instead.
+	dir := t.TempDir()
+	for _, fx := range tracegen.Fixtures() {
+		if fx.Name == "corrupt" {
+			for i := range fx.Segments {
+				fx.Segments[i].CorruptRowGroup = -1
+			}
+			require.NoError(t, tracegen.WriteFixture(dir, fx))
+		}
+	}
+	out, errOut, code = tracesRun(t, "cost-per-correct", "--traces", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "calls read: 5", "the rewritten segment reads whole")
+	require.NoError(t, tracegen.CorruptColumnChunk(filepath.Join(dir, "calls-9-20-00000002.parquet"), 1, "cost_microusd"))
+	out, errOut, code = tracesRun(t, "cost-per-correct", "--traces", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "skipped segment calls-9-20-00000002.parquet: row group 1: column cost_microusd")
+	require.Contains(t, out, "1 skipped as bad")
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--traces", dir, "--strict")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "row group 1")
 }

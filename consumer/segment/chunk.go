@@ -69,34 +69,14 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 			ok = false
 		}
 	}()
-	if m.Type != format.ByteArray || m.Codec != src.first || rows <= 0 || rows > math.MaxInt32 {
+	if m.Type != format.ByteArray || !d.read(src, m, rows) {
 		return false
-	}
-	base := m.DataPageOffset
-	if m.DictionaryPageOffset != 0 {
-		base = m.DictionaryPageOffset
-	}
-	n := m.TotalCompressedSize
-	if base < 0 || n <= 0 || n > maxChunkBytes || base > src.size-n {
-		return false
-	}
-	if int64(cap(d.raw)) < n+bitpack.PaddingInt32 {
-		// An eighth more than asked: the next row group's chunk is
-		// likely a little larger.
-		d.raw = make([]byte, n, n+n/8+bitpack.PaddingInt32)
-		if d.huge {
-			hugepage.Advise(d.raw)
-		}
 	}
 	if cap(d.idx) < int(rows)+8 {
 		d.idx = make([]int32, 0, rows+8)
 		if d.huge {
 			hugepage.Advise(d.idx)
 		}
-	}
-	d.raw = d.raw[:n]
-	if k, err := src.r.ReadAt(d.raw, base); int64(k) != n || (err != nil && err != io.EOF) {
-		return false
 	}
 	d.dict, d.bound, d.idx = nil, d.bound[:0], d.idx[:0]
 	for p, first := d.raw, true; len(p) > 0; first = false {
@@ -120,6 +100,123 @@ func (d *dictChunk) load(src chunkSource, m *format.ColumnMetaData, rows int64) 
 		}
 	}
 	return int64(len(d.idx)) == rows
+}
+
+// read reads the bytes of the chunk described by m, of rows rows, into
+// d.raw, and reports whether it did: false for a chunk of another codec
+// than the column's first (parquet-go decodes every chunk of a column with
+// that one), a row count out of range, or bytes outside the file.
+func (d *dictChunk) read(src chunkSource, m *format.ColumnMetaData, rows int64) bool {
+	if m.Codec != src.first || rows <= 0 || rows > math.MaxInt32 {
+		return false
+	}
+	base := m.DataPageOffset
+	if m.DictionaryPageOffset != 0 {
+		base = m.DictionaryPageOffset
+	}
+	n := m.TotalCompressedSize
+	if base < 0 || n <= 0 || n > maxChunkBytes || base > src.size-n {
+		return false
+	}
+	if int64(cap(d.raw)) < n+bitpack.PaddingInt32 {
+		// An eighth more than asked: the next row group's chunk is
+		// likely a little larger.
+		d.raw = make([]byte, n, n+n/8+bitpack.PaddingInt32)
+		if d.huge {
+			hugepage.Advise(d.raw)
+		}
+	}
+	d.raw = d.raw[:n]
+	k, err := src.r.ReadAt(d.raw, base)
+	return int64(k) == n && (err == nil || err == io.EOF)
+}
+
+// indexesIn reports whether every index load decoded is below n (the
+// dictionary's size): the generic path fails a row group on any other.
+func (d *dictChunk) indexesIn(n int) bool {
+	for _, ix := range d.idx {
+		if uint32(ix) >= uint32(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPlain reports whether the chunk described by m, of rows rows, of a
+// flat required INT64 or INT32 column, is one the generic path reads
+// without error: every page a PLAIN data page (v1, or v2 without levels
+// or nulls) whose header decodes, whose checksum (when it has one)
+// matches, which decompresses to exactly its values' bytes, the values
+// adding up to rows. It decodes no value. A false says nothing (the
+// chunk is then read the generic way, errors included): like load, it
+// says no to anything unusual, so that a chunk it accepts is never one
+// the generic path fails.
+func (d *dictChunk) checkPlain(src chunkSource, m *format.ColumnMetaData, rows int64) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	var width int64
+	switch m.Type {
+	case format.Int64:
+		width = 8
+	case format.Int32:
+		width = 4
+	default:
+		return false
+	}
+	if !d.read(src, m, rows) {
+		return false
+	}
+	uncompressed := src.codec == nil || src.codec.CompressionCodec() == format.Uncompressed
+	values := int64(0)
+	for p := d.raw; len(p) > 0; {
+		body, rest, read := d.page(p)
+		if !read {
+			return false
+		}
+		p = rest
+		h := &d.hdr
+		var n int64
+		compressed := true
+		switch h.Type {
+		case format.DataPage:
+			dh := &h.DataPageHeader.V
+			if !h.DataPageHeader.Valid || dh.Encoding != format.Plain || dh.NumValues <= 0 {
+				return false
+			}
+			n = int64(dh.NumValues)
+		case format.DataPageV2:
+			dh := &h.DataPageHeaderV2.V
+			if !h.DataPageHeaderV2.Valid || dh.Encoding != format.Plain || dh.NumValues <= 0 || dh.NumNulls != 0 ||
+				dh.NumRows != dh.NumValues || dh.RepetitionLevelsByteLength != 0 || dh.DefinitionLevelsByteLength != 0 {
+				return false
+			}
+			n = int64(dh.NumValues)
+			compressed = !dh.IsCompressed.Valid || dh.IsCompressed.V
+		default:
+			return false
+		}
+		if (uncompressed || !compressed) && h.UncompressedPageSize != h.CompressedPageSize {
+			return false
+		}
+		data := body
+		if compressed {
+			var ok bool
+			if data, ok = decompress(src.codec, body, h.UncompressedPageSize, &d.pbuf); !ok {
+				return false
+			}
+		}
+		if int64(len(data)) != width*n || int64(h.UncompressedPageSize) != width*n {
+			return false
+		}
+		values += n
+		if values > rows {
+			return false
+		}
+	}
+	return values == rows
 }
 
 // page decodes the page header at the start of p into d.hdr and returns

@@ -2,7 +2,9 @@ package segment
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -82,6 +84,7 @@ func chunkFile(t testing.TB, rows []chunkRow, opts ...parquet.WriterOption) []by
 type scanResult struct {
 	calls []calls.Call
 	err   string
+	errv  error
 	fast  int
 }
 
@@ -97,7 +100,7 @@ func scanWith(data []byte, generic bool) scanResult {
 		return nil
 	})
 	if err != nil {
-		res.err = err.Error()
+		res.err, res.errv = err.Error(), err
 	}
 	res.fast = sc.fastChunks
 	return res
@@ -281,8 +284,8 @@ func TestDictChunkMutationsMatchGenericPath(t *testing.T) {
 				parquet.PageBufferSize(200), parquet.MaxRowsPerRowGroup(40))...))
 		}
 	}
-	fast := 0
-	for range 2000 {
+	fast, checked := 0, 0
+	for k := range 2000 {
 		d := bytes.Clone(seeds[rng.IntN(len(seeds))])
 		for k := 1 + rng.IntN(4); k > 0; k-- {
 			i := rng.IntN(len(d) - 4)
@@ -303,8 +306,112 @@ func TestDictChunkMutationsMatchGenericPath(t *testing.T) {
 		if n, _ := requireSameScan(t, d, "mutated segment", false); n > 0 {
 			fast++
 		}
+		if testing.Short() && k%4 != 0 { // the race pass: one in four
+			continue
+		}
+		if requireSameFailure(t, d, checkSets[rng.IntN(len(checkSets))], "mutated segment") > 0 {
+			checked++
+		}
 	}
 	require.Positive(t, fast, "no mutated segment went through the fast path")
+	require.Positive(t, checked, "no mutated segment had a chunk checked without decoding")
+}
+
+// checkSets are the sets of check columns the check tests try: the cost
+// report's (ts_millis and agent_id), and others of each physical kind.
+var checkSets = []calls.FieldSet{
+	calls.Fields(calls.FieldTSMillis, calls.FieldAgentID),
+	calls.Fields(calls.FieldCostMicroUSD, calls.FieldStep, calls.FieldModel),
+	calls.Fields(calls.FieldInputTokens, calls.FieldOutputTokens, calls.FieldDecision, calls.FieldUnit, calls.FieldKeyID),
+}
+
+// requireSameFailure reads data with a scanner that checks the columns of
+// checks instead of decoding them, and requires it to fail exactly when
+// the generic path reading every column fails, in the same row group, and
+// otherwise to hand out as many calls, their other columns the generic
+// path's. It returns how many chunks were checked without decoding.
+func requireSameFailure(t testing.TB, data []byte, checks calls.FieldSet, what string) int {
+	t.Helper()
+	return requireFailureAs(t, scanWith(data, true), data, checks, what)
+}
+
+// requireFailureAs is requireSameFailure against want, the generic path's
+// reading of data.
+func requireFailureAs(t testing.TB, want scanResult, data []byte, checks calls.FieldSet, what string) int {
+	t.Helper()
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	sc := NewCheckingScanner(calls.AllFields&^checks, checks, runs, syms)
+	var have []calls.Call
+	err := sc.ScanBytes("calls-1-1-00000001.parquet", data, func(b *calls.Batch) error {
+		for i := range b.Len {
+			have = append(have, b.Call(i, runs, syms))
+		}
+		return nil
+	})
+	if want.err == "" {
+		require.NoError(t, err, "%s: checks %b", what, checks)
+		require.Len(t, have, len(want.calls), what)
+		for i := range want.calls {
+			w, h := stringsOutside(want.calls[i], checks), stringsOutside(have[i], checks)
+			require.Equal(t, w, h, "%s: row %d", what, i)
+		}
+		return sc.checkedChunks
+	}
+	require.Error(t, err, "%s: checks %b: the generic path fails with %s", what, checks, want.err)
+	var we, he *Error
+	require.ErrorAs(t, want.errv, &we, what)
+	require.ErrorAs(t, err, &he, what)
+	require.Equal(t, we.RowGroup, he.RowGroup, "%s: checks %b: %v against %v", what, checks, err, want.err)
+	return sc.checkedChunks
+}
+
+// stringsOutside is stringsOf(c) with the string columns of checks blank.
+func stringsOutside(c calls.Call, checks calls.FieldSet) calls.Call {
+	c = stringsOf(c)
+	for f, p := range map[calls.Field]*string{calls.FieldRunID: &c.RunID, calls.FieldModel: &c.Model,
+		calls.FieldDecision: &c.Decision, calls.FieldAgentID: &c.AgentID, calls.FieldParentRunID: &c.ParentRunID,
+		calls.FieldOnBehalfOf: &c.OnBehalfOf, calls.FieldOutcome: &c.Outcome, calls.FieldKeyID: &c.KeyID, calls.FieldUnit: &c.Unit} {
+		if checks.Has(f) {
+			*p = ""
+		}
+	}
+	return c
+}
+
+// TestCheckColumnsFailAsReadingThem: on segments of every encoding, page
+// version and codec, whole and with bytes flipped all through them, a
+// scanner checking some columns instead of decoding them fails where the
+// generic path reading them fails, and checks whole chunks without
+// decoding wherever the check applies.
+func TestCheckColumnsFailAsReadingThem(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 8))
+	checked := 0
+	for _, c := range chunkCases() {
+		data := chunkFile(t, chunkRows(rng, c.rows, c.runs), append(c.opts, parquet.Compression(c.codec))...)
+		sets := checkSets
+		if testing.Short() { // the race pass: the cost report's set
+			sets = sets[:1]
+		}
+		for _, fs := range sets {
+			checked += requireSameFailure(t, data, fs, c.name)
+		}
+	}
+	require.Positive(t, checked)
+	for _, c := range []chunkCase{
+		{name: "v2", stride: 29, runs: 90, rows: 300, codec: &uncompressed.Codec{}, opts: []parquet.WriterOption{parquet.DataPageVersion(2)}},
+		{name: "v1-zstd", stride: 37, runs: 90, rows: 300, codec: &zstd.Codec{}, opts: []parquet.WriterOption{parquet.DataPageVersion(1)}},
+	} {
+		orig := chunkFile(t, chunkRows(rng, c.rows, c.runs), append(c.opts, parquet.Compression(c.codec),
+			parquet.PageBufferSize(500), parquet.MaxRowsPerRowGroup(150))...)
+		if testing.Short() { // the race pass
+			c.stride *= 5
+		}
+		for off := 0; off < len(orig); off += c.stride {
+			data := bytes.Clone(orig)
+			data[off] ^= byte(1 + rng.IntN(255))
+			requireSameFailure(t, data, checkSets[off%len(checkSets)], fmt.Sprintf("%s: byte %d of %d", c.name, off, len(orig)))
+		}
+	}
 }
 
 // panicCodec is a gzip codec whose Decode panics, as parquet-go's gzip
@@ -389,6 +496,7 @@ func FuzzDictChunkMatchesGenericPath(f *testing.F) {
 			t.Skip()
 		}
 		requireSameScan(t, data, "fuzzed segment", false)
+		requireSameFailure(t, data, checkSets[len(data)%len(checkSets)], "fuzzed segment")
 	})
 }
 
@@ -413,4 +521,121 @@ func fuzzSkips(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// TestCheckedIndexPastDictionaryFails: a dictionary index past the end of
+// its dictionary, in a chunk that is otherwise well formed (its checksum
+// made to match), fails the row group when the column is checked as when
+// it is read: the check decodes the indexes and bounds them.
+func TestCheckedIndexPastDictionaryFails(t *testing.T) {
+	rows := chunkRows(rand.New(rand.NewPCG(27, 9)), 200, 20)
+	for i := range rows {
+		rows[i].AgentID = []string{"agent://x/a", "agent://x/b", "agent://x/c"}[min(2, i/60)] // runs of one index: RLE
+	}
+	data := chunkFile(t, rows, parquet.DataPageVersion(2), parquet.Compression(&uncompressed.Codec{}))
+	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	var m *format.ColumnMetaData
+	for i := range pf.Metadata().RowGroups[0].Columns {
+		if c := &pf.Metadata().RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == "agent_id" {
+			m = c
+		}
+	}
+	require.NotNil(t, m)
+	// The data page after the dictionary page: its body is a bit width
+	// (2, for 3 entries) and RLE runs; the first run's value becomes 3.
+	var d dictChunk
+	p := data[m.DictionaryPageOffset:]
+	_, p, ok := d.page(p)
+	require.True(t, ok)
+	hdrAt := len(data) - len(p)
+	body, rest, ok := d.page(p)
+	require.True(t, ok)
+	require.Equal(t, format.DataPageV2, d.hdr.Type)
+	bodyAt := len(data) - len(rest) - len(body)
+	require.Equal(t, byte(2), data[bodyAt], "bit width")
+	u, k := binary.Uvarint(data[bodyAt+1:])
+	require.Zero(t, u&1, "an RLE run first")
+	valueAt := bodyAt + 1 + k
+	require.Equal(t, byte(0), data[valueAt])
+	oldCRC := zigzag(d.hdr.CRC)
+	crcAt := bytes.Index(data[hdrAt:bodyAt], oldCRC) + hdrAt
+	require.Greater(t, crcAt, hdrAt)
+
+	bad := bytes.Clone(data)
+	bad[valueAt] = 3
+	sum := int32(crc32.ChecksumIEEE(bad[bodyAt : bodyAt+len(body)]))
+	newCRC := zigzag(sum)
+	if len(newCRC) != len(oldCRC) {
+		t.Skipf("the new checksum's varint is %d bytes, not %d", len(newCRC), len(oldCRC))
+	}
+	copy(bad[crcAt:], newCRC)
+
+	want := scanWith(bad, true)
+	require.Contains(t, want.err, "dictionary index 3 out of range", "the generic path fails on the index")
+	require.Positive(t, requireSameFailure(t, data, calls.Fields(calls.FieldAgentID), "whole"), "the whole chunk is checked without decoding")
+	requireSameFailure(t, bad, calls.Fields(calls.FieldAgentID), "an index past the dictionary")
+}
+
+// zigzag is the Thrift compact encoding of an i32 (a zigzag varint).
+func zigzag(v int32) []byte {
+	return binary.AppendUvarint(nil, uint64(uint32((v<<1)^(v>>31))))
+}
+
+// TestPlainChunkHeaderMutationsMatchGenericPath changes each of the first
+// 24 bytes (8 with -short) of the first page header of every numeric chunk (nudged by +-2,
+// which moves a zigzag varint's value by one, and with a bit flipped): a
+// value or row count, a size or an encoding changes, or the header stops
+// decoding. A checking scanner (verifying such chunks whole) must read or
+// fail each file as the generic path does, and so must the fast path. Random
+// flips over a whole file rarely land there: most land in page bodies,
+// which the checksums guard.
+func TestPlainChunkHeaderMutationsMatchGenericPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 10))
+	tried, failed, read := 0, 0, 0
+	for _, v := range []int{1, 2} {
+		for _, codec := range []compress.Codec{&uncompressed.Codec{}, &snappy.Codec{}} {
+			data := chunkFile(t, chunkRows(rng, 300, 20), parquet.DataPageVersion(v), parquet.Compression(codec),
+				parquet.PageBufferSize(400), parquet.MaxRowsPerRowGroup(120))
+			pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+			require.NoError(t, err)
+			for _, cc := range pf.Metadata().RowGroups[1].Columns {
+				m := cc.MetaData
+				if m.Type != format.Int64 && m.Type != format.Int32 {
+					continue
+				}
+				var d dictChunk
+				p := data[m.DataPageOffset:]
+				body, rest, ok := d.page(p)
+				require.True(t, ok)
+				at, hlen := int(m.DataPageOffset), len(p)-len(rest)-len(body)
+				first := min(hlen, 24)
+				if testing.Short() { // the race pass
+					first /= 3
+				}
+				for i := at; i < at+first; i++ {
+					for _, mutate := range []func(byte) byte{
+						func(b byte) byte { return b + []byte{2, 254}[rng.IntN(2)] }, func(b byte) byte { return b ^ 1<<rng.IntN(8) },
+					} {
+						mutated := bytes.Clone(data)
+						mutated[i] = mutate(mutated[i])
+						what := fmt.Sprintf("v%d %s %s header byte %d", v, codec.CompressionCodec(), m.PathInSchema, i-at)
+						_, err := requireSameScan(t, mutated, what, false)
+						want := scanWith(mutated, true)
+						for _, fs := range checkSets {
+							read += requireFailureAs(t, want, mutated, fs, what)
+						}
+						tried++
+						if err != "" {
+							failed++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d header mutations, %d failing the file, %d chunks checked without decoding", tried, failed, read)
+	require.Greater(t, tried, 100)
+	require.Positive(t, failed)
+	require.Less(t, failed, tried, "some mutations leave a file the generic path reads")
 }

@@ -21,6 +21,7 @@ type cursor struct {
 	cache  *internCache // in front of table
 	huge   bool         // ask for huge pages for large buffers (Scanner.UseHugePages)
 	nulls  []bool       // batch null flags (step, tool_calls)
+	skip   bool         // a check column whose chunk was verified whole (checkChunk)
 
 	pages parquet.Pages
 	page  parquet.Page

@@ -62,11 +62,14 @@ const DefaultBatchRows = 4096
 // concurrent use.
 type Scanner struct {
 	fields calls.FieldSet
+	checks calls.FieldSet // verified, not decoded (NewCheckingScanner)
 	runs   *calls.Symbols
 	syms   *calls.Symbols
 	rows   int
 	batch  calls.Batch
 	own    calls.Batch // the numeric columns' buffers (batch may point at pages)
+	chk    calls.Batch // where check columns read the generic way are decoded to
+	chkOwn calls.Batch // chk's own buffers
 	cols   [calls.NumFields]cursor
 	allNul []bool
 
@@ -75,9 +78,11 @@ type Scanner struct {
 	src  chunkSource
 	meta *format.FileMetaData
 	// generic, set by tests, turns the fast path off; fastChunks counts
-	// the chunks it read.
-	generic    bool
-	fastChunks int
+	// the chunks it read, checkedChunks the check columns' chunks it
+	// verified without decoding.
+	generic       bool
+	fastChunks    int
+	checkedChunks int
 
 	// The segment ScanRowGroup read last, kept open (its footer parsed)
 	// for the next row group of the same path; nil when none.
@@ -95,13 +100,33 @@ type keptFile struct {
 // NewScanner returns a scanner filling the fields of fields, interning
 // run_id values into runs and every other string into syms.
 func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
-	s := &Scanner{fields: fields, runs: runs, syms: syms, rows: DefaultBatchRows}
+	return NewCheckingScanner(fields, 0, runs, syms)
+}
+
+// NewCheckingScanner is NewScanner that also verifies the columns of
+// checks (less those of fields) in every row group, as reading them would,
+// without handing them out: a segment or row group fails on a check column
+// exactly when a scanner filling that column would fail it (missing,
+// mistyped, unreadable), though not always at the same row or naming the
+// same column when several are bad. It is for a reduction that does not
+// need a column but must skip what a reduction reading it (the worker's)
+// skips. A check column's chunk that passes a structural check (every
+// page's header, checksum, encoding and value count; package-internal
+// checkPlain and dictChunk.load) is not decoded; any other is decoded the
+// generic way and dropped. The batch's slices of check columns are
+// unspecified.
+func NewCheckingScanner(fields, checks calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
+	checks &^= fields
+	s := &Scanner{fields: fields, checks: checks, runs: runs, syms: syms, rows: DefaultBatchRows}
 	runCache, symCache := newInternCache(runs), newInternCache(syms)
 	n := s.rows
-	b := &s.batch
 	for f := range calls.NumFields {
-		if !fields.Has(f) {
+		if !fields.Has(f) && !checks.Has(f) {
 			continue
+		}
+		b := &s.batch
+		if checks.Has(f) {
+			b = &s.chk
 		}
 		c := &s.cols[f]
 		c.field = f
@@ -144,7 +169,7 @@ func NewScanner(fields calls.FieldSet, runs, syms *calls.Symbols) *Scanner {
 			b.Unit = make([]int32, n)
 		}
 	}
-	s.own = *b
+	s.own, s.chkOwn = s.batch, s.chk
 	s.allNul = make([]bool, n)
 	for i := range s.allNul {
 		s.allNul[i] = true
@@ -319,7 +344,7 @@ func (s *Scanner) bind(pf *parquet.File, name string, r io.ReaderAt, size int64)
 	schema := pf.Schema()
 	s.batch.HasRunID = true
 	for f := range calls.NumFields {
-		if !s.fields.Has(f) {
+		if !s.fields.Has(f) && !s.checks.Has(f) {
 			continue
 		}
 		c := &s.cols[f]
@@ -366,11 +391,13 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 			err = &Error{File: name, RowGroup: gi, Err: fmt.Errorf("%w: %v", ErrCorrupt, p)}
 		}
 	}()
+	all := s.fields | s.checks
 	for f := range calls.NumFields {
 		c := &s.cols[f]
-		if !s.fields.Has(f) || c.index < 0 {
+		if !all.Has(f) || c.index < 0 {
 			continue
 		}
+		c.skip = false
 		if c.index >= len(chunks) {
 			return &Error{File: name, RowGroup: gi, Column: f.Name(),
 				Err: fmt.Errorf("%w: row group has %d column chunks", ErrCorrupt, len(chunks))}
@@ -378,6 +405,10 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 		if codec, bad := s.lz4Chunk(c.index, gi); bad {
 			return &Error{File: name, RowGroup: gi, Column: f.Name(),
 				Err: fmt.Errorf("%w: %s compression (parquet-go v0.32.0 reads some of its pages from stale buffers: wrong numbers, no error); rewrite the segment with zstd or snappy", ErrUnsupported, codec)}
+		}
+		if s.checks.Has(f) && s.checkChunk(c, gi, total) {
+			c.skip = true
+			continue
 		}
 		open = append(open, c)
 		if c.kind == parquet.ByteArray && c.maxDef == 0 && s.readChunk(c, gi, total) {
@@ -395,20 +426,31 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 		b.InputTokens, b.OutputTokens = s.own.InputTokens, s.own.OutputTokens
 		b.Step, b.ToolCalls = s.own.Step, s.own.ToolCalls
 		b.StepNull, b.ToolNull = nil, nil
+		s.chk = s.chkOwn
 		for f := range calls.NumFields {
-			if !s.fields.Has(f) {
+			if !all.Has(f) {
 				continue
 			}
 			c := &s.cols[f]
+			check := s.checks.Has(f)
 			if c.index < 0 {
-				s.fillAbsent(f, n)
+				if !check {
+					s.fillAbsent(f, n)
+				}
 				continue
 			}
-			anyNull, err := c.fill(b, n)
+			if c.skip {
+				continue
+			}
+			dst := b
+			if check {
+				dst = &s.chk
+			}
+			anyNull, err := c.fill(dst, n)
 			if err != nil {
 				return &Error{File: name, RowGroup: gi, Column: f.Name(), Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 			}
-			if anyNull {
+			if anyNull && !check {
 				switch f {
 				case calls.FieldStep:
 					b.StepNull = c.nulls[:n]
@@ -466,14 +508,51 @@ func (s *Scanner) lz4Chunk(index, gi int) (format.CompressionCodec, bool) {
 // (dictChunk) and reports whether it did; on false nothing is changed and
 // the chunk is to be read page by page.
 func (s *Scanner) readChunk(c *cursor, gi int, rows int64) bool {
+	src, cc, ok := s.fastSource(c, gi)
+	if !ok || !c.chunk.load(src, &cc.MetaData, rows) {
+		return false
+	}
+	c.openChunk()
+	s.fastChunks++
+	return true
+}
+
+// checkChunk verifies column chunk gi of c's column, a check column,
+// without decoding it, and reports whether it did; on false it is to be
+// read page by page (and its values dropped), which fails the row group
+// if the chunk is bad.
+func (s *Scanner) checkChunk(c *cursor, gi int, rows int64) bool {
+	src, cc, ok := s.fastSource(c, gi)
+	if !ok || c.maxDef != 0 {
+		return false
+	}
+	switch c.kind {
+	case parquet.ByteArray:
+		// An index past the dictionary fails the row group when read.
+		ok = c.chunk.load(src, &cc.MetaData, rows) && c.chunk.indexesIn(len(c.chunk.bound)/2)
+	default:
+		ok = c.chunk.checkPlain(src, &cc.MetaData, rows)
+	}
+	if ok {
+		s.checkedChunks++
+	}
+	return ok
+}
+
+// fastSource returns where column chunk gi of c's column is, for reading
+// it whole (dictChunk), and its metadata; ok is false when the chunk is to
+// be read page by page through parquet-go: the fast path is off, or the
+// file is encrypted, the chunk elsewhere, or its codec one dictChunk does
+// not decode.
+func (s *Scanner) fastSource(c *cursor, gi int) (src chunkSource, cc *format.ColumnChunk, ok bool) {
 	md := s.meta
 	if s.generic || s.src.r == nil || md == nil || md.EncryptionAlgorithm.Value != nil ||
 		gi >= len(md.RowGroups) || c.index >= len(md.RowGroups[0].Columns) || c.index >= len(md.RowGroups[gi].Columns) {
-		return false
+		return src, nil, false
 	}
-	cc := &md.RowGroups[gi].Columns[c.index]
+	cc = &md.RowGroups[gi].Columns[c.index]
 	if cc.FilePath != "" || cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
-		return false
+		return src, nil, false
 	}
 	// parquet-go decodes every chunk of a column with the codec of its
 	// first row group's chunk; so does dictChunk, and only chunks of that
@@ -482,19 +561,14 @@ func (s *Scanner) readChunk(c *cursor, gi int, rows int64) bool {
 	switch first {
 	case format.Uncompressed, format.Snappy, format.Gzip, format.Zstd:
 	default:
-		return false
+		return src, nil, false
 	}
 	if c.chunk == nil {
 		c.chunk = &dictChunk{huge: c.huge}
 	}
-	src := s.src
+	src = s.src
 	src.codec, src.first = parquet.LookupCompressionCodec(first), first
-	if !c.chunk.load(src, &cc.MetaData, rows) {
-		return false
-	}
-	c.openChunk()
-	s.fastChunks++
-	return true
+	return src, cc, true
 }
 
 // fillAbsent zeroes the batch column of a field the segment lacks.

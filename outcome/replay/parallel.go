@@ -196,7 +196,7 @@ func parallelPass(ctx context.Context, segs []segment.Segment, work []rowGroup, 
 			return nil, nil, nil, err
 		}
 		parts[i] = p
-		scanners[i] = segment.NewScanner(p.Fields(), p.RunSymbols(), p.Symbols())
+		scanners[i] = segment.NewCheckingScanner(p.Fields(), p.CheckFields(), p.RunSymbols(), p.Symbols())
 		if hugePages {
 			p.UseHugePages()
 			scanners[i].UseHugePages()
