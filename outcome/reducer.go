@@ -378,16 +378,19 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		r.pos += uint64(n)
 		return
 	}
-	// The hot path: no window, no grouping, runs known.
-	if r.opts.CostOnly {
-		r.addCostBatch(b)
-		return
-	}
+	// The hot path: no window, no grouping, runs known. A CostOnly
+	// reducer's batches carry neither agents nor times.
 	r.stats.Calls += int64(n)
 	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
 	r.pos += uint64(n)
-	ts, run, dec, cost := b.TSMillis[:n], b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
-	step, agent, out := b.Step[:n], b.AgentID[:n], b.Outcome[:n]
+	run, dec, cost := b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
+	step, out := b.Step[:n], b.Outcome[:n]
+	full := !r.opts.CostOnly
+	var ts []int64
+	var agent []int32
+	if full {
+		ts, agent = b.TSMillis[:n], b.AgentID[:n]
+	}
 	base := unsafe.Pointer(unsafe.SliceData(runs))
 	prefetch.Indexed(base, run[:min(n, prefetchAhead)], stateShift)
 	for i := range n {
@@ -414,48 +417,14 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		if o := out[i]; o != 0 && later(st, p, rs.outStep, rs.outPos) {
 			rs.outcome, rs.outStep, rs.outPos = o, st, p
 		}
+		if !full {
+			continue
+		}
 		if a := agent[i]; a != 0 && later(st, p, rs.agentStep, rs.agentPos) {
 			rs.agent, rs.agentStep, rs.agentPos = a, st, p
 		}
 		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
 			rs.lastTS = t
-		}
-	}
-}
-
-// addCostBatch is AddBatch's hot path for a CostOnly reducer: the same
-// fold without the agent and the last time (its batches carry neither).
-func (r *Reducer) addCostBatch(b *calls.Batch) {
-	n := b.Len
-	r.stats.Calls += int64(n)
-	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
-	r.pos += uint64(n)
-	run, dec, cost := b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
-	step, out := b.Step[:n], b.Outcome[:n]
-	base := unsafe.Pointer(unsafe.SliceData(runs))
-	prefetch.Indexed(base, run[:min(n, prefetchAhead)], stateShift)
-	for i := range n {
-		if i%prefetchAhead == 0 && i+prefetchAhead < n {
-			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], stateShift)
-		}
-		rs := &runs[run[i]]
-		if rs.epoch != epoch {
-			r.touch(run[i], rs)
-		}
-		rs.calls++
-		cls := class[dec[i]]
-		if cls != calls.ClassAllowed {
-			rs.refused++
-		}
-		if cls == calls.ClassBlocked {
-			rs.blocked++
-		} else if s, ok := addInt64(rs.cost, cost[i]); ok {
-			rs.cost = s
-		} else {
-			r.addCost(&rs.cost, cost[i], run[i])
-		}
-		if o := out[i]; o != 0 && later(step[i], pos+uint64(i), rs.outStep, rs.outPos) {
-			rs.outcome, rs.outStep, rs.outPos = o, step[i], pos+uint64(i)
 		}
 	}
 }

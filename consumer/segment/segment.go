@@ -8,6 +8,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
@@ -324,12 +325,30 @@ func openSegment(path string) (*os.File, *parquet.File, string, int64, error) {
 // page index, no bloom filters, 256 KiB read buffer); a footer whose
 // decoding panics is returned as an error. The page-scan benchmark opens
 // files through it so its floor reads pages as the reduction does.
+//
+// The footer's declared length is checked against the file's size first:
+// parquet-go v0.32.0 allocates a buffer of the declared length before
+// reading, so an 8-byte file "PAR1PAR1" (a length of 827 MB) or any
+// garbled trailer would cost up to 4 GiB of memory to refuse.
 func OpenParquet(r io.ReaderAt, size int64) (f *parquet.File, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("footer: %v", p)
 		}
 	}()
+	if size < 12 {
+		return nil, fmt.Errorf("footer: a file of %d bytes is too short for Parquet (at least 12)", size)
+	}
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, fmt.Errorf("footer: %w", err)
+	}
+	if string(tail[4:]) != "PAR1" {
+		return nil, fmt.Errorf("footer: the file does not end in the Parquet magic PAR1 (%q)", tail[4:])
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return nil, fmt.Errorf("footer: declared length %d bytes, but the file has %d bytes before it", n, size-12)
+	}
 	return parquet.OpenFile(r, size,
 		parquet.SkipPageIndex(true),
 		parquet.SkipBloomFilters(true),

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/verdryx/verdryx/calls"
@@ -364,4 +365,27 @@ func TestUseHugePagesReachesEveryBuffer(t *testing.T) {
 		}
 	}
 	require.Positive(t, chunks, "some chunk was read by the fast path (else the chunks went untested)")
+}
+
+// TestFooterLengthCheckedBeforeReading: a trailer declaring a footer
+// longer than the file is refused from its 8 bytes (parquet-go would
+// first allocate the declared length: 827 MB for "PAR1PAR1", 4 GiB at
+// most), as are files too short or without the magic.
+func TestFooterLengthCheckedBeforeReading(t *testing.T) {
+	huge := append([]byte("PAR1xxxxxxxx"), 0xf0, 0xff, 0xff, 0xff, 'P', 'A', 'R', '1')
+	for _, c := range []struct {
+		data []byte
+		want string
+	}{
+		{[]byte("PAR1PAR1"), "too short"},
+		{[]byte("PAR1\x00\x00\x00\x00PAR1"), "metadata"}, // an empty footer: parquet-go refuses it
+		{huge, "declared length 4294967280 bytes, but the file has 8 bytes before it"},
+		{append([]byte("PAR1"), make([]byte, 12)...), "does not end in the Parquet magic"},
+	} {
+		_, err := OpenParquet(bytes.NewReader(c.data), int64(len(c.data)))
+		require.ErrorContains(t, err, c.want, "%q", c.data)
+		err = ReadBytes("calls-1-1-00000001.parquet", c.data, func(calls.Call) error { return nil })
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorContains(t, err, "calls-1-1-00000001.parquet")
+	}
 }
