@@ -44,6 +44,7 @@ type dictChunk struct {
 	bound []uint32 // entry i is dict[bound[2i]:bound[2i+1]]
 	idx   []int32  // the chunk's dictionary indexes, one a row
 	pad   []byte   // a bit-packed run copied with room after it
+	peek  []byte   // page header bytes (peekHeader)
 	hdr   format.PageHeader
 	proto thrift.CompactProtocol
 	huge  bool // ask for huge pages for the large buffers (Scanner.UseHugePages)
@@ -229,7 +230,8 @@ func (d *dictChunk) page(p []byte) (body, rest []byte, ok bool) {
 	}
 	h := &d.hdr
 	p = p[r.BytesRead():]
-	if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || int(h.CompressedPageSize) > len(p) {
+	if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 || int(h.CompressedPageSize) > len(p) ||
+		h.UncompressedPageSize > maxPageBytes { // the generic path's page check fails it
 		return nil, nil, false
 	}
 	body, rest = p[:h.CompressedPageSize], p[h.CompressedPageSize:]
@@ -237,6 +239,40 @@ func (d *dictChunk) page(p []byte) (body, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	return body, rest, true
+}
+
+// maxPageBytes bounds the uncompressed size a page may declare
+// (Scanner.checkPageSizes): writers cut pages at about a megabyte.
+const maxPageBytes = 1 << 30
+
+// peekHeader decodes the page header at byte off of r (a chunk ending at
+// byte end) into d.hdr, reading a little at a time, and returns it and its
+// length; ok is false when no header decodes from the bytes up to end or
+// up to 64 KiB.
+func (d *dictChunk) peekHeader(r io.ReaderAt, off, end int64) (h *format.PageHeader, n int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			h, n, ok = nil, 0, false
+		}
+	}()
+	for want := int64(256); ; want *= 16 {
+		k := min(want, end-off)
+		if int64(cap(d.peek)) < k {
+			d.peek = make([]byte, k)
+		}
+		buf := d.peek[:k]
+		if got, err := r.ReadAt(buf, off); int64(got) != k && err != nil {
+			return nil, 0, false
+		}
+		d.hdr = format.PageHeader{}
+		rd := d.proto.NewReaderFromBytes(buf)
+		if err := thrift.NewDecoder(rd).Decode(&d.hdr); err == nil {
+			return &d.hdr, int(rd.BytesRead()), true
+		}
+		if k < want || want >= 64<<10 {
+			return nil, 0, false
+		}
+	}
 }
 
 // decompress returns body decompressed into *buf when the column's codec

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -638,4 +639,56 @@ func TestPlainChunkHeaderMutationsMatchGenericPath(t *testing.T) {
 	require.Greater(t, tried, 100)
 	require.Positive(t, failed)
 	require.Less(t, failed, tried, "some mutations leave a file the generic path reads")
+}
+
+// TestPageSizePastChunkRefusedBeforeAllocating: a page header declaring a
+// compressed size of 2 GB in a column read page by page (the varint
+// lengthened, the body shortened to keep every offset) fails the row group
+// naming the column, without parquet-go allocating the declared size first
+// (2.9 GB allocated without the check).
+func TestPageSizePastChunkRefusedBeforeAllocating(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 11))
+	data := chunkFile(t, chunkRows(rng, 300, 20), parquet.DataPageVersion(1), parquet.Compression(&uncompressed.Codec{}))
+	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	var m *format.ColumnMetaData
+	for i := range pf.Metadata().RowGroups[0].Columns {
+		if c := &pf.Metadata().RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == "cost_microusd" {
+			m = c
+		}
+	}
+	require.NotNil(t, m)
+	// The header opens with fields 1-3, each an i32 (0x15 and a zigzag
+	// varint): type, uncompressed size, compressed size.
+	at := int(m.DataPageOffset)
+	i := at
+	for f := range 2 {
+		require.Equal(t, byte(0x15), data[i], "field %d", f+1)
+		_, k := binary.Uvarint(data[i+1:])
+		require.Positive(t, k)
+		i += 1 + k
+	}
+	require.Equal(t, byte(0x15), data[i], "field 3")
+	_, k := binary.Uvarint(data[i+1:])
+	huge := binary.AppendUvarint(nil, uint64(2_000_000_000)<<1)
+	require.Greater(t, len(huge), k)
+	grow := len(huge) - k
+	bad := append(append(bytes.Clone(data[:i+1]), huge...), data[i+1+k:]...)
+	// Drop grow bytes at the end of the page body so that every later
+	// offset holds.
+	_, rest, ok := (&dictChunk{}).page(data[at:])
+	require.True(t, ok)
+	bodyEnd := len(data) - len(rest) + grow
+	bad = append(bad[:bodyEnd-grow], bad[bodyEnd:]...)
+	require.Len(t, bad, len(data))
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, generic := range []bool{false, true} {
+		res := scanWith(bad, generic)
+		require.Contains(t, res.err, "column cost_microusd")
+		require.Contains(t, res.err, "declares 2000000000 bytes, past its column chunk's end")
+	}
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "bytes allocated to refuse the page")
 }

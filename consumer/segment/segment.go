@@ -433,6 +433,9 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 		if c.kind == parquet.ByteArray && c.maxDef == 0 && s.readChunk(c, gi, total) {
 			continue
 		}
+		if err := s.checkPageSizes(c, gi); err != nil {
+			return &Error{File: name, RowGroup: gi, Column: f.Name(), Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		}
 		c.open(chunks[c.index].Pages())
 	}
 	b := &s.batch
@@ -534,6 +537,55 @@ func (s *Scanner) readChunk(c *cursor, gi int, rows int64) bool {
 	c.openChunk()
 	s.fastChunks++
 	return true
+}
+
+// checkPageSizes walks the page headers of column chunk gi of c's column,
+// before parquet-go reads its pages, and fails on a page whose declared
+// size does not fit: parquet-go v0.32.0 allocates a page's declared
+// compressed size before reading it (up to 2 GiB for one garbled header,
+// on every such page), and its uncompressed size before decompressing.
+// A page's compressed bytes must lie inside the chunk, and it may not
+// claim more than maxPageBytes uncompressed. Headers that do not decode
+// are left to parquet-go, which fails on them before allocating. Costs a
+// small read per page.
+func (s *Scanner) checkPageSizes(c *cursor, gi int) error {
+	md := s.meta
+	if s.src.r == nil || md == nil || md.EncryptionAlgorithm.Value != nil || gi >= len(md.RowGroups) ||
+		c.index >= len(md.RowGroups[gi].Columns) {
+		return nil
+	}
+	cc := &md.RowGroups[gi].Columns[c.index]
+	if cc.FilePath != "" || cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
+		return nil
+	}
+	m := &cc.MetaData
+	base := m.DataPageOffset
+	if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < base {
+		base = m.DictionaryPageOffset
+	}
+	end := base + m.TotalCompressedSize
+	if base < 0 || m.TotalCompressedSize <= 0 || end > s.src.size || end < base {
+		return nil // parquet-go refuses such a chunk itself
+	}
+	if c.chunk == nil {
+		c.chunk = &dictChunk{huge: c.huge}
+	}
+	d := c.chunk
+	for off := base; off < end; {
+		h, n, ok := d.peekHeader(s.src.r, off, end)
+		if !ok {
+			return nil
+		}
+		body := int64(h.CompressedPageSize)
+		if body < 0 || body > end-off-int64(n) {
+			return fmt.Errorf("page at byte %d declares %d bytes, past its column chunk's end (byte %d)", off, h.CompressedPageSize, end)
+		}
+		if h.UncompressedPageSize < 0 || h.UncompressedPageSize > maxPageBytes {
+			return fmt.Errorf("page at byte %d declares %d bytes uncompressed (at most %d)", off, h.UncompressedPageSize, maxPageBytes)
+		}
+		off += int64(n) + body
+	}
+	return nil
 }
 
 // checkChunk verifies column chunk gi of c's column, a check column,
