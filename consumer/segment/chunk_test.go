@@ -534,15 +534,7 @@ func TestCheckedIndexPastDictionaryFails(t *testing.T) {
 		rows[i].AgentID = []string{"agent://x/a", "agent://x/b", "agent://x/c"}[min(2, i/60)] // runs of one index: RLE
 	}
 	data := chunkFile(t, rows, parquet.DataPageVersion(2), parquet.Compression(&uncompressed.Codec{}))
-	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
-	require.NoError(t, err)
-	var m *format.ColumnMetaData
-	for i := range pf.Metadata().RowGroups[0].Columns {
-		if c := &pf.Metadata().RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == "agent_id" {
-			m = c
-		}
-	}
-	require.NotNil(t, m)
+	m := firstChunkOf(t, data, "agent_id")
 	// The data page after the dictionary page: its body is a bit width
 	// (2, for 3 entries) and RLE runs; the first run's value becomes 3.
 	var d dictChunk
@@ -649,15 +641,7 @@ func TestPlainChunkHeaderMutationsMatchGenericPath(t *testing.T) {
 func TestPageSizePastChunkRefusedBeforeAllocating(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 11))
 	data := chunkFile(t, chunkRows(rng, 300, 20), parquet.DataPageVersion(1), parquet.Compression(&uncompressed.Codec{}))
-	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
-	require.NoError(t, err)
-	var m *format.ColumnMetaData
-	for i := range pf.Metadata().RowGroups[0].Columns {
-		if c := &pf.Metadata().RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == "cost_microusd" {
-			m = c
-		}
-	}
-	require.NotNil(t, m)
+	m := firstChunkOf(t, data, "cost_microusd")
 	// The header opens with fields 1-3, each an i32 (0x15 and a zigzag
 	// varint): type, uncompressed size, compressed size.
 	at := int(m.DataPageOffset)
@@ -691,4 +675,19 @@ func TestPageSizePastChunkRefusedBeforeAllocating(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "bytes allocated to refuse the page")
+}
+
+// firstChunkOf returns the metadata of column's chunk in row group 0 of
+// the segment data.
+func firstChunkOf(t *testing.T, data []byte, column string) *format.ColumnMetaData {
+	t.Helper()
+	pf, err := OpenParquet(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	for i := range pf.Metadata().RowGroups[0].Columns {
+		if c := &pf.Metadata().RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == column {
+			return c
+		}
+	}
+	t.Fatalf("no column %s", column)
+	return nil
 }
