@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,15 +55,7 @@ func (r rowSet) add(lo, hi uint64) rowSet {
 		}
 	}
 	out = append(out, rowSpan{lo, hi})
-	slices.SortFunc(out, func(a, b rowSpan) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b rowSpan) int { return cmp.Compare(a.lo, b.lo) })
 	return out
 }
 

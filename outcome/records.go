@@ -76,13 +76,3 @@ func ReadRecordsFile(path string, r *Reducer) error {
 func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
 }
-
-// readCSV folds CSV outcome records from src (named name in errors).
-func readCSV(src io.Reader, name string, r *Reducer) error {
-	f := newRecordFolder(r)
-	var rec calls.Record
-	return calls.ReadCSV(src, name, func(cr *calls.CallRecord) error {
-		rec.SetFrom(cr)
-		return f.fold(&rec)
-	})
-}

@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"github.com/verdryx/verdryx/calls"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -278,4 +279,15 @@ func TestAddNMatchesRepeatedAdd(t *testing.T) {
 			require.Equal(t, a.Report(), b.Report())
 		}
 	}
+}
+
+// readCSV folds CSV outcome records from src (named name in errors), as
+// ReadRecordsFile folds a .csv file.
+func readCSV(src io.Reader, name string, r *Reducer) error {
+	f := newRecordFolder(r)
+	var rec calls.Record
+	return calls.ReadCSV(src, name, func(cr *calls.CallRecord) error {
+		rec.SetFrom(cr)
+		return f.fold(&rec)
+	})
 }

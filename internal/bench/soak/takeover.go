@@ -1,6 +1,9 @@
 package soak
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // TakeoverCompare compares the takeovers timed after the first and the
 // last takeover day. Seven restarts of a fraction of a second each on a
@@ -86,15 +89,7 @@ func rankSumGreater(a, b []float64) float64 {
 	for _, v := range b {
 		all = append(all, obs{v: v, ofB: true})
 	}
-	slices.SortFunc(all, func(x, y obs) int {
-		switch {
-		case x.v < y.v:
-			return -1
-		case x.v > y.v:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(x, y obs) int { return cmp.Compare(x.v, y.v) })
 	for i := 0; i < n; {
 		j := i
 		for j < n && all[j].v == all[i].v {
