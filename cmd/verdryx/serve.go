@@ -116,6 +116,7 @@ func addSubjectFlags(fs *pflag.FlagSet) *streams.Subjects {
 type serveFlags struct {
 	listen, db, events, instance, http, otlp, tail, replay, corpus *string
 	once, allowEmpty                                               *bool
+	hugePages                                                      *string
 	evalFiles, roots                                               []string
 	log                                                            *logFlags
 	nats                                                           natsFlags
@@ -142,6 +143,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
+	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
 	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
@@ -255,13 +257,22 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	if err != nil {
 		return worker.Options{}, err
 	}
+	var hugePages bool
+	switch *f.hugePages {
+	case "auto":
+		hugePages = *f.once
+	case "on", "off":
+		hugePages = *f.hugePages == "on"
+	default:
+		return worker.Options{}, usageErrorf("--huge-pages %q: want on, off or auto", *f.hugePages)
+	}
 	printed := &printedRequests{ids: map[string]bool{}}
 	return worker.Options{
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
-		Once: *f.once, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
+		Once: *f.once, HugePages: hugePages, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
 		Report: func(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error)) http.Handler {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
@@ -128,4 +130,27 @@ func TestServeAskCorpus(t *testing.T) {
 
 	assert.Equal(t, ragCorpusPath, worker.AskCorpus(ragCorpusPath, data, logger), "the flag wins")
 	assert.Empty(t, worker.AskCorpus(filepath.Join(data, "nope.json"), data, logger))
+}
+
+// TestServeHugePagesFollowOnce: --huge-pages auto hints the heap for a
+// run that ends when drained (--once) and not for a long-running one;
+// on and off say so whatever --once.
+func TestServeHugePagesFollowOnce(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--once"}, true},
+		{[]string{"--once", "--huge-pages", "off"}, false},
+		{[]string{"--huge-pages", "on"}, true},
+		{[]string{"--huge-pages", "auto"}, false},
+	} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f := addServeFlags(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, o.HugePages, "%v", tc.args)
+	}
 }

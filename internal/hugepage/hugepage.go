@@ -6,6 +6,9 @@
 // first touch and a TLB miss per access after; a huge page is one fault
 // and one TLB entry for 512 of them.
 //
+// AdviseHeap does the same for the whole Go heap as the runtime maps it,
+// for a process that ends when its work is done (see its doc).
+//
 // The calls are hints: they change no memory a program can observe, and
 // do nothing where the kernel or the platform does not support them. Safe
 // for concurrent use.

@@ -1,6 +1,11 @@
 package hugepage
 
-import "syscall"
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+)
 
 // advise marks [addr, addr+n) (huge page aligned) MADV_HUGEPAGE. An error
 // (a kernel without transparent huge pages, a range the runtime has not
@@ -24,4 +29,25 @@ func populate(addr, n uintptr) bool {
 	lo := addr &^ (page - 1)
 	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, lo, addr+n-lo, madvPopulateWrite)
 	return errno == 0
+}
+
+// readMaps reads /proc/self/maps into buf (grown as needed) and reports
+// whether it could.
+func readMaps(buf []byte) ([]byte, bool) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return buf, false
+	}
+	defer f.Close()
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return buf, errors.Is(err, io.EOF)
+		}
+	}
 }
