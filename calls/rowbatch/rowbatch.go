@@ -111,6 +111,8 @@ type Batch struct {
 	Intern   func(string) string
 	buf      []byte   // a compressed batch's decoded bytes, reused
 	interned []string // Intern's answers by dictionary index ("": not asked)
+	vals     []uint64 // a column's values, reused
+	present  []bool   // a nullable column's rows with a value, reused
 	// written is the columns decoded into Calls' backing array since it
 	// was last zeroed: only those can hold a value of an earlier batch.
 	written calls.FieldSet
@@ -256,7 +258,8 @@ func grow[T any](s []T, n int) []T {
 }
 
 // column decodes field f of every call (its strings through into.Intern
-// when set, but for run_id).
+// when set, but for run_id): the column's values first, into a reused
+// array, then each field by a loop of its own.
 func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch) {
 	mode := d.byte()
 	if d.err != nil {
@@ -271,7 +274,9 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 			d.fail("mode %d on a column that is never null", mode)
 			return
 		}
-		present = make([]bool, len(cs))
+		present = grow(into.present, len(cs))
+		into.present = present
+		clear(present)
 		if mode == modeSome {
 			nb := (len(cs) + 7) / 8
 			if len(d.b) < nb {
@@ -287,68 +292,153 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 		d.fail("mode %d", mode)
 		return
 	}
-	var cur uint64
-	var prev int64
-	for i := range cs {
-		if present != nil && !present[i] {
-			if f == calls.FieldStep {
-				cs[i].HasStep, cs[i].Step = false, 0
-			} else {
-				cs[i].ToolCalls = nil
+	vals := grow(into.vals, len(cs))
+	into.vals = vals
+	switch mode {
+	case modeConst:
+		v := d.uvarint()
+		for i := range vals {
+			vals[i] = v
+		}
+	case modePlain:
+		d.uvarints(vals)
+	case modeSome:
+		for i := range vals {
+			vals[i] = 0
+			if present[i] {
+				vals[i] = d.uvarint()
 			}
-			continue
 		}
-		if i == 0 || mode != modeConst {
-			cur = d.uvarint()
-		}
-		if d.err != nil {
+	case modeNull:
+		clear(vals)
+	}
+	if d.err != nil {
+		return
+	}
+	switch f {
+	case calls.FieldTSMillis:
+		if mode == modeConst {
+			for i := range cs {
+				cs[i].TSMillis = unzig(vals[i])
+			}
 			return
 		}
-		c := &cs[i]
-		switch f {
-		case calls.FieldTSMillis:
-			if mode == modeConst {
-				c.TSMillis = unzig(cur)
-			} else {
-				prev += unzig(cur)
-				c.TSMillis = prev
+		var prev int64
+		for i := range cs {
+			prev += unzig(vals[i])
+			cs[i].TSMillis = prev
+		}
+	case calls.FieldCostMicroUSD:
+		for i := range cs {
+			cs[i].CostMicroUSD = unzig(vals[i])
+		}
+	case calls.FieldSavedMicroUSD:
+		for i := range cs {
+			cs[i].SavedMicroUSD = unzig(vals[i])
+		}
+	case calls.FieldInputTokens:
+		for i := range cs {
+			cs[i].InputTokens = vals[i]
+		}
+	case calls.FieldOutputTokens:
+		for i := range cs {
+			cs[i].OutputTokens = vals[i]
+		}
+	case calls.FieldStep:
+		for i := range cs {
+			if present != nil && !present[i] {
+				cs[i].HasStep, cs[i].Step = false, 0
+				continue
 			}
-		case calls.FieldCostMicroUSD:
-			c.CostMicroUSD = unzig(cur)
-		case calls.FieldSavedMicroUSD:
-			c.SavedMicroUSD = unzig(cur)
-		case calls.FieldInputTokens:
-			c.InputTokens = cur
-		case calls.FieldOutputTokens:
-			c.OutputTokens = cur
-		case calls.FieldStep:
-			if cur > 1<<32-1 {
-				d.fail("row %d: step %d overflows uint32", i, cur)
+			if vals[i] > 1<<32-1 {
+				d.fail("row %d: step %d overflows uint32", i, vals[i])
 				return
 			}
-			c.Step = uint32(cur)
-		case calls.FieldToolCalls:
-			if cur > 1<<32-1 {
-				d.fail("row %d: tool_calls %d overflows uint32", i, cur)
+			cs[i].Step = uint32(vals[i])
+		}
+	case calls.FieldToolCalls:
+		for i := range cs {
+			if present != nil && !present[i] {
+				cs[i].ToolCalls = nil
+				continue
+			}
+			if vals[i] > 1<<32-1 {
+				d.fail("row %d: tool_calls %d overflows uint32", i, vals[i])
 				return
 			}
-			v := uint32(cur)
-			c.ToolCalls = &v
-		default:
-			if cur >= uint64(len(dict)) {
-				d.fail("row %d: string %d of a dictionary of %d", i, cur, len(dict))
+			v := uint32(vals[i])
+			cs[i].ToolCalls = &v
+		}
+	default:
+		for i, v := range vals {
+			if v >= uint64(len(dict)) {
+				d.fail("row %d: string %d of a dictionary of %d", i, v, len(dict))
 				return
 			}
-			v := dict[cur]
-			if into.Intern != nil && f != calls.FieldRunID && v != "" {
-				if into.interned[cur] == "" {
-					into.interned[cur] = into.Intern(v)
+		}
+		if f == calls.FieldRunID {
+			for i := range cs {
+				cs[i].RunID = dict[vals[i]]
+			}
+			return
+		}
+		strs := dict
+		if into.Intern != nil {
+			// Interned once per distinct string of the column.
+			for _, v := range vals {
+				if into.interned[v] == "" && dict[v] != "" {
+					into.interned[v] = into.Intern(dict[v])
 				}
-				v = into.interned[cur]
 			}
-			*stringField(c, f) = v
+			strs = into.interned
+		}
+		switch f {
+		case calls.FieldDecision:
+			for i := range cs {
+				cs[i].Decision = strs[vals[i]]
+			}
+		case calls.FieldAgentID:
+			for i := range cs {
+				cs[i].AgentID = strs[vals[i]]
+			}
+		case calls.FieldOutcome:
+			for i := range cs {
+				cs[i].Outcome = strs[vals[i]]
+			}
+		default:
+			for i := range cs {
+				*stringField(&cs[i], f) = strs[vals[i]]
+			}
 		}
 	}
+}
+
+// uvarints decodes len(vals) uvarints into vals, one and two bytes
+// without the general loop.
+func (d *dec) uvarints(vals []uint64) {
+	if d.err != nil {
+		return
+	}
+	b := d.b
+	for i := range vals {
+		if len(b) >= 2 {
+			if b0 := b[0]; b0 < 0x80 {
+				vals[i], b = uint64(b0), b[1:]
+				continue
+			} else if b1 := b[1]; b1 < 0x80 {
+				vals[i], b = uint64(b0&0x7f)|uint64(b1)<<7, b[2:]
+				continue
+			}
+		}
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			d.b = b
+			d.fail("truncated or malformed varint")
+			return
+		}
+		vals[i], b = v, b[n:]
+	}
+	d.b = b
 }
 
 // stringField returns the string field f of c.

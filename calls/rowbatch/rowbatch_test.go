@@ -343,3 +343,42 @@ func TestAppendRowsIsAppendOfEachRow(t *testing.T) {
 			cols.Encode(nil, h, calls.AllFields, 0, cols.Len(), runs, syms), "trial %d", trial)
 	}
 }
+
+// BenchmarkDecode decodes compressed batches of 4,096 rows of the shape a
+// replay of `bench traces`' every-run-in-flight directory sends (every row
+// a different run, the worker's columns), with interning as the worker
+// asks for it.
+func BenchmarkDecode(b *testing.B) {
+	const n = 4096
+	var bl Builder
+	runs, syms := calls.NewSymbols(), calls.NewSymbols()
+	decisions := []string{"allow", "allow", "allow", "budget_exceeded", "wardryx_deny"}
+	for i := range n {
+		c := calls.Call{TSMillis: 1_780_000_000_000 + int64(i)*977, RunID: fmt.Sprintf("run-%08d-%x", i*13, i*7919), HasRunID: true,
+			Decision: decisions[i%len(decisions)], CostMicroUSD: int64(100 + i%977), Step: uint32(i % 100), HasStep: true,
+			AgentID: fmt.Sprintf("agent-%d", i%7)}
+		if i%97 == 0 {
+			c.Outcome = "case_resolved"
+		}
+		bl.AppendCall(&c, uint64(i*16), runs, syms)
+	}
+	fields := calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
+		calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)
+	data := Compress(nil, bl.Encode(nil, Header{Segment: "s.parquet", Parts: 16, Part: 3}, fields, 0, n, runs, syms))
+	interned := map[string]string{}
+	into := Batch{Intern: func(s string) string {
+		if v, ok := interned[s]; ok {
+			return v
+		}
+		interned[s] = s
+		return s
+	}}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Decode(data, &into); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+}
