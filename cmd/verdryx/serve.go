@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -299,6 +300,9 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	}, nil
 }
 
+// onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.
+const onceGCPercent = 75
+
 // cmdServe runs the worker. See the README section "The worker".
 func newServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -347,6 +351,14 @@ func newServeCmd(g *globals) *cobra.Command {
 		opts, err := f.options(g.data, logger, stdout, stderr, typed)
 		if err != nil {
 			return err
+		}
+		if *f.once && os.Getenv("GOGC") == "" {
+			// A run that ends when drained peaks while its backlog drains,
+			// the embedded server's block caches and the partitions' open
+			// days held at once (about 500 MiB live on 10 M rows in flight):
+			// collecting at 1.75x the live heap instead of 2x keeps its peak
+			// RSS about 100 MiB lower for 2-4% more CPU (docs/worker.md).
+			defer debug.SetGCPercent(debug.SetGCPercent(onceGCPercent))
 		}
 		w, err := worker.New(opts)
 		if err == nil {
