@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -63,7 +64,7 @@ func AdviseHeap(ctx context.Context) {
 			return // no /proc: nothing to look at
 		}
 		ranges := largeAnonymous(buf, last[:0:0])
-		if !equalRanges(ranges, last) {
+		if !slices.Equal(ranges, last) {
 			for i := 0; i+1 < len(ranges); i += 2 {
 				advise(uintptr(ranges[i]), uintptr(ranges[i+1]-ranges[i]))
 			}
@@ -71,18 +72,6 @@ func AdviseHeap(ctx context.Context) {
 		last = ranges
 		t.Reset(tick)
 	}
-}
-
-func equalRanges(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // largeAnonymous appends to dst, as lo, hi pairs, the private writable

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,29 +67,11 @@ func TestAdviseKeepsTheArrayAndItsNeighbours(t *testing.T) {
 // first byte.
 func hugeKiB(t *testing.T, b []byte) int {
 	t.Helper()
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	f, err := os.Open("/proc/self/smaps")
+	f := smapsField(t, b, "AnonHugePages:")
+	require.NotEmpty(t, f, "no mapping holds the array, or it has no AnonHugePages line")
+	kb, err := strconv.Atoi(f[0])
 	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if _, err := fmt.Sscanf(line, "%x-%x ", &lo, &hi); err == nil && strings.Contains(line, "-") && !strings.HasSuffix(strings.Fields(line)[0], ":") {
-			in = lo <= addr && addr < hi
-			continue
-		}
-		if in && strings.HasPrefix(line, "AnonHugePages:") {
-			var kb int
-			_, err := fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kb)
-			require.NoError(t, err)
-			return kb
-		}
-	}
-	require.NoError(t, sc.Err())
-	t.Fatalf("no mapping holds %#x", addr)
-	return 0
+	return kb
 }
 
 // TestAdviseHeapHintsTheMappingsTheHeapGrowsInto: while AdviseHeap runs,
