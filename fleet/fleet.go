@@ -198,6 +198,8 @@ type Options struct {
 	// segment row once it is folded into the partition state (a panic in
 	// it stands for a bug in the fold).
 	afterFold func(calls.Call)
+	// leftoverAge, set by tests, replaces defaultLeftoverAge.
+	leftoverAge time.Duration
 }
 
 // Fleet consumes the partitioned traces: one pinned-client puller per
@@ -1003,7 +1005,79 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 	}
 	h.dirty = true
 	h.sweepPrunedDays(ctx, s)
+	h.sweepLeftovers(ctx, h.blobs)
 	return nil
+}
+
+// defaultLeftoverAge is how long after its last write a snapshot,
+// aggregate or delta blob of another writer that the partition's pointer
+// does not name is taken for a leftover: a writer that is still alive
+// moves the pointer within seconds of its puts, or fails to and never
+// reads the blob again.
+const defaultLeftoverAge = time.Hour
+
+// sweepLeftovers removes the partition's snapshot, aggregate and delta
+// blobs that named (the pointer's) does not name: this worker's own,
+// which an earlier process of its instance wrote (one live worker holds an
+// instance, and this one has written nothing of the partition since it
+// loaded it), and other writers' last written more than
+// defaultLeftoverAge ago. A writer leaves its other slots behind when the
+// partition moves away from it, so without the sweep the bucket would
+// keep up to two snapshots, an aggregate and a few deltas per partition
+// of every instance that ever owned it: with workers whose names change
+// at each start (a pod name), growth without end. Best effort, like
+// sweepPrunedDays: a failure is logged and left for the next load.
+func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef) {
+	isNamed := map[string]bool{}
+	for _, b := range named {
+		isNamed[b.Prefix] = true
+	}
+	age := h.f.opts.leftoverAge
+	if age <= 0 {
+		age = defaultLeftoverAge
+	}
+	kvPrefix := "$KV." + Bucket + "."
+	removed := 0
+	for _, kind := range []string{"snap", "agg", "delta"} {
+		names := kind + "." + strconv.Itoa(h.p) + "."
+		info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(kvPrefix+names+">"))
+		if err != nil {
+			h.f.log.Debug("list the bucket's blobs", "partition", h.p, "err", err)
+			return
+		}
+		// A blob is <kind>.<p>.<writer>.<slot> and a chunk index after it;
+		// one of its chunks' subjects is kept to read its age.
+		blobs := map[string]string{}
+		for subj := range info.State.Subjects {
+			key := strings.TrimPrefix(subj, kvPrefix)
+			if i := strings.LastIndexByte(key, '.'); i > len(names) {
+				blobs[key[:i]] = subj
+			}
+		}
+		for prefix, subj := range blobs {
+			if isNamed[prefix] {
+				continue
+			}
+			writer := strings.TrimPrefix(prefix, names)
+			if i := strings.LastIndexByte(writer, '.'); i >= 0 {
+				writer = writer[:i]
+			}
+			if writer != h.f.opts.Instance {
+				m, err := h.f.kvStream.GetLastMsgForSubject(ctx, subj)
+				if err != nil || time.Since(m.Time) < age { // server time, not the retention clock
+					continue
+				}
+			}
+			if err := h.f.purgeKeys(ctx, prefix+".>"); err != nil {
+				h.f.log.Debug("purge a leftover blob", "partition", h.p, "blob", prefix, "err", err)
+				return
+			}
+			removed++
+		}
+	}
+	if removed > 0 {
+		h.f.log.Info("removed blobs no pointer names", "partition", h.p, "blobs", removed)
+	}
 }
 
 // sweepPrunedDays removes what the bucket still holds under the names of
