@@ -43,9 +43,9 @@ func newBenchWorkerCmd() *cobra.Command {
 		opts := e2e.Options{Exe: exe, Dir: *dir, Rows: *rows, Rounds: *rounds}
 		if !*asJSON {
 			opts.OnRound = func(rd e2e.Round) {
-				fmt.Fprintf(stdout, "round %d: cost-per-correct %s, serve --once --replay %s (%.2fx), worker cpu %.1fs, peak RSS %.0f MiB, store %.0f MiB, reports equal: %v\n",
-					rd.Round, secs(rd.DirectSeconds), secs(rd.WorkerSeconds), rd.Ratio, rd.WorkerCPU, float64(rd.WorkerPeakRSS)/(1<<20),
-					float64(rd.StoreBytes)/(1<<20), rd.ReportsEqual)
+				fmt.Fprintf(stdout, "round %d: cost-per-correct %s, serve --once --replay %s (%.2fx), worker cpu %.1fs (system %.1fs, %dk page faults), peak RSS %.0f MiB, store %.0f MiB, reports equal: %v\n",
+					rd.Round, secs(rd.DirectSeconds), secs(rd.WorkerSeconds), rd.Ratio, rd.WorkerCPU, rd.WorkerSysCPU, rd.WorkerFaults/1000,
+					float64(rd.WorkerPeakRSS)/(1<<20), float64(rd.StoreBytes)/(1<<20), rd.ReportsEqual)
 			}
 		}
 		res, err := e2e.Run(ctx, opts)

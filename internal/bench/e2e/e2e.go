@@ -50,6 +50,8 @@ type Round struct {
 	WorkerSeconds float64 `json:"worker_seconds"`
 	Ratio         float64 `json:"worker_to_direct_ratio"`
 	WorkerCPU     float64 `json:"worker_cpu_seconds"`
+	WorkerSysCPU  float64 `json:"worker_system_cpu_seconds"`
+	WorkerFaults  int64   `json:"worker_minor_page_faults"`
 	WorkerPeakRSS int64   `json:"worker_peak_rss_bytes"`
 	StoreBytes    int64   `json:"jetstream_store_bytes"`
 	SQLiteBytes   int64   `json:"sqlite_bytes"`
@@ -198,6 +200,7 @@ func round(ctx context.Context, exe, dir string, k int) (Round, error) {
 	rd.WorkerSeconds = w.wall.Seconds()
 	rd.Ratio = rd.WorkerSeconds / rd.DirectSeconds
 	rd.WorkerCPU, rd.WorkerPeakRSS = w.cpu.Seconds(), w.peakRSS
+	rd.WorkerSysCPU, rd.WorkerFaults = w.sys.Seconds(), w.faults
 	rd.StoreBytes = proc.DirBytes(filepath.Join(data, "nats"))
 	rd.SQLiteBytes = proc.DirBytes(filepath.Join(data, "verdryx.db")) + proc.DirBytes(filepath.Join(data, "verdryx.db-wal"))
 	rd.ReportsEqual = sameReport(direct.stdout, w.stdout)
@@ -232,8 +235,10 @@ func upToCallsRead(b []byte) []string {
 // child is what a finished child process measured.
 type child struct {
 	wall    time.Duration
-	cpu     time.Duration
+	cpu     time.Duration // user and system
+	sys     time.Duration // system
 	peakRSS int64
+	faults  int64 // minor page faults (first touches of memory)
 	stdout  []byte
 }
 
@@ -256,8 +261,8 @@ func runChild(ctx context.Context, exe string, args ...string) (child, error) {
 	}
 	c := child{wall: wall, stdout: out.Bytes()}
 	if ps := cmd.ProcessState; ps != nil {
-		c.cpu = ps.UserTime() + ps.SystemTime()
-		c.peakRSS = peakRSS(ps)
+		c.cpu, c.sys = ps.UserTime()+ps.SystemTime(), ps.SystemTime()
+		c.peakRSS, c.faults = peakRSS(ps), minorFaults(ps)
 	}
 	return c, nil
 }
