@@ -394,7 +394,9 @@ func TestTakeoverRemovesBlobsNoPointerNames(t *testing.T) {
 		var ptr partPointer
 		require.NoError(t, json.Unmarshal(entry.Value(), &ptr))
 		named := append([]blobRef{ptr.Snapshot, ptr.Aggregate}, ptr.Deltas...)
-		d.parts[p].sweepLeftovers(ctx, named)
+		h := d.parts[p]
+		h.blobs = named
+		h.sweep(ctx, newPartState(p, parts))
 		var want []string
 		for _, b := range named {
 			for i := range b.Chunks {

@@ -1004,10 +1004,29 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		return err
 	}
 	h.dirty = true
-	h.sweepPrunedDays(ctx, s)
-	h.sweepLeftovers(ctx, h.blobs)
+	h.sweep(ctx, s)
 	return nil
 }
+
+// sweep lists the bucket's names of partition h.p once (a load's best
+// effort: a failure is logged and left for the next load) for
+// sweepPrunedDays and sweepLeftovers.
+func (h *partHandler) sweep(ctx context.Context, s *partState) {
+	info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(kvSubjects+"*."+strconv.Itoa(h.p)+".>"))
+	if err != nil {
+		h.f.log.Debug("list the bucket's names of the partition", "partition", h.p, "err", err)
+		return
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, kvSubjects))
+	}
+	h.sweepPrunedDays(ctx, s, keys)
+	h.sweepLeftovers(ctx, h.blobs, keys)
+}
+
+// kvSubjects is what the subjects of the bucket's keys start with.
+const kvSubjects = "$KV." + Bucket + "."
 
 // defaultLeftoverAge is how long after its last write a snapshot,
 // aggregate or delta blob of another writer that the partition's pointer
@@ -1017,7 +1036,8 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 const defaultLeftoverAge = time.Hour
 
 // sweepLeftovers removes the partition's snapshot, aggregate and delta
-// blobs that named (the pointer's) does not name: this worker's own,
+// blobs (among keys, the partition's keys in the bucket) that named (the
+// pointer's) does not name: this worker's own,
 // which an earlier process of its instance wrote (one live worker holds an
 // instance, and this one has written nothing of the partition since it
 // loaded it), and other writers' last written more than
@@ -1027,7 +1047,7 @@ const defaultLeftoverAge = time.Hour
 // of every instance that ever owned it: with workers whose names change
 // at each start (a pod name), growth without end. Best effort, like
 // sweepPrunedDays: a failure is logged and left for the next load.
-func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef) {
+func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef, keys []string) {
 	isNamed := map[string]bool{}
 	for _, b := range named {
 		isNamed[b.Prefix] = true
@@ -1036,25 +1056,18 @@ func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef) {
 	if age <= 0 {
 		age = defaultLeftoverAge
 	}
-	kvPrefix := "$KV." + Bucket + "."
 	removed := 0
 	for _, kind := range []string{"snap", "agg", "delta"} {
 		names := kind + "." + strconv.Itoa(h.p) + "."
-		info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(kvPrefix+names+">"))
-		if err != nil {
-			h.f.log.Debug("list the bucket's blobs", "partition", h.p, "err", err)
-			return
-		}
 		// A blob is <kind>.<p>.<writer>.<slot> and a chunk index after it;
-		// one of its chunks' subjects is kept to read its age.
+		// one of its chunks' keys is kept to read its age.
 		blobs := map[string]string{}
-		for subj := range info.State.Subjects {
-			key := strings.TrimPrefix(subj, kvPrefix)
-			if i := strings.LastIndexByte(key, '.'); i > len(names) {
-				blobs[key[:i]] = subj
+		for _, key := range keys {
+			if i := strings.LastIndexByte(key, '.'); strings.HasPrefix(key, names) && i > len(names) {
+				blobs[key[:i]] = key
 			}
 		}
-		for prefix, subj := range blobs {
+		for prefix, key := range blobs {
 			if isNamed[prefix] {
 				continue
 			}
@@ -1063,7 +1076,7 @@ func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef) {
 				writer = writer[:i]
 			}
 			if writer != h.f.opts.Instance {
-				m, err := h.f.kvStream.GetLastMsgForSubject(ctx, subj)
+				m, err := h.f.kvStream.GetLastMsgForSubject(ctx, kvSubjects+key)
 				if err != nil || time.Since(m.Time) < age { // server time, not the retention clock
 					continue
 				}
@@ -1084,21 +1097,21 @@ func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef) {
 // days s has pruned: the delete markers of a build before purges by
 // subject, a former owner's tables, anything a prune that failed left. A
 // pruned day's name is never written again (its calls are late), so no
-// writer races the purge. Best effort: one subject listing of the
-// partition's days per load; a failure is logged and left for the next.
-func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partState) {
+// writer races the purge. keys are the partition's keys in the bucket
+// (sweep lists them once per load). Best effort: a failure is logged and
+// left for the next load.
+func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partState, keys []string) {
 	if len(s.pruned) == 0 {
 		return
 	}
-	prefix := "$KV." + Bucket + "." + dayNamesPrefix(h.p)
-	info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
-	if err != nil {
-		h.f.log.Debug("list the bucket's day names", "partition", h.p, "err", err)
-		return
-	}
+	prefix := dayNamesPrefix(h.p)
 	var days []int32
-	for subj := range info.State.Subjects {
-		name, _, _ := strings.Cut(strings.TrimPrefix(subj, prefix), ".")
+	for _, key := range keys {
+		rest, ok := strings.CutPrefix(key, prefix)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
 		d, err := strconv.ParseInt(name, 10, 32)
 		if err == nil && s.isPruned(int32(d)) && !slices.Contains(days, int32(d)) {
 			days = append(days, int32(d))
@@ -1625,7 +1638,7 @@ func dayNamesPrefix(p int) string { return "day." + strconv.Itoa(p) + "." }
 // bucket with the history (879 of its 952 subjects after 30 days of
 // bench soak). Readers of a purged key see it gone either way.
 func (f *Fleet) purgeKeys(ctx context.Context, key string) error {
-	return f.kvStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+Bucket+"."+key))
+	return f.kvStream.Purge(ctx, jetstream.WithPurgeSubject(kvSubjects+key))
 }
 
 // resolvePointer learns whether the pointer update whose reply was lost

@@ -48,11 +48,11 @@ func AdviseHeap(ctx context.Context) {
 		case <-t.C:
 		}
 		metrics.Read(sample)
-		now := uint64(0)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			now = sample[0].Value.Uint64()
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return // a runtime without the metric: no way to tell when to look
 		}
-		if now <= mapped && now != 0 {
+		now := sample[0].Value.Uint64()
+		if now <= mapped {
 			tick = min(2*tick, heapTickMax)
 			t.Reset(tick)
 			continue
@@ -63,7 +63,7 @@ func AdviseHeap(ctx context.Context) {
 		if !ok {
 			return // no /proc: nothing to look at
 		}
-		ranges := largeAnonymous(buf, last[:0:0])
+		ranges := largeAnonymous(buf, nil)
 		if !slices.Equal(ranges, last) {
 			for i := 0; i+1 < len(ranges); i += 2 {
 				advise(uintptr(ranges[i]), uintptr(ranges[i+1]-ranges[i]))
