@@ -171,14 +171,113 @@ func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 	}
 }
 
-func TestAWindowOffMidnightIsRefused(t *testing.T) {
+func TestAWindowOffTheHourIsRefused(t *testing.T) {
 	agg := &Aggregate{parts: map[int]*partState{0: newPartState(0, 1)}}
-	_, err := agg.Reducer(outcome.Options{From: day0.Add(time.Hour)})
-	require.ErrorContains(t, err, "midnight UTC")
+	_, err := agg.Reducer(outcome.Options{From: day0.Add(90 * time.Minute)})
+	require.ErrorIs(t, err, ErrWindowNotWholeHours)
+	require.ErrorContains(t, err, "on the hour")
 	_, err = agg.Reducer(outcome.Options{To: day0.Add(time.Millisecond)})
 	require.ErrorContains(t, err, "--to")
-	_, err = agg.Reducer(outcome.Options{From: day0, To: day0.AddDate(0, 0, 2)})
-	require.NoError(t, err)
+	for _, opts := range []outcome.Options{{From: day0, To: day0.AddDate(0, 0, 2)}, {From: day0.Add(time.Hour)}, {To: day0.Add(-5 * time.Hour)}} {
+		_, err = agg.Reducer(opts)
+		require.NoError(t, err)
+	}
+}
+
+// TestHourWindowsReportExactly: calls over five days, those stamped after
+// the clock's hours-kept horizon kept by the hour, the older ones by the
+// day; the closed days folded into tables, late calls applied (at a later
+// clock: some of them too old for hours now) and the state taken through
+// a snapshot. A window starting and ending on any hour reports as the
+// direct reduction of the same calls, unless it cuts a day holding a call
+// kept by the day: that one is refused, naming the day. Untagged
+// independent calls (dropped, counted by the hour) are among them.
+func TestHourWindowsReportExactly(t *testing.T) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		cs := randomDayCalls(rng, 1200, 5)
+		// Mid-day horizons: a day holds calls of both kinds.
+		first := day0.Add(29*time.Hour).UnixMilli() + rng.Int64N(hourMillis)
+		second := day0.Add(52 * time.Hour).UnixMilli()
+		whole := map[int32]bool{} // days with a call kept by the day
+		s := newPartState(0, 1)
+		s.hoursOn, s.hoursFrom = true, first
+		for _, c := range cs[:900] {
+			if c.TSMillis < first {
+				whole[dayOf(c.TSMillis)] = true
+			}
+		}
+		applyAll(t, s, cs[:900], 0)
+		loads := memLoad{}
+		now := day0.Add(30 * 24 * time.Hour)
+		tables, skipped := s.foldDays(now, time.Hour, loads.load)
+		require.Empty(t, skipped)
+		loads.keep(tables)
+		require.NotEmpty(t, tables)
+		snap, _, _ := s.encodeBoth(nil)
+		s, err := decodePartState(snap)
+		require.NoError(t, err)
+		for _, tb := range tables {
+			s.addFoldedKeys(tb)
+		}
+		s.hoursOn, s.hoursFrom = true, second
+		for _, c := range cs[900:] {
+			if c.TSMillis < second {
+				whole[dayOf(c.TSMillis)] = true
+			}
+		}
+		applyAll(t, s, cs[900:], 900)
+		tables, skipped = s.foldDays(now, time.Hour, loads.load)
+		require.Empty(t, skipped)
+		loads.keep(tables)
+		agg := loads.aggregate(t, s)
+		hourly, daily := 0, 0
+		require.NoError(t, agg.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
+			if _, h := splitName(name); h >= 0 {
+				hourly++
+			} else if a != nil {
+				daily++
+			}
+		}, nil))
+		require.Positive(t, hourly, "seed %d: states kept by the hour", seed)
+		require.Positive(t, daily, "seed %d: states kept by the day", seed)
+		require.EqualValues(t, len(cs), agg.Calls())
+		runs, err := agg.Runs()
+		require.NoError(t, err)
+		for name := range runs {
+			require.True(t, strings.HasPrefix(name, "run-"), "run %q: names without the hour", name)
+		}
+
+		refused, exact := 0, 0
+		for range 120 {
+			from := day0.Add(time.Duration(rng.IntN(6*24)-12) * time.Hour)
+			to := from.Add(time.Duration(1+rng.IntN(72)) * time.Hour)
+			opts := outcome.Options{From: from, To: to}
+			switch rng.IntN(4) {
+			case 0:
+				opts.From = time.Time{}
+			case 1:
+				opts.To = time.Time{}
+			}
+			cut := false
+			for _, b := range []time.Time{opts.From, opts.To} {
+				if !b.IsZero() && b.UnixMilli()%dayMillis != 0 && whole[dayOf(b.UnixMilli())] {
+					cut = true
+				}
+			}
+			r, err := agg.Reducer(opts)
+			if cut {
+				require.ErrorIs(t, err, ErrWindowCutsWholeDay, "seed %d window %v-%v", seed, opts.From, opts.To)
+				refused++
+				continue
+			}
+			require.NoError(t, err, "seed %d window %v-%v", seed, opts.From, opts.To)
+			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v-%v", seed, opts.From, opts.To)
+			exact++
+		}
+		require.Positive(t, refused, "seed %d: some windows cut a day kept whole", seed)
+		require.Greater(t, exact, 60, "seed %d: most windows are exact", seed)
+	}
 }
 
 // TestPrunedDaysCountLateCalls: a folded day past the retention is pruned:
@@ -349,10 +448,21 @@ func waitAggregate(t *testing.T, e *env, cond func(*Aggregate) error) *Aggregate
 // message id) correct its table exactly; a worker taking the partitions
 // over on a fresh store reads the folded days from the bucket and still
 // recognizes the call sent again. The fleet's report, all-time and by
-// window, equals the direct reduction of the distinct calls.
+// window, equals the direct reduction of the distinct calls: by whole
+// days where the calls are older than the hours kept, and by any hours
+// where the workers' clock keeps them by the hour.
 func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
+	t.Run("by day", func(t *testing.T) { testWorkersFoldDays(t, false) })
+	t.Run("by the hour", func(t *testing.T) { testWorkersFoldDays(t, true) })
+}
+
+func testWorkersFoldDays(t *testing.T, hourly bool) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(8, 8))
+	var clock func() time.Time // nil: now, months after the calls
+	if hourly {
+		clock = func() time.Time { return day0.AddDate(0, 0, 5) }
+	}
 	cs := randomDayCalls(rng, 600, 4)
 	ids := callIDs(len(cs))
 	// Days 0-3 in ts order, but for 60 calls of days 0 and 1 held back.
@@ -374,7 +484,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		return c, id
 	}
 	var folds atomic.Int64
-	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }})
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }, Now: clock})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
 	folded := func(a *Aggregate) error {
@@ -433,14 +543,29 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 		return nil
 	})
 	check := func(agg *Aggregate) {
+		var windows []outcome.Options
 		for _, w := range [][2]int{{0, 0}, {0, 1}, {1, 2}, {0, 2}, {2, 4}} {
 			opts := outcome.Options{}
 			if w != [2]int{0, 0} {
 				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
 			}
+			windows = append(windows, opts)
+		}
+		cut := outcome.Options{From: day0.Add(5 * time.Hour), To: day0.Add(53 * time.Hour)}
+		if hourly {
+			windows = append(windows, cut, outcome.Options{From: day0.Add(30 * time.Hour)}, outcome.Options{To: day0.Add(71 * time.Hour)})
+			for range 10 {
+				from := day0.Add(time.Duration(rng.IntN(96)) * time.Hour)
+				windows = append(windows, outcome.Options{From: from, To: from.Add(time.Duration(1+rng.IntN(30)) * time.Hour)})
+			}
+		} else {
+			_, err := agg.Reducer(cut)
+			require.ErrorIs(t, err, ErrWindowCutsWholeDay)
+		}
+		for _, opts := range windows {
 			r, err := agg.Reducer(opts)
 			require.NoError(t, err)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", w)
+			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v-%v", opts.From, opts.To)
 		}
 	}
 	check(agg)
@@ -448,7 +573,7 @@ func TestWorkersFoldDaysAndCorrectThemWithLateCalls(t *testing.T) {
 	w.stop(t)
 
 	// A new worker on a fresh store takes every partition over.
-	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond})
+	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond, Now: clock})
 	publishIDs(t, e, c1[:2], i1[:2], "again-b")
 	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*dayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
 	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")
@@ -778,6 +903,14 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 	}
 	_, err = agg.Runs()
 	require.Error(t, err, "all runs from a windowed read")
-	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: day0.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrWindowNotWholeDays)
+	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: day0.Add(90 * time.Minute)})
+	require.ErrorIs(t, err, ErrWindowNotWholeHours)
+	// These calls are months older than the clock: kept by the day, so a
+	// window cutting one of their days is refused.
+	opts := outcome.Options{From: day0.Add(26 * time.Hour)}
+	agg, err = ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
+	require.NoError(t, err)
+	_, err = agg.Reducer(opts)
+	require.ErrorIs(t, err, ErrWindowCutsWholeDay)
+	require.ErrorContains(t, err, dayString(d0+1))
 }

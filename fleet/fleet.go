@@ -172,6 +172,15 @@ type Options struct {
 	// DefaultFoldAfter. Subjects.Retention prunes folded days that long
 	// after their table was first written (0: never).
 	FoldAfter time.Duration
+	// HoursKept: a call stamped at most this long before the clock (Now)
+	// when it is applied is kept by the hour, so that a report window can
+	// start and end on any hour of its day; an older one (a replay of
+	// older traces, a call that straggled in late) by the day, which holds
+	// a partial state per run and day rather than per run and hour (up to
+	// 24 times fewer for runs that call every hour). 0 means
+	// Subjects.Retention (streams.DefaultRetention when that is 0), a
+	// negative value keeps every call by the day.
+	HoursKept time.Duration
 	// Now is the clock of the retention; nil means time.Now.
 	Now func() time.Time
 	// SnapshotBytes, when set, is called with the bytes of each snapshot
@@ -698,6 +707,7 @@ func (h *partHandler) applySafe(ctx context.Context, s *partState, m pull.Msg, s
 			err = pull.Permanent("handler panic", fmt.Errorf("stream seq %d: %v", seq, r))
 		}
 	}()
+	s.hoursOn, s.hoursFrom = h.f.hoursFrom()
 	return h.apply(ctx, s, m, seq)
 }
 
@@ -1530,6 +1540,21 @@ func (f *Fleet) foldAfter() time.Duration {
 		return f.opts.FoldAfter
 	}
 	return DefaultFoldAfter
+}
+
+// hoursFrom returns whether calls are kept by the hour and from which
+// ts_millis on (see Options.HoursKept).
+func (f *Fleet) hoursFrom() (bool, int64) {
+	kept := f.opts.HoursKept
+	switch {
+	case kept < 0:
+		return false, 0
+	case kept == 0 && f.opts.Subjects.Retention > 0:
+		kept = f.opts.Subjects.Retention
+	case kept == 0:
+		kept = streams.DefaultRetention
+	}
+	return true, f.now().Add(-kept).UnixMilli()
 }
 
 // now is the retention's clock.

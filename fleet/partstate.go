@@ -121,6 +121,19 @@ func (a *runAgg) add(c *calls.Call, order callOrder) error {
 	return nil
 }
 
+// apply is add, or for an untagged independent call dropped (see
+// droppedCalls) a count of it.
+func (a *runAgg) apply(c *calls.Call, order callOrder, dropped bool) error {
+	if !dropped {
+		return a.add(c, order)
+	}
+	a.calls++
+	if c.TSMillis > a.lastTS || a.calls == 1 {
+		a.lastTS = c.TSMillis
+	}
+	return nil
+}
+
 // An encoded runAgg starts with runAggMarker (a state of the first format
 // starts with its call count, never 0) and runAggVersion.
 const (
@@ -255,14 +268,34 @@ func decodeRunAgg(b []byte) (runAgg, error) {
 }
 
 // Run names in partition state: a run by its id, an independent call (a
-// record without run_id, a run of one call) by its dedupe key.
+// record without run_id, a run of one call) by its dedupe key. A call
+// kept by the hour (see partState.hoursFrom) is in the partial state
+// named hourly, the hour of its ts in its day (0-23, one byte), then its
+// run's name; the untagged independent calls dropped in an hour are
+// counted (calls only) in the partial named hourly, the hour and
+// droppedCalls. Merged by the name after the hour, a day's partial
+// states are those a day kept whole would hold (runAgg.merge).
 const (
-	runPrefix   = 'r'
-	independent = 'i'
+	runPrefix    = 'r'
+	independent  = 'i'
+	hourly       = 'h'
+	droppedCalls = 'x'
 	// segmentRows names a segment's row set (see rowSet) among the runs
 	// of a store written by a build that kept a row per run.
 	segmentRows = 's'
 )
+
+// hourMillis is an hour in milliseconds.
+const hourMillis = 60 * 60 * 1000
+
+// splitName returns the run name a partial state's name holds and, for a
+// state kept by the hour, the hour of the day (else -1).
+func splitName(name string) (base string, hour int) {
+	if len(name) >= 3 && name[0] == hourly && name[1] < 24 {
+		return name[2:], int(name[1])
+	}
+	return name, -1
+}
 
 // undated is the day of state written before state was kept per day (a
 // snapshot of an older build): its runs count in every all-time report,
@@ -325,6 +358,13 @@ type partState struct {
 	folded    map[int32]*dayRef
 	pruned    []dayRange
 	late      uint64
+	// hoursOn and hoursFrom: a call with ts_millis at or after hoursFrom
+	// is kept by the hour (see hourly), the others by the day. Set by
+	// the partition's owner from its clock (Options.HoursKept); not part
+	// of the encoded state. hname is the buffer of an hourly name.
+	hoursOn   bool
+	hoursFrom int64
+	hname     []byte
 
 	// The message being applied: its undo logs. gen counts messages (see
 	// begin): a run saves its state (saves) on its first change in a
@@ -516,7 +556,20 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 	} else {
 		s.msgDays[0], s.msgDays[1] = min(s.msgDays[0], day), max(s.msgDays[1], day)
 	}
-	if name[0] == independent && c.Outcome == "" {
+	drop := name[0] == independent && c.Outcome == ""
+	hour := int64(-1)
+	if s.hoursOn && c.TSMillis >= s.hoursFrom {
+		hour = (c.TSMillis - int64(day)*dayMillis) / hourMillis // outside 0-23 only where dayOf clamps
+	}
+	if hour >= 0 && hour < 24 {
+		s.hname = append(s.hname[:0], hourly, byte(hour))
+		if drop {
+			s.hname = append(s.hname, droppedCalls)
+		} else {
+			s.hname = append(s.hname, name...)
+		}
+		name = s.hname
+	} else if drop {
 		s.undo = append(s.undo, undoEntry{dropped: true, day: day})
 		s.dropped[day]++
 		s.watermark = max(s.watermark, c.TSMillis)
@@ -539,7 +592,7 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 	switch {
 	case !had:
 		a = &runAgg{}
-		if err := a.add(c, order); err != nil {
+		if err := a.apply(c, order, drop); err != nil {
 			return false, err
 		}
 		a.gen = s.gen
@@ -547,12 +600,12 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 		runs[k.name] = a
 		s.newRuns = append(s.newRuns, k)
 	case a.gen == s.gen: // saved or created by this message already
-		if err := a.add(c, order); err != nil {
+		if err := a.apply(c, order, drop); err != nil {
 			return false, err
 		}
 	default:
 		s.saves = append(s.saves, runSave{a: a, prev: *a})
-		if err := a.add(c, order); err != nil {
+		if err := a.apply(c, order, drop); err != nil {
 			s.saves = s.saves[:len(s.saves)-1]
 			return false, err
 		}
@@ -1232,17 +1285,31 @@ type Aggregate struct {
 	read dayWindow
 }
 
-// dayWindow is the days [from, to) of a report window, or every day.
+// dayWindow is a report window: the days [from, to) it reaches into
+// (whole or in part), and its bounds [fromMs, toMs) in ts_millis; or
+// every day.
 type dayWindow struct {
-	from, to int32
-	on       bool // false: every day
+	from, to     int32
+	fromMs, toMs int64
+	on           bool // false: every day
 }
 
 // allDays is the window of an all-time report.
 func allDays() dayWindow { return dayWindow{} }
 
-// has reports whether day d is in w.
+// has reports whether day d is in w, whole or in part.
 func (w dayWindow) has(d int32) bool { return !w.on || (d >= w.from && d < w.to) }
+
+// cuts reports whether w holds part of day d only.
+func (w dayWindow) cuts(d int32) bool {
+	return w.on && w.has(d) && (int64(d)*dayMillis < w.fromMs || int64(d+1)*dayMillis > w.toMs)
+}
+
+// hasHour reports whether hour h of day d is in w.
+func (w dayWindow) hasHour(d int32, h int) bool {
+	t := int64(d)*dayMillis + int64(h)*hourMillis
+	return !w.on || (t >= w.fromMs && t < w.toMs)
+}
 
 // covers reports whether every day of v is in w.
 func (w dayWindow) covers(v dayWindow) bool {
@@ -1357,7 +1424,7 @@ func (g *Aggregate) Late() int64 {
 func (g *Aggregate) Runs() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
-		if a == nil || name[0] != runPrefix {
+		if name, _ = splitName(name); a == nil || name[0] != runPrefix {
 			return
 		}
 		if _, ok := out[name[1:]]; !ok {
@@ -1368,35 +1435,46 @@ func (g *Aggregate) Runs() (map[string]uint64, error) {
 	return out, err
 }
 
-// windowDays returns the days of opts' time window (every day when it
-// has none), or an error when it does not fall on whole UTC days: the
-// fleet keeps its state per day.
+// windowDays returns opts' time window (every day when it has none), or
+// an error when it does not start and end on the hour: the fleet keeps
+// its state per hour (and per day where the calls are older than the
+// hours kept; a window that cuts such a day fails in the Reducer).
 func windowDays(opts outcome.Options) (dayWindow, error) {
-	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32}
+	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32, fromMs: math.MinInt64, toMs: math.MaxInt64}
 	for _, w := range []struct {
 		name string
 		t    time.Time
-		day  *int32
-	}{{"--from", opts.From, &win.from}, {"--to", opts.To, &win.to}} {
+		ms   *int64
+	}{{"--from", opts.From, &win.fromMs}, {"--to", opts.To, &win.toMs}} {
 		if w.t.IsZero() {
 			continue
 		}
 		win.on = true
 		ms := w.t.UnixMilli()
-		if ms%dayMillis != 0 || w.t.UnixNano()%1e6 != 0 {
-			return dayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeDays)
+		if ms%hourMillis != 0 || w.t.UnixNano()%1e6 != 0 {
+			return dayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeHours)
 		}
-		*w.day = dayOf(ms)
+		*w.ms = ms
 	}
 	if !win.on {
 		return allDays(), nil
 	}
+	if win.fromMs != math.MinInt64 {
+		win.from = dayOf(win.fromMs)
+	}
+	if win.toMs != math.MaxInt64 {
+		win.to = dayOf(win.toMs-1) + 1
+	}
 	return win, nil
 }
 
-// ErrWindowNotWholeDays marks a report window that does not start and end
-// at a midnight UTC.
-var ErrWindowNotWholeDays = errors.New("the fleet keeps its state per UTC day: a report from it starts and ends at a midnight UTC (a date, or a time ending T00:00:00Z)")
+// ErrWindowNotWholeHours marks a report window that does not start and
+// end on the hour.
+var ErrWindowNotWholeHours = errors.New("the fleet keeps its state per UTC hour: a report from it starts and ends on the hour (a date, or a time ending :00:00Z)")
+
+// ErrWindowCutsWholeDay marks a report window that starts or ends inside
+// a day the fleet keeps whole.
+var ErrWindowCutsWholeDay = errors.New("the window starts or ends inside a day the fleet keeps whole, not by the hour (calls that reached it longer than the hours kept, --hours-kept, after their ts, as in a replay of older traces, or state of an older verdryx): start and end it at a midnight UTC")
 
 // ErrUndatedState marks a report by time window over partitions that hold
 // state written before state was kept per day.
@@ -1443,7 +1521,7 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 		}
 	}()
 	var outside uint64
-	dropped := map[int32]uint64{}
+	dropped := map[int64]uint64{}
 	for i := range parts {
 		m := <-results[i]
 		<-ahead
@@ -1457,18 +1535,14 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 			feedRun(r, name, m.merged[name])
 		}
 		outside += m.outside
-		for day, n := range m.dropped {
-			dropped[day] += n
+		for ts, n := range m.dropped {
+			dropped[ts] += n
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	for day, n := range dropped {
-		ts := int64(0)
-		if day != undated {
-			ts = int64(day) * dayMillis
-		}
+	for ts, n := range dropped {
 		for range n {
 			r.Add(calls.Call{Decision: "allow", TSMillis: ts})
 		}
@@ -1491,39 +1565,52 @@ const reportMergesAhead = 1
 
 // partMerge is one partition's part of a report (see Aggregate.Reducer):
 // its runs' partial states of the window merged, by name, the names
-// sorted, the calls outside the window, and the dropped calls by day.
+// sorted, the calls outside the window, and the dropped calls by the
+// ts_millis they are reported at (their day's or hour's start).
 type partMerge struct {
 	merged  map[string]*runAgg
 	names   []string
 	outside uint64
-	dropped map[int32]uint64
+	dropped map[int64]uint64
 	err     error
 }
 
-// mergePart merges partition p's partial run states of the days of w;
-// the calls of other days count as outside the window.
+// mergePart merges partition p's partial run states of the window w
+// (of the days it holds whole, and the hours of the days it cuts); the
+// calls of other days and hours count as outside the window. A state of
+// a day w cuts that is not kept by the hour fails it
+// (ErrWindowCutsWholeDay).
 func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
-	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int32]uint64{}}
+	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int64]uint64{}}
 	eerr := g.eachOf(p, w, func(p int, day int32, name string, a *runAgg, n uint64) {
+		if a != nil {
+			n = a.calls
+		}
+		base, hour := splitName(name)
 		switch {
 		case m.err != nil:
 		case day == undated && w.on:
 			m.err = ErrUndatedState
 		case !w.has(day):
-			if a != nil {
-				m.outside += a.calls
-			}
 			m.outside += n
-		case a == nil:
-			m.dropped[day] += n
+		case hour < 0 && w.cuts(day):
+			m.err = fmt.Errorf("partition %d day %s: %w", p, dayString(day), ErrWindowCutsWholeDay)
+		case hour >= 0 && !w.hasHour(day, hour):
+			m.outside += n
+		case a == nil || base[0] == droppedCalls:
+			ts := int64(0)
+			if day != undated {
+				ts = int64(day)*dayMillis + max(int64(hour), 0)*hourMillis
+			}
+			m.dropped[ts] += n
 		default:
-			agg := m.merged[name]
+			agg := m.merged[base]
 			if agg == nil {
 				agg = &runAgg{}
-				m.merged[strings.Clone(name)] = agg
+				m.merged[strings.Clone(base)] = agg
 			}
 			if merr := agg.merge(a); merr != nil {
-				m.err = fmt.Errorf("partition %d run %q: %w", p, name, merr)
+				m.err = fmt.Errorf("partition %d run %q: %w", p, base, merr)
 			}
 		}
 	}, func(n uint64) { m.outside += n })

@@ -157,6 +157,8 @@ type Options struct {
 	PinnedTTL, SnapshotEvery time.Duration
 	// FoldAfter: see fleet.Options; 0 means fleet.DefaultFoldAfter.
 	FoldAfter time.Duration
+	// HoursKept: see fleet.Options (0: the retention; negative: off).
+	HoursKept time.Duration
 	// StartTimeout bounds how long start-up waits for NATS and JetStream
 	// (streams, buckets, the lease, the consumers) while a node is down or
 	// a quorum is missing, retrying with backoff; then Run fails with
@@ -718,7 +720,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
 		r.fleet, err = fleet.New(ctx, r.js, r.st, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
 			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
-			FoldAfter: o.FoldAfter, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
+			FoldAfter: o.FoldAfter, HoursKept: o.HoursKept, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
 			PartitionLoad: func(d time.Duration) { r.metrics.PartitionLoad.Observe(d.Seconds()) },
 			Freed: func() {
 				select {

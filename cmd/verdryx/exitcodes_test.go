@@ -176,6 +176,7 @@ func TestExitCodes(t *testing.T) {
 		{"serve retention under the duplicate window", []string{"serve", "--data", data, "--once", "--retention", "1m"}, exitUsage, "--retention"},
 		{"serve negative retention bytes", []string{"serve", "--data", data, "--once", "--retention-bytes", "-1"}, exitUsage, "--retention-bytes"},
 		{"serve unknown huge-pages setting", []string{"serve", "--data", data, "--once", "--huge-pages", "maybe"}, exitUsage, "--huge-pages"},
+		{"serve bad hours-kept", []string{"serve", "--data", data, "--once", "--hours-kept", "always"}, exitUsage, "--hours-kept"},
 		{"serve eval request outside --root", []string{"serve", "--data", data, "--once", "--http=", "--eval-request", outside}, exitUsage, "--root"},
 		{"serve nats without jetstream", []string{"serve", "--data", data, "--once", "--http=", "--nats", noJS, "--start-timeout", "2s"}, exitService, "streams"},
 		{"serve nats down", []string{"serve", "--data", data, "--once", "--http=", "--nats", deadNATS}, exitService, ""},

@@ -22,12 +22,16 @@ func tablesOf(t *testing.T, out string) string {
 	return head
 }
 
-// TestReportsByDayOverNATS: three days of traces replayed to a NATS
-// server and drained by `serve --once` (which folds the first days out of
-// memory); `cost-per-correct`, `slo` and `report` over `--nats` for a day
-// or two give the direct reduction of the same days, and a window off
-// midnight UTC is refused.
-func TestReportsByDayOverNATS(t *testing.T) {
+// TestReportsByWindowOverNATS: three days of June traces (older than the
+// hours kept: kept by the day) and two days of traces up to twelve hours
+// ago (kept by the hour) in one directory, replayed to a NATS server and
+// drained by `serve --once` (which folds the first days out of memory);
+// `cost-per-correct`, `slo` and `report` over `--nats` for whole days of
+// either and for windows starting and ending on any hour of the recent
+// ones give the direct reduction of the same window; `--last 24h` starts
+// on the hour and says where; a window off the hour, or cutting a day kept
+// whole, is refused.
+func TestReportsByWindowOverNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a worker over a replay")
 	}
@@ -37,6 +41,13 @@ func TestReportsByDayOverNATS(t *testing.T) {
 	_, err := tracegen.GenerateFleet(traces, tracegen.FleetOptions{Rows: 6000, MeanCallsPerRun: 10, Concurrent: 40,
 		SegmentRows: 1500, RowGroupRows: 500, Agents: 3, Seed: 4, Start: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Span: 72 * time.Hour})
 	require.NoError(t, err)
+	recent := time.Now().UTC().Truncate(time.Hour).Add(-60 * time.Hour)
+	_, err = tracegen.GenerateFleet(traces, tracegen.FleetOptions{Rows: 6000, MeanCallsPerRun: 10, Concurrent: 40,
+		SegmentRows: 1500, RowGroupRows: 500, Agents: 3, Seed: 5, Start: recent.Add(17 * time.Minute), Span: 48 * time.Hour})
+	require.NoError(t, err)
+	segs, err := os.ReadDir(traces)
+	require.NoError(t, err)
+	require.Len(t, segs, 8, "both fleets' segments")
 	ns, err := embedded.Start(filepath.Join(dir, "nats"), "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
@@ -46,7 +57,11 @@ func TestReportsByDayOverNATS(t *testing.T) {
 		"--once", "--replay", traces, "--log-level", "warn")
 	require.Equal(t, 0, code, errOut)
 
-	for _, w := range [][]string{{"--from", "2026-06-01", "--to", "2026-06-01"}, {"--from", "2026-06-02", "--to", "2026-06-03"}, {"--from", "2026-06-03"}} {
+	at := func(h int) string { return recent.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
+	for _, w := range [][]string{
+		{"--from", "2026-06-01", "--to", "2026-06-01"}, {"--from", "2026-06-02", "--to", "2026-06-03"},
+		{"--from", at(7), "--to", at(31)}, {"--from", at(13)}, {"--to", at(40)}, {"--from", at(30), "--to", at(31)},
+	} {
 		for _, cmd := range []string{"cost-per-correct", "slo"} {
 			direct, errOut, code := tracesRun(t, append([]string{cmd, "--traces", traces}, w...)...)
 			require.Equal(t, 0, code, errOut)
@@ -62,21 +77,26 @@ func TestReportsByDayOverNATS(t *testing.T) {
 	}
 	_, errOut, code = tracesRun(t, "cost-per-correct", "--nats", url, "--from", "2026-06-01T12:00:00Z")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "midnight UTC")
-	// --last widens to the midnight before, and says so; the report is
-	// the direct one of the same whole days.
-	fleet, errOut, code := tracesRun(t, "cost-per-correct", "--nats", url, "--last", "100000w")
+	require.Contains(t, errOut, "keeps whole")
+	require.Contains(t, errOut, "2026-06-01")
+	_, errOut, code = tracesRun(t, "cost-per-correct", "--nats", url, "--from", recent.Add(90*time.Minute).Format(time.RFC3339))
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "on the hour")
+	// --last widens to the hour before, and says so; the report is the
+	// direct one of the same window.
+	fleet, errOut, code := tracesRun(t, "cost-per-correct", "--nats", url, "--last", "24h")
 	require.Equal(t, 0, code, errOut)
-	_, rest, ok := strings.Cut(errOut, "--last 100000w over --nats starts at ")
+	_, rest, ok := strings.Cut(errOut, "--last 24h over --nats starts at ")
 	require.True(t, ok, "--last over --nats names where it starts: %q", errOut)
 	from, _, _ := strings.Cut(rest, ",")
-	require.True(t, strings.HasSuffix(from, "T00:00:00Z"), errOut)
+	require.True(t, strings.HasSuffix(from, ":00:00Z"), errOut)
 	direct, errOut, code := tracesRun(t, "cost-per-correct", "--traces", traces, "--from", from)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, tablesOf(t, direct), tablesOf(t, fleet))
+	require.NotEqual(t, tablesOf(t, direct), tablesOf(t, mustRun(t, "cost-per-correct", "--traces", traces)), "the last 24 hours hold part of the calls")
 
 	page := filepath.Join(dir, "report.html")
-	_, errOut, code = tracesRun(t, "report", "--db", filepath.Join(dir, "data", "verdryx.db"), "--nats", url, "--from", "2026-06-02", "--out", page)
+	_, errOut, code = tracesRun(t, "report", "--db", filepath.Join(dir, "data", "verdryx.db"), "--nats", url, "--from", at(13), "--out", page)
 	require.Equal(t, 0, code, errOut)
 	html, err := os.ReadFile(page)
 	require.NoError(t, err)
@@ -84,4 +104,13 @@ func TestReportsByDayOverNATS(t *testing.T) {
 	_, errOut, code = tracesRun(t, "report", "--db", filepath.Join(dir, "data", "verdryx.db"), "--last", "7d", "--out", page)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--from, --to and --last window the calls")
+}
+
+// mustRun runs the command and returns its output; it fails the test on
+// a non-zero exit.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := tracesRun(t, args...)
+	require.Equal(t, 0, code, errOut)
+	return out
 }

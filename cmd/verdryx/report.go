@@ -126,14 +126,14 @@ func reportHandler(st *store.Store, traces func(context.Context, outcome.Options
 			return err
 		}
 		agg, err := traces(ctx, opts) // the window's day tables only
-		if errors.Is(err, fleet.ErrWindowNotWholeDays) {
+		if errors.Is(err, fleet.ErrWindowNotWholeHours) {
 			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
 		}
 		if err != nil {
 			return fmt.Errorf("report: trace partitions: %w", err)
 		}
 		r, err := agg.Reducer(opts)
-		if errors.Is(err, fleet.ErrWindowNotWholeDays) || errors.Is(err, fleet.ErrUndatedState) {
+		if errors.Is(err, fleet.ErrWindowNotWholeHours) || errors.Is(err, fleet.ErrWindowCutsWholeDay) || errors.Is(err, fleet.ErrUndatedState) {
 			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
 		}
 		if err != nil {
@@ -174,9 +174,9 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 	f.tf.nats = addNATSFlags(fs, "", "cost and SLOs from the merged trace partitions the workers published on this NATS server, instead of --traces")
 	*f.tf.nats.url = "" // not $NATS_URL: a report of the store alone must keep working where it is set
 	fs.IntVar(&f.tf.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
-	fs.StringVar(&f.tf.from, "from", "", "cost and SLOs of calls at or after this time only (RFC 3339, or a date; with --nats a midnight UTC)")
+	fs.StringVar(&f.tf.from, "from", "", "cost and SLOs of calls at or after this time only (RFC 3339, or a date; with --nats on the hour)")
 	fs.StringVar(&f.tf.to, "to", "", "cost and SLOs of calls before this time only (RFC 3339, or a date meaning the end of that day UTC)")
-	fs.StringVar(&f.tf.last, "last", "", "cost and SLOs of the last DURATION only (24h, 7d, 2w); with --nats from the midnight UTC before")
+	fs.StringVar(&f.tf.last, "last", "", "cost and SLOs of the last DURATION only (24h, 7d, 2w); with --nats from the start of the hour before")
 }
 
 // add reduces the calls of the one trace input given (none leaves the

@@ -181,7 +181,8 @@ func TestServeReport(t *testing.T) {
 	require.NotNil(t, winHead)
 	assert.NotEqual(t, lastHead, winHead[1], "the window holds a part of the calls")
 	for q, want := range map[string]string{
-		"/report?from=2026-11-15T06:00:00Z": "midnight UTC",
+		"/report?from=2026-11-15T06:00:00Z": "keeps whole", // calls of November: kept by the day
+		"/report?from=2026-11-15T06:30:00Z": "on the hour",
 		"/report?last=soon":                 `last "soon"`,
 		"/report?last=2d&from=2026-11-15":   "give it alone",
 		"/report?to=yesterday":              `to "yesterday"`,

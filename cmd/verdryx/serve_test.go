@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -152,5 +153,27 @@ func TestServeHugePagesFollowOnce(t *testing.T) {
 		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, o.HugePages, "%v", tc.args)
+	}
+}
+
+// TestServeHoursKept: --hours-kept takes the retention (0: the fleet uses
+// --retention), off (negative: every call by the day) or a duration.
+func TestServeHoursKept(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"--hours-kept", "retention"}, 0},
+		{[]string{"--hours-kept", "off"}, -1},
+		{[]string{"--hours-kept", "36h"}, 36 * time.Hour},
+		{[]string{"--hours-kept", "2d"}, 48 * time.Hour},
+	} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f := addServeFlags(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, tc.want, o.HoursKept, "%v", tc.args)
 	}
 }

@@ -62,7 +62,7 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 		r, err = agg.Reducer(opts)
 	}
 	switch {
-	case errors.Is(err, fleet.ErrWindowNotWholeDays):
+	case errors.Is(err, fleet.ErrWindowNotWholeHours), errors.Is(err, fleet.ErrWindowCutsWholeDay):
 		return nil, usageErrorf("--nats: %v", err)
 	case errors.Is(err, fleet.ErrUndatedState):
 		return nil, inputError(fmt.Errorf("--nats: %w", err))
@@ -73,7 +73,7 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
 	}
 	if t.last != "" {
-		fmt.Fprintf(stderr, "verdryx: --last %s over --nats starts at %s, the midnight UTC before: the fleet keeps its state by whole day\n",
+		fmt.Fprintf(stderr, "verdryx: --last %s over --nats starts at %s, on the hour before: the fleet keeps its state by the hour\n",
 			t.last, opts.From.UTC().Format(time.RFC3339))
 	}
 	return r, nil
@@ -111,7 +111,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
-	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w); with --nats from the midnight UTC before, as the fleet keeps its state per day")
+	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w); with --nats from the start of the hour before, as the fleet keeps its state per hour")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
@@ -146,8 +146,8 @@ func (t *traceFlags) options(by string) (outcome.Options, error) {
 
 // windowOptions parses a window of the calls (from, to, last as the flags
 // --from, --to and --last take them; prefix "--" for flags, "" for query
-// parameters, naming them in errors). fleet: --last starts at the
-// midnight UTC before, as the fleet keeps its state per day.
+// parameters, naming them in errors). fleet: --last starts on the hour
+// before, as the fleet keeps its state per hour.
 func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options, error) {
 	from, err := parseWhen(prefix+"from", fromS, false)
 	if err != nil {
@@ -163,7 +163,7 @@ func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options
 		}
 		from = time.Now().UTC().Add(-d)
 		if fleet {
-			from = from.Truncate(24 * time.Hour)
+			from = from.Truncate(time.Hour)
 		}
 	}
 	to, err := parseWhen(prefix+"to", toS, true)

@@ -466,6 +466,10 @@ func (r *runner) startServe(ctx context.Context) (time.Duration, error) {
 		"--data", r.data, "serve", "--nats-config", conf, "--nats-listen", strings.TrimPrefix(r.nats, "nats://"),
 		"--http", r.http, "--log-level", "warn", "--rag-corpus=", "--instance", "soak",
 		"--retention", retention.String(),
+		// The worker's clock is the wall clock, the calls' the simulated
+		// month's: hours are kept for every call of it, as a fleet's
+		// worker keeps them for every call it retains.
+		"--hours-kept", fmt.Sprintf("%dd", r.opts.Days+2),
 		"--duplicate-window", time.Duration(daySecs*float64(time.Second)).String())
 	if err != nil {
 		return 0, err
@@ -856,26 +860,33 @@ func (r *runner) window(d int) (int, int) { // 0-based
 	return max(0, d-r.opts.Retention/2), d + 1
 }
 
-// check compares the fleet's report over the checked window of days
-// (cost-per-correct --nats --from --to) with the direct reduction of every
-// segment delivered so far over the same window.
+// check compares the fleet's report over the checked window of days, from
+// checkFromHour of its first day (cost-per-correct --nats --from --to),
+// with the direct reduction of every segment delivered so far over the
+// same window.
 func (r *runner) check(ctx context.Context, day *Day) error {
 	from, to := r.window(day.Day - 1)
-	exact, fc, dc, err := r.compare(ctx, from, to)
+	exact, fc, dc, err := r.compare(ctx, from, to, checkFromHour)
 	if err != nil {
 		return err
 	}
 	day.FleetCalls, day.DirectCalls, day.Exact = fc, dc, exact
 	if !exact {
-		r.problemf("day %d: the fleet's report of days %d-%d (%d calls) differs from the direct reduction (%d calls)", day.Day, from+1, to, fc, dc)
+		r.problemf("day %d: the fleet's report of days %d (from %s) to %d (%d calls) differs from the direct reduction (%d calls)", day.Day, from+1, checkFromHour, to, fc, dc)
 	}
 	return nil
 }
 
-// compare runs both reports over days [from, to).
-func (r *runner) compare(ctx context.Context, from, to int) (exact bool, fleetCalls, directCalls int64, err error) {
-	date := func(d int) string { return r.opts.Fleet.Start.AddDate(0, 0, d).Format(time.DateOnly) }
-	win := []string{"--from", date(from), "--to", date(to - 1)}
+// checkFromHour is where in its first day the window of a day's check
+// starts: off midnight, so the check reads a day the fleet keeps by the
+// hour in part.
+const checkFromHour = 7 * time.Hour
+
+// compare runs both reports over days [from, to), from offset into the
+// first.
+func (r *runner) compare(ctx context.Context, from, to int, offset time.Duration) (exact bool, fleetCalls, directCalls int64, err error) {
+	day := func(d int) time.Time { return r.opts.Fleet.Start.AddDate(0, 0, d) }
+	win := []string{"--from", day(from).Add(offset).Format(time.RFC3339), "--to", day(to - 1).Format(time.DateOnly)}
 	fleet, err := r.output(ctx, append([]string{"cost-per-correct", "--nats", r.nats, "--allow-empty"}, win...)...)
 	if err != nil {
 		return false, 0, 0, err
@@ -924,7 +935,7 @@ func (r *runner) windowDir(from, to int) (string, error) {
 func (r *runner) checkDays(ctx context.Context, day int, keep bool) error {
 	from, to := r.window(day)
 	for d := from; d < to; d++ {
-		exact, fc, dc, err := r.compare(ctx, d, d+1)
+		exact, fc, dc, err := r.compare(ctx, d, d+1, 0)
 		if err != nil {
 			return err
 		}
