@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,7 @@ func TestReportsByWindowOverNATS(t *testing.T) {
 	// direct one of the same window.
 	fleet, errOut, code := tracesRun(t, "cost-per-correct", "--nats", url, "--last", "24h")
 	require.Equal(t, 0, code, errOut)
-	_, rest, ok := strings.Cut(errOut, "--last 24h over --nats starts at ")
+	_, rest, ok := strings.Cut(errOut, "--last 24h starts at ")
 	require.True(t, ok, "--last over --nats names where it starts: %q", errOut)
 	from, _, _ := strings.Cut(rest, ",")
 	require.True(t, strings.HasSuffix(from, ":00:00Z"), errOut)
@@ -94,6 +95,11 @@ func TestReportsByWindowOverNATS(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, tablesOf(t, direct), tablesOf(t, fleet))
 	require.NotEqual(t, tablesOf(t, direct), tablesOf(t, mustRun(t, "cost-per-correct", "--traces", traces)), "the last 24 hours hold part of the calls")
+	// --last over a directory starts on the hour too: the same command
+	// gives the same report either way.
+	var js struct{ From string }
+	require.NoError(t, json.Unmarshal([]byte(mustRun(t, "cost-per-correct", "--traces", traces, "--last", "24h", "--json")), &js))
+	require.True(t, strings.HasSuffix(js.From, ":00:00Z"), js.From)
 
 	page := filepath.Join(dir, "report.html")
 	_, errOut, code = tracesRun(t, "report", "--db", filepath.Join(dir, "data", "verdryx.db"), "--nats", url, "--from", at(13), "--out", page)

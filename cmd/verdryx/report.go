@@ -117,7 +117,7 @@ func writeFileAtomic(path string, data []byte) error {
 // has stored; rendered on request and cached for ttl.
 func reportHandler(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
 	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer, q url.Values) error {
-		opts, err := windowOptions("", q.Get("from"), q.Get("to"), q.Get("last"), true)
+		opts, err := windowOptions("", q.Get("from"), q.Get("to"), q.Get("last"))
 		if err != nil {
 			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
 		}
@@ -176,7 +176,7 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.tf.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
 	fs.StringVar(&f.tf.from, "from", "", "cost and SLOs of calls at or after this time only (RFC 3339, or a date; with --nats on the hour)")
 	fs.StringVar(&f.tf.to, "to", "", "cost and SLOs of calls before this time only (RFC 3339, or a date meaning the end of that day UTC)")
-	fs.StringVar(&f.tf.last, "last", "", "cost and SLOs of the last DURATION only (24h, 7d, 2w); with --nats from the start of the hour before")
+	fs.StringVar(&f.tf.last, "last", "", "cost and SLOs of the last DURATION only (24h, 7d, 2w), from the start of the hour it begins in")
 }
 
 // add reduces the calls of the one trace input given (none leaves the

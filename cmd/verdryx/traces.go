@@ -73,7 +73,7 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
 	}
 	if t.last != "" {
-		fmt.Fprintf(stderr, "verdryx: --last %s over --nats starts at %s, on the hour before: the fleet keeps its state by the hour\n",
+		fmt.Fprintf(stderr, "verdryx: --last %s starts at %s, on the hour before: the fleet keeps its state by the hour\n",
 			t.last, opts.From.UTC().Format(time.RFC3339))
 	}
 	return r, nil
@@ -111,7 +111,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
-	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w); with --nats from the start of the hour before, as the fleet keeps its state per hour")
+	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w), from the start of the hour it begins in (with --traces as with --nats, which keeps its state per hour)")
 	fs.BoolVar(&t.strict, "strict", false, "a bad segment is fatal (default: reported, counted and skipped)")
 	fs.BoolVar(&t.asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&t.allowEmpty, "allow-empty", false, "report an input with no calls (default: exit 2 saying what was empty)")
@@ -139,16 +139,17 @@ func parseWhen(name, v string, endOfDay bool) (time.Time, error) {
 }
 
 func (t *traceFlags) options(by string) (outcome.Options, error) {
-	o, err := windowOptions("--", t.from, t.to, t.last, *t.nats.url != "")
+	o, err := windowOptions("--", t.from, t.to, t.last)
 	o.By = by
 	return o, err
 }
 
 // windowOptions parses a window of the calls (from, to, last as the flags
 // --from, --to and --last take them; prefix "--" for flags, "" for query
-// parameters, naming them in errors). fleet: --last starts on the hour
-// before, as the fleet keeps its state per hour.
-func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options, error) {
+// parameters, naming them in errors). --last starts on the hour before,
+// over a directory as over the fleet (which keeps its state per hour), so
+// that both give the same report.
+func windowOptions(prefix, fromS, toS, last string) (outcome.Options, error) {
 	from, err := parseWhen(prefix+"from", fromS, false)
 	if err != nil {
 		return outcome.Options{}, err
@@ -161,10 +162,7 @@ func windowOptions(prefix, fromS, toS, last string, fleet bool) (outcome.Options
 		if err != nil {
 			return outcome.Options{}, err
 		}
-		from = time.Now().UTC().Add(-d)
-		if fleet {
-			from = from.Truncate(time.Hour)
-		}
+		from = time.Now().UTC().Add(-d).Truncate(time.Hour)
 	}
 	to, err := parseWhen(prefix+"to", toS, true)
 	if err != nil {
