@@ -54,8 +54,15 @@ func benchBatches(rows, runs int) [][]byte {
 // partition state of one partition, each as the handler applies a
 // message, and returns the state.
 func applyBenchBatches(b *testing.B, batches [][]byte) *partState {
+	return applyBenchBatchesHourly(b, batches, false)
+}
+
+// applyBenchBatchesHourly is applyBenchBatches keeping every call by the
+// hour when hourly is set.
+func applyBenchBatchesHourly(b *testing.B, batches [][]byte, hourly bool) *partState {
 	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
 	s := newPartState(0, 1)
+	s.hoursOn, s.hoursFrom = hourly, 0
 	for i, data := range batches {
 		s.begin()
 		if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
@@ -67,17 +74,28 @@ func applyBenchBatches(b *testing.B, batches [][]byte) *partState {
 }
 
 // BenchmarkApplyBatch applies 1.2 M rows of 12,500 runs in flight, as
-// row batches, to a fresh partition state: the worker's per-row cost.
+// row batches, to a fresh partition state: the worker's per-row cost,
+// with the calls kept by the day (older than the hours kept) and by the
+// hour; states/run is the partial states held per run.
 func BenchmarkApplyBatch(b *testing.B) {
-	const rows = 1_250_000
-	batches := benchBatches(rows, 12_500)
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for range b.N {
-		applyBenchBatches(b, batches)
+	const rows, runs = 1_250_000, 12_500
+	batches := benchBatches(rows, runs)
+	for _, hourly := range []bool{false, true} {
+		name := "by-day"
+		if hourly {
+			name = "by-hour"
+		}
+		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			var s *partState
+			for range b.N {
+				s = applyBenchBatchesHourly(b, batches, hourly)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/rows, "cpu-ns/row")
+			b.ReportMetric(float64(s.runCount())/runs, "states/run")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/rows, "cpu-ns/row")
 }
 
 // cpuTime returns the process's user and system CPU time in nanoseconds.

@@ -114,9 +114,12 @@ func (t *dayTable) add(name string, a *runAgg) error {
 // runAgg.add and merge), so they are not kept. Then the CRC-32C
 // (Castagnoli) of everything before it, 4 bytes little endian. Format 1
 // (dayMagicV1) held the runs sorted by name, each a runAgg encoding, and
-// the keys last; it is still read.
+// the keys last; it is still read. Format 3 is format 2's layout under a
+// new magic: its runs may be kept by the hour (see snapMagic), which an
+// older build must refuse, not miscount.
 var (
-	dayMagic   = []byte("VXDAY002")
+	dayMagic   = []byte("VXDAY003")
+	dayMagicV2 = []byte("VXDAY002")
 	dayMagicV1 = []byte("VXDAY001")
 )
 
@@ -220,7 +223,7 @@ func checkDayTable(b []byte) (body []byte, v1 bool, err error) {
 		return nil, false, errors.New("day table: bad magic")
 	}
 	switch string(b[:len(dayMagic)]) {
-	case string(dayMagic):
+	case string(dayMagic), string(dayMagicV2):
 	case string(dayMagicV1):
 		v1 = true
 	default:

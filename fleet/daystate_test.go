@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -222,4 +223,58 @@ func FuzzDecodeDayTable(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, tb, again)
 	})
+}
+
+// TestStateOfTheBuildBeforeHoursStillReads: the snapshot, delta and day
+// table formats of the build before states were kept by the hour (the
+// same layouts under the magics VDXPART4, VDXDELT1, VXDAY002) still
+// read, and read as the current ones; an unknown magic is refused (so
+// a build before this one refuses what this one writes, rather than
+// count its hourly states as independent calls).
+func TestStateOfTheBuildBeforeHoursStillReads(t *testing.T) {
+	s := newPartState(0, 1)
+	s.hoursOn, s.hoursFrom = true, day0.Add(12*time.Hour).UnixMilli()
+	cs := []calls.Call{
+		{TSMillis: day0.Add(time.Hour).UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5},
+		{TSMillis: day0.Add(13 * time.Hour).UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 7, Outcome: "case_resolved"},
+		{TSMillis: day0.Add(14 * time.Hour).UnixMilli(), Decision: "allow"},
+	}
+	applyAll(t, s, cs, 0)
+	older := func(b []byte, magic string) []byte {
+		return append([]byte(magic), b[len(magic):]...)
+	}
+
+	snap, _, _ := s.encodeBoth(nil)
+	want, err := decodePartState(snap)
+	require.NoError(t, err)
+	got, err := decodePartState(older(snap, "VDXPART4"))
+	require.NoError(t, err)
+	require.Equal(t, want.runs, got.runs)
+	_, err = decodePartState(older(snap, "VDXPART9"))
+	require.ErrorContains(t, err, "bad magic")
+
+	delta := s.encodeDelta(nil)
+	wantD, _, err := decodeDelta(delta)
+	require.NoError(t, err)
+	gotD, _, err := decodeDelta(older(delta, "VDXDELT1"))
+	require.NoError(t, err)
+	require.Equal(t, wantD.runs, gotD.runs)
+	_, _, err = decodeDelta(older(delta, "VDXDELT9"))
+	require.ErrorContains(t, err, "bad magic")
+
+	tb := newDayTable(0, 1, dayOf(day0.UnixMilli()))
+	require.NoError(t, s.foldInto(tb, tb.day))
+	require.Len(t, tb.runs, 3, "the run by the day, by the hour, and the hour's dropped call")
+	enc := tb.encode(nil)
+	resum := func(b []byte) []byte {
+		body := b[:len(b)-4]
+		return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli()))
+	}
+	wantT, err := decodeDayTable(enc)
+	require.NoError(t, err)
+	gotT, err := decodeDayTable(resum(older(enc, "VXDAY002")))
+	require.NoError(t, err)
+	require.Equal(t, wantT.runs, gotT.runs)
+	_, err = decodeDayTable(resum(older(enc, "VXDAY009")))
+	require.ErrorContains(t, err, "bad magic")
 }

@@ -32,8 +32,13 @@ import (
 //
 // Encoding (deltaMagic): magic, then appendHead, appendRuns (the changed
 // runs), the count and the days in memory (zig-zag), appendDays,
-// appendSegs, and the keys committed since, in appendKeys's form.
-var deltaMagic = []byte("VDXDELT1")
+// appendSegs, and the keys committed since, in appendKeys's form. Format
+// 2 is format 1's layout under a new magic: its runs may be kept by the
+// hour (see snapMagic).
+var (
+	deltaMagic   = []byte("VDXDELT2")
+	deltaMagicV1 = []byte("VDXDELT1")
+)
 
 // maxDeltas is the most deltas a base is followed by; deltaSlots the
 // ring of bucket slots a partition handler writes its deltas into (more
@@ -143,7 +148,7 @@ func (s *partState) wrote(gen uint64) {
 // decodeDelta reads an encoded delta into a state holding only what it
 // carries, and the days it names in memory.
 func decodeDelta(b []byte) (*partState, []int32, error) {
-	if !bytes.HasPrefix(b, deltaMagic) {
+	if !bytes.HasPrefix(b, deltaMagic) && !bytes.HasPrefix(b, deltaMagicV1) {
 		return nil, nil, errors.New("partition delta: bad magic")
 	}
 	d := decoder{b: b[len(deltaMagic):]}

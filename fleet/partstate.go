@@ -898,9 +898,11 @@ func (s *partState) setMeta(b []byte) error {
 }
 
 // Snapshot and aggregate encoding (the blobs of the verdryx-partitions
-// bucket), format 4 (format 3's layout: a base that deltas may follow,
-// see delta.go, under a new magic so that a build that does not read
-// deltas refuses it rather than reading a stale state): magic, partition, partition count, last applied
+// bucket), format 5 (format 3's layout under a new magic, so that a build
+// that does not know it refuses it rather than reading a stale state:
+// format 4 was a base that deltas may follow, see delta.go; format 5 may
+// hold partial states kept by the hour, whose names an older build would
+// count as independent calls): magic, partition, partition count, last applied
 // stream sequence, flags, watermark (zig-zag), late calls; the run
 // partial states (in no particular order), each its day (zig-zag), name and
 // state; the dropped calls per day; the folded days (day, revision,
@@ -912,7 +914,8 @@ func (s *partState) setMeta(b []byte) error {
 // length-prefixed. Formats 2 (snapMagicV2) and 1 (snapMagicV1) kept no
 // days: their runs, dropped calls and keys read as undated.
 var (
-	snapMagic   = []byte("VDXPART4")
+	snapMagic   = []byte("VDXPART5")
+	snapMagicV4 = []byte("VDXPART4")
 	snapMagicV3 = []byte("VDXPART3")
 	snapMagicV2 = []byte("VDXPART2")
 	snapMagicV1 = []byte("VDXPART1")
@@ -1059,7 +1062,7 @@ func (s *partState) appendKeys(b []byte, from map[int32]int) []byte {
 // decodePartState reads an encoded snapshot or aggregate, of any format.
 func decodePartState(b []byte) (*partState, error) {
 	switch {
-	case bytes.HasPrefix(b, snapMagic), bytes.HasPrefix(b, snapMagicV3):
+	case bytes.HasPrefix(b, snapMagic), bytes.HasPrefix(b, snapMagicV4), bytes.HasPrefix(b, snapMagicV3):
 		return decodePartStateV3(b)
 	case bytes.HasPrefix(b, snapMagicV2), bytes.HasPrefix(b, snapMagicV1):
 		return decodePartStateV2(b)
