@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,22 @@ func TestServeHoursKept(t *testing.T) {
 		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, o.HoursKept, "%v", tc.args)
+	}
+}
+
+// TestParseLast: units, and a count of days or weeks past what a Duration
+// holds clamps to the longest one (it wrapped to a later start before).
+func TestParseLast(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"90m": 90 * time.Minute, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour,
+		"100000w": time.Duration(math.MaxInt64), "20000000d": time.Duration(math.MaxInt64),
+	} {
+		got, err := parseLast("--last", v)
+		require.NoError(t, err, v)
+		require.Equal(t, want, got, v)
+	}
+	for _, v := range []string{"0d", "-1w", "3y", "d", "soon"} {
+		_, err := parseLast("--last", v)
+		require.Error(t, err, v)
 	}
 }

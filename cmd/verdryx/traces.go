@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -87,6 +88,9 @@ func parseLast(name, v string) (time.Duration, error) {
 		n, err := strconv.Atoi(v[:len(v)-1])
 		if err != nil || n <= 0 {
 			return 0, fmt.Errorf("%s %q: want a positive duration (90m, 24h, 7d, 2w)", name, v)
+		}
+		if n > int(math.MaxInt64/u) {
+			return math.MaxInt64, nil // ~292 years: further back than any call
 		}
 		return time.Duration(n) * u, nil
 	}
