@@ -45,8 +45,8 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 // alone (a day's report over a week's retention reads a seventh of
 // them), and counts the others' calls as outside the window from the
 // references the aggregates hold. Its Reducer refuses a window with days
-// outside opts'. A window off midnight UTC fails with
-// ErrWindowNotWholeDays before anything is read.
+// outside opts'. A window off the hour fails with ErrWindowNotWholeHours
+// before anything is read.
 func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Subjects, opts outcome.Options) (*Aggregate, error) {
 	want, err := windowDays(opts)
 	if err != nil {

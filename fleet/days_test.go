@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -182,6 +183,42 @@ func TestAWindowOffTheHourIsRefused(t *testing.T) {
 		_, err = agg.Reducer(opts)
 		require.NoError(t, err)
 	}
+}
+
+// TestWindowsAtTheEndsOfTime: windows ending in or past the last day
+// dayOf keeps apart (calls later than it are clamped into it), or
+// starting before 1678 or ending after 2262 (where a time's UnixNano
+// overflows), report as the direct reduction; a rolled-back message
+// leaves no empty day behind to fold.
+func TestWindowsAtTheEndsOfTime(t *testing.T) {
+	lastDay := int64(math.MaxInt32) * dayMillis
+	cs := []calls.Call{
+		{TSMillis: day0.UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5, Outcome: "case_resolved"},
+		{TSMillis: lastDay + 3*hourMillis, RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 7, Outcome: "escalated"},
+	}
+	s := newPartState(0, 1)
+	s.hoursOn, s.hoursFrom = true, math.MinInt64
+	applyAll(t, s, cs, 0)
+	agg := &Aggregate{parts: map[int]*partState{0: s}, tables: map[int]map[int32][]byte{}}
+	for _, opts := range []outcome.Options{
+		{To: time.UnixMilli(lastDay + 5*hourMillis).UTC()},
+		{To: time.UnixMilli(lastDay + 2*hourMillis).UTC()},
+		{To: time.UnixMilli(lastDay + dayMillis).UTC()},
+		{From: day0},
+		{From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{From: day0, To: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		r, err := agg.Reducer(opts)
+		require.NoError(t, err, "%v-%v", opts.From, opts.To)
+		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "%v-%v", opts.From, opts.To)
+	}
+
+	before := s.openDays()
+	s.begin()
+	_, err := s.fold([]byte("rnew"), &calls.Call{TSMillis: day0.AddDate(0, 0, 3).UnixMilli(), Decision: "allow"}, callOrder{})
+	require.NoError(t, err)
+	s.rollback()
+	require.Equal(t, before, s.openDays(), "the rolled-back day is not open")
 }
 
 // TestHourWindowsReportExactly: calls over five days, those stamped after

@@ -178,8 +178,12 @@ type Options struct {
 	// older traces, a call that straggled in late) by the day, which holds
 	// a partial state per run and day rather than per run and hour (up to
 	// 24 times fewer for runs that call every hour). 0 means
-	// Subjects.Retention (streams.DefaultRetention when that is 0), a
-	// negative value keeps every call by the day.
+	// Subjects.Retention (streams.DefaultRetention when that is 0), a day
+	// and FoldAfter: a call older than that is of a day already pruned
+	// (counted late, not applied) unless the day's table was first written
+	// less than the retention ago (a replay of older traces), so every
+	// call a live fleet applies is kept by the hour. A negative value keeps
+	// every call by the day.
 	HoursKept time.Duration
 	// Now is the clock of the retention; nil means time.Now.
 	Now func() time.Time
@@ -1550,9 +1554,9 @@ func (f *Fleet) hoursFrom() (bool, int64) {
 	case kept < 0:
 		return false, 0
 	case kept == 0 && f.opts.Subjects.Retention > 0:
-		kept = f.opts.Subjects.Retention
+		kept = f.opts.Subjects.Retention + 24*time.Hour + f.foldAfter()
 	case kept == 0:
-		kept = streams.DefaultRetention
+		kept = streams.DefaultRetention + 24*time.Hour + f.foldAfter()
 	}
 	return true, f.now().Add(-kept).UnixMilli()
 }

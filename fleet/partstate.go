@@ -580,7 +580,7 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 	if c.Outcome != "" && !interned {
 		c.Outcome = s.intern(c.Outcome)
 	}
-	if c.AgentID != "" && !interned {
+	if c.AgentID != "" && !interned && !drop { // a dropped call's agent is not kept
 		c.AgentID = s.intern(c.AgentID)
 	}
 	runs := s.runs[day]
@@ -681,7 +681,11 @@ func (s *partState) rollback() {
 		*sv.a = sv.prev
 	}
 	for _, k := range s.newRuns {
-		delete(s.runs[k.day], k.name)
+		runs := s.runs[k.day]
+		delete(runs, k.name)
+		if len(runs) == 0 {
+			delete(s.runs, k.day) // else the day would read as open
+		}
 	}
 	s.forgetRunUndo()
 	s.watermark = s.msgMark
@@ -1292,7 +1296,7 @@ type Aggregate struct {
 // (whole or in part), and its bounds [fromMs, toMs) in ts_millis; or
 // every day.
 type dayWindow struct {
-	from, to     int32
+	from, to     int64 // days; int64, so that to can be past the last int32 day
 	fromMs, toMs int64
 	on           bool // false: every day
 }
@@ -1301,11 +1305,11 @@ type dayWindow struct {
 func allDays() dayWindow { return dayWindow{} }
 
 // has reports whether day d is in w, whole or in part.
-func (w dayWindow) has(d int32) bool { return !w.on || (d >= w.from && d < w.to) }
+func (w dayWindow) has(d int32) bool { return !w.on || (int64(d) >= w.from && int64(d) < w.to) }
 
 // cuts reports whether w holds part of day d only.
 func (w dayWindow) cuts(d int32) bool {
-	return w.on && w.has(d) && (int64(d)*dayMillis < w.fromMs || int64(d+1)*dayMillis > w.toMs)
+	return w.on && w.has(d) && (int64(d)*dayMillis < w.fromMs || (int64(d)+1)*dayMillis > w.toMs)
 }
 
 // hasHour reports whether hour h of day d is in w.
@@ -1325,10 +1329,10 @@ func (w dayWindow) String() string {
 	}
 	from, to := "the first day", "the last day"
 	if w.from != math.MinInt32+1 {
-		from = dayString(w.from)
+		from = dayString(int32(w.from))
 	}
-	if w.to != math.MaxInt32 {
-		to = "the day before " + dayString(w.to)
+	if w.to <= math.MaxInt32 {
+		to = "the day before " + dayString(int32(w.to))
 	}
 	return "the days from " + from + " to " + to
 }
@@ -1443,7 +1447,7 @@ func (g *Aggregate) Runs() (map[string]uint64, error) {
 // its state per hour (and per day where the calls are older than the
 // hours kept; a window that cuts such a day fails in the Reducer).
 func windowDays(opts outcome.Options) (dayWindow, error) {
-	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32, fromMs: math.MinInt64, toMs: math.MaxInt64}
+	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32 + 1, fromMs: math.MinInt64, toMs: math.MaxInt64}
 	for _, w := range []struct {
 		name string
 		t    time.Time
@@ -1454,7 +1458,7 @@ func windowDays(opts outcome.Options) (dayWindow, error) {
 		}
 		win.on = true
 		ms := w.t.UnixMilli()
-		if ms%hourMillis != 0 || w.t.UnixNano()%1e6 != 0 {
+		if ms%hourMillis != 0 || w.t.Nanosecond()%1e6 != 0 {
 			return dayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeHours)
 		}
 		*w.ms = ms
@@ -1463,10 +1467,10 @@ func windowDays(opts outcome.Options) (dayWindow, error) {
 		return allDays(), nil
 	}
 	if win.fromMs != math.MinInt64 {
-		win.from = dayOf(win.fromMs)
+		win.from = int64(dayOf(win.fromMs))
 	}
 	if win.toMs != math.MaxInt64 {
-		win.to = dayOf(win.toMs-1) + 1
+		win.to = int64(dayOf(win.toMs-1)) + 1
 	}
 	return win, nil
 }
@@ -1484,11 +1488,12 @@ var ErrWindowCutsWholeDay = errors.New("the window starts or ends inside a day t
 var ErrUndatedState = errors.New("a partition holds state written by an older verdryx, before state was kept per day: reports by time window need its records replayed again (all-time reports are exact)")
 
 // Reducer returns an outcome.Reducer holding exactly the aggregate's
-// calls in opts' time window (whole UTC days; none: all): each run's
-// partial states of the window's days are merged and folded in as calls
-// that reproduce the merged state (its call, blocked and refused counts,
-// its cost on one non-blocked call, its outcome, agent and newest ts), and
-// the calls of other days are offered as calls outside the window, so the
+// calls in opts' time window (starting and ending on the hour; none:
+// all): each run's partial states of the window's days and hours are
+// merged and folded in as calls that reproduce the merged state (its
+// call, blocked and refused counts, its cost on one non-blocked call, its
+// outcome, agent and newest ts), and the calls of other days and hours
+// are offered as calls outside the window, so the
 // reducer's reports and stats equal those of reducing the original calls
 // with the same options. Cost is O(partial states) for runs with ids
 // (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for

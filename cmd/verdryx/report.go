@@ -188,7 +188,7 @@ func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr
 		}
 		return nil
 	}
-	opts, err := f.tf.options("")
+	opts, err := f.tf.options("", stderr)
 	if err != nil {
 		return usageErrorf("report: %v", err)
 	}

@@ -177,6 +177,13 @@ func TestServeHoursKept(t *testing.T) {
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, o.HoursKept, "%v", tc.args)
 	}
+	for _, v := range []string{"", "0d", "always"} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f := addServeFlags(fs)
+		require.NoError(t, fs.Parse([]string{"--hours-kept=" + v}))
+		_, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		require.ErrorContains(t, err, "--hours-kept", "%q", v)
+	}
 }
 
 // TestParseLast: units, and a count of days or weeks past what a Duration

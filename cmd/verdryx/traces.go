@@ -73,10 +73,6 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	if n := agg.Late(); n > 0 {
 		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
 	}
-	if t.last != "" {
-		fmt.Fprintf(stderr, "verdryx: --last %s starts at %s, on the hour before: the fleet keeps its state by the hour\n",
-			t.last, opts.From.UTC().Format(time.RFC3339))
-	}
 	return r, nil
 }
 
@@ -142,9 +138,15 @@ func parseWhen(name, v string, endOfDay bool) (time.Time, error) {
 	return d, nil
 }
 
-func (t *traceFlags) options(by string) (outcome.Options, error) {
+// options returns the reduction's options of the flags; a --last window
+// is named on stderr (it starts on the hour).
+func (t *traceFlags) options(by string, stderr io.Writer) (outcome.Options, error) {
 	o, err := windowOptions("--", t.from, t.to, t.last)
 	o.By = by
+	if err == nil && t.last != "" {
+		fmt.Fprintf(stderr, "verdryx: --last %s starts at %s, on the hour before (the fleet keeps its state by the hour; --traces and --input count the same window)\n",
+			t.last, o.From.UTC().Format(time.RFC3339))
+	}
 	return o, err
 }
 
@@ -247,7 +249,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("cost-per-correct: unexpected argument %q", pos[0])
 		}
-		opts, err := tf.options(*by)
+		opts, err := tf.options(*by, stderr)
 		if err != nil {
 			return usageErrorf("cost-per-correct: %v", err)
 		}
@@ -309,7 +311,7 @@ func newSLOCmd(g *globals) *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("slo: unexpected argument %q", pos[0])
 		}
-		opts, err := tf.options("")
+		opts, err := tf.options("", stderr)
 		if err != nil {
 			return usageErrorf("slo: %v", err)
 		}

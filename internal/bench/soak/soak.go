@@ -469,7 +469,7 @@ func (r *runner) startServe(ctx context.Context) (time.Duration, error) {
 		// The worker's clock is the wall clock, the calls' the simulated
 		// month's: hours are kept for every call of it, as a fleet's
 		// worker keeps them for every call it retains.
-		"--hours-kept", fmt.Sprintf("%dd", r.opts.Days+2),
+		"--hours-kept", fmt.Sprintf("%dh", int(time.Since(r.opts.Fleet.Start).Hours())+48),
 		"--duplicate-window", time.Duration(daySecs*float64(time.Second)).String())
 	if err != nil {
 		return 0, err
