@@ -91,7 +91,7 @@ type partPointer struct {
 	// Deltas follow Snapshot (and Aggregate), in order (see delta.go).
 	Deltas  []blobRef `json:"deltas,omitempty"`
 	Writer  string    `json:"writer"`
-	Runs    int       `json:"runs"`
+	Runs    int       `json:"runs"` // run partial states in memory (per run and day or hour)
 	Keys    int       `json:"keys"`
 	Written time.Time `json:"written"`
 }
@@ -995,7 +995,7 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 			return err
 		}
 		h.storeDeltas = 0
-		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded), "deltas", len(ptr.Deltas))
+		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq, "run_states", s.runCount(), "folded_days", len(s.folded), "deltas", len(ptr.Deltas))
 	case local:
 		if s, err = readStoredPartition(ctx, h.f.st, h.p, head); err != nil {
 			return err
@@ -1005,7 +1005,7 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		if s.parts != parts {
 			return fmt.Errorf("partition %d was written with %d partitions, this worker uses %d (--partitions)", h.p, s.parts, parts)
 		}
-		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "runs", s.runCount(), "folded_days", len(s.folded))
+		h.f.log.Info("partition loaded from the store", "partition", h.p, "revision", head.BaseRev, "last_seq", s.lastSeq, "run_states", s.runCount(), "folded_days", len(s.folded))
 	default:
 		s = newPartState(h.p, parts)
 	}
