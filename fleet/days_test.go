@@ -102,6 +102,15 @@ func (m memLoad) keep(tables []*dayTable) {
 	}
 }
 
+// fold folds s's days as of now (an hour's grace) and keeps the tables.
+func (m memLoad) fold(t *testing.T, s *partState, now time.Time) []*dayTable {
+	t.Helper()
+	tables, skipped := s.foldDays(now, time.Hour, m.load)
+	require.Empty(t, skipped)
+	m.keep(tables)
+	return tables
+}
+
 func (m memLoad) aggregate(t *testing.T, s *partState) *Aggregate {
 	t.Helper()
 	tables := map[int32][]byte{}
@@ -128,9 +137,7 @@ func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 		applyAll(t, s, cs[:700], 0)
 		loads := memLoad{}
 		now := day0.Add(30 * 24 * time.Hour)
-		tables, skipped := s.foldDays(now, time.Hour, loads.load)
-		require.Empty(t, skipped)
-		loads.keep(tables)
+		tables := loads.fold(t, s, now)
 		require.NotEmpty(t, tables, "seed %d: days before the newest call less the grace fold", seed)
 		for _, tb := range tables {
 			require.EqualValues(t, 1, tb.rev)
@@ -147,9 +154,7 @@ func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 		// A call applied again under its key is not counted twice.
 		require.True(t, s.has(hashKey("call-3")), "the keys of folded days are kept")
 
-		tables, skipped = s.foldDays(now, time.Hour, loads.load)
-		require.Empty(t, skipped)
-		loads.keep(tables)
+		tables = loads.fold(t, s, now)
 		corrected := 0
 		for _, tb := range tables {
 			if tb.rev > 1 {
@@ -247,9 +252,7 @@ func TestHourWindowsReportExactly(t *testing.T) {
 		applyAll(t, s, cs[:900], 0)
 		loads := memLoad{}
 		now := day0.Add(30 * 24 * time.Hour)
-		tables, skipped := s.foldDays(now, time.Hour, loads.load)
-		require.Empty(t, skipped)
-		loads.keep(tables)
+		tables := loads.fold(t, s, now)
 		require.NotEmpty(t, tables)
 		snap, _, _ := s.encodeBoth(nil)
 		s, err := decodePartState(snap)
@@ -264,9 +267,7 @@ func TestHourWindowsReportExactly(t *testing.T) {
 			}
 		}
 		applyAll(t, s, cs[900:], 900)
-		tables, skipped = s.foldDays(now, time.Hour, loads.load)
-		require.Empty(t, skipped)
-		loads.keep(tables)
+		loads.fold(t, s, now)
 		agg := loads.aggregate(t, s)
 		hourly, daily := 0, 0
 		require.NoError(t, agg.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {

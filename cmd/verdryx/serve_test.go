@@ -134,6 +134,15 @@ func TestServeAskCorpus(t *testing.T) {
 	assert.Empty(t, worker.AskCorpus(filepath.Join(data, "nope.json"), data, logger))
 }
 
+// serveOptions parses serve's flags args into the worker's options.
+func serveOptions(t *testing.T, args ...string) (worker.Options, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	f := addServeFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	return f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+}
+
 // TestServeHugePagesFollowOnce: --huge-pages auto hints the heap for a
 // run that ends when drained (--once) and not for a long-running one;
 // on and off say so whatever --once.
@@ -148,10 +157,7 @@ func TestServeHugePagesFollowOnce(t *testing.T) {
 		{[]string{"--huge-pages", "on"}, true},
 		{[]string{"--huge-pages", "auto"}, false},
 	} {
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		f := addServeFlags(fs)
-		require.NoError(t, fs.Parse(tc.args))
-		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		o, err := serveOptions(t, tc.args...)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, o.HugePages, "%v", tc.args)
 	}
@@ -170,18 +176,12 @@ func TestServeHoursKept(t *testing.T) {
 		{[]string{"--hours-kept", "36h"}, 36 * time.Hour},
 		{[]string{"--hours-kept", "2d"}, 48 * time.Hour},
 	} {
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		f := addServeFlags(fs)
-		require.NoError(t, fs.Parse(tc.args))
-		o, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		o, err := serveOptions(t, tc.args...)
 		require.NoError(t, err, "%v", tc.args)
 		require.Equal(t, tc.want, o.HoursKept, "%v", tc.args)
 	}
 	for _, v := range []string{"", "0d", "always"} {
-		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-		f := addServeFlags(fs)
-		require.NoError(t, fs.Parse([]string{"--hours-kept=" + v}))
-		_, err := f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+		_, err := serveOptions(t, "--hours-kept="+v)
 		require.ErrorContains(t, err, "--hours-kept", "%q", v)
 	}
 }
