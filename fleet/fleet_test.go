@@ -73,12 +73,15 @@ func fleetDir(t *testing.T, rows int64, seed uint64) (dir string, want []byte) {
 	return fleetDirN(t, rows, seed, 4)
 }
 
+// fleetDirStart is where the calls of a fleetDir start: one day of them.
+func fleetDirStart() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) }
+
 // fleetDirN is fleetDir with segs segments.
 func fleetDirN(t *testing.T, rows int64, seed uint64, segs int64) (dir string, want []byte) {
 	t.Helper()
 	dir = t.TempDir()
 	_, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{Rows: rows, MeanCallsPerRun: 20, Concurrent: 50,
-		SegmentRows: rows / segs, RowGroupRows: rows / segs / 2, Agents: 5, Seed: seed, Start: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Span: 24 * time.Hour})
+		SegmentRows: rows / segs, RowGroupRows: rows / segs / 2, Agents: 5, Seed: seed, Start: fleetDirStart(), Span: 24 * time.Hour})
 	require.NoError(t, err)
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
