@@ -522,7 +522,9 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 		return c, id
 	}
 	var folds atomic.Int64
-	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }, Now: clock})
+	// The calls are up to five days older than the clock: kept by the
+	// hour for a week.
+	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }, Now: clock, HoursKept: 7 * 24 * time.Hour})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
 	folded := func(a *Aggregate) error {
@@ -611,7 +613,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	w.stop(t)
 
 	// A new worker on a fresh store takes every partition over.
-	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond, Now: clock})
+	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond, Now: clock, HoursKept: 7 * 24 * time.Hour})
 	publishIDs(t, e, c1[:2], i1[:2], "again-b")
 	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*dayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
 	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")

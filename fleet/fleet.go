@@ -178,12 +178,7 @@ type Options struct {
 	// older traces, a call that straggled in late) by the day, which holds
 	// a partial state per run and day rather than per run and hour (up to
 	// 24 times fewer for runs that call every hour). 0 means
-	// Subjects.Retention (streams.DefaultRetention when that is 0), a day
-	// and FoldAfter: a call older than that is of a day already pruned
-	// (counted late, not applied) unless the day's table was first written
-	// less than the retention ago (a replay of older traces), so every
-	// call a live fleet applies is kept by the hour. A negative value keeps
-	// every call by the day.
+	// DefaultHoursKept; a negative value keeps every call by the day.
 	HoursKept time.Duration
 	// Now is the clock of the retention; nil means time.Now.
 	Now func() time.Time
@@ -1546,6 +1541,13 @@ func (f *Fleet) foldAfter() time.Duration {
 	return DefaultFoldAfter
 }
 
+// DefaultHoursKept is how long after its ts a call is still kept by the
+// hour by default: a live fleet applies its calls
+// within seconds, so all but stragglers more than two days late are; a
+// replay of traces older than that (last month's, a benchmark's) is kept
+// by the day, a state per run and day rather than per run and hour.
+const DefaultHoursKept = 48 * time.Hour
+
 // hoursFrom returns whether calls are kept by the hour and from which
 // ts_millis on (see Options.HoursKept).
 func (f *Fleet) hoursFrom() (bool, int64) {
@@ -1553,10 +1555,8 @@ func (f *Fleet) hoursFrom() (bool, int64) {
 	switch {
 	case kept < 0:
 		return false, 0
-	case kept == 0 && f.opts.Subjects.Retention > 0:
-		kept = f.opts.Subjects.Retention + 24*time.Hour + f.foldAfter()
 	case kept == 0:
-		kept = streams.DefaultRetention + 24*time.Hour + f.foldAfter()
+		kept = DefaultHoursKept
 	}
 	return true, f.now().Add(-kept).UnixMilli()
 }

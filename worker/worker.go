@@ -157,8 +157,8 @@ type Options struct {
 	PinnedTTL, SnapshotEvery time.Duration
 	// FoldAfter: see fleet.Options; 0 means fleet.DefaultFoldAfter.
 	FoldAfter time.Duration
-	// HoursKept: see fleet.Options (0: the retention, a day and
-	// FoldAfter; negative: off).
+	// HoursKept: see fleet.Options (0: fleet.DefaultHoursKept; negative:
+	// off).
 	HoursKept time.Duration
 	// StartTimeout bounds how long start-up waits for NATS and JetStream
 	// (streams, buckets, the lease, the consumers) while a node is down or

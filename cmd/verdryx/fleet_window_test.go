@@ -24,7 +24,7 @@ func tablesOf(t *testing.T, out string) string {
 }
 
 // TestReportsByWindowOverNATS: three days of June traces (older than the
-// hours kept: kept by the day) and two days of traces up to twelve hours
+// hours kept: kept by the day) and thirty hours of traces up to ten hours
 // ago (kept by the hour) in one directory, replayed to a NATS server and
 // drained by `serve --once` (which folds the first days out of memory);
 // `cost-per-correct`, `slo` and `report` over `--nats` for whole days of
@@ -42,9 +42,10 @@ func TestReportsByWindowOverNATS(t *testing.T) {
 	_, err := tracegen.GenerateFleet(traces, tracegen.FleetOptions{Rows: 6000, MeanCallsPerRun: 10, Concurrent: 40,
 		SegmentRows: 1500, RowGroupRows: 500, Agents: 3, Seed: 4, Start: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Span: 72 * time.Hour})
 	require.NoError(t, err)
-	recent := time.Now().UTC().Truncate(time.Hour).Add(-60 * time.Hour)
+	// Calls of the last 40 hours: kept by the hour (--hours-kept 48h).
+	recent := time.Now().UTC().Truncate(time.Hour).Add(-40 * time.Hour)
 	_, err = tracegen.GenerateFleet(traces, tracegen.FleetOptions{Rows: 6000, MeanCallsPerRun: 10, Concurrent: 40,
-		SegmentRows: 1500, RowGroupRows: 500, Agents: 3, Seed: 5, Start: recent.Add(17 * time.Minute), Span: 48 * time.Hour})
+		SegmentRows: 1500, RowGroupRows: 500, Agents: 3, Seed: 5, Start: recent.Add(17 * time.Minute), Span: 30 * time.Hour})
 	require.NoError(t, err)
 	segs, err := os.ReadDir(traces)
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestReportsByWindowOverNATS(t *testing.T) {
 	at := func(h int) string { return recent.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
 	for _, w := range [][]string{
 		{"--from", "2026-06-01", "--to", "2026-06-01"}, {"--from", "2026-06-02", "--to", "2026-06-03"},
-		{"--from", at(7), "--to", at(31)}, {"--from", at(13)}, {"--to", at(40)}, {"--from", at(30), "--to", at(31)},
+		{"--from", at(7), "--to", at(29)}, {"--from", at(13)}, {"--to", at(25)}, {"--from", at(20), "--to", at(21)},
 	} {
 		for _, cmd := range []string{"cost-per-correct", "slo"} {
 			direct, errOut, code := tracesRun(t, append([]string{cmd, "--traces", traces}, w...)...)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -150,7 +151,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
-	f.hoursKept = fs.String("hours-kept", "retention", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces) by the day, a state per run and day instead of per run and hour: a duration (36h, 7d), retention (the --retention, a day and --fold-after: every call of a day the fleet still holds) or off (every call by the day)")
+	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(fleet.DefaultHoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
 	f.foldAfter = fs.Duration("fold-after", fleet.DefaultFoldAfter, "a day of trace state leaves memory (folded into a table in the store and the bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
 	f.subjects = addSubjectFlags(fs)
 	fs.DurationVar(&f.subjects.Retention, "retention", streams.DefaultRetention,
@@ -262,6 +263,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	var hoursKept time.Duration
 	switch *f.hoursKept {
 	case "retention":
+		hoursKept = f.subjects.Retention
 	case "off":
 		hoursKept = -1
 	case "":

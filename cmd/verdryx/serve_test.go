@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -163,15 +164,16 @@ func TestServeHugePagesFollowOnce(t *testing.T) {
 	}
 }
 
-// TestServeHoursKept: --hours-kept takes the retention (0: the fleet uses
-// --retention), off (negative: every call by the day) or a duration.
+// TestServeHoursKept: --hours-kept takes a duration (two days by
+// default), the retention, or off (negative: every call by the day).
 func TestServeHoursKept(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want time.Duration
 	}{
-		{nil, 0},
-		{[]string{"--hours-kept", "retention"}, 0},
+		{nil, 48 * time.Hour},
+		{[]string{"--hours-kept", "retention"}, streams.DefaultRetention},
+		{[]string{"--hours-kept", "retention", "--retention", "240h"}, 240 * time.Hour},
 		{[]string{"--hours-kept", "off"}, -1},
 		{[]string{"--hours-kept", "36h"}, 36 * time.Hour},
 		{[]string{"--hours-kept", "2d"}, 48 * time.Hour},

@@ -414,6 +414,9 @@ func (r *runner) startServe(ctx context.Context) error {
 		"--events", filepath.Join(r.data, "events.ndjson"),
 		"--root", filepath.Dir(r.evalSet),
 		"--rag-corpus=",
+		// The traces are up to four days old: kept by the hour (as a
+		// live fleet's calls are) while the workers are killed.
+		"--hours-kept", "7d",
 		"--instance", "chaos")...)
 	if err != nil {
 		return err

@@ -31,9 +31,9 @@ func generateTraces(dir string, records int, seed uint64) (traceSet, error) {
 	fleetRows := int64(records - eqRows)
 	segRows := max(1000, (fleetRows+5)/6)
 	// Three days ending the day before yesterday (UTC): recent enough
-	// that the workers keep the calls by the hour (serve --hours-kept
-	// defaults to the 7-day retention), as they do a live fleet's, so
-	// the faults hit that state. The seed fixes everything but the dates.
+	// that the workers keep the calls by the hour (the serve children
+	// get --hours-kept 7d), as they do a live fleet's, so the faults hit
+	// that state. The seed fixes everything but the dates.
 	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -4)
 	sum, err := tracegen.GenerateFleet(dir, tracegen.FleetOptions{
 		Rows:            fleetRows,
