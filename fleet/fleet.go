@@ -413,22 +413,39 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
-			for _, h := range f.parts {
-				if ctx.Err() == nil {
-					h.flush(ctx, false)
-				}
-			}
+			f.flushAll(ctx, false)
 		}
 	}
 	wg.Wait()
 	close(errc)
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	f.flushAll(stop, true)
 	for _, h := range f.parts {
-		h.flush(stop, true)
 		h.unpin(stop)
 	}
 	return <-errc
+}
+
+// flushAll flushes every partition (see partHandler.flush), up to
+// GOMAXPROCS of them side by side (a snapshot is encoding, then waiting on
+// the bucket and the store), and returns when all are done. Nothing is
+// flushed once ctx is done.
+func (f *Fleet) flushAll(ctx context.Context, final bool) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	for _, h := range f.parts {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			h.flush(ctx, final)
+		}()
+	}
+	wg.Wait()
 }
 
 // partHandler is one partition's consumer side.

@@ -114,26 +114,30 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	if parts <= 0 {
 		parts = tracemsg.DefaultPartitions
 	}
-	enc := newSegmentEncoder(parts, opts.BatchRows)
-	for _, seg := range segs {
-		if err := ctx.Err(); err != nil {
-			return stats(), err
-		}
-		msgs, err := enc.encode(seg.Path)
-		if err != nil {
-			if opts.Strict || !segment.IsError(err) {
-				return stats(), fmt.Errorf("replay %s: %w", seg.Path, err)
+	// The next segment is read and encoded while this one's batches are
+	// published: the stream (and the workers behind it) is fed while a
+	// segment is encoded, rather than going idle at each segment's start.
+	ectx, stop := context.WithCancel(ctx)
+	defer stop()
+	encoded := encodeAhead(ectx, newSegmentEncoder(parts, opts.BatchRows), segs)
+	for e := range encoded {
+		if e.err != nil {
+			if opts.Strict || !segment.IsError(e.err) {
+				return stats(), fmt.Errorf("replay %s: %w", e.path, e.err)
 			}
-			st.Failed = append(st.Failed, err.Error())
+			st.Failed = append(st.Failed, e.err.Error())
 			continue
 		}
-		for _, m := range msgs {
+		for _, m := range e.msgs {
 			if err := p.PublishRows(ctx, streams.TraceSubject(subject, m.part), nil, m.data, m.id, m.rows); err != nil {
 				// Batches already published stay deduplicated by id.
-				return stats(), fmt.Errorf("replay %s: publish %s: %w", seg.Path, m.id, err)
+				return stats(), fmt.Errorf("replay %s: publish %s: %w", e.path, m.id, err)
 			}
 		}
 		st.Segments++
+	}
+	if err := ctx.Err(); err != nil {
+		return stats(), err
 	}
 	if err := p.Drain(ctx); err != nil {
 		return stats(), err
@@ -143,6 +147,37 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 		opts.Progress(ps.New + ps.Duplicates)
 	}
 	return stats(), nil
+}
+
+// encodedSegment is a segment's batches, or the error that made it
+// publish nothing.
+type encodedSegment struct {
+	path string
+	msgs []batchMsg
+	err  error
+}
+
+// encodeAhead encodes segs in order on a goroutine of its own, at most one
+// segment ahead of the one its reader is publishing, and closes the
+// channel after the last or when ctx is done (the reader checks ctx: a
+// closed channel is not the end of segs then).
+func encodeAhead(ctx context.Context, enc *segmentEncoder, segs []segment.Segment) <-chan encodedSegment {
+	out := make(chan encodedSegment)
+	go func() {
+		defer close(out)
+		for _, seg := range segs {
+			if ctx.Err() != nil {
+				return
+			}
+			msgs, err := enc.encode(seg.Path)
+			select {
+			case out <- encodedSegment{path: seg.Path, msgs: msgs, err: err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // batchMsg is one encoded batch of a segment, to publish.

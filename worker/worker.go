@@ -818,7 +818,7 @@ func (r *running) shutdown() {
 
 // drainPoll is how often watchLag looks for the drain once the inputs are
 // done.
-const drainPoll = 100 * time.Millisecond
+const drainPoll = 25 * time.Millisecond
 
 // errDrained ends the run group when Once finds nothing left to do.
 var errDrained = errors.New("inputs drained")
@@ -826,7 +826,7 @@ var errDrained = errors.New("inputs drained")
 // watchLag updates the lag gauges every 500 ms; with once it returns
 // errDrained when every consumer has nothing pending or unacked, twice in
 // a row, and every input is done (closed): the tail at its end, the
-// replay published. Once the inputs are done it looks every 100 ms
+// replay published. Once the inputs are done it looks every 25 ms
 // (drainPoll), so that --once ends soon after the last ack.
 func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *httpapi.Metrics, once bool, inputs []<-chan struct{}, logger *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
