@@ -182,9 +182,10 @@ func encodeAhead(ctx context.Context, enc *segmentEncoder, segs []segment.Segmen
 
 // batchMsg is one encoded batch of a segment, to publish.
 type batchMsg struct {
-	part, rows int
-	id         string
-	data       []byte
+	part, rows  int
+	first, last uint64 // the segment rows of the first and the last
+	id          string
+	data        []byte
 }
 
 // segmentEncoder cuts segments into row batches. Not safe for concurrent use.
@@ -214,20 +215,38 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := sha256.Sum256(file)
-	digest := hex.EncodeToString(raw[:])
+	// The segment's digest names its batches (in their header and message
+	// id), but the scan needs it only to route a row without a run id: it
+	// is computed beside the scan, on another core, and the batches are
+	// encoded without it, then stamped and compressed once it is known.
+	var raw [32]byte
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		raw = sha256.Sum256(file)
+	}()
+	defer func() { <-hashed }()
+	digest := ""
+	// digestOf waits for the digest.
+	digestOf := func() string {
+		if digest == "" {
+			<-hashed
+			digest = hex.EncodeToString(raw[:])
+		}
+		return digest
+	}
 	base := filepath.Base(path)
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
 	fields := wireFields
 	for i := range e.builders {
 		e.builders[i].Reset()
 	}
-	var out []batchMsg
+	var out []batchMsg // data: encoded, without the digest, until the end
 	// flush encodes partition p's rows, halving a batch that is too large.
 	var flushRange func(p, lo, hi int)
 	flushRange = func(p, lo, hi int) {
 		b := &e.builders[p]
-		h := rowbatch.Header{Digest: raw, Segment: base, Parts: e.parts, Part: p}
+		h := rowbatch.Header{Segment: base, Parts: e.parts, Part: p}
 		e.scratch = b.Encode(e.scratch[:0], h, fields, lo, hi, runs, syms)
 		if len(e.scratch) > batchTarget && hi-lo > 1 {
 			mid := lo + (hi-lo)/2
@@ -235,12 +254,7 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 			flushRange(p, mid, hi)
 			return
 		}
-		first, last := b.Row(lo), b.Row(hi-1)
-		// Compressed into a reused buffer and copied out at its size: a
-		// fresh buffer of the worst case would be cleared and mostly wasted.
-		e.zscratch = rowbatch.Compress(e.zscratch[:0], e.scratch)
-		out = append(out, batchMsg{part: p, rows: hi - lo, id: batchMsgID(digest, p, first, last),
-			data: bytes.Clone(e.zscratch)})
+		out = append(out, batchMsg{part: p, rows: hi - lo, first: b.Row(lo), last: b.Row(hi - 1), data: bytes.Clone(e.scratch)})
 	}
 	flush := func(p int) {
 		if n := e.builders[p].Len(); n > 0 {
@@ -267,7 +281,7 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 				}
 				p = int(partOf[id])
 			} else {
-				p = tracemsg.PartitionOf(tracemsg.RowKey(digest, row), e.parts)
+				p = tracemsg.PartitionOf(tracemsg.RowKey(digestOf(), row), e.parts)
 			}
 			e.pend[p] = append(e.pend[p], int32(i))
 			e.pendRows[p] = append(e.pendRows[p], row)
@@ -294,6 +308,15 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	}
 	for p := range e.builders {
 		flush(p)
+	}
+	digestOf()
+	for i := range out {
+		m := &out[i]
+		rowbatch.SetDigest(m.data, raw)
+		// Compressed into a reused buffer and copied out at its size: a
+		// fresh buffer of the worst case would be cleared and mostly wasted.
+		e.zscratch = rowbatch.Compress(e.zscratch[:0], m.data)
+		m.data, m.id = bytes.Clone(e.zscratch), batchMsgID(digest, m.part, m.first, m.last)
 	}
 	return out, nil
 }

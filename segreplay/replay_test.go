@@ -2,14 +2,21 @@ package segreplay
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
@@ -35,4 +42,60 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 
 	_, err = Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Strict: true})
 	require.Error(t, err)
+}
+
+// TestBatchesNameTheirSegmentAndRouteEachRow replays segments with and
+// without run ids in small batches and reads every batch back from the
+// stream: each carries its segment's SHA-256 (computed beside the scan and
+// stamped after it) in its header and message id, sits on the subject of
+// the partition of each of its rows (by run id, or by the row's key where
+// there is none), and every row of the directory is in exactly one batch.
+func TestBatchesNameTheirSegmentAndRouteEachRow(t *testing.T) {
+	for _, name := range []string{"basic", "norunid", "split"} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			dir, err := filepath.Abs(filepath.Join("../testdata/traces", name))
+			require.NoError(t, err)
+			const parts = 3
+			st, err := Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Partitions: parts, BatchRows: 3})
+			require.NoError(t, err)
+			require.Empty(t, st.Failed)
+			r, err := outcome.NewReducer(outcome.Options{})
+			require.NoError(t, err)
+			direct, err := replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+			require.NoError(t, err)
+			require.EqualValues(t, direct.Rows, st.Rows)
+
+			ctx := context.Background()
+			stream, err := e.JS.Stream(ctx, e.Subjects.TracesStream)
+			require.NoError(t, err)
+			info, err := stream.Info(ctx)
+			require.NoError(t, err)
+			require.Greater(t, info.State.Msgs, uint64(1), "several batches")
+			seen := map[string]bool{}
+			var b rowbatch.Batch
+			for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+				m, err := stream.GetMsg(ctx, seq)
+				require.NoError(t, err)
+				require.NoError(t, rowbatch.Decode(m.Data, &b))
+				file, err := os.ReadFile(filepath.Join(dir, b.Segment))
+				require.NoError(t, err)
+				require.Equal(t, sha256.Sum256(file), b.Digest, "batch %d names its segment's digest", seq)
+				digest := hex.EncodeToString(b.Digest[:])
+				require.Equal(t, streams.TraceSubject(e.Subjects.Traces, b.Part), m.Subject)
+				require.Equal(t, batchMsgID(digest, b.Part, b.Rows[0], b.Rows[len(b.Rows)-1]), m.Header.Get(jetstream.MsgIDHeader))
+				for i, row := range b.Rows {
+					key := tracemsg.RowKey(digest, row)
+					if c := b.Calls[i]; c.HasRunID {
+						require.Equal(t, tracemsg.PartitionOf(c.RunID, parts), b.Part, "row %d of %s", row, b.Segment)
+					} else {
+						require.Equal(t, tracemsg.PartitionOf(key, parts), b.Part, "row %d of %s", row, b.Segment)
+					}
+					require.False(t, seen[key], "row %d of %s published twice", row, b.Segment)
+					seen[key] = true
+				}
+			}
+			require.Len(t, seen, int(direct.Rows))
+		})
+	}
 }

@@ -144,6 +144,19 @@ func (b *Builder) AppendCall(c *calls.Call, row uint64, runs, syms *calls.Symbol
 	}
 }
 
+// SetDigest writes d as the segment digest of enc, a batch Encode
+// returned (uncompressed), in place: a batch can be encoded before its
+// segment's digest is known. It panics when enc is not such a batch.
+func SetDigest(enc []byte, d [32]byte) {
+	if len(enc) < digestAt+len(d) || string(enc[:len(Magic)]) != Magic || enc[len(Magic)] != Version {
+		panic("rowbatch: SetDigest on bytes that are not an encoded batch")
+	}
+	copy(enc[digestAt:], d[:])
+}
+
+// digestAt is where an encoded batch's segment digest starts.
+const digestAt = len(Magic) + 1
+
 // Encode appends to dst the batch of the collected rows [lo, hi) with
 // header h. fields names the columns the segment had (calls.AllFields, or
 // without calls.FieldRunID for a segment without run ids); an absent
