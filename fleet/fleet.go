@@ -428,7 +428,7 @@ loop:
 }
 
 // flushAll flushes every partition (see partHandler.flush), up to
-// GOMAXPROCS of them side by side (a snapshot is encoding, then waiting on
+// GOMAXPROCS of them (at least two) side by side (a snapshot is encoding, then waiting on
 // the bucket and the store), and returns when all are done. Nothing is
 // flushed once ctx is done.
 func (f *Fleet) flushAll(ctx context.Context, final bool) {

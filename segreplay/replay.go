@@ -309,14 +309,14 @@ func (e *segmentEncoder) encode(path string) ([]batchMsg, error) {
 	for p := range e.builders {
 		flush(p)
 	}
-	digestOf()
+	d := digestOf()
 	for i := range out {
 		m := &out[i]
 		rowbatch.SetDigest(m.data, raw)
 		// Compressed into a reused buffer and copied out at its size: a
 		// fresh buffer of the worst case would be cleared and mostly wasted.
 		e.zscratch = rowbatch.Compress(e.zscratch[:0], m.data)
-		m.data, m.id = bytes.Clone(e.zscratch), batchMsgID(digest, m.part, m.first, m.last)
+		m.data, m.id = bytes.Clone(e.zscratch), batchMsgID(d, m.part, m.first, m.last)
 	}
 	return out, nil
 }
