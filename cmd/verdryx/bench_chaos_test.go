@@ -22,25 +22,15 @@ import (
 // decoded result and the exit code.
 func runChaosBinary(t *testing.T, args ...string) (map[string]any, chaos.Result, int) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("chaos run builds the binary and runs child processes")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH to build the binary")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "verdryx")
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := buildBinary(ctx, t)
 
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, append([]string{"bench", "chaos", "--json",
 		"--evalset", filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -25,19 +25,10 @@ import (
 // the direct reduction every day, and each of those days alone after the
 // last (before the takeover: the worker prunes days on its own clock).
 func TestBenchSoakSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak builds the binary and runs child processes")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH to build the binary")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	bin := buildBinary(ctx, t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "verdryx")
-	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
 
 	plot := filepath.Join(dir, "soak.svg")
 	var stdout, stderr bytes.Buffer

@@ -20,7 +20,9 @@ func newBenchWorkerCmd() *cobra.Command {
 			"`cost-per-correct --traces DIR`, then `serve --once --replay DIR` on a fresh data directory (embedded\n" +
 			"NATS, the replay published as row batches and applied until drained), as child processes. Prints their\n" +
 			"wall times and ratio, the worker's peak RSS and CPU per million rows, and the JetStream store's bytes per\n" +
-			"Parquet byte and per row; fails when the two reports differ. The directory (--dir, else a temporary one)\n" +
+			"Parquet byte and per row; fails when the two reports differ. A third pass, the publishing floor, runs\n" +
+			"`replay DIR` alone into a server of its own with no consumer: the worker path cannot beat it. With the\n" +
+			"machine's cores, each pass's CPU gives the least wall time it could take. The directory (--dir, else a temporary one)\n" +
 			"is generated with every run in flight (the shape `bench traces` uses) when it holds no segments.",
 	}
 	fs := cmd.Flags()
@@ -43,9 +45,9 @@ func newBenchWorkerCmd() *cobra.Command {
 		opts := e2e.Options{Exe: exe, Dir: *dir, Rows: *rows, Rounds: *rounds}
 		if !*asJSON {
 			opts.OnRound = func(rd e2e.Round) {
-				fmt.Fprintf(stdout, "round %d: cost-per-correct %s, serve --once --replay %s (%.2fx), worker cpu %.1fs (system %.1fs, %dk page faults), peak RSS %.0f MiB, store %.0f MiB, reports equal: %v\n",
+				fmt.Fprintf(stdout, "round %d: cost-per-correct %s, serve --once --replay %s (%.2fx), worker cpu %.1fs (system %.1fs, %dk page faults), peak RSS %.0f MiB, store %.0f MiB, reports equal: %v; replay alone %s (%.2fx), cpu %.1fs (server %.1fs)\n",
 					rd.Round, secs(rd.DirectSeconds), secs(rd.WorkerSeconds), rd.Ratio, rd.WorkerCPU, rd.WorkerSysCPU, rd.WorkerFaults/1000,
-					float64(rd.WorkerPeakRSS)/(1<<20), float64(rd.StoreBytes)/(1<<20), rd.ReportsEqual)
+					float64(rd.WorkerPeakRSS)/(1<<20), float64(rd.StoreBytes)/(1<<20), rd.ReportsEqual, secs(rd.FloorSeconds), rd.FloorRatio, rd.FloorCPU, rd.FloorServerCPU)
 			}
 		}
 		res, err := e2e.Run(ctx, opts)
@@ -62,6 +64,8 @@ func newBenchWorkerCmd() *cobra.Command {
 		fmt.Fprintf(stdout, "worker / direct wall time: %.2fx (best %s / best %s; goal <= %dx)\n", res.Ratio, secs(res.WorkerSeconds), secs(res.DirectSeconds), e2e.RatioTarget)
 		fmt.Fprintf(stdout, "JetStream store: %.2f bytes per Parquet byte (goal <= %.1f), %.1f bytes per row\n", res.StorePerParquet, e2e.StorePerParquetMax, res.StoreBytesPerRow)
 		fmt.Fprintf(stdout, "worker peak RSS: %.0f MiB (goal < %d MiB); worker CPU: %.2f s per million rows\n", float64(res.WorkerPeakRSS)/(1<<20), e2e.PeakRSSMax>>20, res.WorkerCPUPerMRows)
+		fmt.Fprintf(stdout, "publishing floor (replay alone into a server of its own, no worker): %.2fx (best %s)\n", res.FloorRatio, secs(res.FloorSeconds))
+		fmt.Fprintf(stdout, "CPU bounds on %d cores, every core busy throughout: publishing alone %.2fx, the worker pass %.2fx\n", res.Cores, res.FloorCPUBound, res.WorkerCPUBound)
 		return res.Check()
 	}
 	return cmd

@@ -7,21 +7,31 @@
 // wall times and ratio, the worker's peak RSS and CPU, and the bytes the
 // JetStream store kept per Parquet byte read and per row. The two reports
 // must be equal.
+//
+// A third pass measures the publishing floor: `replay DIR` alone into a
+// JetStream server of its own (in the bench process, no consumer), its
+// wall time and the CPU of the replayer and the server. The worker path
+// cannot beat it: whatever a worker does comes on top. On a machine of N
+// cores, the floor's CPU over N is the least wall time publishing alone
+// could take, and the worker pass's CPU over N the least its run could.
 package e2e
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/tracegen"
 )
@@ -56,23 +66,40 @@ type Round struct {
 	StoreBytes    int64   `json:"jetstream_store_bytes"`
 	SQLiteBytes   int64   `json:"sqlite_bytes"`
 	ReportsEqual  bool    `json:"reports_equal"`
+	// The publishing floor: replay alone into a server of its own.
+	FloorSeconds   float64 `json:"floor_seconds"`
+	FloorRatio     float64 `json:"floor_to_direct_ratio"`
+	FloorCPU       float64 `json:"floor_cpu_seconds"` // replayer and server
+	FloorServerCPU float64 `json:"floor_server_cpu_seconds"`
+	FloorRowsNew   int64   `json:"floor_rows_new"` // rows the floor's replay stored
 }
 
 // Result is a run's figures: the directory, every round, and the best
 // (least disturbed: other load only slows a pass down) of each pass.
 type Result struct {
-	Dir                string  `json:"dir"`
-	Rows               int64   `json:"rows"`
-	Segments           int     `json:"segments"`
-	ParquetBytes       int64   `json:"parquet_bytes"`
-	Generated          bool    `json:"generated"`
-	DirectSeconds      float64 `json:"direct_seconds"`
-	WorkerSeconds      float64 `json:"worker_seconds"`
-	Ratio              float64 `json:"worker_to_direct_ratio"`
-	WorkerPeakRSS      int64   `json:"worker_peak_rss_bytes"`
-	WorkerCPUPerMRows  float64 `json:"worker_cpu_seconds_per_million_rows"`
-	StorePerParquet    float64 `json:"jetstream_bytes_per_parquet_byte"`
-	StoreBytesPerRow   float64 `json:"jetstream_bytes_per_row"`
+	Dir               string  `json:"dir"`
+	Rows              int64   `json:"rows"`
+	Segments          int     `json:"segments"`
+	ParquetBytes      int64   `json:"parquet_bytes"`
+	Generated         bool    `json:"generated"`
+	DirectSeconds     float64 `json:"direct_seconds"`
+	WorkerSeconds     float64 `json:"worker_seconds"`
+	Ratio             float64 `json:"worker_to_direct_ratio"`
+	WorkerPeakRSS     int64   `json:"worker_peak_rss_bytes"`
+	WorkerCPUPerMRows float64 `json:"worker_cpu_seconds_per_million_rows"`
+	StorePerParquet   float64 `json:"jetstream_bytes_per_parquet_byte"`
+	StoreBytesPerRow  float64 `json:"jetstream_bytes_per_row"`
+	// Cores is the machine's CPU count (runtime.NumCPU). FloorSeconds and
+	// FloorRatio are the best floor pass; FloorCPUBound is the best
+	// floor's CPU over Cores, as a ratio to DirectSeconds (what publishing
+	// alone would cost were both the replayer and the server spread
+	// perfectly over every core), and WorkerCPUBound the same of the
+	// worker pass's CPU (its ratio with every core busy throughout).
+	Cores              int     `json:"cores"`
+	FloorSeconds       float64 `json:"floor_seconds"`
+	FloorRatio         float64 `json:"floor_to_direct_ratio"`
+	FloorCPUBound      float64 `json:"floor_cpu_bound_ratio"`
+	WorkerCPUBound     float64 `json:"worker_cpu_bound_ratio"`
 	Rounds             []Round `json:"rounds"`
 	RatioTarget        float64 `json:"ratio_target"`
 	StorePerParquetMax float64 `json:"jetstream_bytes_per_parquet_byte_max"`
@@ -176,6 +203,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	store := best(func(r Round) float64 { return float64(r.StoreBytes) })
 	res.StorePerParquet = store / float64(res.ParquetBytes)
 	res.StoreBytesPerRow = store / float64(res.Rows)
+	res.Cores = runtime.NumCPU()
+	res.FloorSeconds = best(func(r Round) float64 { return r.FloorSeconds })
+	res.FloorRatio = res.FloorSeconds / res.DirectSeconds
+	res.FloorCPUBound = best(func(r Round) float64 { return r.FloorCPU }) / float64(res.Cores) / res.DirectSeconds
+	res.WorkerCPUBound = best(func(r Round) float64 { return r.WorkerCPU }) / float64(res.Cores) / res.DirectSeconds
 	return res, nil
 }
 
@@ -204,7 +236,46 @@ func round(ctx context.Context, exe, dir string, k int) (Round, error) {
 	rd.StoreBytes = proc.DirBytes(filepath.Join(data, "nats"))
 	rd.SQLiteBytes = proc.DirBytes(filepath.Join(data, "verdryx.db")) + proc.DirBytes(filepath.Join(data, "verdryx.db-wal"))
 	rd.ReportsEqual = sameReport(direct.stdout, w.stdout)
+	if err := floor(ctx, exe, dir, &rd); err != nil {
+		return rd, err
+	}
 	return rd, nil
+}
+
+// floor runs the publishing floor: `replay DIR` into an embedded server
+// started in this process on a fresh store, with no consumer. The
+// server's CPU is this process's over the child's run (the bench itself
+// only waits meanwhile).
+func floor(ctx context.Context, exe, dir string, rd *Round) error {
+	store, err := os.MkdirTemp("", "verdryx-bench-worker-floor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(store)
+	ns, err := embedded.Start(store, "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	before := selfCPU()
+	c, err := runChild(ctx, exe, "replay", dir, "--nats", ns.ClientURL(), "--json", "--log-level", "warn")
+	server := selfCPU() - before
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	var out struct {
+		Rows int64 `json:"rows"`
+		New  int64 `json:"new"`
+	}
+	if err := json.Unmarshal(c.stdout, &out); err != nil {
+		return fmt.Errorf("floor: replay --json printed %q: %w", c.stdout, err)
+	}
+	rd.FloorSeconds = c.wall.Seconds()
+	rd.FloorRatio = rd.FloorSeconds / rd.DirectSeconds
+	rd.FloorServerCPU = server.Seconds()
+	rd.FloorCPU = c.cpu.Seconds() + rd.FloorServerCPU
+	rd.FloorRowsNew = out.New
+	return nil
 }
 
 // sameReport reports whether the worker's printed report (the lines after
