@@ -22,8 +22,9 @@ func newBenchWorkerCmd() *cobra.Command {
 			"wall times and ratio, the worker's peak RSS and CPU per million rows, and the JetStream store's bytes per\n" +
 			"Parquet byte and per row; fails when the two reports differ. A third pass, the publishing floor, runs\n" +
 			"`replay DIR` alone into a server of its own with no consumer: the worker path cannot beat it. With the\n" +
-			"machine's cores, each pass's CPU gives the least wall time it could take. The directory (--dir, else a temporary one)\n" +
-			"is generated with every run in flight (the shape `bench traces` uses) when it holds no segments.",
+			"machine's cores, each pass's CPU gives the least wall time it could take. The directory (--dir, else a\n" +
+			"temporary one) is generated with every run in flight (the shape `bench traces` uses) when it holds no\n" +
+			"segments.",
 	}
 	fs := cmd.Flags()
 	rows := fs.Int64("rows", 10_000_000, "rows to generate when --dir holds no segments")
