@@ -64,6 +64,9 @@ func TestBenchWorkerSmall(t *testing.T) {
 			assert.Greater(t, rd.FloorCPU, rd.FloorServerCPU, "round %d: the replayer's CPU adds to it", rd.Round)
 		}
 	}
+	assert.Equal(t, max(res.Rounds[0].WorkerPeakRSS, res.Rounds[1].WorkerPeakRSS), res.WorkerPeakRSS, "the worst round's peak RSS")
+	store := max(res.Rounds[0].StoreBytes, res.Rounds[1].StoreBytes)
+	assert.InDelta(t, float64(store)/float64(res.ParquetBytes), res.StorePerParquet, 1e-12, "the worst round's store")
 	assert.Equal(t, runtime.NumCPU(), res.Cores)
 	assert.InDelta(t, min(res.Rounds[0].FloorSeconds, res.Rounds[1].FloorSeconds), res.FloorSeconds, 1e-9, "the best floor")
 	if runtime.GOOS == "linux" {
