@@ -266,15 +266,14 @@ func floor(ctx context.Context, exe, dir string, rd *Round) error {
 		return fmt.Errorf("floor: %w", err)
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	before := selfCPU()
+	before := proc.SelfCPU()
 	c, err := runChild(ctx, exe, "replay", dir, "--nats", ns.ClientURL(), "--json", "--log-level", "warn")
-	server := selfCPU() - before
+	server := proc.SelfCPU() - before
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	var out struct {
-		Rows int64 `json:"rows"`
-		New  int64 `json:"new"`
+		New int64 `json:"new"`
 	}
 	if err := json.Unmarshal(c.stdout, &out); err != nil {
 		return fmt.Errorf("floor: replay --json printed %q: %w", c.stdout, err)

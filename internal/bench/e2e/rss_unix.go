@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"syscall"
-	"time"
 )
 
 // peakRSS is the child's peak resident set in bytes (getrusage's
@@ -31,13 +30,4 @@ func minorFaults(ps *os.ProcessState) int64 {
 		return 0
 	}
 	return int64(ru.Minflt)
-}
-
-// selfCPU is this process's user and system CPU so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/internal/bench/pagescan"
+	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
@@ -269,20 +270,20 @@ func measure(ctx context.Context, segs []segment.Segment, fields calls.FieldSet,
 			return err
 		}
 		resetPeakRSS()
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), proc.SelfCPU()
 		scanned, err := scanAll(work, fields, opts.Procs)
 		if err != nil {
 			return fmt.Errorf("bench traces: page scan: %w", err)
 		}
 		if el := time.Since(t0); el < bestScan {
 			bestScan = el
-			sh.ScanCPUSeconds = (cpuTime() - c0).Seconds()
+			sh.ScanCPUSeconds = (proc.SelfCPU() - c0).Seconds()
 		}
 		sh.ScanPeakRSSMiB = max(sh.ScanPeakRSSMiB, peakRSSMiB())
 		sh.Rows = scanned
 
 		resetPeakRSS()
-		t0, c0 = time.Now(), cpuTime()
+		t0, c0 = time.Now(), proc.SelfCPU()
 		r, _ := outcome.NewReducer(outcome.Options{})
 		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true, Procs: opts.Procs, HugePages: true})
 		if err != nil {
@@ -294,7 +295,7 @@ func measure(ctx context.Context, segs []segment.Segment, fields calls.FieldSet,
 		}
 		if el := time.Since(t0); el < bestReduce {
 			bestReduce = el
-			sh.ReduceCPUSeconds = (cpuTime() - c0).Seconds()
+			sh.ReduceCPUSeconds = (proc.SelfCPU() - c0).Seconds()
 		}
 		sh.PeakRSSMiB = max(sh.PeakRSSMiB, peakRSSMiB())
 		if st.Rows != scanned {

@@ -1,15 +1,15 @@
 //go:build unix
 
-package traces
+package proc
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the user plus system CPU time of the process so far, 0
-// where unavailable.
-func cpuTime() time.Duration {
+// SelfCPU returns the user plus system CPU time of this process so far
+// (getrusage), 0 where unavailable.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
