@@ -397,7 +397,20 @@ func newServeCmd(g *globals) *cobra.Command {
 		}
 		return err
 	}
+	groupFlags(cmd, serveFlagGroups())
 	return cmd
+}
+
+// serveFlagGroups are the flags serve --help shows: what a first
+// deployment sets. Everything else (tuning, subjects, security of the
+// embedded server, benchmarks' knobs) is in --help-all and a --config file.
+func serveFlagGroups() []flagGroup {
+	return []flagGroup{
+		{"Inputs", []string{"replay", "eval-request", "tail", "root", "once"}},
+		{"NATS", []string{"nats", "nats-creds", "nats-listen", "partitions", "replicas"}},
+		{"Outputs", []string{"data", "db", "events", "http", "otlp", "instance"}},
+		{"Models", []string{"typed-url", "typed-key-file"}},
+	}
 }
 
 func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segreplay.Stats, error) {
