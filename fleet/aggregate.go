@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -140,29 +139,4 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, wan
 		}
 		return st, tables, nil
 	}
-}
-
-// LocalAggregate returns the union of the partition states in a worker's
-// store. It is the fleet's state only for a worker that has owned every
-// partition up to now (a single worker); otherwise use ReadAggregate.
-func LocalAggregate(ctx context.Context, st *store.Store) (*Aggregate, error) {
-	parts, err := st.Partitions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}}
-	for _, p := range parts {
-		head, _, err := st.PartitionHead(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		s, err := readStoredPartition(ctx, st, p, head)
-		if err != nil {
-			return nil, err
-		}
-		agg.parts[p] = s
-		agg.tables[p] = s.storedTables
-		s.storedTables = nil
-	}
-	return agg, nil
 }

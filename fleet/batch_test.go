@@ -2,20 +2,13 @@ package fleet
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
@@ -24,73 +17,29 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// publishRowRecords publishes every row of dir as its own per-call record,
-// as replay did before row batches (message id tracemsg.SegmentRowID, the segment's
-// name in tracemsg.HeaderSegment): what an older replay left in a stream.
-func publishRowRecords(t *testing.T, e *env, dir string) {
-	t.Helper()
-	ctx := jstest.Ctx(t, 60*time.Second)
-	segs, _, err := segment.List(dir)
-	require.NoError(t, err)
-	n := e.Subjects.PartitionCount()
-	for _, seg := range segs {
-		data, err := os.ReadFile(seg.Path)
-		require.NoError(t, err)
-		sum := sha256.Sum256(data)
-		digest := hex.EncodeToString(sum[:])
-		row := uint64(0)
-		require.NoError(t, segment.Read(seg.Path, func(c calls.Call) error {
-			id := tracemsg.SegmentRowID(digest, row)
-			p := tracemsg.PartitionOf(tracemsg.MsgIDKey(id), n)
-			if c.HasRunID {
-				p = tracemsg.PartitionOf(c.RunID, n)
-			}
-			b, err := json.Marshal(tracemsg.RecordOf(c))
-			require.NoError(t, err)
-			msg := &nats.Msg{Subject: streams.TraceSubject(e.Subjects.Traces, p), Data: b,
-				Header: nats.Header{tracemsg.HeaderSegment: []string{filepath.Base(seg.Path)}}}
-			_, err = e.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(id))
-			row++
-			return err
-		}))
-	}
-}
-
-// TestBatchesCountEachRowOnceWhateverTheCut: the same directory replayed as
-// batches cut three ways (so JetStream stores every replay: the message
-// ids differ) and as the per-row records of an older replay counts every
-// row once, in either order, and gives exactly the direct reduction.
+// TestBatchesCountEachRowOnceWhateverTheCut: the same directory replayed
+// as batches cut three ways (so JetStream stores every replay: the message
+// ids differ) counts every row once and gives exactly the direct
+// reduction.
 func TestBatchesCountEachRowOnceWhateverTheCut(t *testing.T) {
 	dir, want := fleetDirN(t, 6000, 31, 5)
-	for _, recordsFirst := range []bool{true, false} {
-		t.Run(fmt.Sprintf("records first %v", recordsFirst), func(t *testing.T) {
-			e := newEnv(t)
-			ctx := jstest.Ctx(t, 90*time.Second)
-			w := startFleet(t, e.JS, e.Subjects, "w", Options{})
-			if recordsFirst {
-				publishRowRecords(t, e, dir)
-				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
-			}
-			for _, rows := range []int{0, 100, 37} {
-				st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{BatchRows: rows})
-				require.NoError(t, err)
-				require.Equal(t, 6000, st.Rows)
-				if rows != 0 {
-					require.Equal(t, 6000, st.New, "a new cut is new to JetStream")
-				}
-				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
-			}
-			if !recordsFirst {
-				publishRowRecords(t, e, dir)
-				waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
-			}
-			w.stop(t)
-			agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
-			require.NoError(t, err)
-			require.EqualValues(t, 6000, agg.Calls())
-			require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
-		})
+	e := newEnv(t)
+	ctx := jstest.Ctx(t, 90*time.Second)
+	w := startFleet(t, e.JS, e.Subjects, "w", Options{})
+	for _, rows := range []int{0, 100, 37} {
+		st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{BatchRows: rows})
+		require.NoError(t, err)
+		require.Equal(t, 6000, st.Rows)
+		if rows != 0 {
+			require.Equal(t, 6000, st.New, "a new cut is new to JetStream")
+		}
+		waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	}
+	w.stop(t)
+	agg, err := ReadAggregate(ctx, e.JS, e.Subjects)
+	require.NoError(t, err)
+	require.EqualValues(t, 6000, agg.Calls())
+	require.JSONEq(t, string(want), string(mergedJSON(t, e.JS, e.Subjects)))
 }
 
 // encodeTestBatch returns a batch of cs as rows first, first+1, ... of a

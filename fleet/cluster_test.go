@@ -34,7 +34,7 @@ func clusterConn(t *testing.T, c *natscluster.Cluster, name string) (*nats.Conn,
 func fleetProgress(t *testing.T, ws []*fleetWorker) int64 {
 	var n int64
 	for _, w := range ws {
-		agg, err := LocalAggregate(context.Background(), w.f.st)
+		agg, err := ReadAggregate(context.Background(), w.f.js, w.f.opts.Subjects)
 		require.NoError(t, err)
 		n += agg.Calls()
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,7 +59,7 @@ func applyAll(t *testing.T, s *partState, cs []calls.Call, from int) {
 		c := cs[i]
 		key := fmt.Sprintf("call-%d", from+i)
 		s.begin()
-		require.NoError(t, s.apply(hashKey(key), &c, recordOrder(c.TSMillis, key)))
+		require.NoError(t, s.apply(tracemsg.HashKey(key), &c, recordOrder(c.TSMillis, key)))
 	}
 	s.settle(true)
 }
@@ -152,7 +151,7 @@ func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 		}
 		applyAll(t, s, cs[700:], 700)
 		// A call applied again under its key is not counted twice.
-		require.True(t, s.has(hashKey("call-3")), "the keys of folded days are kept")
+		require.True(t, s.has(tracemsg.HashKey("call-3")), "the keys of folded days are kept")
 
 		tables = loads.fold(t, s, now)
 		corrected := 0
@@ -364,8 +363,8 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 	require.Empty(t, skipped)
 	require.ElementsMatch(t, []int32{dayOf(at(0, 0)), dayOf(at(1, 0))}, days)
 	require.Equal(t, []dayRange{{dayOf(at(0, 0)), dayOf(at(1, 0))}}, s.pruned, "neighbouring days merge into one range")
-	require.False(t, s.has(hashKey("call-0")), "a pruned day's keys are gone")
-	require.True(t, s.has(hashKey("call-2")), "an open day's keys stay")
+	require.False(t, s.has(tracemsg.HashKey("call-0")), "a pruned day's keys are gone")
+	require.True(t, s.has(tracemsg.HashKey("call-2")), "an open day's keys stay")
 	require.NotContains(t, s.segs, seg0, "a segment whose days are all pruned is forgotten")
 	require.Contains(t, s.segs, seg03, "a segment with a day still held is kept")
 
@@ -373,12 +372,12 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 	before := (&Aggregate{parts: map[int]*partState{0: s}}).Calls()
 	late := calls.Call{TSMillis: at(0, 30), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 99}
 	s.begin()
-	require.NoError(t, s.apply(hashKey("call-0"), &late, recordOrder(late.TSMillis, "call-0")))
+	require.NoError(t, s.apply(tracemsg.HashKey("call-0"), &late, recordOrder(late.TSMillis, "call-0")))
 	s.settle(true)
 	agg := &Aggregate{parts: map[int]*partState{0: s}}
 	require.Equal(t, before, agg.Calls())
 	require.EqualValues(t, 1, agg.Late())
-	require.False(t, s.has(hashKey("call-0")), "a late call's key is not recorded")
+	require.False(t, s.has(tracemsg.HashKey("call-0")), "a late call's key is not recorded")
 
 	// The pruned ranges, late count and segment days survive a snapshot.
 	snap, _, _ := s.encodeBoth(nil)
@@ -398,33 +397,6 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 	got.rollback()
 	require.Equal(t, s.late, got.late)
 	require.Equal(t, s.watermark, got.watermark)
-}
-
-// TestOlderSnapshotsReadUndated: a snapshot of format 2 reads as undated
-// state: exact all-time reports, refused reports by window.
-func TestOlderSnapshotsReadUndated(t *testing.T) {
-	v2 := []byte("VDXPART2")
-	v2 = append(v2, 0, 1, 7, 2, 0) // partition 0 of 1, last seq 7, 2 dropped, no flags
-	a := runAgg{calls: 2, cost: 40, lastTS: day0.UnixMilli(), outcome: "case_resolved"}
-	v2 = append(v2, 1)
-	v2 = appendString(v2, "rold-run")
-	st := a.encode(nil)
-	v2 = append(v2, byte(len(st)))
-	v2 = append(v2, st...)
-	v2 = append(v2, 0, 0) // no row sets, no keys
-	s, err := decodePartState(v2)
-	require.NoError(t, err)
-	require.EqualValues(t, 7, s.lastSeq)
-	agg := &Aggregate{parts: map[int]*partState{0: s}}
-	require.EqualValues(t, 4, agg.Calls())
-	r, err := agg.Reducer(outcome.Options{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 4, r.Stats().Calls)
-	_, err = agg.Reducer(outcome.Options{From: day0})
-	require.ErrorIs(t, err, ErrUndatedState)
-	// Undated state is never folded.
-	tables, _ := s.foldDays(day0.AddDate(1, 0, 0), time.Hour, memLoad{}.load)
-	require.Empty(t, tables)
 }
 
 // publishIDs publishes cs as records with call ids ids[i] under message

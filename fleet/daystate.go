@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // dayMillis is a UTC day in milliseconds.
@@ -69,7 +69,7 @@ type dayTable struct {
 	rev         uint32
 	runs        map[string]*runAgg
 	dropped     uint64
-	keys        []byte // store.KeySize bytes each
+	keys        []byte // tracemsg.KeySize bytes each
 }
 
 func newDayTable(part, parts int, day int32) *dayTable {
@@ -101,27 +101,9 @@ func (t *dayTable) add(name string, a *runAgg) error {
 	return nil
 }
 
-// Day table encoding, format 2 (dayMagic): magic, partition, partition
-// count, day (zig-zag), revision, dropped calls, the key count and the keys
-// (store.KeySize bytes each: a takeover reads them without the runs), the
-// strings the runs' outcomes and agents use, the distinct first three
-// words of their orders, then the runs in no particular order, each its
-// name (length-prefixed) and state: flags (bit 0: an outcome, bit 1: an
-// agent), calls, blocked, refused, cost (zig-zag), newest ts less the
-// day's start (zig-zag), then for the outcome and for the agent when
-// present its string's index, its step, its order's prefix index and last
-// word. The orders of an absent outcome or agent are never compared (see
-// runAgg.add and merge), so they are not kept. Then the CRC-32C
-// (Castagnoli) of everything before it, 4 bytes little endian. Format 1
-// (dayMagicV1) held the runs sorted by name, each a runAgg encoding, and
-// the keys last; it is still read. Format 3 is format 2's layout under a
-// new magic: its runs may be kept by the hour (see snapMagic), which an
-// older build must refuse, not miscount.
-var (
-	dayMagic   = []byte("VXDAY003")
-	dayMagicV2 = []byte("VXDAY002")
-	dayMagicV1 = []byte("VXDAY001")
-)
+// Day table encoding: see docs/formats.md, "Day table". A table with
+// another magic than dayMagic is refused.
+var dayMagic = []byte("VDXDAY01")
 
 // castagnoli is the CRC-32C table of the day table checksum.
 func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
@@ -198,7 +180,7 @@ func (t *dayTable) encode(b []byte) []byte {
 	b = binary.AppendVarint(b, int64(t.day))
 	b = binary.AppendUvarint(b, uint64(t.rev))
 	b = binary.AppendUvarint(b, t.dropped)
-	b = binary.AppendUvarint(b, uint64(len(t.keys)/store.KeySize))
+	b = binary.AppendUvarint(b, uint64(len(t.keys)/tracemsg.KeySize))
 	b = append(b, t.keys...)
 	b = binary.AppendUvarint(b, uint64(len(e.strList)))
 	for _, s := range e.strList {
@@ -216,24 +198,19 @@ func (t *dayTable) encode(b []byte) []byte {
 }
 
 // checkDayTable checks an encoded table's magic and checksum and returns
-// its body (after the magic, before the checksum) and whether it is of
-// format 1.
-func checkDayTable(b []byte) (body []byte, v1 bool, err error) {
-	if len(b) < len(dayMagic)+4 {
-		return nil, false, errors.New("day table: bad magic")
+// its body (after the magic, before the checksum).
+func checkDayTable(b []byte) (body []byte, err error) {
+	if _, err := checkMagic("day table", b, dayMagic); err != nil {
+		return nil, err
 	}
-	switch string(b[:len(dayMagic)]) {
-	case string(dayMagic), string(dayMagicV2):
-	case string(dayMagicV1):
-		v1 = true
-	default:
-		return nil, false, errors.New("day table: bad magic")
+	if len(b) < len(dayMagic)+4 {
+		return nil, errors.New("day table: truncated")
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, castagnoli()) != sum {
-		return nil, false, errors.New("day table: checksum mismatch (damaged)")
+		return nil, errors.New("day table: checksum mismatch (damaged)")
 	}
-	return body[len(dayMagic):], v1, nil
+	return body[len(dayMagic):], nil
 }
 
 // dayTableHead reads a table's header up to its keys.
@@ -252,26 +229,22 @@ func dayTableHead(d *decoder) (t *dayTable) {
 // dayKeysOf reads a table's key count and keys (aliasing d's buffer).
 func dayKeysOf(d *decoder) []byte {
 	nk := d.uvarint()
-	if d.err == nil && nk > uint64(len(d.b))/store.KeySize {
+	if d.err == nil && nk > uint64(len(d.b))/tracemsg.KeySize {
 		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
 	}
 	if d.err != nil {
 		return nil
 	}
-	k := d.b[: nk*store.KeySize : nk*store.KeySize]
-	d.b = d.b[nk*store.KeySize:]
+	k := d.b[: nk*tracemsg.KeySize : nk*tracemsg.KeySize]
+	d.b = d.b[nk*tracemsg.KeySize:]
 	return k
 }
 
-// decodeDayTable reads what encode wrote (or format 1); a damaged table
-// is an error.
+// decodeDayTable reads what encode wrote; a damaged table is an error.
 func decodeDayTable(b []byte) (*dayTable, error) {
-	body, v1, err := checkDayTable(b)
+	body, err := checkDayTable(b)
 	if err != nil {
 		return nil, err
-	}
-	if v1 {
-		return decodeDayTableV1(body)
 	}
 	d := decoder{b: body}
 	t := dayTableHead(&d)
@@ -298,19 +271,9 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 // reused between calls. fn may have been called when a later run fails
 // to decode.
 func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, dropped uint64, err error) {
-	body, v1, err := checkDayTable(b)
+	body, err := checkDayTable(b)
 	if err != nil {
 		return 0, 0, err
-	}
-	if v1 {
-		t, err := decodeDayTableV1(body)
-		if err != nil {
-			return 0, 0, err
-		}
-		for name, a := range t.runs {
-			fn(name, a)
-		}
-		return t.day, t.dropped, nil
 	}
 	d := decoder{b: body}
 	t := dayTableHead(&d)
@@ -324,7 +287,7 @@ func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, drop
 	return t.day, t.dropped, err
 }
 
-// eachDayRun reads the rest of a format 2 table body after its keys (the
+// eachDayRun reads the rest of a table body after its keys (the
 // strings, the order prefixes, the runs) and calls start, when set, with
 // the run count, then fn with each run's index, name (aliasing d's
 // buffer), how many bytes of the buffer follow the name, and state (one
@@ -405,64 +368,17 @@ func (d *decoder) count(size int) int {
 	return int(n)
 }
 
-// decodeDayTableV1 reads the body of a format 1 table.
-func decodeDayTableV1(body []byte) (*dayTable, error) {
-	d := decoder{b: body}
-	t := dayTableHead(&d)
-	n := d.uvarint()
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		name := string(d.bytes())
-		st := d.bytes()
-		if d.err != nil {
-			break
-		}
-		a, err := decodeRunAgg(st)
-		if err != nil {
-			return nil, fmt.Errorf("day table %s: %w", dayString(t.day), err)
-		}
-		// Format 1 kept the step and order of an absent outcome or agent;
-		// they are never compared (runAgg.add, merge), and format 2 does
-		// not keep them: dropped, so both read the same.
-		if a.outcome == "" {
-			a.outStep, a.outOrder = 0, callOrder{}
-		}
-		if a.agent == "" {
-			a.agentStep, a.agentOrder = 0, callOrder{}
-		}
-		t.runs[name] = &a
-	}
-	nk := d.uvarint()
-	if d.err == nil && nk*store.KeySize != uint64(len(d.b)) {
-		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("day table: %w", d.err)
-	}
-	t.keys = append([]byte(nil), d.b...)
-	return t, nil
-}
-
 // dayTableKeys checks an encoded day table (its checksum and header) and
 // returns its partition, day, revision and keys (aliasing b) without
 // decoding its run states: what a takeover needs of every retained day.
 func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err error) {
-	body, v1, err := checkDayTable(b)
+	body, err := checkDayTable(b)
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
 	d := decoder{b: body}
 	t := dayTableHead(&d)
-	if v1 {
-		for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
-			d.bytes()
-			d.bytes()
-		}
-		if keys = dayKeysOf(&d); d.err == nil && len(d.b) > 0 {
-			d.err = fmt.Errorf("%d bytes after the keys", len(d.b))
-		}
-	} else {
-		keys = dayKeysOf(&d)
-	}
+	keys = dayKeysOf(&d)
 	if d.err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.err)
 	}
@@ -471,8 +387,8 @@ func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err e
 
 // addFoldedKeysOf adds the keys of an encoded day table to the dedupe set.
 func (s *partState) addFoldedKeysOf(keys []byte) {
-	for i := 0; i+store.KeySize <= len(keys); i += store.KeySize {
-		s.keys[store.Key(keys[i:i+store.KeySize])] = struct{}{}
+	for i := 0; i+tracemsg.KeySize <= len(keys); i += tracemsg.KeySize {
+		s.keys[tracemsg.Key(keys[i:i+tracemsg.KeySize])] = struct{}{}
 	}
 }
 
@@ -509,7 +425,7 @@ func (s *partState) openDays() []int32 {
 // that is sooner, so a call stamped in the future folds nothing early),
 // and every folded day that has calls again (late calls: its table is
 // corrected, a new revision). load returns a folded day's table (from the
-// store, else the bucket). It returns the tables written, each a new
+// pending tables, else the bucket). It returns the tables written, each a new
 // revision whose reference (s.folded) has no blob until published; a day
 // whose table cannot be loaded or whose merge would overflow stays in
 // memory and is reported in skipped.
@@ -599,8 +515,8 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, keys func(
 			skipped = append(skipped, fmt.Errorf("prune day %s: %w", dayString(d), err))
 			continue
 		}
-		for i := 0; i+store.KeySize <= len(kb); i += store.KeySize {
-			delete(s.keys, store.Key(kb[i:i+store.KeySize]))
+		for i := 0; i+tracemsg.KeySize <= len(kb); i += tracemsg.KeySize {
+			delete(s.keys, tracemsg.Key(kb[i:i+tracemsg.KeySize]))
 		}
 		delete(s.folded, d)
 		s.addPruned(d)

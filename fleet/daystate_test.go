@@ -5,19 +5,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/tracemsg"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/store"
 )
 
 func TestDayOfFloorsToUTCDays(t *testing.T) {
@@ -88,14 +85,14 @@ func TestDayTableRoundTripsAndRefusesDamage(t *testing.T) {
 	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 3, refused: 1, cost: 700, lastTS: 1764633600123, outcome: "case_resolved", outStep: 2, outOrder: callOrder{1, 2, 3, 4}}))
 	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 1, cost: 5, lastTS: 1764633600001, agent: "agent://x", agentStep: 1}))
 	require.NoError(t, tb.add("ikey", &runAgg{calls: 1, cost: 9, lastTS: 1764633600200, outcome: "escalated"}))
-	k := hashKey("call-1")
+	k := tracemsg.HashKey("call-1")
 	tb.keys = append(tb.keys, k[:]...)
 	b := tb.encode([]byte("prefix"))
 	got, err := decodeDayTable(b[len("prefix"):])
 	require.NoError(t, err)
 	assert.Equal(t, tb, got)
 	assert.EqualValues(t, 7, got.calls(), "5 run calls and 2 dropped")
-	assert.Len(t, got.keys, store.KeySize)
+	assert.Len(t, got.keys, tracemsg.KeySize)
 
 	for i := len("prefix"); i < len(b); i += 7 {
 		bad := append([]byte(nil), b[len("prefix"):]...)
@@ -139,54 +136,30 @@ func randomDayTable(rng *rand.Rand, n int) *dayTable {
 		tb.runs[fmt.Sprintf("rrun-%d", i)] = a
 	}
 	for range rng.IntN(4) {
-		k := hashKey(fmt.Sprint(rng.Uint64()))
+		k := tracemsg.HashKey(fmt.Sprint(rng.Uint64()))
 		tb.keys = append(tb.keys, k[:]...)
 	}
 	return tb
 }
 
-// encodeDayTableV1 is the format 1 encoding (written by the build before
-// format 2), kept to prove it is still read.
-func encodeDayTableV1(t *dayTable) []byte {
-	b := append([]byte(nil), dayMagicV1...)
-	b = binary.AppendUvarint(b, uint64(t.part))
-	b = binary.AppendUvarint(b, uint64(t.parts))
-	b = binary.AppendVarint(b, int64(t.day))
-	b = binary.AppendUvarint(b, uint64(t.rev))
-	b = binary.AppendUvarint(b, t.dropped)
-	names := slices.Sorted(maps.Keys(t.runs))
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, n := range names {
-		b = appendString(b, n)
-		st := t.runs[n].encode(nil)
-		b = binary.AppendUvarint(b, uint64(len(st)))
-		b = append(b, st...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(t.keys)/store.KeySize))
-	b = append(b, t.keys...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
-}
-
-// TestDayTablesRoundTripInBothFormats: random tables read back equal from
-// format 2 and from format 1 (tables an older build stored), keys read
-// alone agree, and format 2 is smaller.
-func TestDayTablesRoundTripInBothFormats(t *testing.T) {
+// TestDayTablesRoundTrip: random tables read back equal, keys read alone
+// agree, and a table of another format (an older build's magic) is
+// refused, naming the format found and the one expected.
+func TestDayTablesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for trial := range 40 {
 		tb := randomDayTable(rng, rng.IntN(300))
-		v2, v1 := tb.encode(nil), encodeDayTableV1(tb)
-		for name, b := range map[string][]byte{"format 2": v2, "format 1": v1} {
-			got, err := decodeDayTable(b)
-			require.NoError(t, err, "trial %d %s", trial, name)
-			require.Equal(t, tb, got, "trial %d %s", trial, name)
-			part, day, rev, keys, err := dayTableKeys(b)
-			require.NoError(t, err)
-			assert.Equal(t, []any{tb.part, tb.day, tb.rev, tb.keys}, []any{part, day, rev, append([]byte(nil), keys...)}, "trial %d %s", trial, name)
-		}
-		if len(tb.runs) > 50 {
-			assert.Less(t, len(v2), len(v1)*2/3, "trial %d: format 2 is compact", trial)
-		}
+		b := tb.encode(nil)
+		got, err := decodeDayTable(b)
+		require.NoError(t, err, "trial %d", trial)
+		require.Equal(t, tb, got, "trial %d", trial)
+		part, day, rev, keys, err := dayTableKeys(b)
+		require.NoError(t, err)
+		assert.Equal(t, []any{tb.part, tb.day, tb.rev, tb.keys}, []any{part, day, rev, append([]byte(nil), keys...)}, "trial %d", trial)
 	}
+	old := append([]byte("VXDAY003"), randomDayTable(rng, 3).encode(nil)[len(dayMagic):]...)
+	_, err := decodeDayTable(old)
+	require.EqualError(t, err, `day table: format "VXDAY003", this build reads "VDXDAY01" only`)
 }
 
 // FuzzDecodeDayTable: no input panics the decoder or makes it allocate
@@ -198,7 +171,6 @@ func FuzzDecodeDayTable(f *testing.F) {
 	for range 4 {
 		tb := randomDayTable(rng, rng.IntN(6))
 		f.Add(tb.encode(nil))
-		f.Add(encodeDayTableV1(tb))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Fix the checksum so the fuzzer reaches the body.
@@ -225,56 +197,19 @@ func FuzzDecodeDayTable(f *testing.F) {
 	})
 }
 
-// TestStateOfTheBuildBeforeHoursStillReads: the snapshot, delta and day
-// table formats of the build before states were kept by the hour (the
-// same layouts under the magics VDXPART4, VDXDELT1, VXDAY002) still
-// read, and read as the current ones; an unknown magic is refused (so
-// a build before this one refuses what this one writes, rather than
-// count its hourly states as independent calls).
-func TestStateOfTheBuildBeforeHoursStillReads(t *testing.T) {
-	s := newPartState(0, 1)
-	s.hoursOn, s.hoursFrom = true, day0.Add(12*time.Hour).UnixMilli()
-	cs := []calls.Call{
-		{TSMillis: day0.Add(time.Hour).UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5},
-		{TSMillis: day0.Add(13 * time.Hour).UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 7, Outcome: "case_resolved"},
-		{TSMillis: day0.Add(14 * time.Hour).UnixMilli(), Decision: "allow"},
-	}
-	applyAll(t, s, cs, 0)
-	older := func(b []byte, magic string) []byte {
-		return append([]byte(magic), b[len(magic):]...)
-	}
-
+// TestSnapshotsAndDeltasRefuseOtherFormats: a snapshot or delta of another
+// format (an older build's magic) is refused, naming what it found and
+// what this build reads.
+func TestSnapshotsAndDeltasRefuseOtherFormats(t *testing.T) {
+	s := newPartState(1, 4)
 	snap, _, _ := s.encodeBoth(nil)
-	want, err := decodePartState(snap)
+	_, err := decodePartState(snap)
 	require.NoError(t, err)
-	got, err := decodePartState(older(snap, "VDXPART4"))
-	require.NoError(t, err)
-	require.Equal(t, want.runs, got.runs)
-	_, err = decodePartState(older(snap, "VDXPART9"))
-	require.ErrorContains(t, err, "bad magic")
-
+	_, err = decodePartState(append([]byte("VDXPART5"), snap[len(snapMagic):]...))
+	require.EqualError(t, err, `partition snapshot: format "VDXPART5", this build reads "VDXSNAP1" only`)
 	delta := s.encodeDelta(nil)
-	wantD, _, err := decodeDelta(delta)
+	_, _, err = decodeDelta(delta)
 	require.NoError(t, err)
-	gotD, _, err := decodeDelta(older(delta, "VDXDELT1"))
-	require.NoError(t, err)
-	require.Equal(t, wantD.runs, gotD.runs)
-	_, _, err = decodeDelta(older(delta, "VDXDELT9"))
-	require.ErrorContains(t, err, "bad magic")
-
-	tb := newDayTable(0, 1, dayOf(day0.UnixMilli()))
-	require.NoError(t, s.foldInto(tb, tb.day))
-	require.Len(t, tb.runs, 3, "the run by the day, by the hour, and the hour's dropped call")
-	enc := tb.encode(nil)
-	resum := func(b []byte) []byte {
-		body := b[:len(b)-4]
-		return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli()))
-	}
-	wantT, err := decodeDayTable(enc)
-	require.NoError(t, err)
-	gotT, err := decodeDayTable(resum(older(enc, "VXDAY002")))
-	require.NoError(t, err)
-	require.Equal(t, wantT.runs, gotT.runs)
-	_, err = decodeDayTable(resum(older(enc, "VXDAY009")))
-	require.ErrorContains(t, err, "bad magic")
+	_, _, err = decodeDelta(append([]byte("VDXDELT2"), delta[len(deltaMagic):]...))
+	require.EqualError(t, err, `partition delta: format "VDXDELT2", this build reads "VDXDLTA1" only`)
 }

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // Delta snapshots. A partition's snapshot is a base (the whole state,
@@ -30,15 +29,9 @@ import (
 // hold more than half of the state's runs and keys, after maxDeltas
 // deltas, and at the first snapshot after the state was loaded.
 //
-// Encoding (deltaMagic): magic, then appendHead, appendRuns (the changed
-// runs), the count and the days in memory (zig-zag), appendDays,
-// appendSegs, and the keys committed since, in appendKeys's form. Format
-// 2 is format 1's layout under a new magic: its runs may be kept by the
-// hour (see snapMagic).
-var (
-	deltaMagic   = []byte("VDXDELT2")
-	deltaMagicV1 = []byte("VDXDELT1")
-)
+// Encoding: see docs/formats.md, "Partition delta". A blob with another
+// magic than deltaMagic is refused.
+var deltaMagic = []byte("VDXDLTA1")
 
 // maxDeltas is the most deltas a base is followed by; deltaSlots the
 // ring of bucket slots a partition handler writes its deltas into (more
@@ -49,18 +42,6 @@ const (
 	maxDeltas  = 16
 	deltaSlots = 2 * maxDeltas
 )
-
-// deltaRun is the name under which the store holds the n-th delta since
-// the stored base: 'd' and n, 4 bytes big endian (so they sort in order).
-func deltaRun(n int) []byte { return binary.BigEndian.AppendUint32([]byte{'d'}, uint32(n)) }
-
-// isDeltaRun reports whether a stored run name is a delta's, and which.
-func isDeltaRun(run []byte) (int, bool) {
-	if len(run) != 5 || run[0] != 'd' {
-		return 0, false
-	}
-	return int(binary.BigEndian.Uint32(run[1:])), true
-}
 
 // memDays returns the days with runs or keys in memory, ascending.
 func (s *partState) memDays() []int32 {
@@ -90,7 +71,7 @@ func (s *partState) dirty() (runs, keys int) {
 // size returns the run partial states and the keys of the days in memory.
 func (s *partState) size() (runs, keys int) {
 	for _, kb := range s.dayKeys {
-		keys += len(kb) / store.KeySize
+		keys += len(kb) / tracemsg.KeySize
 	}
 	return s.runCount(), keys
 }
@@ -148,10 +129,11 @@ func (s *partState) wrote(gen uint64) {
 // decodeDelta reads an encoded delta into a state holding only what it
 // carries, and the days it names in memory.
 func decodeDelta(b []byte) (*partState, []int32, error) {
-	if !bytes.HasPrefix(b, deltaMagic) && !bytes.HasPrefix(b, deltaMagicV1) {
-		return nil, nil, errors.New("partition delta: bad magic")
+	body, err := checkMagic("partition delta", b, deltaMagic)
+	if err != nil {
+		return nil, nil, err
 	}
-	d := decoder{b: b[len(deltaMagic):]}
+	d := decoder{b: body}
 	s, err := d.head()
 	if err != nil {
 		return nil, nil, err
@@ -196,15 +178,15 @@ func (s *partState) applyDeltas(deltas [][]byte) error {
 		if d.lastSeq < s.lastSeq {
 			return fmt.Errorf("delta %d of %d is at stream sequence %d, before the state's %d", i+1, len(deltas), d.lastSeq, s.lastSeq)
 		}
-		s.lastSeq, s.rowKeys, s.watermark, s.late = d.lastSeq, d.rowKeys, d.watermark, d.late
+		s.lastSeq, s.watermark, s.late = d.lastSeq, d.watermark, d.late
 		for day, runs := range d.runs {
 			for name, a := range runs {
 				s.addRun(day, name, a)
 			}
 		}
 		for day, kb := range d.dayKeys {
-			for j := 0; j+store.KeySize <= len(kb); j += store.KeySize {
-				s.loadKey(store.Key(kb[j:j+store.KeySize]), day)
+			for j := 0; j+tracemsg.KeySize <= len(kb); j += tracemsg.KeySize {
+				s.loadKey(tracemsg.Key(kb[j:j+tracemsg.KeySize]), day)
 			}
 		}
 		s.dropped, s.folded, s.pruned, s.segs, s.segDays = d.dropped, d.folded, d.pruned, d.segs, d.segDays
@@ -223,8 +205,8 @@ func (s *partState) applyDeltas(deltas [][]byte) error {
 	if removed { // the keys of the days folded since are in their tables
 		clear(s.keys)
 		for _, kb := range s.dayKeys {
-			for j := 0; j+store.KeySize <= len(kb); j += store.KeySize {
-				s.keys[store.Key(kb[j:j+store.KeySize])] = struct{}{}
+			for j := 0; j+tracemsg.KeySize <= len(kb); j += tracemsg.KeySize {
+				s.keys[tracemsg.Key(kb[j:j+tracemsg.KeySize])] = struct{}{}
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,15 +19,14 @@ import (
 	"github.com/verdryx/verdryx/outcome"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // stateView is what a partition state holds, comparable (gen aside).
 type stateView struct {
 	LastSeq, Late uint64
 	Watermark     int64
-	RowKeys       bool
 	Runs          map[runKey]runAgg
 	Dropped       map[int32]uint64
 	Folded        map[int32]dayRef
@@ -40,7 +38,7 @@ type stateView struct {
 }
 
 func viewOf(s *partState) stateView {
-	v := stateView{LastSeq: s.lastSeq, Late: s.late, Watermark: s.watermark, RowKeys: s.rowKeys,
+	v := stateView{LastSeq: s.lastSeq, Late: s.late, Watermark: s.watermark,
 		Runs: map[runKey]runAgg{}, Dropped: map[int32]uint64{}, Folded: map[int32]dayRef{},
 		Pruned: slices.Clone(s.pruned), Segs: map[[32]byte]string{}, SegDays: map[[32]byte][2]int32{},
 		DayKeys: map[int32][]byte{}, Keys: len(s.keys)}
@@ -100,7 +98,7 @@ func TestDeltaChainRebuildsTheState(t *testing.T) {
 				key := fmt.Sprintf("call-%d", i)
 				s.begin()
 				s.lastSeq++
-				require.NoError(t, s.apply(hashKey(key), &c, recordOrder(c.TSMillis, key)))
+				require.NoError(t, s.apply(tracemsg.HashKey(key), &c, recordOrder(c.TSMillis, key)))
 				if rng.IntN(25) == 0 { // a message that fails: undone
 					s.rollback()
 					s.lastSeq--
@@ -170,13 +168,13 @@ func TestADeltaCostsWhatChanged(t *testing.T) {
 	c := cs[0]
 	c.RunID = "run-00007"
 	s.begin()
-	require.NoError(t, s.apply(hashKey("one more"), &c, recordOrder(c.TSMillis, "one more")))
+	require.NoError(t, s.apply(tracemsg.HashKey("one more"), &c, recordOrder(c.TSMillis, "one more")))
 	s.settle(true)
 	d = s.encodeDelta(nil)
 	got, _, err = decodeDelta(d)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.runCount())
-	require.Len(t, got.dayKeys[dayOf(c.TSMillis)], store.KeySize)
+	require.Len(t, got.dayKeys[dayOf(c.TSMillis)], tracemsg.KeySize)
 	require.Less(t, len(d)*100, len(snap), "delta %d bytes, base %d", len(d), len(snap))
 }
 
@@ -242,8 +240,7 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, string(direct(t, cs[:n], outcome.Options{})), string(reportJSON(t, r)))
 	}
-	st := jstest.OpenStore(t, filepath.Join(t.TempDir(), "a.db"))
-	a := startFleetOn(t, e.JS, e.Subjects, "a", st, Options{SnapshotEvery: 50 * time.Millisecond})
+	a := startFleet(t, e.JS, e.Subjects, "a", Options{SnapshotEvery: 50 * time.Millisecond})
 	// trickle publishes calls [from, to) a few at a time, each checked
 	// exact, and returns the most deltas a pointer named meanwhile.
 	trickle := func(from, to, step int, prefix string) int {
@@ -265,8 +262,8 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	a.stop(t)
 
-	// The first worker again, on its own store: the local base and deltas.
-	a = startFleetOn(t, e.JS, e.Subjects, "a", st, Options{SnapshotEvery: 50 * time.Millisecond})
+	// The first worker again: its own base and deltas, from the bucket.
+	a = startFleet(t, e.JS, e.Subjects, "a", Options{SnapshotEvery: 50 * time.Millisecond})
 	publishIDs(t, e, cs[700:760], ids[700:760], "again-a")
 	publishIDs(t, e, cs[:3], ids[:3], "dup-a") // applied before: not counted again
 	check(waitAggregate(t, e, callsAre(760)), 760)
@@ -379,7 +376,7 @@ func TestTakeoverRemovesBlobsNoPointerNames(t *testing.T) {
 	// leaves exactly what each pointer names.
 	traces, _, err := streams.EnsureStreams(ctx, e.JS, e.Subjects, 0)
 	require.NoError(t, err)
-	d, err := New(ctx, e.JS, jstest.OpenStore(t, filepath.Join(t.TempDir(), "d.db")), traces,
+	d, err := New(ctx, e.JS, traces,
 		Options{Subjects: e.Subjects, Instance: "d", Logger: jstest.Logger(t), leftoverAge: time.Nanosecond})
 	require.NoError(t, err)
 	keys, err := kv.ListKeys(ctx)

@@ -67,7 +67,7 @@ func TestTailForwarder(t *testing.T) {
 	require.Equal(t, []string{"record"}, forward())
 	waitFleetCalls(t, w, 2)
 	waitFleetDrained(t, e.JS, e.Subjects, 10*time.Second)
-	agg, err := LocalAggregate(context.Background(), w.f.st)
+	agg, err := ReadAggregate(context.Background(), w.f.js, w.f.opts.Subjects)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, agg.Calls())
 }

@@ -10,48 +10,6 @@ import (
 	"github.com/verdryx/verdryx/grading"
 )
 
-// workerSchema is the worker's trace-call state: one row per call with a
-// stable dedupe key, processed segment digests and eval request results.
-// It is applied as a versioned migration step (see migrations).
-const workerSchema = `
-CREATE TABLE trace_calls (
-	key            TEXT PRIMARY KEY,
-	seq            INTEGER NOT NULL,
-	ts_millis      INTEGER NOT NULL,
-	run_id         TEXT NOT NULL,
-	has_run_id     INTEGER NOT NULL,
-	model          TEXT NOT NULL,
-	decision       TEXT NOT NULL,
-	input_tokens   INTEGER NOT NULL,
-	output_tokens  INTEGER NOT NULL,
-	cost_microusd  INTEGER NOT NULL,
-	step           INTEGER NOT NULL,
-	has_step       INTEGER NOT NULL,
-	agent_id       TEXT NOT NULL,
-	saved_microusd INTEGER NOT NULL,
-	parent_run_id  TEXT NOT NULL,
-	on_behalf_of   TEXT NOT NULL,
-	outcome        TEXT NOT NULL,
-	key_id         TEXT NOT NULL,
-	unit           TEXT NOT NULL,
-	tool_calls     INTEGER
-) WITHOUT ROWID;
-CREATE INDEX trace_calls_seq ON trace_calls (seq);
-
-CREATE TABLE trace_segments (
-	digest     TEXT PRIMARY KEY,
-	path       TEXT NOT NULL,
-	rows       INTEGER NOT NULL,
-	done_at    TEXT NOT NULL
-);
-
-CREATE TABLE eval_requests (
-	request_id TEXT PRIMARY KEY,
-	result     TEXT NOT NULL,
-	done_at    TEXT NOT NULL
-);
-`
-
 // Eval request states.
 const (
 	RequestRunning = "running" // recorded with its run id; the run is not committed

@@ -1,9 +1,9 @@
 // Package store keeps eval runs, their per-case scores and baselines in one
 // SQLite file (pure-Go driver, no cgo).
 //
-// The schema version lives in PRAGMA user_version and moves forward through
-// an ordered list of migrations; a file stamped newer than this build knows
-// is refused on open. The file runs in WAL mode with foreign keys on and a
+// The schema (schema.go) is version 1, stamped in PRAGMA user_version when
+// the file is created; a file of another version is refused on open. The
+// file runs in WAL mode with foreign keys on and a
 // busy timeout, and every run is saved in one transaction: a crash mid-save
 // leaves no half-saved run.
 package store
@@ -25,9 +25,11 @@ import (
 
 // Errors callers test with errors.Is.
 var (
-	ErrNewerSchema = errors.New("store: schema is newer than this build")
-	ErrNotFound    = errors.New("store: not found")
-	ErrUnmeasured  = errors.New("store: run has no graded case")
+	// ErrSchemaVersion: the file's schema is not the one this build
+	// reads (SchemaVersion).
+	ErrSchemaVersion = errors.New("store: schema version is not this build's")
+	ErrNotFound      = errors.New("store: not found")
+	ErrUnmeasured    = errors.New("store: run has no graded case")
 	// ErrLabelTaken: the baseline label names a baseline of another run.
 	ErrLabelTaken = errors.New("store: baseline label is taken")
 )
@@ -45,15 +47,15 @@ type Store struct {
 	path string
 }
 
-// SchemaVersion is the user_version this build writes.
-func SchemaVersion() int { return len(migrations()) }
+// SchemaVersion is the user_version this build writes and reads.
+func SchemaVersion() int { return schemaVersion }
 
 // pageSize is the page size of a store file created by this build.
 const pageSize = 64 << 10
 
 // Open opens (creating the file, never a directory) the store at path and
-// brings its schema up to date. A store whose user_version is newer than
-// SchemaVersion is refused with ErrNewerSchema and left untouched.
+// creates its schema in a new file. A store whose user_version is another
+// than SchemaVersion is refused with ErrSchemaVersion and left untouched.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
@@ -75,7 +77,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.ensureSchema(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -88,34 +90,40 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-func (s *Store) migrate(ctx context.Context) error {
+// ensureSchema creates the schema in a file without one (user_version 0)
+// and refuses a file of another version.
+func (s *Store) ensureSchema(ctx context.Context) error {
 	var have int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	steps := migrations()
-	if have > len(steps) {
-		return fmt.Errorf("%w: file is version %d, this build knows up to %d", ErrNewerSchema, have, len(steps))
+	switch have {
+	case schemaVersion:
+	case 0:
+	default:
+		return fmt.Errorf("%w: the file is version %d, this build reads version %d only (a store of an unreleased build: move it aside)",
+			ErrSchemaVersion, have, schemaVersion)
 	}
 	if _, err := s.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
 		return fmt.Errorf("enable wal: %w", err)
 	}
-	for v := have; v < len(steps); v++ {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
+	if have == schemaVersion {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create schema: %w", err)
 	}
 	return nil
 }

@@ -79,8 +79,8 @@ func TestOpenIsIdempotentAndRefusesNewer(t *testing.T) {
 	require.NoError(t, again.Close())
 
 	_, err = Open(ctx, path, Options{})
-	require.ErrorIs(t, err, ErrNewerSchema)
-	assert.Contains(t, err.Error(), "file is version 99")
+	require.ErrorIs(t, err, ErrSchemaVersion)
+	assert.Contains(t, err.Error(), "the file is version 99, this build reads version 1 only")
 
 	raw, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
@@ -90,8 +90,9 @@ func TestOpenIsIdempotentAndRefusesNewer(t *testing.T) {
 	assert.Equal(t, 99, v, "a refused store is left as it was")
 }
 
-func TestMigrationsRunInOrderFromAnOlderStore(t *testing.T) {
-	// A store at version 0 with nothing in it migrates to the latest.
+func TestOpenCreatesTheSchemaInAFileWithoutOne(t *testing.T) {
+	// A file at version 0 (another program's tables, none of verdryx's)
+	// gets the schema.
 	path := filepath.Join(t.TempDir(), "old.db")
 	raw, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
@@ -253,7 +254,7 @@ func TestOpenCreatesNoDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "absent", "verdryx.db")
 	_, err := Open(context.Background(), path, Options{})
 	require.Error(t, err)
-	assert.False(t, errors.Is(err, ErrNewerSchema))
+	assert.False(t, errors.Is(err, ErrSchemaVersion))
 	assert.NoDirExists(t, filepath.Dir(path))
 }
 
@@ -335,34 +336,13 @@ func TestBaselineLabels(t *testing.T) {
 	assert.Equal(t, 3, list[1].Cases, "graded and unmeasured cases of the run")
 }
 
-func TestMigrationDeduplicatesLabels(t *testing.T) {
-	// A version-3 store where two baselines share a label: after the
-	// upgrade the newest keeps it and the label is unique.
+func TestLabelsAreUnique(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v3.db")
-	raw, err := sql.Open("sqlite", path)
+	st, _ := openTest(t)
+	require.NoError(t, st.SaveRun(ctx, sampleRun("r1", "", t0, 1)))
+	_, err := st.db.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES
+		('bl-a','r1',1,'x','v1'), ('bl-b','r1',1,'x','')`)
 	require.NoError(t, err)
-	steps := migrations()
-	for _, step := range steps[:3] {
-		_, err = raw.Exec(step)
-		require.NoError(t, err)
-	}
-	_, err = raw.Exec(`PRAGMA user_version = 3;
-INSERT INTO eval_runs (id, eval_set_id, eval_set_digest, model, verdryx_version, started_at, finished_at, provenance) VALUES ('r1','s','d','stub','v','x','x','{}');
-INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES
- ('bl-a','r1',1,'2026-01-01T00:00:00.000000000Z','v1'), ('bl-b','r1',1,'2026-01-02T00:00:00.000000000Z','v1'), ('bl-c','r1',1,'2026-01-01T00:00:00.000000000Z','')`)
-	require.NoError(t, err)
-	require.NoError(t, raw.Close())
-
-	st, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	defer st.Close()
-	b, err := st.Baseline(ctx, "v1")
-	require.NoError(t, err)
-	assert.Equal(t, "bl-b", b.ID, "the newest keeps the label")
-	a, err := st.Baseline(ctx, "bl-a")
-	require.NoError(t, err)
-	assert.Empty(t, a.Label)
-	_, err = st.db.ExecContext(ctx, `UPDATE baselines SET label = 'v1' WHERE id = 'bl-c'`)
-	assert.Error(t, err, "labels are unique from now on")
+	_, err = st.db.ExecContext(ctx, `UPDATE baselines SET label = 'v1' WHERE id = 'bl-b'`)
+	assert.Error(t, err, "a label names one baseline")
 }

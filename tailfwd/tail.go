@@ -22,8 +22,7 @@ import (
 // restart, and records counting as chain links): agent-event envelopes are
 // published to the tail subject (a chain break is logged and counted, the
 // event still forwarded); call records to their partition subject (see
-// tracemsg.PartitionOf) and segment references to every partition subject, where the
-// partition owners ingest them; invalid
+// tracemsg.PartitionOf), where the partition owners reduce them; invalid
 // events, malformed lines and objects that are not a usable trace record go
 // to the dead letters with their reason.
 //
@@ -103,27 +102,18 @@ func (f *Forwarder) handle(ctx context.Context, l tail.Line) error {
 		}
 		return f.publish(ctx, f.subjects.Tail, line, id)
 	}
-	// A record, or another object that may be a segment reference.
+	// A per-call record.
 	rec, err := tracemsg.DecodeCallRecord(line)
 	if err != nil {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
-	if _, err := rec.Call(); err != nil && rec.Segment == "" {
+	if _, err := rec.Call(); err != nil {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
 	f.count("record")
 	n := f.subjects.PartitionCount()
-	if rec.Segment != "" {
-		// Every partition takes its own rows of a referenced segment.
-		for p := range n {
-			if err := f.publish(ctx, streams.TraceSubject(f.subjects.Traces, p), line, fmt.Sprintf("%s:p%d", id, p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	p, err := tracemsg.RecordPartition(&rec, id, n)
 	if err != nil {
 		f.count("invalid")

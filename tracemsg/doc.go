@@ -1,8 +1,8 @@
-// Package tracemsg defines what a message on the traces subjects is and
-// who it belongs to: the per-call record and the segment reference
-// (CallRecord, DecodeCallRecord), a call's dedupe key (RecordKey, RowKey,
-// SegmentRowID; the one place keys are defined), its partition
-// (PartitionOf, RecordPartition) and the headers that carry identity
-// across routing and re-drives. Every publisher (segreplay, tailfwd, the
-// fleet's router) and the fleet's partitions agree through it.
+// Package tracemsg defines what a per-call message on the traces subjects
+// is and who it belongs to: the record (CallRecord, DecodeCallRecord), a
+// call's dedupe key (RecordKey, RowKey, HashKey; the one place keys are
+// defined), its partition (PartitionOf, RecordPartition) and the headers
+// that carry identity across routing and re-drives. Every publisher
+// (segreplay, tailfwd, the fleet's router) and the fleet's partitions
+// agree through it.
 package tracemsg

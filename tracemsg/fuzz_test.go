@@ -20,7 +20,7 @@ import (
 func FuzzDecodeCallRecord(f *testing.F) {
 	b, _ := json.Marshal(RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
 	f.Add(b)
-	f.Add([]byte(`{"segment":"x.parquet"}`))
+	f.Add([]byte(`{"call_id":"c1","decision":"allow"}`))
 	f.Add([]byte(`{"run_id":"r","cost_micro_usd":1}`))
 	f.Add([]byte(`{"decision":"allow"} trailing`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -28,8 +28,6 @@ func FuzzDecodeCallRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if rec.Segment == "" {
-			_, _ = rec.Call()
-		}
+		_, _ = rec.Call()
 	})
 }

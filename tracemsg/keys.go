@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/verdryx/verdryx/envelope"
 )
@@ -16,10 +15,9 @@ import (
 // one run may legitimately share a step (a blocked call and its allowed
 // retry), and both count. This file is the one place the keys are defined.
 //
-//   - a Parquet segment row: its message id SegmentRowID(digest, row), the
-//     segment's content digest and the row index (replay publishes it as
-//     Nats-Msg-Id, a segment reference uses the same key, so the two paths
-//     deduplicate against each other);
+//   - a Parquet segment row: RowKey(digest, row), the segment's content
+//     digest and the row index (a row batch carries both, so every cut of
+//     a segment into batches names a row alike);
 //   - a per-call NDJSON record: its call_id field when present, scoped by
 //     its run id ("call:<run_id>:<call_id>", so per-run call counters of two
 //     runs never collide), else "msg:" + the message's Nats-Msg-Id, else
@@ -34,33 +32,10 @@ import (
 //     record) but keeps a run's calls together in the store's key order, so
 //     inserts stay local instead of landing on random pages.
 
-// SegmentRowID is the message id of row of the segment with this content
-// digest.
-func SegmentRowID(digest string, row uint64) string {
-	return fmt.Sprintf("seg:%s:%d", digest, row)
-}
-
-// ParseSegmentRowID reads a SegmentRowID back.
-func ParseSegmentRowID(id string) (digest string, row uint64, ok bool) {
-	rest, found := strings.CutPrefix(id, "seg:")
-	if !found {
-		return "", 0, false
-	}
-	digest, n, found := strings.Cut(rest, ":")
-	if !found || digest == "" {
-		return "", 0, false
-	}
-	row, err := strconv.ParseUint(n, 10, 64)
-	return digest, row, err == nil
-}
-
-// HeaderSegment carries, on a replayed segment row, its segment's file
-// name: with the row index of its message id, the row's place in the
-// records' own order (SegmentOrder).
-const HeaderSegment = "Verdryx-Segment"
-
-// RowKey is the dedupe key of a segment row.
-func RowKey(digest string, row uint64) string { return MsgIDKey(SegmentRowID(digest, row)) }
+// RowKey is the dedupe key of row of the segment with this content
+// digest (hex): what partitions a row without a run id, and names it in
+// its partition's state.
+func RowKey(digest string, row uint64) string { return fmt.Sprintf("msg:seg:%s:%d", digest, row) }
 
 // MsgIDKey is the dedupe key of a record identified by its Nats-Msg-Id.
 func MsgIDKey(id string) string { return "msg:" + id }
@@ -166,4 +141,18 @@ func recordDigest(rec *CallRecord) ([sha256.Size]byte, error) {
 		str(&s)
 	}
 	return sha256.Sum256(b), nil
+}
+
+// KeySize is the size of a stored dedupe key: 128 bits of the key's
+// SHA-256.
+const KeySize = 16
+
+// Key is the stored form of a dedupe key (HashKey).
+type Key = [KeySize]byte
+
+// HashKey returns the stored form of a dedupe key (RecordKey, RowKey):
+// the first KeySize bytes of its SHA-256.
+func HashKey(key string) Key {
+	sum := sha256.Sum256([]byte(key))
+	return Key(sum[:KeySize])
 }

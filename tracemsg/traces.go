@@ -8,16 +8,14 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// CallRecord is the JSON shape of one trace message: a per-call record with
-// the Parquet row's columns by name (calls.CallRecord; without run_id an
-// independent per-call record, without step encounter order applies), or,
-// when Segment is set, a segment reference: a path resolved under the
-// configured roots whose rows are ingested. CallID, when set, identifies the
-// call for deduplication (see RecordKey).
+// CallRecord is the JSON shape of one per-call trace message: the Parquet
+// row's columns by name (calls.CallRecord; without run_id an independent
+// per-call record, without step encounter order applies). CallID, when
+// set, identifies the call for deduplication (see RecordKey). The other
+// message on the traces subjects is the row batch (calls/rowbatch).
 type CallRecord struct {
 	calls.CallRecord
-	CallID  string `json:"call_id,omitempty"`
-	Segment string `json:"segment,omitempty"`
+	CallID string `json:"call_id,omitempty"`
 }
 
 // Call converts the record; decision is required.
@@ -56,7 +54,7 @@ func MsgID(h nats.Header) string {
 func DecodeCallRecord(data []byte) (CallRecord, error) {
 	var rec CallRecord
 	if err := calls.DecodeRecordInto(data, &rec, &rec.CallRecord,
-		calls.Ext{Key: "call_id", Dst: &rec.CallID}, calls.Ext{Key: "segment", Dst: &rec.Segment}); err != nil {
+		calls.Ext{Key: "call_id", Dst: &rec.CallID}); err != nil {
 		return rec, err
 	}
 	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse

@@ -113,8 +113,8 @@ type Options struct {
 	// RAGCorpus answers RAG asks; "" means the corpus the active index
 	// generation under DataDir recorded, and without one asks are disabled.
 	RAGCorpus string
-	// Roots are the directories eval-set and segment paths in messages may
-	// resolve under; empty means <DataDir>/eval.
+	// Roots are the directories eval-set paths in messages may resolve
+	// under; empty means <DataDir>/eval.
 	Roots []string
 	// Once makes Run return when the inputs are drained: both consumers
 	// have nothing pending or unacked, twice in a row 500 ms apart, and the
@@ -170,8 +170,10 @@ type Options struct {
 	MaxRecordBytes int
 	// Drained, when set and Once, is called after the ordered shutdown of
 	// a run that drained its inputs (or was signalled), with the store
-	// still open and everything else (NATS, HTTP, sinks) closed.
-	Drained func(ctx context.Context, st *store.Store) error
+	// still open and everything else (NATS, HTTP, sinks) closed, and the
+	// fleet's trace aggregate (fleet.ReadAggregate) read before NATS
+	// closed.
+	Drained func(ctx context.Context, st *store.Store, traces *fleet.Aggregate) error
 }
 
 // DefaultOptions returns the options of `verdryx serve` with no flags but
@@ -376,19 +378,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
 
 	err = g.Run()
-	r.shutdown()
 	var sigErr oklogrun.SignalError
 	clean := err == nil || errors.As(err, &sigErr) || errors.Is(err, errDrained) ||
 		(errors.Is(err, context.Canceled) && ctx.Err() != nil) // the caller stopped us
+	// The trace report reads the partitions' snapshots, all written by
+	// the fleet's clean stop, from the bucket while the connection is up.
+	var traces *fleet.Aggregate
+	var tracesErr error
+	if clean && o.Once && o.Drained != nil {
+		traces, tracesErr = fleet.ReadAggregate(context.WithoutCancel(ctx), r.js, o.Subjects)
+	}
+	r.shutdown()
 	if !clean {
 		return err
 	}
+	if tracesErr != nil {
+		return fmt.Errorf("read the trace partitions: %w", tracesErr)
+	}
 	if o.Once && o.Drained != nil {
-		// What Drained reads is in the store: the embedded server and the
-		// connections go first, and with them the server's block caches
-		// (hundreds of MiB after a large replay).
+		// The embedded server and the connections go first, and with them
+		// the server's block caches (hundreds of MiB after a large replay).
 		r.close()
-		if err := o.Drained(ctx, st); err != nil {
+		if err := o.Drained(ctx, st, traces); err != nil {
 			return err
 		}
 	}
@@ -398,17 +409,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// roots are the absolute Roots, and ReplayDir (its segments may be
-// referenced).
+// roots are the absolute Roots.
 func (w *Worker) roots() confine.Roots {
 	var roots confine.Roots
 	for _, root := range w.opts.Roots {
 		if a, err := filepath.Abs(root); err == nil {
-			roots = append(roots, a)
-		}
-	}
-	if w.opts.ReplayDir != "" {
-		if a, err := filepath.Abs(w.opts.ReplayDir); err == nil {
 			roots = append(roots, a)
 		}
 	}
@@ -719,8 +724,8 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 			}
 		}})
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
-		r.fleet, err = fleet.New(ctx, r.js, r.st, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
-			Roots: r.roots, Files: o.Files(r.roots), SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
+		r.fleet, err = fleet.New(ctx, r.js, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
+			SnapshotEvery: o.SnapshotEvery, PinnedTTL: o.PinnedTTL,
 			FoldAfter: o.FoldAfter, HoursKept: o.HoursKept, SnapshotBytes: func(n int) { r.metrics.SnapshotBytes.Add(float64(n)) },
 			PartitionLoad: func(d time.Duration) { r.metrics.PartitionLoad.Observe(d.Seconds()) },
 			Freed: func() {

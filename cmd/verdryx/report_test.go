@@ -18,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/report/fixture"
 	"github.com/verdryx/verdryx/store"
@@ -192,20 +191,18 @@ func TestServeReport(t *testing.T) {
 		assert.Contains(t, b, want, q)
 	}
 
-	// The headline is the cost per resolved outcome of the stored calls.
+	// The headline is the cost per resolved outcome of the replayed calls
+	// (their direct reduction).
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("serve: %v", err)
 	}
 	done <- nil // for the deferred wait
-	st, err := store.Open(context.Background(), filepath.Join(data, "verdryx.db"), store.Options{})
-	require.NoError(t, err)
-	defer st.Close()
-	agg, err := fleet.LocalAggregate(context.Background(), st)
-	require.NoError(t, err)
-	r, err := agg.Reducer(outcome.Options{})
-	require.NoError(t, err)
-	g := r.Report().Groups[0]
+	all, _, code := runCLI(t, "cost-per-correct", "--traces", "../../testdata/traces/slo", "--json")
+	require.Equal(t, 0, code)
+	var allRep outcome.Report
+	require.NoError(t, json.Unmarshal([]byte(all), &allRep))
+	g := allRep.Groups[0]
 	require.NotNil(t, g.CostPerResolvedUSD)
 	assert.Equal(t, fmt.Sprintf("$%.6f per resolved outcome", *g.CostPerResolvedUSD), strings.SplitN(lastHead, " (", 2)[0])
 	// The windowed page's headline is the direct reduction of the window.

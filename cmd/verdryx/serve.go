@@ -308,11 +308,11 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			return st, err
 		},
 		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
-		Drained: func(ctx context.Context, st *store.Store) error {
+		Drained: func(ctx context.Context, st *store.Store, traces *fleet.Aggregate) error {
 			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
 				return err
 			}
-			return printStoreReport(ctx, st, stdout)
+			return printTraceReport(traces, stdout)
 		},
 	}, nil
 }
@@ -515,13 +515,9 @@ func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, store
 	}
 }
 
-// printStoreReport prints the cost-per-outcome report of the trace
-// partitions in the worker's store (the whole fleet's for a single worker).
-func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
-	agg, err := fleet.LocalAggregate(ctx, st)
-	if err != nil {
-		return err
-	}
+// printTraceReport prints the cost-per-outcome report of the fleet's trace
+// partitions.
+func printTraceReport(agg *fleet.Aggregate, w io.Writer) error {
 	r, err := agg.Reducer(outcome.Options{})
 	if err != nil {
 		return err

@@ -235,6 +235,9 @@ type runner struct {
 
 	nc *nats.Conn
 	js jetstream.JetStream
+	// agg is the fleet's trace aggregate once drained (aggErr: why not).
+	agg    *fleet.Aggregate
+	aggErr error
 
 	cluster *natscluster.Cluster // with Options.Cluster
 	down    int                  // the node stopped, -1 when none
@@ -349,6 +352,9 @@ func (r *runner) run(ctx context.Context) error {
 	r.publishEvals(ctx, len(r.requestIDs))
 	r.finishReplay(ctx)
 	r.res.Drained = r.drain(ctx)
+	// Every record acked is in its partition's snapshot in the bucket:
+	// read while the server is up (checkTraces compares it).
+	r.agg, r.aggErr = fleet.ReadAggregate(ctx, r.js, streams.DefaultSubjects())
 	r.stopServe(stop{graceful: true, final: true}, 0)
 	r.nc.Close()
 

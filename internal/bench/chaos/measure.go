@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
@@ -36,7 +35,7 @@ func (r *runner) measure(ctx context.Context) error {
 	return r.checkSubjects(ctx)
 }
 
-// checkTraces compares the store's calls with the directory's, call by
+// checkTraces compares the fleet aggregate's calls with the directory's, call by
 // call (lost, duplicated) and as cost-per-outcome reports field by field
 // (the directory's from a `verdryx cost-per-correct --json` child).
 func (r *runner) checkTraces(ctx context.Context) error {
@@ -45,14 +44,9 @@ func (r *runner) checkTraces(ctx context.Context) error {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	r.res.DirectCalls = n
-	st, err := store.Open(ctx, filepath.Join(r.data, "verdryx.db"), store.Options{})
-	if err != nil {
-		return fmt.Errorf("chaos: open the worker's store: %w", err)
-	}
-	defer st.Close()
-	agg, err := fleet.LocalAggregate(ctx, st)
-	if err != nil {
-		return fmt.Errorf("chaos: read the worker's store: %w", err)
+	agg := r.agg
+	if r.aggErr != nil {
+		return fmt.Errorf("chaos: read the trace partitions: %w", r.aggErr)
 	}
 	red, err := agg.Reducer(outcome.Options{})
 	if err != nil {
@@ -61,7 +55,7 @@ func (r *runner) checkTraces(ctx context.Context) error {
 	r.res.StoreCalls = agg.Calls()
 	stored, err := agg.Runs()
 	if err != nil {
-		return fmt.Errorf("chaos: read the worker's store: %w", err)
+		return fmt.Errorf("chaos: read the trace partitions: %w", err)
 	}
 	for run, want := range direct {
 		if got := stored[run]; got < want {

@@ -25,7 +25,6 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -240,17 +239,12 @@ func rawConsume(ctx context.Context, js jetstream.JetStream, stream string, n in
 // records into a fresh store at dbPath; it returns the calls stored and the
 // messages settled other than by an ack.
 func workerConsume(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, dbPath string, n, batch int) (d time.Duration, stored, notAcked int64, err error) {
-	st, err := store.Open(ctx, dbPath, store.Options{})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer st.Close()
 	traces, _, err := streams.EnsureStreams(ctx, js, subjects, 0)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	counter := &ackCounter{}
-	f, err := fleet.New(ctx, js, st, traces, fleet.Options{Subjects: subjects, Instance: "bench", Batch: batch, Counters: counter})
+	f, err := fleet.New(ctx, js, traces, fleet.Options{Subjects: subjects, Instance: "bench", Batch: batch, Counters: counter})
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -271,7 +265,7 @@ func workerConsume(ctx context.Context, js jetstream.JetStream, subjects streams
 	if err := <-errc; err != nil {
 		return 0, 0, 0, err
 	}
-	agg, err := fleet.LocalAggregate(ctx, st)
+	agg, err := fleet.ReadAggregate(ctx, js, subjects)
 	if err != nil {
 		return 0, 0, 0, err
 	}

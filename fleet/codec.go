@@ -1,0 +1,412 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/verdryx/verdryx/tracemsg"
+)
+
+// encode appends a run state: calls, blocked, refused, cost (zig-zag),
+// newest ts (zig-zag), then the outcome, its step and order, and the agent,
+// its step and order (orders as four varints).
+func (a *runAgg) encode(b []byte) []byte {
+	b = binary.AppendUvarint(b, a.calls)
+	b = binary.AppendUvarint(b, a.blocked)
+	b = binary.AppendUvarint(b, a.refused)
+	b = binary.AppendVarint(b, a.cost)
+	b = binary.AppendVarint(b, a.lastTS)
+	b = appendString(b, a.outcome)
+	b = binary.AppendUvarint(b, uint64(a.outStep))
+	b = appendOrder(b, a.outOrder)
+	b = appendString(b, a.agent)
+	b = binary.AppendUvarint(b, uint64(a.agentStep))
+	return appendOrder(b, a.agentOrder)
+}
+
+func appendOrder(b []byte, o callOrder) []byte {
+	for _, w := range o {
+		b = binary.AppendUvarint(b, w)
+	}
+	return b
+}
+
+func (d *decoder) order() callOrder {
+	var o callOrder
+	for i := range o {
+		o[i] = d.uvarint()
+	}
+	return o
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads what the encoders above wrote; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated or malformed varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errors.New("truncated or malformed varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("a length of %d past the end", n)
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 && d.err == nil {
+		d.err = fmt.Errorf("%d overflows uint32", v)
+	}
+	return uint32(v)
+}
+
+func decodeRunAgg(b []byte) (runAgg, error) {
+	d := decoder{b: b}
+	var a runAgg
+	a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
+	a.cost, a.lastTS = d.varint(), d.varint()
+	a.outcome = string(d.bytes())
+	a.outStep, a.outOrder = d.uint32(), d.order()
+	a.agent = string(d.bytes())
+	a.agentStep, a.agentOrder = d.uint32(), d.order()
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err == nil && (a.blocked > a.refused || a.refused > a.calls) {
+		d.err = errors.New("inconsistent call counts")
+	}
+	if d.err != nil {
+		return runAgg{}, fmt.Errorf("run state: %w", d.err)
+	}
+	return a, nil
+}
+
+// Snapshot and aggregate encoding: see docs/formats.md, "Partition
+// snapshot". snapMagic leads both; a blob with another magic is refused.
+var snapMagic = []byte("VDXSNAP1")
+
+// encodeBoth encodes the snapshot and the aggregate in one pass over the
+// run states, into buf (reused when large enough): both share everything
+// up to the row sets. The results alias the returned buffer.
+func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
+	b := s.appendHead(append(buf[:0], snapMagic...))
+	b = s.appendRuns(b, nil)
+	b = s.appendDays(b)
+	common := len(b)
+	b = s.appendSegs(b)
+	b = s.appendKeys(b, nil)
+	// The snapshot, then a copy of the shared prefix and the aggregate's
+	// empty row sets and key days after it, in the same buffer.
+	snapEnd := len(b)
+	b = append(b, b[:common]...)
+	b = binary.AppendUvarint(b, 0)
+	b = binary.AppendUvarint(b, 0)
+	return b[:snapEnd:snapEnd], b[snapEnd:], b
+}
+
+// appendHead appends the partition, partition count, last applied stream
+// sequence, watermark and late calls.
+func (s *partState) appendHead(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(s.part))
+	b = binary.AppendUvarint(b, uint64(s.parts))
+	b = binary.AppendUvarint(b, s.lastSeq)
+	b = binary.AppendVarint(b, s.watermark)
+	return binary.AppendUvarint(b, s.late)
+}
+
+// appendRuns appends the count and the run partial states for which keep
+// (nil: every one) is true, in map order: a snapshot is read into maps,
+// and sorting the open days' names at every snapshot cost a third of
+// encoding them.
+func (s *partState) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
+	n := 0
+	for _, runs := range s.runs {
+		if keep == nil {
+			n += len(runs)
+			continue
+		}
+		for _, a := range runs {
+			if keep(a) {
+				n++
+			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	var tmp []byte
+	for day, runs := range s.runs {
+		for name, a := range runs {
+			if keep != nil && !keep(a) {
+				continue
+			}
+			b = binary.AppendVarint(b, int64(day))
+			b = appendString(b, name)
+			tmp = a.encode(tmp[:0])
+			b = binary.AppendUvarint(b, uint64(len(tmp)))
+			b = append(b, tmp...)
+		}
+	}
+	return b
+}
+
+// appendDays appends the dropped calls per day, the folded days (day,
+// revision, calls, written, and the blob's prefix, chunks, digest and
+// size) and the pruned day ranges.
+func (s *partState) appendDays(b []byte) []byte {
+	days := slices.Sorted(maps.Keys(s.dropped))
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, s.dropped[d])
+	}
+	days = slices.Sorted(maps.Keys(s.folded))
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		r := s.folded[d]
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, uint64(r.rev))
+		b = binary.AppendUvarint(b, r.calls)
+		b = binary.AppendVarint(b, r.written)
+		b = appendString(b, r.blob.Prefix)
+		b = binary.AppendUvarint(b, uint64(r.blob.Chunks))
+		b = appendString(b, r.blob.SHA256)
+		b = binary.AppendUvarint(b, uint64(r.blob.Size))
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.pruned)))
+	for _, r := range s.pruned {
+		b = binary.AppendVarint(b, int64(r.lo))
+		b = binary.AppendVarint(b, int64(r.hi))
+	}
+	return b
+}
+
+// appendSegs appends the segment row sets sorted by digest, each with its
+// first and last day.
+func (s *partState) appendSegs(b []byte) []byte {
+	digests := slices.SortedFunc(maps.Keys(s.segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	b = binary.AppendUvarint(b, uint64(len(digests)))
+	var tmp []byte
+	for _, d := range digests {
+		b = append(b, d[:]...)
+		tmp = s.segs[d].encode(tmp[:0])
+		b = binary.AppendUvarint(b, uint64(len(tmp)))
+		b = append(b, tmp...)
+		sd, ok := s.segDays[d]
+		if !ok {
+			sd = [2]int32{undated, undated}
+		}
+		b = binary.AppendVarint(b, int64(sd[0]))
+		b = binary.AppendVarint(b, int64(sd[1]))
+	}
+	return b
+}
+
+// appendKeys appends the dedupe keys of the days in memory, per day in
+// the order they were committed; with from, only each day's keys after
+// its first from[day] bytes (the days with none after them left out).
+func (s *partState) appendKeys(b []byte, from map[int32]int) []byte {
+	days := slices.Sorted(maps.Keys(s.dayKeys))
+	if from != nil {
+		days = slices.DeleteFunc(days, func(d int32) bool { return len(s.dayKeys[d]) <= from[d] })
+	}
+	b = binary.AppendUvarint(b, uint64(len(days)))
+	for _, d := range days {
+		keys := s.dayKeys[d][from[d]:]
+		b = binary.AppendVarint(b, int64(d))
+		b = binary.AppendUvarint(b, uint64(len(keys)/tracemsg.KeySize))
+		b = append(b, keys...)
+	}
+	return b
+}
+
+// checkMagic returns b after magic, or an error naming what leads b
+// instead.
+func checkMagic(what string, b, magic []byte) ([]byte, error) {
+	if !bytes.HasPrefix(b, magic) {
+		head := b[:min(len(b), len(magic))]
+		return nil, fmt.Errorf("%s: format %q, this build reads %q only", what, head, magic)
+	}
+	return b[len(magic):], nil
+}
+
+// day reads a zig-zag day number.
+func (d *decoder) day() int32 {
+	v := d.varint()
+	if d.err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
+		d.err = fmt.Errorf("day %d out of range", v)
+	}
+	return int32(v)
+}
+
+// decodePartState reads an encoded snapshot or aggregate.
+func decodePartState(b []byte) (*partState, error) {
+	body, err := checkMagic("partition snapshot", b, snapMagic)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: body}
+	s, err := d.head()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.runs(s); err != nil {
+		return nil, err
+	}
+	d.days(s)
+	if err := d.segs(s); err != nil {
+		return nil, err
+	}
+	d.keys(s)
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition %d snapshot: %w", s.part, d.err)
+	}
+	return s, nil
+}
+
+// head reads what appendHead wrote into a new state.
+func (d *decoder) head() (*partState, error) {
+	part, parts := d.uvarint(), d.uvarint()
+	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
+		d.err = fmt.Errorf("partition %d of %d", part, parts)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("partition snapshot: %w", d.err)
+	}
+	s := newPartState(int(part), int(parts))
+	s.lastSeq = d.uvarint()
+	s.watermark, s.late = d.varint(), d.uvarint()
+	return s, nil
+}
+
+// runs reads what appendRuns wrote into s.
+func (d *decoder) runs(s *partState) error {
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		day := d.day()
+		name := string(d.bytes())
+		st := d.bytes()
+		if d.err != nil {
+			break
+		}
+		a, err := decodeRunAgg(st)
+		if err != nil {
+			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
+		}
+		s.addRun(day, name, &a)
+	}
+	return nil
+}
+
+// days reads what appendDays wrote into s.
+func (d *decoder) days(s *partState) {
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		s.dropped[day] = d.uvarint()
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		r := &dayRef{rev: d.uint32(), calls: d.uvarint(), written: d.varint()}
+		r.blob.Prefix = string(d.bytes())
+		r.blob.Chunks = int(d.uint32())
+		r.blob.SHA256 = string(d.bytes())
+		r.blob.Size = int(d.uint32())
+		s.folded[day] = r
+	}
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		s.pruned = append(s.pruned, dayRange{d.day(), d.day()})
+	}
+}
+
+// segs reads what appendSegs wrote into s.
+func (d *decoder) segs(s *partState) error {
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		if len(d.b) < 32 {
+			d.err = errors.New("truncated segment digest")
+			break
+		}
+		digest := [32]byte(d.b[:32])
+		d.b = d.b[32:]
+		st := d.bytes()
+		days := [2]int32{d.day(), d.day()}
+		if d.err != nil {
+			break
+		}
+		r, err := decodeRowSet(st)
+		if err != nil {
+			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
+		}
+		s.segs[digest] = r
+		if days[0] != undated {
+			s.segDays[digest] = days
+		}
+	}
+	return nil
+}
+
+// keys reads what appendKeys wrote into s (appended to its days' keys;
+// keys s has already are skipped).
+func (d *decoder) keys(s *partState) {
+	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+		day := d.day()
+		nk := d.uvarint()
+		if d.err == nil && nk > uint64(len(d.b))/tracemsg.KeySize {
+			d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+		}
+		if d.err != nil {
+			break
+		}
+		kb := d.b[:nk*tracemsg.KeySize]
+		d.b = d.b[nk*tracemsg.KeySize:]
+		if s.dayKeys[day] == nil {
+			s.dayKeys[day] = make([]byte, 0, len(kb))
+		}
+		for j := 0; j < len(kb); j += tracemsg.KeySize {
+			s.loadKey(tracemsg.Key(kb[j:j+tracemsg.KeySize]), day)
+		}
+	}
+}
