@@ -637,3 +637,16 @@ func TestEvalSemanticStub(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "--semantic-threshold 0")
 }
+
+func TestMutateSemanticKillsUnsupportedClaim(t *testing.T) {
+	cleanEvalEnv(t)
+	path := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
+	stdout, stderr, code := runCLI(t, "mutate", "--semantic", path)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "unsupported claim appended 6/6")
+	assert.Contains(t, stdout, "0 survived")
+	assert.Contains(t, stdout, "0 failed (specificity 100.0%)")
+	stdout, _, code = runCLI(t, "mutate", path)
+	require.Equal(t, exitOK, code)
+	assert.NotContains(t, stdout, "unsupported claim appended")
+}
