@@ -320,7 +320,7 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 			cfg["score"] = "1 when every golden check passes, else 0"
 			if r.Semantic != nil && (r.SemanticAll || set.Semantic) {
 				cfg["score"] = "1 when every golden check and both semantic checks pass, else 0"
-				cfg["semantic"] = map[string]any{"judge": r.Semantic.Model.ID(), "threshold": r.Semantic.Threshold,
+				cfg["semantic"] = map[string]any{"judge": r.Semantic.Model.ID(), "threshold": r.Semantic.PassAt(),
 					"checks":      []string{grader.CheckFaithfulness, grader.CheckAnswerRelevance},
 					"unparseable": "the case is unmeasured, never 0"}
 			}

@@ -73,7 +73,9 @@ type Semantic struct {
 	Threshold float64
 }
 
-func (s *Semantic) threshold() float64 {
+// PassAt is the score at which a semantic check passes: Threshold, else
+// DefaultSemanticThreshold.
+func (s *Semantic) PassAt() float64 {
 	if s.Threshold > 0 {
 		return s.Threshold
 	}
@@ -112,8 +114,8 @@ func (s *Semantic) Faithfulness(ctx context.Context, question, answer, retrieved
 		}
 	}
 	res.Score = float64(n) / float64(len(res.Claims))
-	res.Pass = res.Score >= s.threshold()
-	res.Detail = fmt.Sprintf("%.3f (%d of %d claims supported; passes at %.2f), %s", res.Score, n, len(res.Claims), s.threshold(), res.Detail)
+	res.Pass = res.Score >= s.PassAt()
+	res.Detail = fmt.Sprintf("%.3f (%d of %d claims supported; passes at %.2f), %s", res.Score, n, len(res.Claims), s.PassAt(), res.Detail)
 	return res, nil
 }
 
@@ -140,8 +142,8 @@ func (s *Semantic) AnswerRelevance(ctx context.Context, question, answer string)
 		}
 		how = fmt.Sprintf("judge %s: %s", s.Model.ID(), truncate(reason, 160))
 	}
-	res.Pass = res.Score >= s.threshold()
-	res.Detail = fmt.Sprintf("%.3f (passes at %.2f), %s", res.Score, s.threshold(), how)
+	res.Pass = res.Score >= s.PassAt()
+	res.Detail = fmt.Sprintf("%.3f (passes at %.2f), %s", res.Score, s.PassAt(), how)
 	return res, nil
 }
 
