@@ -247,6 +247,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
 	alpha := fs.Float64("alpha", drift.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
+	prices := fs.String("prices", "", "JSON file of model id -> {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}; overrides and extends the built-in price book")
+	costLimit := fs.Float64("cost-limit-usd", 0, "stop paid model and judge calls once the run's priced spend reaches this many US dollars; the rest is unmeasured (cost_limit). 0: no cap")
+	semantic := fs.Bool("semantic", false, "add the faithfulness and answer_relevance checks, judged by --judge, to every rag case")
+	semThreshold := fs.Float64("semantic-threshold", grader.DefaultSemanticThreshold, "score at which a semantic check passes, in (0, 1]")
 	tf := addTypedFlags(fs)
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
@@ -259,6 +263,18 @@ func newEvalCmd(g *globals) *cobra.Command {
 		defer func() { err = ts.redact(err) }()
 		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha, *anthropicBase, *openaiBase); err != nil {
 			return err
+		}
+		if *costLimit < 0 || math.IsNaN(*costLimit) || math.IsInf(*costLimit, 0) {
+			return usageErrorf("eval: --cost-limit-usd %v: want a finite amount >= 0 (0: no cap)", *costLimit)
+		}
+		if !(*semThreshold > 0 && *semThreshold <= 1) {
+			return usageErrorf("eval: --semantic-threshold %v: want a score in (0, 1]", *semThreshold)
+		}
+		book := llm.DefaultPriceBook()
+		if *prices != "" {
+			if book, err = llm.LoadPrices(*prices, book); err != nil {
+				return inputError(fmt.Errorf("--prices: %w", err))
+			}
 		}
 		logger, err := lf.logger(stderr, wrapLog)
 		if err != nil {
@@ -286,7 +302,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 		}
 		deps := s.deps()
 		deps.Models = resolve
-		deps.Judge = &grader.Judge{Model: judgeModel}
+		deps.Judge = &grader.Judge{Model: judgeModel, Prices: book}
+		deps.Prices = book
+		deps.Semantic = &grader.Semantic{Model: judgeModel, Prices: book, Threshold: *semThreshold}
 		deps.Typed = typed
 		deps.Concurrency = *conc
 		deps.Logger = logger
@@ -294,7 +312,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		deps.OnCase = live.onCase
 		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
-			BaselineID: *baseline, Window: *window, Alpha: *alpha,
+			BaselineID: *baseline, Window: *window, Alpha: *alpha, MaxCostUSD: *costLimit, Semantic: *semantic,
 		})
 		live.finish()
 		closeErr := s.close(ctx)
@@ -524,10 +542,17 @@ func printEvalFooter(w io.Writer, res evalrun.Result, dbPath, events string) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "tokens %d, cost $%.6f", r.TotalTokens, r.TotalCostUSD)
-	if len(r.Provenance.Unpriced) > 0 {
-		fmt.Fprintf(w, " (no price for %s: counted as $0)", strings.Join(r.Provenance.Unpriced, ", "))
+	if len(r.Unpriced) > 0 {
+		fmt.Fprintf(w, " (unpriced: no price for %s, its calls counted as $0; give one with --prices)", strings.Join(r.Unpriced, ", "))
 	}
 	fmt.Fprintln(w)
+	if cl := r.Provenance.CostLimit; cl != nil {
+		fmt.Fprintf(w, "cost limit $%.6f: spent $%.6f in %d paid calls", cl.LimitUSD, cl.SpentUSD, cl.PaidCalls)
+		if cl.StoppedCases > 0 {
+			fmt.Fprintf(w, "; stopped at case %s, %d cases unmeasured (cost_limit), %d calls not made", cl.StoppedAtCase, cl.StoppedCases, cl.RefusedCalls)
+		}
+		fmt.Fprintln(w)
+	}
 	if res.Saved {
 		fmt.Fprintf(w, "saved to %s\n", dbPath)
 	}

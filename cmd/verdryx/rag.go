@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider/openai"
@@ -455,6 +457,7 @@ func newMutateCmd() *cobra.Command {
 	corpusPath := fs.String("corpus", "", "corpus JSON file (without EVALSET; with --golden)")
 	goldenPath := fs.String("golden", "", "golden cases JSON file (without EVALSET; with --corpus)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	semantic := fs.Bool("semantic", false, "grade with the stub's faithfulness and answer_relevance checks too, and add the class \""+mutation.ClassUnsupportedClaim+"\"")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		var err error
@@ -484,7 +487,11 @@ func newMutateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := mutation.Run(ctx, set, corpus, p)
+		var opts mutation.Options
+		if *semantic || set.Semantic {
+			opts.Semantic = &grader.Semantic{Model: &llm.Stub{}}
+		}
+		rep, err := mutation.RunWith(ctx, set, corpus, p, opts)
 		if err != nil {
 			return err
 		}
@@ -526,7 +533,7 @@ func printMutate(w io.Writer, rep mutation.Report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, name := range golden.MutationNames() {
+	for _, name := range append(golden.MutationNames(), mutation.ClassUnsupportedClaim) {
 		if c := rep.Classes[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["killed"], c["mutants"]))
 		}
