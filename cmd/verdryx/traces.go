@@ -108,7 +108,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	t.nats = addNATSFlags(fs, "", "read the merged trace partitions the workers published on this NATS server instead of --traces")
 	*t.nats.url = "" // not $NATS_URL: --traces must keep working where it is set
 	fs.IntVar(&t.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
-	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
+	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet or the earlier calls-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
 	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w), from the start of the hour it begins in (with --traces as with --nats, which keeps its state per hour)")
