@@ -76,3 +76,10 @@ func ReadRecordsFile(path string, r *Reducer) error {
 func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
 }
+
+// ReadRecords folds the outcome records of src (named name in errors) into
+// r, in the format its first byte says (calls.ScanRecords: a JSON array,
+// NDJSON or CSV).
+func ReadRecords(src io.Reader, name string, r *Reducer) error {
+	return calls.ScanRecords(src, name, newRecordFolder(r).fold)
+}
