@@ -308,8 +308,12 @@ func referenceCheck(rec *CallRecord) error {
 	switch {
 	case rec.CostMicroUSD != nil && *rec.CostMicroUSD < 0:
 		return fmt.Errorf("field cost_microusd: %d is negative", *rec.CostMicroUSD)
+	case rec.CostMicroUSD != nil && *rec.CostMicroUSD > 1e12:
+		return fmt.Errorf("field cost_microusd: %d is over the per-call maximum of 1000000000000 ($1,000,000)", *rec.CostMicroUSD)
 	case rec.CostUSD != nil && (*rec.CostUSD < 0 || math.IsNaN(*rec.CostUSD) || math.IsInf(*rec.CostUSD, 0)):
 		return fmt.Errorf("field cost_usd: %v is not a non-negative number", *rec.CostUSD)
+	case rec.CostUSD != nil && *rec.CostUSD > 1e6:
+		return fmt.Errorf("field cost_usd: %v is over the per-call maximum of $1,000,000", *rec.CostUSD)
 	}
 	return nil
 }

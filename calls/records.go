@@ -51,8 +51,13 @@ func Deref[T any](p *T) T {
 
 // Call converts a per-call record: absent strings and numbers are ""/0, a
 // missing run_id makes it an independent call, a missing step falls back to
-// encounter order.
+// encounter order, and a cost_usd without cost_microusd is the call's cost
+// (MicroUSD). The record should have passed Check.
 func (rec *CallRecord) Call() Call {
+	cost := Deref(rec.CostMicroUSD)
+	if rec.CostMicroUSD == nil && rec.CostUSD != nil {
+		cost = MicroUSD(*rec.CostUSD)
+	}
 	return Call{
 		TSMillis:      Deref(rec.TSMillis),
 		RunID:         Deref(rec.RunID),
@@ -61,7 +66,7 @@ func (rec *CallRecord) Call() Call {
 		Decision:      Deref(rec.Decision),
 		InputTokens:   Deref(rec.InputTokens),
 		OutputTokens:  Deref(rec.OutputTokens),
-		CostMicroUSD:  Deref(rec.CostMicroUSD),
+		CostMicroUSD:  cost,
 		Step:          Deref(rec.Step),
 		HasStep:       rec.Step != nil,
 		AgentID:       Deref(rec.AgentID),

@@ -1,7 +1,6 @@
 package tracemsg
 
 import (
-	"fmt"
 
 	"github.com/verdryx/verdryx/calls"
 
@@ -20,11 +19,10 @@ type CallRecord struct {
 	Segment string `json:"segment,omitempty"`
 }
 
-// Call converts the record; decision is required.
+// Call converts the record (calls.CallRecord.Call): every field is
+// optional, as on every other path (docs/traces.md); a missing decision is
+// an allowed call.
 func (r *CallRecord) Call() (calls.Call, error) {
-	if r.Decision == nil {
-		return calls.Call{}, fmt.Errorf("field decision: missing")
-	}
 	return r.CallRecord.Call(), nil
 }
 

@@ -433,3 +433,21 @@ func TestFooterLengthCheckedBeforeReading(t *testing.T) {
 		require.ErrorContains(t, err, "calls-1-1-00000001.parquet")
 	}
 }
+
+// TestSegmentCostOverMaximum: a row costing more than the per-call maximum
+// fails its segment, naming the file, row group, column and row.
+func TestSegmentCostOverMaximum(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "calls-00000000.parquet")
+	cl := []calls.Call{
+		{RunID: "r1", HasRunID: true, Decision: "allow", CostMicroUSD: calls.MaxCallMicroUSD, Step: 1, HasStep: true},
+		{RunID: "r1", HasRunID: true, Decision: "allow", CostMicroUSD: calls.MaxCallMicroUSD + 1, Step: 2, HasStep: true},
+	}
+	require.NoError(t, tracegen.WriteFile(path, tracegen.Current, cl, tracegen.Options{}))
+	err := segReduceFile(t, path)
+	require.True(t, IsError(err), "%v", err)
+	require.ErrorContains(t, err, "calls-00000000.parquet")
+	require.ErrorContains(t, err, "column cost_microusd: row 1: field cost_microusd: 1000000000001 is over the per-call maximum")
+	require.NoError(t, tracegen.WriteFile(path, tracegen.Current, cl[:1], tracegen.Options{}))
+	require.NoError(t, segReduceFile(t, path))
+}
