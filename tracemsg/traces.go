@@ -1,7 +1,6 @@
 package tracemsg
 
 import (
-
 	"github.com/verdryx/verdryx/calls"
 
 	"github.com/nats-io/nats.go"
