@@ -99,6 +99,12 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	if err != nil {
 		return Stats{}, err
 	}
+	return ReplaySegments(ctx, js, subject, segs, ignored, opts)
+}
+
+// ReplaySegments is Replay of the segments segs (in that order); ignored
+// is reported as Stats.Ignored.
+func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string, segs []segment.Segment, ignored int, opts Options) (Stats, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
 	}
