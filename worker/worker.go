@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	oklogrun "github.com/oklog/run"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -108,6 +109,13 @@ type Options struct {
 	// ReplayDir, when set, is a Parquet segment directory published to the
 	// traces subject at start (it is also a root).
 	ReplayDir string
+	// Follow keeps following ReplayDir after the start's replay: each
+	// segment completed later is published once (segreplay.Follower), and
+	// /metrics has verdryx_follow_pending_segments and
+	// verdryx_follow_oldest_pending_seconds. Settle is the follower's
+	// (0: segreplay.DefaultSettle).
+	Follow bool
+	Settle time.Duration
 	// EvalRequestFiles are eval-request JSON files published at start.
 	EvalRequestFiles []string
 	// RAGCorpus answers RAG asks; "" means the corpus the active index
@@ -368,6 +376,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			failed = f
 			close(r.inputsDone)
+			if o.Follow && o.ReplayDir != "" {
+				return r.follow(ictx)
+			}
 			<-ictx.Done()
 			return nil
 		}, func(error) { cancel() })
@@ -874,6 +885,29 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *h
 			return errDrained
 		}
 	}
+}
+
+// follow publishes the segments of ReplayDir as they complete until ctx
+// is done, with its progress and lag as gauges.
+func (r *running) follow(ctx context.Context) error {
+	o := &r.w.opts
+	f := segreplay.NewFollower(r.js, o.Subjects.Traces, o.ReplayDir, segreplay.FollowOptions{Settle: o.Settle,
+		Options: segreplay.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger},
+		OnPublished: func(path string, st segreplay.Stats) {
+			o.Logger.Info("followed", "segment", filepath.Base(path), "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
+		}})
+	r.metrics.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "verdryx_follow_pending_segments",
+			Help: "Segments of the followed directory seen but not published yet (incomplete or unreadable)."},
+			func() float64 { n, _ := f.Pending(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "verdryx_follow_oldest_pending_seconds",
+			Help: "Age of the oldest segment of the followed directory not published yet (0 with none)."},
+			func() float64 { _, d := f.Pending(); return d.Seconds() }))
+	o.Logger.Info("following", "dir", o.ReplayDir)
+	if err := f.Run(ctx); err != nil && ctx.Err() == nil {
+		return serviceError(err)
+	}
+	return nil
 }
 
 // publishInputs replays the segment directory and publishes the
