@@ -89,7 +89,8 @@ type Options struct {
 	// worker's connection, which is named verdryx-serve-<instance> and
 	// reconnects forever.
 	NATSOptions []nats.Option
-	// DBPath is the SQLite store; "" means <DataDir>/verdryx.db.
+	// DBPath is the SQLite store; "" means store.ResolvePath's choice with
+	// DataDir as the data directory.
 	DBPath string
 	// EventsPath, when set, also appends envelopes to this chained NDJSON
 	// file (fsynced per event).
@@ -195,7 +196,9 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Listen = "127.0.0.1:4222"
 	}
 	if o.DBPath == "" && o.DataDir != "" {
-		o.DBPath = filepath.Join(o.DataDir, "verdryx.db")
+		// The stack's rule: $VERDRYX_DB, $TAIPAN_HOME/verdryx.db when that
+		// directory exists, else <data>/verdryx.db.
+		o.DBPath = store.ResolvePath("", o.DataDir, store.Env{})
 	}
 	if o.Instance == "" && o.DataDir != "" {
 		o.Instance = DefaultInstance(o.DataDir)
