@@ -117,6 +117,11 @@ type Options struct {
 	// (0: segreplay.DefaultSettle).
 	Follow bool
 	Settle time.Duration
+	// SLOEvery is how often the SLOs are evaluated over the fleet's
+	// merged state of the last SLOWindow (sloLoop: gauges on /metrics,
+	// slo_burn events on the chain); 0 means DefaultSLOEvery and
+	// DefaultSLOWindow, a negative SLOEvery turns it off.
+	SLOEvery, SLOWindow time.Duration
 	// EvalRequestFiles are eval-request JSON files published at start.
 	EvalRequestFiles []string
 	// RAGCorpus answers RAG asks; "" means the corpus the active index
@@ -217,6 +222,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 2 * time.Minute
+	}
+	if o.SLOEvery == 0 {
+		o.SLOEvery = DefaultSLOEvery
+	}
+	if o.SLOWindow <= 0 {
+		o.SLOWindow = DefaultSLOWindow
 	}
 	if o.Replay == nil {
 		logger := o.Logger
@@ -385,6 +396,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			<-ictx.Done()
 			return nil
 		}, func(error) { cancel() })
+	}
+	if o.SLOEvery > 0 && !o.Once {
+		sctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return r.sloLoop(sctx) }, func(error) { cancel() })
 	}
 	r.ready.Store(true)
 	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
