@@ -119,7 +119,7 @@ type serveFlags struct {
 	listen, db, events, instance, http, otlp, tail, replay, corpus *string
 	once, allowEmpty                                               *bool
 	follow                                                         *bool
-	settle                                                         *time.Duration
+	settle, sloEvery, sloWindow                                    *time.Duration
 	hugePages, hoursKept                                           *string
 	evalFiles, roots                                               []string
 	log                                                            *logFlags
@@ -148,6 +148,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
 	f.settle = fs.Duration("settle", segreplay.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
+	f.sloWindow = fs.Duration("slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
@@ -296,7 +298,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
-		TailPath: *f.tail, ReplayDir: *f.replay, Follow: *f.follow, Settle: *f.settle, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
+		TailPath: *f.tail, ReplayDir: *f.replay, Follow: *f.follow, Settle: *f.settle, SLOEvery: sloEvery(*f.sloEvery), SLOWindow: *f.sloWindow, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
 		Once: *f.once, HugePages: hugePages, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
@@ -417,6 +419,15 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.S
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
 	return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
+}
+
+// sloEvery maps --slo-every to worker.Options.SLOEvery: 0 (off) is
+// negative there.
+func sloEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // followDir publishes the segments of dir as they complete until ctx is
