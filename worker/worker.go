@@ -110,8 +110,9 @@ type Options struct {
 	// ReplayDir, when set, is a Parquet segment directory published to the
 	// traces subject at start (it is also a root).
 	ReplayDir string
-	// Follow keeps following ReplayDir after the start's replay: each
-	// segment completed later is published once (segreplay.Follower), and
+	// Follow publishes ReplayDir with a segreplay.Follower instead of one
+	// replay: the segments there at start and each one completed later,
+	// once each, a segment still being written waited for; and
 	// /metrics has verdryx_follow_pending_segments and
 	// verdryx_follow_oldest_pending_seconds. Settle is the follower's
 	// (0: segreplay.DefaultSettle).
@@ -933,7 +934,10 @@ func (r *running) follow(ctx context.Context) error {
 // returns the segments that failed.
 func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err error) {
 	o := &r.w.opts
-	if o.ReplayDir != "" {
+	// A followed directory is published by the follower alone, which
+	// waits for a segment the gateway is still writing instead of
+	// failing it.
+	if o.ReplayDir != "" && !o.Follow {
 		st, err := o.Replay(ctx, r.js, o.Subjects, o.ReplayDir)
 		if err != nil {
 			if segment.IsError(err) {
