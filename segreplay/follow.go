@@ -156,6 +156,24 @@ func (f *Follower) scan(ctx context.Context) error {
 		return nil
 	}
 	now := time.Now()
+	// Memory is bounded by the directory: segments gone from it (rotated
+	// away by the operator) are forgotten.
+	listed := make(map[string]bool, len(segs))
+	for _, s := range segs {
+		listed[s.Path] = true
+	}
+	f.mu.Lock()
+	for p := range f.done {
+		if !listed[p] {
+			delete(f.done, p)
+		}
+	}
+	for p := range f.pending {
+		if !listed[p] {
+			delete(f.pending, p)
+		}
+	}
+	f.mu.Unlock()
 	for _, s := range segs {
 		f.mu.Lock()
 		done := f.done[s.Path]
