@@ -26,16 +26,60 @@ func CheckSize(n, limit int) error {
 	return nil
 }
 
-// Check refuses values no real call has: a negative cost (cost_microusd or
-// cost_usd) or a cost_usd that is not a finite number. The
-// error names the field. Token counts and steps are unsigned: a negative
-// one is already refused by the decoder, naming the field.
-func (r *Record) Check() error {
+// MaxCallMicroUSD is the most one call may cost, in micro-USD: $1,000,000,
+// far above any real model call. A call costing more (cost_microusd, or
+// cost_usd times 1e6) is refused on every path (a segment row, a record
+// of --input, a trace message), naming the field. With it, int64 sums of
+// call costs hold more than 9.2 million calls at the maximum ($9.2 trillion
+// of spend) before they could overflow; an overflow is still checked and
+// refused where it happens, never wrapped.
+const MaxCallMicroUSD int64 = 1_000_000_000_000
+
+// MaxCallUSD is MaxCallMicroUSD in USD.
+const MaxCallUSD = float64(MaxCallMicroUSD) / 1e6
+
+// CheckCostMicroUSD refuses a cost_microusd below 0 or above
+// MaxCallMicroUSD, naming the field.
+func CheckCostMicroUSD(v int64) error {
 	switch {
-	case r.HasField(FieldCostMicroUSD) && r.CostMicroUSD < 0:
-		return fmt.Errorf("field %s: %d is negative", ColCostMicroUSD, r.CostMicroUSD)
-	case r.HasCostUSD() && (r.CostUSD < 0 || math.IsNaN(r.CostUSD) || math.IsInf(r.CostUSD, 0)):
-		return fmt.Errorf("field cost_usd: %v is not a non-negative number", r.CostUSD)
+	case v < 0:
+		return fmt.Errorf("field %s: %d is negative", ColCostMicroUSD, v)
+	case v > MaxCallMicroUSD:
+		return fmt.Errorf("field %s: %d is over the per-call maximum of %d ($1,000,000)", ColCostMicroUSD, v, MaxCallMicroUSD)
+	}
+	return nil
+}
+
+// CheckCostUSD refuses a cost_usd that is not a finite number from 0 to
+// MaxCallUSD, naming the field.
+func CheckCostUSD(v float64) error {
+	switch {
+	case v < 0 || math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("field cost_usd: %v is not a non-negative number", v)
+	case v > MaxCallUSD:
+		return fmt.Errorf("field cost_usd: %v is over the per-call maximum of $1,000,000", v)
+	}
+	return nil
+}
+
+// MicroUSD converts a cost_usd that passed CheckCostUSD to micro-USD,
+// rounded to the nearest.
+func MicroUSD(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+// Check refuses values no real call has: a cost (cost_microusd or
+// cost_usd) that is negative, above the per-call maximum
+// (MaxCallMicroUSD) or, for cost_usd, not a finite number. The error names
+// the field. Token counts and steps are unsigned: a negative one is
+// already refused by the decoder, naming the field. Every other field is
+// optional (docs/traces.md).
+func (r *Record) Check() error {
+	if r.HasField(FieldCostMicroUSD) {
+		if err := CheckCostMicroUSD(r.CostMicroUSD); err != nil {
+			return err
+		}
+	}
+	if r.HasCostUSD() {
+		return CheckCostUSD(r.CostUSD)
 	}
 	return nil
 }

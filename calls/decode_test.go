@@ -308,8 +308,12 @@ func referenceCheck(rec *CallRecord) error {
 	switch {
 	case rec.CostMicroUSD != nil && *rec.CostMicroUSD < 0:
 		return fmt.Errorf("field cost_microusd: %d is negative", *rec.CostMicroUSD)
+	case rec.CostMicroUSD != nil && *rec.CostMicroUSD > 1e12:
+		return fmt.Errorf("field cost_microusd: %d is over the per-call maximum of 1000000000000 ($1,000,000)", *rec.CostMicroUSD)
 	case rec.CostUSD != nil && (*rec.CostUSD < 0 || math.IsNaN(*rec.CostUSD) || math.IsInf(*rec.CostUSD, 0)):
 		return fmt.Errorf("field cost_usd: %v is not a non-negative number", *rec.CostUSD)
+	case rec.CostUSD != nil && *rec.CostUSD > 1e6:
+		return fmt.Errorf("field cost_usd: %v is over the per-call maximum of $1,000,000", *rec.CostUSD)
 	}
 	return nil
 }
@@ -386,11 +390,11 @@ func TestReadNDJSONSameAsReference(t *testing.T) {
 func TestScanNDJSONErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"{\"run_id\":\"r\"}\n\n{\"run_id\":\"r\",\"cost_micro_usd\":1}\n", `calls.ndjson:3: unknown field "cost_micro_usd"`},
-		{`{"step":-1}`, "calls.ndjson:1: field step: JSON number -1 at byte 10 is not a uint32"},
-		{"{}\n{\"ts_millis\":\"x\"}", "calls.ndjson:2: field ts_millis: JSON string at byte 16 is not a int64"},
+		{`{"step":-1}`, "calls.ndjson:1: field step: JSON number -1 at byte 10: want a whole number from 0 to 4294967295"},
+		{"{}\n{\"ts_millis\":\"x\"}", "calls.ndjson:2: field ts_millis: JSON string at byte 16: want a whole number from -9223372036854775808 to 9223372036854775807"},
 		{"{\"run_id\":\"r\"} x", "calls.ndjson:1: trailing data after the JSON value at byte 14"},
 		{"{\"run_id\":\"r\",}", "calls.ndjson:1: byte 15: invalid character '}' looking for beginning of object key string"},
-		{`{"tool_calls":4294967296}`, "calls.ndjson:1: field tool_calls: JSON number 4294967296 at byte 24 is not a uint32"},
+		{`{"tool_calls":4294967296}`, "calls.ndjson:1: field tool_calls: JSON number 4294967296 at byte 24: want a whole number from 0 to 4294967295"},
 	} {
 		err := ScanNDJSON(strings.NewReader(tc.in), "calls.ndjson", func(*Record) error { return nil })
 		require.EqualError(t, err, tc.want)

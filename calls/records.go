@@ -51,8 +51,13 @@ func Deref[T any](p *T) T {
 
 // Call converts a per-call record: absent strings and numbers are ""/0, a
 // missing run_id makes it an independent call, a missing step falls back to
-// encounter order.
+// encounter order, and a cost_usd without cost_microusd is the call's cost
+// (MicroUSD). The record should have passed Check.
 func (rec *CallRecord) Call() Call {
+	cost := Deref(rec.CostMicroUSD)
+	if rec.CostMicroUSD == nil && rec.CostUSD != nil {
+		cost = MicroUSD(*rec.CostUSD)
+	}
 	return Call{
 		TSMillis:      Deref(rec.TSMillis),
 		RunID:         Deref(rec.RunID),
@@ -61,7 +66,7 @@ func (rec *CallRecord) Call() Call {
 		Decision:      Deref(rec.Decision),
 		InputTokens:   Deref(rec.InputTokens),
 		OutputTokens:  Deref(rec.OutputTokens),
-		CostMicroUSD:  Deref(rec.CostMicroUSD),
+		CostMicroUSD:  cost,
 		Step:          Deref(rec.Step),
 		HasStep:       rec.Step != nil,
 		AgentID:       Deref(rec.AgentID),
@@ -92,9 +97,10 @@ func RecordOf(c Call) CallRecord {
 	return r
 }
 
-// ReadRecordsFile calls fn with each outcome record of path: NDJSON
-// (.ndjson, .jsonl, .json: one object per line, blank lines skipped) or CSV
-// (.csv, header row naming the columns). Each record is a per-call record
+// ReadRecordsFile calls fn with each outcome record of path: NDJSON (one
+// object per line, blank lines skipped), a JSON array of records, or CSV
+// (header row naming the columns); see ScanRecordsFile for how the format
+// is chosen. Each record is a per-call record
 // with the Parquet column names (a record without a run_id key is an
 // independent call) or a flat {outcome, cost_usd} record. The first bad
 // record, or the first error of fn, stops the read with an error naming the
@@ -109,7 +115,10 @@ func ReadRecordsFile(path string, fn func(*CallRecord) error) error {
 
 // ScanRecordsFile is ReadRecordsFile with each record decoded in place
 // (see ScanNDJSON): the Record is valid only during fn. NDJSON is read with
-// no allocation per record; a CSV row is converted.
+// no allocation per record; a CSV row is converted. The format is the
+// extension's (.ndjson, .jsonl: NDJSON; .csv: CSV; .json: a JSON array
+// when the file starts with '[', else NDJSON); any other name is read as
+// its first byte says (see ScanRecords).
 func ScanRecordsFile(path string, fn func(*Record) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -117,16 +126,114 @@ func ScanRecordsFile(path string, fn func(*Record) error) error {
 	}
 	defer f.Close()
 	switch strings.ToLower(filepath.Ext(path)) {
-	case ".ndjson", ".jsonl", ".json":
+	case ".ndjson", ".jsonl":
 		return ScanNDJSON(f, path, fn)
 	case ".csv":
-		var rec Record
-		return ReadCSV(f, path, func(cr *CallRecord) error {
-			rec.SetFrom(cr)
-			return fn(&rec)
-		})
+		return scanCSV(f, path, fn)
 	}
-	return fmt.Errorf("%s: unknown record format (want .ndjson, .jsonl, .json or .csv)", path)
+	return ScanRecords(f, path, fn)
+}
+
+// ScanRecords reads the records of src (named name in errors) in the
+// format its first byte that is not white space says: '[' a JSON array of
+// records (what tokenfuse outcomes --json prints), '{' NDJSON, anything
+// else CSV with a header row. Empty input holds no records.
+func ScanRecords(src io.Reader, name string, fn func(*Record) error) error {
+	br := bufio.NewReaderSize(src, 64<<10)
+	for {
+		c, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			continue
+		}
+		if err := br.UnreadByte(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		switch c {
+		case '[':
+			return ScanJSONArray(br, name, fn)
+		case '{':
+			return ScanNDJSON(br, name, fn)
+		}
+		return scanCSV(br, name, fn)
+	}
+}
+
+func scanCSV(src io.Reader, name string, fn func(*Record) error) error {
+	var rec Record
+	return ReadCSV(src, name, func(cr *CallRecord) error {
+		rec.SetFrom(cr)
+		if err := rec.Check(); err != nil {
+			return err
+		}
+		return fn(&rec)
+	})
+}
+
+// ScanJSONArray calls fn with each record of a JSON array of records read
+// from src (named name in errors), each decoded and checked as an NDJSON
+// line is (ScanNDJSON). An error names the record by its place in the
+// array, from 1, and its byte offset: "export.json: record 3 (byte 120):
+// field cost_usd: ...". Memory is one record at a time.
+func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
+	dec := json.NewDecoder(src)
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, describeStrict(err))
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("%s: want a JSON array of records", name)
+	}
+	var (
+		rd  = RecordDecoder{ext: []string{ColCallID}}
+		rec Record
+		raw json.RawMessage
+	)
+	for n := 1; dec.More(); n++ {
+		off := dec.InputOffset()
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, describeStrict(err))
+		}
+		if err := CheckSize(len(raw), 0); err != nil {
+			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, err)
+		}
+		if err := rd.decodeChecked(raw, &rec); err != nil {
+			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, err)
+		}
+		if err := fn(&rec); err != nil {
+			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("%s: end of the array: %w", name, describeStrict(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: trailing data after the JSON array at byte %d", name, dec.InputOffset())
+	}
+	return nil
+}
+
+// decodeChecked decodes one record (an NDJSON line, an element of a JSON
+// array) into rec and checks it (Record.Check), with DecodeStrict's
+// errors when the fast path refuses it.
+func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
+	if !d.Decode(b, rec) {
+		var ref struct {
+			CallRecord
+			CallID *string `json:"call_id"`
+		}
+		if err := DecodeStrict(b, &ref); err != nil {
+			return err
+		}
+		rec.SetFrom(&ref.CallRecord) // never expected: the fast path is tested to agree
+	}
+	return rec.Check()
 }
 
 // ReadNDJSON calls fn with each NDJSON outcome record of src (named name
@@ -165,17 +272,7 @@ func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 		if err := CheckSize(len(b), 0); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		if !dec.Decode(b, &rec) {
-			var ref struct {
-				CallRecord
-				CallID *string `json:"call_id"`
-			}
-			if err := DecodeStrict(b, &ref); err != nil {
-				return fmt.Errorf("%s:%d: %w", name, line, err)
-			}
-			rec.SetFrom(&ref.CallRecord) // never expected: the fast path is tested to agree
-		}
-		if err := rec.Check(); err != nil {
+		if err := dec.decodeChecked(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {
@@ -340,7 +437,7 @@ func (rec *CallRecord) set(col, cell string) error {
 func parseInt(cell string, bits int, dst **int64) error {
 	v, err := strconv.ParseInt(cell, 10, bits)
 	if err != nil {
-		return fmt.Errorf("%q is not an int%d", cell, bits)
+		return fmt.Errorf("%q: want a whole number from %d to %d", cell, -(int64(1) << (bits - 1)), int64(1)<<(bits-1)-1)
 	}
 	*dst = &v
 	return nil
@@ -349,7 +446,7 @@ func parseInt(cell string, bits int, dst **int64) error {
 func parseUint[T uint32 | uint64](cell string, bits int, dst **T) error {
 	v, err := strconv.ParseUint(cell, 10, bits)
 	if err != nil {
-		return fmt.Errorf("%q is not a uint%d", cell, bits)
+		return fmt.Errorf("%q: want a whole number from 0 to %d", cell, uint64(1)<<(bits-1)*2-1)
 	}
 	t := T(v)
 	*dst = &t

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -27,6 +28,29 @@ func DecodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// typeWords says what a value of type t is, in words a user of the JSON
+// reads: never a Go type name.
+func typeWords(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("a whole number from %d to %d", -(int64(1) << (t.Bits() - 1)), int64(1)<<(t.Bits()-1)-1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
 func describeStrict(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
@@ -37,7 +61,10 @@ func describeStrict(err error) error {
 		if field == "" {
 			field = "(top level)"
 		}
-		return fmt.Errorf("field %s: JSON %s at byte %d is not a %s", field, te.Value, te.Offset, te.Type)
+		if field == "(top level)" {
+			return fmt.Errorf("JSON %s at byte %d: want an object of the record's fields", te.Value, te.Offset)
+		}
+		return fmt.Errorf("field %s: JSON %s at byte %d: want %s", field, te.Value, te.Offset, typeWords(te.Type))
 	case errors.As(err, &se):
 		return fmt.Errorf("byte %d: %s", se.Offset, se.Error())
 	case errors.Is(err, io.EOF):

@@ -175,6 +175,11 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	}
 	if h.opts.Claims != nil {
 		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)
+		if errors.Is(err, errClaimedElsewhere) {
+			// Another live instance grades it: retried, but nothing is
+			// wrong with this worker (readiness stays as it is).
+			return pull.Elsewhere("claim eval request", err)
+		}
 		if err != nil {
 			return pull.Transient("claim eval request", err)
 		}

@@ -189,7 +189,7 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	for _, raw := range []string{
 		`{"run_id": "r1", "step": "not a number"`,
-		`{"run_id": "r1", "step": 1}`, // no decision
+		`{"run_id": "r1", "step": 1, "cost_usd": 1e300}`, // over the per-call maximum
 		`{"run_id": "r1", "step": 2, "decision": "allow", "cost_microusd": 5}`,
 	} {
 		_, err := e.JS.Publish(ctx, subject, []byte(raw))
@@ -201,7 +201,7 @@ func TestFleetPoisonRecordsAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	require.Equal(t, subject, m.Header.Get(producer.HeaderDeadSubject))
 	m, err = sub.NextMsg(10 * time.Second)
 	require.NoError(t, err)
-	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field decision: missing")
+	require.Contains(t, m.Header.Get(producer.HeaderDeadReason), "field cost_usd: 1e+300 is over the per-call maximum")
 	require.Equal(t, subject, m.Header.Get(producer.HeaderDeadSubject))
 
 	_, err = e.JS.Publish(ctx, e.Subjects.Traces, []byte(`{"run_id":"r2","step":1,"decision":"allow"`))

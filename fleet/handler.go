@@ -363,8 +363,8 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 	order := segmentOrder(b.Segment, digest, 0)
 	for i := range b.Calls {
 		c, row := &b.Calls[i], b.Rows[i]
-		if c.CostMicroUSD < 0 {
-			return pull.Permanent("invalid row batch", fmt.Errorf("stream seq %d: segment %s row %d: field %s: %d is negative", seq, b.Segment, row, calls.ColCostMicroUSD, c.CostMicroUSD))
+		if err := calls.CheckCostMicroUSD(c.CostMicroUSD); err != nil {
+			return pull.Permanent("invalid row batch", fmt.Errorf("stream seq %d: segment %s row %d: %w", seq, b.Segment, row, err))
 		}
 		var key tracemsg.Key
 		name := h.name[:0]

@@ -2,9 +2,7 @@ package outcome
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"math"
 
 	"github.com/verdryx/verdryx/calls"
 )
@@ -35,12 +33,10 @@ func (f *recordFolder) fold(rec *calls.Record) error {
 	r := f.r
 	syms := r.Symbols()
 	if rec.HasCostUSD() && !rec.HasField(calls.FieldCostMicroUSD) {
-		v := rec.CostUSD
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 9e12 {
-			return fmt.Errorf("cost_usd: %v is not a usable amount", v)
-		}
+		// Checked by the decoder (calls.Record.Check): at most the
+		// per-call maximum.
 		out := syms.Intern(rec.Strings[calls.FieldOutcome])
-		r.AddRecord(syms.Name(out), int64(math.Round(v*1e6)))
+		r.AddRecord(syms.Name(out), calls.MicroUSD(rec.CostUSD))
 		return r.Err()
 	}
 	if !rec.HasField(calls.FieldRunID) && !rec.HasField(calls.FieldOutcome) && !rec.HasField(calls.FieldCostMicroUSD) {
@@ -75,4 +71,11 @@ func ReadRecordsFile(path string, r *Reducer) error {
 // ReadNDJSON folds NDJSON outcome records from src (named name in errors).
 func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
 	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
+}
+
+// ReadRecords folds the outcome records of src (named name in errors) into
+// r, in the format its first byte says (calls.ScanRecords: a JSON array,
+// NDJSON or CSV).
+func ReadRecords(src io.Reader, name string, r *Reducer) error {
+	return calls.ScanRecords(src, name, newRecordFolder(r).fold)
 }

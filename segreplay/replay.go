@@ -80,8 +80,8 @@ func batchMsgID(digest string, part int, first, last uint64) string {
 	return fmt.Sprintf("rows:%s:%d:%d-%d", digest, part, first, last)
 }
 
-// Replay publishes every row of every segment in dir, in segment order
-// (nanos, then sequence, from the file names) and row order, to its
+// Replay publishes every row of every segment in dir (either naming), in
+// segment order (segment.List) and row order, to its
 // partition subject under subject (see tracemsg.PartitionOf) as row batches
 // (package rowbatch, compressed: rowbatch.Compress): each segment's rows of a partition, DefaultBatchRows at a
 // time, with message id batchMsgID. The worker applies a batch as one unit
@@ -99,6 +99,12 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	if err != nil {
 		return Stats{}, err
 	}
+	return ReplaySegments(ctx, js, subject, segs, ignored, opts)
+}
+
+// ReplaySegments is Replay of the segments segs (in that order); ignored
+// is reported as Stats.Ignored.
+func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string, segs []segment.Segment, ignored int, opts Options) (Stats, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 64
 	}

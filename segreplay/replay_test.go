@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls/rowbatch"
+	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
@@ -51,11 +53,17 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 // the partition of each of its rows (by run id, or by the row's key where
 // there is none), and every row of the directory is in exactly one batch.
 func TestBatchesNameTheirSegmentAndRouteEachRow(t *testing.T) {
-	for _, name := range []string{"basic", "norunid", "split"} {
+	for _, name := range []string{"basic", "norunid", "split", "split-legacy"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
-			dir, err := filepath.Abs(filepath.Join("../testdata/traces", name))
-			require.NoError(t, err)
+			var dir string
+			if name == "split-legacy" {
+				dir = legacyCopy(t, "../testdata/traces/split")
+			} else {
+				var err error
+				dir, err = filepath.Abs(filepath.Join("../testdata/traces", name))
+				require.NoError(t, err)
+			}
 			const parts = 3
 			st, err := Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Partitions: parts, BatchRows: 3})
 			require.NoError(t, err)
@@ -98,4 +106,21 @@ func TestBatchesNameTheirSegmentAndRouteEachRow(t *testing.T) {
 			require.Len(t, seen, int(direct.Rows))
 		})
 	}
+}
+
+// legacyCopy copies the segments of src into a new directory under the
+// earlier gateways' names, calls-{seq:08}.parquet, numbered in src's
+// segment order, and returns it.
+func legacyCopy(t *testing.T, src string) string {
+	t.Helper()
+	segs, _, err := segment.List(src)
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	dir := t.TempDir()
+	for i, s := range segs {
+		data, err := os.ReadFile(s.Path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("calls-%08d.parquet", i)), data, 0o644))
+	}
+	return dir
 }

@@ -19,10 +19,10 @@ type Env struct {
 //  2. $VERDRYX_DB when set, honoured even if the file does not exist;
 //  3. $TAIPAN_HOME/verdryx.db (TAIPAN_HOME defaults to ~/.taipan), only when
 //     that directory already exists;
-//  4. ./verdryx.db.
+//  4. <dataDir>/verdryx.db (./verdryx.db when dataDir is "").
 //
 // It never creates anything.
-func ResolvePath(flagDB string, env Env) string {
+func ResolvePath(flagDB, dataDir string, env Env) string {
 	getenv := env.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -53,5 +53,5 @@ func ResolvePath(flagDB string, env Env) string {
 	if dir != "" && exists(dir) {
 		return filepath.Join(dir, "verdryx.db")
 	}
-	return "verdryx.db"
+	return filepath.Join(dataDir, "verdryx.db")
 }

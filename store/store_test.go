@@ -234,18 +234,20 @@ func TestResolvePath(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		flag string
+		data string
 		env  Env
 		want string
 	}{
-		{"flag wins", "/x/flag.db", env(map[string]string{"VERDRYX_DB": "/x/env.db"}, "/home/op/.taipan"), "/x/flag.db"},
-		{"VERDRYX_DB even if missing", "", env(map[string]string{"VERDRYX_DB": "/missing/dir/env.db"}, "/home/op/.taipan"), "/missing/dir/env.db"},
-		{"TAIPAN_HOME when it exists", "", env(map[string]string{"TAIPAN_HOME": "/opt/taipan"}, "/opt/taipan"), "/opt/taipan/verdryx.db"},
-		{"TAIPAN_HOME missing falls through", "", env(map[string]string{"TAIPAN_HOME": "/opt/taipan"}), "verdryx.db"},
-		{"default ~/.taipan when it exists", "", env(nil, "/home/op/.taipan"), "/home/op/.taipan/verdryx.db"},
-		{"nothing installed", "", env(nil), "verdryx.db"},
+		{"flag wins", "/x/flag.db", "/d", env(map[string]string{"VERDRYX_DB": "/x/env.db"}, "/home/op/.taipan"), "/x/flag.db"},
+		{"VERDRYX_DB even if missing", "", "/d", env(map[string]string{"VERDRYX_DB": "/missing/dir/env.db"}, "/home/op/.taipan"), "/missing/dir/env.db"},
+		{"TAIPAN_HOME when it exists", "", "/d", env(map[string]string{"TAIPAN_HOME": "/opt/taipan"}, "/opt/taipan"), "/opt/taipan/verdryx.db"},
+		{"TAIPAN_HOME missing falls through", "", "/d", env(map[string]string{"TAIPAN_HOME": "/opt/taipan"}, "/home/op/.taipan"), "/d/verdryx.db"},
+		{"default ~/.taipan when it exists", "", "/d", env(nil, "/home/op/.taipan"), "/home/op/.taipan/verdryx.db"},
+		{"nothing installed: the data directory", "", "/d", env(nil), "/d/verdryx.db"},
+		{"nothing installed, no data directory", "", "", env(nil), "verdryx.db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ResolvePath(tc.flag, tc.env))
+			assert.Equal(t, tc.want, ResolvePath(tc.flag, tc.data, tc.env))
 		})
 	}
 }

@@ -1,8 +1,6 @@
 package tracemsg
 
 import (
-	"fmt"
-
 	"github.com/verdryx/verdryx/calls"
 
 	"github.com/nats-io/nats.go"
@@ -18,11 +16,10 @@ type CallRecord struct {
 	CallID string `json:"call_id,omitempty"`
 }
 
-// Call converts the record; decision is required.
+// Call converts the record (calls.CallRecord.Call): every field is
+// optional, as on every other path (docs/traces.md); a missing decision is
+// an allowed call.
 func (r *CallRecord) Call() (calls.Call, error) {
-	if r.Decision == nil {
-		return calls.Call{}, fmt.Errorf("field decision: missing")
-	}
 	return r.CallRecord.Call(), nil
 }
 

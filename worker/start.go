@@ -46,13 +46,18 @@ type startRetrier struct {
 	log      *slog.Logger
 }
 
-// do runs step(ctx) until it succeeds; each attempt gets at most 10 s.
+// do runs step(ctx) until it succeeds; each attempt gets at most 10 s,
+// and no more than what is left of the budget (but 250 ms at least). The
+// wait between attempts is cut short at the deadline, where one last
+// attempt is made: the budget is spent whole, never given up a backoff
+// early (a 2m budget once gave up after 110.9 s: the next 10 s backoff
+// would have passed the deadline).
 func (s *startRetrier) do(ctx context.Context, what string, step func(context.Context) error) error {
 	delay, attempts := 250*time.Millisecond, 0
 	var logged time.Time
 	for {
 		attempts++
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		actx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(time.Until(s.deadline), 250*time.Millisecond)))
 		err := step(actx)
 		cancel()
 		if err == nil {
@@ -67,7 +72,8 @@ func (s *startRetrier) do(ctx context.Context, what string, step func(context.Co
 			}
 			return serviceError(fmt.Errorf("%s: %w", what, err))
 		}
-		if time.Now().Add(delay).After(s.deadline) {
+		left := time.Until(s.deadline)
+		if left <= 0 {
 			return serviceError(fmt.Errorf("%s: still failing after %d attempts: %w", what, attempts, err))
 		}
 		if time.Since(logged) >= 10*time.Second {
@@ -78,7 +84,7 @@ func (s *startRetrier) do(ctx context.Context, what string, step func(context.Co
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(min(delay, left)):
 		}
 		delay = min(delay*2, 10*time.Second)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	oklogrun "github.com/oklog/run"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/consumer/segment"
@@ -88,7 +89,8 @@ type Options struct {
 	// worker's connection, which is named verdryx-serve-<instance> and
 	// reconnects forever.
 	NATSOptions []nats.Option
-	// DBPath is the SQLite store; "" means <DataDir>/verdryx.db.
+	// DBPath is the SQLite store; "" means store.ResolvePath's choice with
+	// DataDir as the data directory.
 	DBPath string
 	// EventsPath, when set, also appends envelopes to this chained NDJSON
 	// file (fsynced per event).
@@ -108,6 +110,19 @@ type Options struct {
 	// ReplayDir, when set, is a Parquet segment directory published to the
 	// traces subject at start (it is also a root).
 	ReplayDir string
+	// Follow publishes ReplayDir with a segreplay.Follower instead of one
+	// replay: the segments there at start and each one completed later,
+	// once each, a segment still being written waited for; and
+	// /metrics has verdryx_follow_pending_segments and
+	// verdryx_follow_oldest_pending_seconds. Settle is the follower's
+	// (0: segreplay.DefaultSettle).
+	Follow bool
+	Settle time.Duration
+	// SLOEvery is how often the SLOs are evaluated over the fleet's
+	// merged state of the last SLOWindow (sloLoop: gauges on /metrics,
+	// slo_burn events on the chain); 0 means DefaultSLOEvery and
+	// DefaultSLOWindow, a negative SLOEvery turns it off.
+	SLOEvery, SLOWindow time.Duration
 	// EvalRequestFiles are eval-request JSON files published at start.
 	EvalRequestFiles []string
 	// RAGCorpus answers RAG asks; "" means the corpus the active index
@@ -189,7 +204,9 @@ func (o *Options) EnsureDefaults() *Options {
 		o.Listen = "127.0.0.1:4222"
 	}
 	if o.DBPath == "" && o.DataDir != "" {
-		o.DBPath = filepath.Join(o.DataDir, "verdryx.db")
+		// The stack's rule: $VERDRYX_DB, $TAIPAN_HOME/verdryx.db when that
+		// directory exists, else <data>/verdryx.db.
+		o.DBPath = store.ResolvePath("", o.DataDir, store.Env{})
 	}
 	if o.Instance == "" && o.DataDir != "" {
 		o.Instance = DefaultInstance(o.DataDir)
@@ -208,6 +225,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 2 * time.Minute
+	}
+	if o.SLOEvery == 0 {
+		o.SLOEvery = DefaultSLOEvery
+	}
+	if o.SLOWindow <= 0 {
+		o.SLOWindow = DefaultSLOWindow
 	}
 	if o.Replay == nil {
 		logger := o.Logger
@@ -370,9 +393,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			failed = f
 			close(r.inputsDone)
+			if o.Follow && o.ReplayDir != "" {
+				return r.follow(ictx)
+			}
 			<-ictx.Done()
 			return nil
 		}, func(error) { cancel() })
+	}
+	if o.SLOEvery > 0 && !o.Once {
+		sctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return r.sloLoop(sctx) }, func(error) { cancel() })
 	}
 	r.ready.Store(true)
 	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
@@ -881,12 +911,38 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *h
 	}
 }
 
+// follow publishes the segments of ReplayDir as they complete until ctx
+// is done, with its progress and lag as gauges.
+func (r *running) follow(ctx context.Context) error {
+	o := &r.w.opts
+	f := segreplay.NewFollower(r.js, o.Subjects.Traces, o.ReplayDir, segreplay.FollowOptions{Settle: o.Settle,
+		Options: segreplay.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger},
+		OnPublished: func(path string, st segreplay.Stats) {
+			o.Logger.Info("followed", "segment", filepath.Base(path), "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
+		}})
+	r.metrics.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "verdryx_follow_pending_segments",
+			Help: "Segments of the followed directory seen but not published yet (incomplete or unreadable)."},
+			func() float64 { n, _ := f.Pending(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "verdryx_follow_oldest_pending_seconds",
+			Help: "Age of the oldest segment of the followed directory not published yet (0 with none)."},
+			func() float64 { _, d := f.Pending(); return d.Seconds() }))
+	o.Logger.Info("following", "dir", o.ReplayDir)
+	if err := f.Run(ctx); err != nil && ctx.Err() == nil {
+		return serviceError(err)
+	}
+	return nil
+}
+
 // publishInputs replays the segment directory and publishes the
 // eval-request files, blocking until JetStream has stored them. It
 // returns the segments that failed.
 func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err error) {
 	o := &r.w.opts
-	if o.ReplayDir != "" {
+	// A followed directory is published by the follower alone, which
+	// waits for a segment the gateway is still writing instead of
+	// failing it.
+	if o.ReplayDir != "" && !o.Follow {
 		st, err := o.Replay(ctx, r.js, o.Subjects, o.ReplayDir)
 		if err != nil {
 			if segment.IsError(err) {

@@ -80,16 +80,14 @@ func (s *evalSinks) close(ctx context.Context) error {
 
 // addDBFlag defines --db, the store file that overrides <data>/verdryx.db.
 func addDBFlag(fs *pflag.FlagSet) *string {
-	return fs.String("db", envOr("VERDRYX_DB", ""), "store file (default <data>/verdryx.db; $VERDRYX_DB)")
+	return fs.String("db", envOr("VERDRYX_DB", ""), "store file (default $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db when $TAIPAN_HOME (default ~/.taipan) exists, else <data>/verdryx.db)")
 }
 
-// dbPath is the store of a command: --db (or $VERDRYX_DB), else
-// <data>/verdryx.db.
+// dbPath is the store of a command, by the stack's rule (store.ResolvePath):
+// --db, else $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db (default ~/.taipan)
+// when that directory exists, else <data>/verdryx.db.
 func dbPath(flagDB, data string) string {
-	if flagDB != "" {
-		return flagDB
-	}
-	return filepath.Join(data, "verdryx.db")
+	return store.ResolvePath(flagDB, data, store.Env{})
 }
 
 // openEvalStore opens the store of --db or --data; mustExist refuses to
@@ -848,6 +846,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 			}
 			return writeJSON(stdout, runs)
 		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "verdryx: store %s\n", dbPath(*db, g.data))
 		if len(runs) == 0 {
 			fmt.Fprintln(stdout, "no runs stored")
 			return nil

@@ -169,7 +169,7 @@ type reportTraceFlags struct {
 func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.tf.allowEmpty, "allow-empty", false, "render when --traces holds no segments or --input no records (default: exit 2 saying it is empty)")
 	fs.StringVar(&f.tf.traces, "traces", "", "directory of TokenFuse Parquet segments for cost per outcome and SLOs (off when none of --traces, --input, --nats: those sections say not measured)")
-	fs.StringVar(&f.input, "input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
+	fs.StringVar(&f.input, "input", "", inputHelp)
 	fs.BoolVar(&f.tf.strict, "strict", false, "a bad trace segment is fatal (default: reported, counted and skipped)")
 	f.tf.nats = addNATSFlags(fs, "", "cost and SLOs from the merged trace partitions the workers published on this NATS server, instead of --traces")
 	*f.tf.nats.url = "" // not $NATS_URL: a report of the store alone must keep working where it is set
@@ -182,6 +182,10 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 // add reduces the calls of the one trace input given (none leaves the
 // cost and SLO sections not measured) into in.Traces and names the source.
 func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr io.Writer) error {
+	if dir := os.Getenv("TOKENFUSE_DATA_DIR"); dir != "" && f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
+		fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $TOKENFUSE_DATA_DIR, %s (none of --traces, --input or --nats given)\n", dir)
+		f.tf.traces = dir
+	}
 	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
 		if f.tf.from != "" || f.tf.to != "" || f.tf.last != "" {
 			return usageErrorf("report: --from, --to and --last window the calls of --traces, --input or --nats: give one")

@@ -118,6 +118,8 @@ func addSubjectFlags(fs *pflag.FlagSet) *streams.Subjects {
 type serveFlags struct {
 	listen, db, events, instance, http, otlp, tail, replay, corpus *string
 	once, allowEmpty                                               *bool
+	follow                                                         *bool
+	settle, sloEvery, sloWindow                                    *time.Duration
 	hugePages, hoursKept                                           *string
 	evalFiles, roots                                               []string
 	log                                                            *logFlags
@@ -144,6 +146,10 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
+	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
+	f.settle = fs.Duration("settle", segreplay.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
+	f.sloWindow = fs.Duration("slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
@@ -168,8 +174,11 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 // checkInputs refuses missing, empty or malformed inputs and unusable
 // addresses before anything starts (exit 2), naming the flag.
 func (f *serveFlags) checkInputs() error {
+	if *f.follow && (*f.replay == "" || *f.once) {
+		return usageErrorf("--follow: give it with --replay DIR and without --once")
+	}
 	if *f.replay != "" {
-		if err := checkTraceDir("--replay", *f.replay, *f.allowEmpty); err != nil {
+		if err := checkTraceDir("--replay", *f.replay, *f.allowEmpty || *f.follow); err != nil {
 			return err
 		}
 	}
@@ -289,7 +298,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
-		TailPath: *f.tail, ReplayDir: *f.replay, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
+		TailPath: *f.tail, ReplayDir: *f.replay, Follow: *f.follow, Settle: *f.settle, SLOEvery: sloEvery(*f.sloEvery), SLOWindow: *f.sloWindow, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
 		Once: *f.once, HugePages: hugePages, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		Files:   f.sec.files,
 		Replies: f.sec.replyPolicy(*f.subjects),
@@ -425,6 +434,30 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.S
 	return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
 }
 
+// sloEvery maps --slo-every to worker.Options.SLOEvery: 0 (off) is
+// negative there.
+func sloEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// followDir publishes the segments of dir as they complete until ctx is
+// done, a line per segment on stdout.
+func followDir(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, settle time.Duration, stdout io.Writer, logger *slog.Logger) error {
+	f := segreplay.NewFollower(js, s.Traces, dir, segreplay.FollowOptions{Settle: settle,
+		Options: segreplay.Options{Partitions: s.Partitions, Logger: logger},
+		OnPublished: func(path string, st segreplay.Stats) {
+			fmt.Fprintf(stdout, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
+		}})
+	err := f.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
 // printedRequests are the eval requests serve printed a result line for.
 type printedRequests struct {
 	mu  sync.Mutex
@@ -545,10 +578,15 @@ func newReplayCmd() *cobra.Command {
 	lf := addLogFlags(fs, "info")
 	subjects := addSubjectFlags(fs)
 	allowEmpty := fs.Bool("allow-empty", false, "succeed on a directory without segments (default: exit 2 saying it is empty)")
+	follow := fs.Bool("follow", false, "keep following DIR: publish each segment once as the gateway completes it, until interrupted")
+	settle := fs.Duration("settle", segreplay.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) != 1 {
 			return usageErrorf("replay: want exactly one directory")
+		}
+		if *follow {
+			*allowEmpty = true // the gateway may not have written one yet
 		}
 		if err := checkNATSURL(*nf.url); err != nil {
 			return err
@@ -571,6 +609,9 @@ func newReplayCmd() *cobra.Command {
 		}
 		if _, _, err := streams.EnsureStreams(ctx, js, *subjects, 0); err != nil {
 			return err
+		}
+		if *follow {
+			return followDir(ctx, js, *subjects, pos[0], *settle, stdout, logger)
 		}
 		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr, logger)
 		if err != nil {

@@ -37,6 +37,7 @@ type traceFlags struct {
 	procs            int
 	nats             natsFlags
 	partitions       int
+	stdin            io.Reader // what --input - reads
 }
 
 // fleetReducer reads the merged partition aggregates the workers published
@@ -108,7 +109,7 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	t.nats = addNATSFlags(fs, "", "read the merged trace partitions the workers published on this NATS server instead of --traces")
 	*t.nats.url = "" // not $NATS_URL: --traces must keep working where it is set
 	fs.IntVar(&t.partitions, "partitions", tracemsg.DefaultPartitions, "trace partitions of the fleet read with --nats")
-	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet; other files ignored)")
+	fs.StringVar(&t.traces, "traces", "", "directory of TokenFuse Parquet segments (calls-{pid:x}-{nanos:x}-{seq:08}.parquet or the earlier calls-{seq:08}.parquet; other files ignored)")
 	fs.StringVar(&t.from, "from", "", "only calls at or after this time (RFC 3339, or a date meaning its midnight UTC)")
 	fs.StringVar(&t.to, "to", "", "only calls before this time (RFC 3339, or a date meaning the end of that day UTC)")
 	fs.StringVar(&t.last, "last", "", "only calls of the last DURATION up to now (90m, 24h, 7d, 2w), from the start of the hour it begins in (with --traces as with --nats, which keeps its state per hour)")
@@ -229,6 +230,10 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	return st, nil
 }
 
+// inputHelp is --input's help: the forms replay.ReduceInput reads.
+const inputHelp = "records instead of --traces: a .parquet file with the call columns (any name), a directory of them, " +
+	"a JSON array, NDJSON or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records; - reads standard input"
+
 // cmdCostPerCorrect prints what each outcome costs per run, from a trace
 // directory or an outcome-record file.
 func newCostPerCorrectCmd() *cobra.Command {
@@ -242,7 +247,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 	fs := cmd.Flags()
 	var tf traceFlags
 	tf.register(fs)
-	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records")
+	input := fs.String("input", "", inputHelp)
 	by := fs.String("by", "", "group by agent_id, key_id or model")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -256,6 +261,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 		// A directory is read for this report alone: only the columns it
 		// needs are decoded (the fleet's merged state, --nats, is full).
 		opts.CostOnly = tf.traces != ""
+		tf.stdin = cmd.InOrStdin()
 		r, dirStats, err := tf.reduceSource(ctx, "cost-per-correct", *input, opts, stderr)
 		if err != nil {
 			return err
@@ -304,7 +310,7 @@ func newSLOCmd(g *globals) *cobra.Command {
 	good := fs.String("good-outcomes", strings.Join(d.GoodOutcomes, ","), "comma-separated outcome tags task_success counts as good")
 	costMultiple := fs.Float64("cost-multiple", d.CostMultiple, "cost_discipline bound as a multiple of the fleet median run cost")
 	events := fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "append slo_burn events to this chained NDJSON file (env VERDRYX_EVENTS_PATH)")
-	input := fs.String("input", "", "NDJSON/JSONL or CSV file of per-call records (docs/traces.md), instead of --traces")
+	input := fs.String("input", "", inputHelp)
 	scoresDB := fs.String("scores-db", "", "eval store (SQLite) whose scores feed quality_floor; must exist (default: the data directory's store, or $VERDRYX_DB, when there is one)")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -328,6 +334,7 @@ func newSLOCmd(g *globals) *cobra.Command {
 		if sopts.Scores, err = sloScores(ctx, *scoresDB, g.data); err != nil {
 			return err
 		}
+		tf.stdin = cmd.InOrStdin()
 		r, st, err := tf.reduceSource(ctx, "slo", *input, opts, stderr)
 		if err != nil {
 			return err
@@ -378,7 +385,7 @@ func printSLO(stdout io.Writer, rep *outcome.SLOReport, st *replay.DirStats, asJ
 func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64, error) {
 	if scoresDB == "" {
 		// The store the quickstart and eval made, when there is one.
-		if p := dbPath(envOr("VERDRYX_DB", ""), data); fileExists(p) {
+		if p := dbPath("", data); fileExists(p) {
 			scoresDB = p
 		}
 	}
@@ -398,8 +405,15 @@ func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64
 // segments or a file without records is a usage error unless
 // --allow-empty; a bad record is an input error.
 func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *replay.DirStats, error) {
-	if n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != ""); n != 1 {
-		return nil, nil, usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL", name)
+	n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != "")
+	if n == 0 {
+		if dir := os.Getenv("TOKENFUSE_DATA_DIR"); dir != "" {
+			fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $TOKENFUSE_DATA_DIR, %s (none of --traces, --input or --nats given)\n", dir)
+			f.traces, n = dir, 1
+		}
+	}
+	if n != 1 {
+		return nil, nil, usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL (or set $TOKENFUSE_DATA_DIR)", name)
 	}
 	r, err := outcome.NewReducer(opts)
 	if err != nil {
@@ -410,7 +424,7 @@ func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts 
 		r, err = f.fleetReducer(ctx, opts, stderr)
 		return r, nil, err
 	case input != "":
-		if err := outcome.ReadRecordsFile(input, r); err != nil {
+		if _, err := replay.ReduceInput(ctx, input, f.stdin, r, f.procs); err != nil {
 			return nil, nil, inputError(err)
 		}
 		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !f.allowEmpty {

@@ -51,6 +51,10 @@ type Error struct {
 	Kind   Kind
 	Reason string
 	Err    error
+	// Elsewhere marks a transient failure that is no fault of this
+	// worker (another instance holds the message's work): it is retried
+	// like any, but readiness (Options.Healthy) does not follow it.
+	Elsewhere bool
 }
 
 func (e *Error) Error() string {
@@ -70,6 +74,18 @@ func Permanent(reason string, err error) error {
 // Transient marks err as a transient failure.
 func Transient(reason string, err error) error {
 	return &Error{Kind: KindTransient, Reason: reason, Err: err}
+}
+
+// Elsewhere marks err as a transient failure that is another instance's
+// business, not this worker's fault (see Error.Elsewhere).
+func Elsewhere(reason string, err error) error {
+	return &Error{Kind: KindTransient, Reason: reason, Err: err, Elsewhere: true}
+}
+
+// elsewhere reports whether err is an Elsewhere failure.
+func elsewhere(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Elsewhere
 }
 
 // ErrDeferred, returned for a message, tells the Puller that the handler
@@ -135,8 +151,8 @@ type Options struct {
 	// most a third of the consumer's AckWait.
 	Heartbeat time.Duration
 	// Healthy, when set, is called with false after a batch with a
-	// transient failure and with true after a batch without one
-	// (readiness follows it).
+	// transient failure (not an Elsewhere one) and with true after a batch
+	// without one (readiness follows it).
 	Healthy func(ok bool)
 	// PriorityGroup, when set, pulls as a member of this priority group of
 	// the consumer (a pinned-client consumer delivers to one member at a
@@ -293,7 +309,7 @@ func (p *Puller) handle(ctx context.Context, batch []Msg) {
 			continue
 		}
 		if kindOf(err) == KindTransient {
-			transient = true
+			transient = transient || !elsewhere(err)
 			delivered := uint64(1)
 			if md, merr := m.Metadata(); merr == nil {
 				delivered = md.NumDelivered

@@ -13,18 +13,30 @@ import (
 	"github.com/verdryx/verdryx/calls"
 )
 
-// Segment is one TokenFuse segment file of a directory.
+// Segment is one TokenFuse segment file of a directory. A segment named
+// the earlier way, calls-{seq:08}.parquet, has PID and Nanos 0 and Legacy
+// set.
 type Segment struct {
-	Path  string
-	PID   uint64
-	Nanos uint64
-	Seq   uint64
-	Size  int64
+	Path   string
+	PID    uint64
+	Nanos  uint64
+	Seq    uint64
+	Size   int64
+	Legacy bool
 }
 
-// ParseName parses a TokenFuse segment file name,
-// calls-{pid:x}-{nanos:x}-{seq:08}.parquet (pid and nanos lowercase hex, seq
-// decimal of at least 8 digits).
+// ParseName parses a TokenFuse segment file name, either naming
+// (contracts.md section 2):
+//
+//   - calls-{pid:x}-{nanos:x}-{seq:08}.parquet, the current gateway's (pid
+//     and nanos lowercase hex, seq decimal of at least 8 digits);
+//   - calls-{seq:08}.parquet, earlier gateways' (a counter per process from
+//     0), returned with pid and nanos 0.
+//
+// Ordering names by (nanos, seq, pid), as List does, puts the earlier
+// naming first, by its counter, and the current one after it by the
+// time in its name: the order the gateways wrote them in, since a
+// directory only gains current names once its gateway is upgraded.
 func ParseName(base string) (pid, nanos, seq uint64, ok bool) {
 	rest, found := strings.CutPrefix(base, "calls-")
 	if !found {
@@ -34,14 +46,24 @@ func ParseName(base string) (pid, nanos, seq uint64, ok bool) {
 	if !found {
 		return 0, 0, 0, false
 	}
+	isDec := func(s string) bool {
+		return len(s) >= 8 && strings.Trim(s, "0123456789") == ""
+	}
 	parts := strings.Split(rest, "-")
-	if len(parts) != 3 || len(parts[2]) < 8 {
+	if len(parts) == 1 {
+		if !isDec(parts[0]) {
+			return 0, 0, 0, false
+		}
+		seq, err := strconv.ParseUint(parts[0], 10, 64)
+		return 0, 0, seq, err == nil
+	}
+	if len(parts) != 3 || !isDec(parts[2]) {
 		return 0, 0, 0, false
 	}
 	isHex := func(s string) bool {
 		return s != "" && strings.Trim(s, "0123456789abcdef") == ""
 	}
-	if !isHex(parts[0]) || !isHex(parts[1]) || strings.Trim(parts[2], "0123456789") != "" {
+	if !isHex(parts[0]) || !isHex(parts[1]) {
 		return 0, 0, 0, false
 	}
 	var err error
@@ -57,10 +79,40 @@ func ParseName(base string) (pid, nanos, seq uint64, ok bool) {
 	return pid, nanos, seq, true
 }
 
-// List returns the segment files of dir in replay order: by the
-// nanos in their names, then sequence, then pid. Files whose names do not
-// match the segment pattern, and directories, are left out; ignored
-// returns how many.
+// IsLegacyName reports whether base is a segment named the earlier way,
+// calls-{seq:08}.parquet.
+func IsLegacyName(base string) bool {
+	_, _, _, ok := ParseName(base)
+	return ok && strings.Count(base, "-") == 1
+}
+
+// Compare orders segments as the gateway wrote them: by the nanos in their
+// names, then sequence, then pid (earlier-named segments, nanos 0, first,
+// by their counter); equal names, impossible in one directory, compare by
+// path.
+func Compare(a, b Segment) int {
+	return cmp.Or(cmp.Compare(a.Nanos, b.Nanos), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.PID, b.PID),
+		cmp.Compare(a.Path, b.Path))
+}
+
+// Stat returns the Segment of the file at path, or ok false when its name
+// is not a segment name.
+func Stat(path string) (seg Segment, ok bool, err error) {
+	base := filepath.Base(path)
+	pid, nanos, seq, ok := ParseName(base)
+	if !ok {
+		return Segment{}, false, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return Segment{}, true, fmt.Errorf("stat segment %s: %w", base, err)
+	}
+	return Segment{Path: path, PID: pid, Nanos: nanos, Seq: seq, Size: info.Size(), Legacy: IsLegacyName(base)}, true, nil
+}
+
+// List returns the segment files of dir, of either naming, in replay
+// order (Compare). Files whose names do not match a segment pattern, and
+// directories, are left out; ignored returns how many.
 func List(dir string) (segs []Segment, ignored int, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -76,11 +128,10 @@ func List(dir string) (segs []Segment, ignored int, err error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("stat segment %s: %w", e.Name(), err)
 		}
-		segs = append(segs, Segment{Path: filepath.Join(dir, e.Name()), PID: pid, Nanos: nanos, Seq: seq, Size: info.Size()})
+		segs = append(segs, Segment{Path: filepath.Join(dir, e.Name()), PID: pid, Nanos: nanos, Seq: seq,
+			Size: info.Size(), Legacy: IsLegacyName(e.Name())})
 	}
-	slices.SortFunc(segs, func(a, b Segment) int {
-		return cmp.Or(cmp.Compare(a.Nanos, b.Nanos), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.PID, b.PID))
-	})
+	slices.SortFunc(segs, Compare)
 	return segs, ignored, nil
 }
 

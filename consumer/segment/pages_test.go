@@ -30,7 +30,7 @@ func TestScannerNumericColumnsAcrossPagesAndFiles(t *testing.T) {
 			tc := uint32(rng.IntN(5))
 			out[i] = calls.Call{TSMillis: 1_700_000_000_000 + int64(i)*7, RunID: fmt.Sprintf("run-%d", rng.IntN(300)), HasRunID: true,
 				Model: "m", Decision: []string{"allow", "killed", "cache_hit"}[rng.IntN(3)],
-				InputTokens: uint64(rng.IntN(5000)), OutputTokens: uint64(rng.IntN(900)), CostMicroUSD: int64(rng.IntN(100_000)) - 10,
+				InputTokens: uint64(rng.IntN(5000)), OutputTokens: uint64(rng.IntN(900)), CostMicroUSD: int64(rng.IntN(100_000)), // a negative cost fails the segment
 				Step: uint32(i % 50), HasStep: rng.IntN(10) > 0, AgentID: "agent://x/a", SavedMicroUSD: int64(rng.IntN(3)),
 				Outcome: []string{"", "", "", "case_resolved"}[rng.IntN(4)], KeyID: "k", Unit: "tokens", ToolCalls: &tc}
 			if rng.IntN(7) == 0 {

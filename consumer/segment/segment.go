@@ -481,6 +481,14 @@ func (s *Scanner) scanRowGroup(rg parquet.RowGroup, gi int, name string, fn func
 				}
 			}
 		}
+		if s.fields.Has(calls.FieldCostMicroUSD) && s.cols[calls.FieldCostMicroUSD].index >= 0 {
+			for i, v := range b.CostMicroUSD[:n] {
+				if v < 0 || v > calls.MaxCallMicroUSD {
+					return &Error{File: name, RowGroup: gi, Column: calls.ColCostMicroUSD,
+						Err: fmt.Errorf("row %d: %w", done+int64(i), calls.CheckCostMicroUSD(v))}
+				}
+			}
+		}
 		if err := fn(b); err != nil {
 			return err
 		}

@@ -152,6 +152,14 @@ func TestParseSegmentName(t *testing.T) {
 		{"calls-1-2-00000003.parquet.tmp", false, 0, 0, 0},
 		{"other-1-2-00000003.parquet", false, 0, 0, 0},
 		{"calls-1-2-0000000x.parquet", false, 0, 0, 0},
+		// Earlier gateways: calls-{seq:08}.parquet, pid and nanos 0.
+		{"calls-00000000.parquet", true, 0, 0, 0},
+		{"calls-00000042.parquet", true, 0, 0, 42},
+		{"calls-123456789.parquet", true, 0, 0, 123456789},
+		{"calls-0000042.parquet", false, 0, 0, 0},
+		{"calls-0000004a.parquet", false, 0, 0, 0},
+		{"calls--00000042.parquet", false, 0, 0, 0},
+		{"calls-1-00000042.parquet", false, 0, 0, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,6 +256,42 @@ func TestTraceFixtureSegmentOrder(t *testing.T) {
 	// nanos 0xff sorts before 0x100 although "100" < "ff" as text.
 	require.Equal(t, []string{"calls-1-ff-00000001.parquet", "calls-1-100-00000000.parquet"}, names)
 	require.True(t, strings.Compare(names[1], names[0]) < 0)
+}
+
+// TestListMixedNamings: a directory an earlier gateway wrote and a current
+// one continued lists every segment of both namings, the earlier ones
+// first by their counter (numerically, not as text), then the current ones
+// by the time in their names; other files are ignored and counted.
+func TestListMixedNamings(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{
+		"calls-00000010.parquet", "calls-2-100-00000000.parquet", "calls-00000002.parquet",
+		"calls-1-ff-00000003.parquet", "calls-100000000.parquet", "calls-0000003.parquet", "notes.parquet",
+	}
+	for _, n := range names {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644))
+	}
+	segs, ignored, err := List(dir)
+	require.NoError(t, err)
+	require.Equal(t, 2, ignored)
+	var got []string
+	for _, s := range segs {
+		got = append(got, filepath.Base(s.Path))
+		require.Equal(t, strings.Count(got[len(got)-1], "-") == 1, s.Legacy, got[len(got)-1])
+		require.Equal(t, int64(len(got[len(got)-1])), s.Size)
+	}
+	require.Equal(t, []string{"calls-00000002.parquet", "calls-00000010.parquet", "calls-100000000.parquet",
+		"calls-1-ff-00000003.parquet", "calls-2-100-00000000.parquet"}, got)
+	for i := 1; i < len(segs); i++ {
+		require.Negative(t, Compare(segs[i-1], segs[i]))
+	}
+	st, ok, err := Stat(filepath.Join(dir, "calls-00000010.parquet"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, segs[1], st)
+	_, ok, err = Stat(filepath.Join(dir, "notes.parquet"))
+	require.NoError(t, err)
+	require.False(t, ok)
 }
 
 // TestScanRowGroupKeepsFileOpen: ScanRowGroup keeps a segment open for the
@@ -388,4 +432,22 @@ func TestFooterLengthCheckedBeforeReading(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.ErrorContains(t, err, "calls-1-1-00000001.parquet")
 	}
+}
+
+// TestSegmentCostOverMaximum: a row costing more than the per-call maximum
+// fails its segment, naming the file, row group, column and row.
+func TestSegmentCostOverMaximum(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "calls-00000000.parquet")
+	cl := []calls.Call{
+		{RunID: "r1", HasRunID: true, Decision: "allow", CostMicroUSD: calls.MaxCallMicroUSD, Step: 1, HasStep: true},
+		{RunID: "r1", HasRunID: true, Decision: "allow", CostMicroUSD: calls.MaxCallMicroUSD + 1, Step: 2, HasStep: true},
+	}
+	require.NoError(t, tracegen.WriteFile(path, tracegen.Current, cl, tracegen.Options{}))
+	err := segReduceFile(t, path)
+	require.True(t, IsError(err), "%v", err)
+	require.ErrorContains(t, err, "calls-00000000.parquet")
+	require.ErrorContains(t, err, "column cost_microusd: row 1: field cost_microusd: 1000000000001 is over the per-call maximum")
+	require.NoError(t, tracegen.WriteFile(path, tracegen.Current, cl[:1], tracegen.Options{}))
+	require.NoError(t, segReduceFile(t, path))
 }
