@@ -229,8 +229,9 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	return st, nil
 }
 
-// cmdCostPerCorrect prints what each outcome costs per run, from a trace
-// directory or an outcome-record file.
+// newCostPerCorrectCmd makes the cost-per-correct command, which prints what
+// each outcome costs per run, from a trace directory or an outcome-record
+// file.
 func newCostPerCorrectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cost-per-correct",
@@ -282,8 +283,9 @@ func newCostPerCorrectCmd() *cobra.Command {
 	return cmd
 }
 
-// cmdSLO prints the four SLIs with their error budgets per agent and for
-// the fleet, and appends slo_burn events for alerting ones with --events.
+// newSLOCmd makes the slo command, which prints the four SLIs with their
+// error budgets per agent and for the fleet, and appends slo_burn events for
+// alerting ones with --events.
 func newSLOCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "slo",
