@@ -1,11 +1,16 @@
-// Package store keeps eval runs, their per-case scores and baselines in one
-// SQLite file (pure-Go driver, no cgo).
+// Package store is verdryx's one SQLite file (pure-Go driver, no cgo). It
+// keeps three things: eval runs with their per-case scores and baselines
+// (SaveRun, Run, Runs, RecentRuns, Baselines, PutBaseline); the worker's
+// eval requests, claimed and committed exactly once (ClaimRequest,
+// CommitRequest); and the worker's trace state by partition, as blobs the
+// store does not interpret (CommitPartitions, EachPartitionRun). ResolvePath
+// resolves where the file is.
 //
-// The schema version lives in PRAGMA user_version and moves forward through
-// an ordered list of migrations; a file stamped newer than this build knows
-// is refused on open. The file runs in WAL mode with foreign keys on and a
-// busy timeout, and every run is saved in one transaction: a crash mid-save
-// leaves no half-saved run.
+// The schema version lives in PRAGMA user_version; a file stamped newer
+// than this build knows is refused on open (ErrNewerSchema). The file runs
+// in WAL mode with foreign keys on and a busy timeout, and every write is
+// one transaction: a crash mid-save leaves no half-saved run or commit. A
+// Store is safe for concurrent use.
 package store
 
 import (
