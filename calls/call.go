@@ -50,7 +50,9 @@ type Call struct {
 	ToolCalls     *uint32 `json:"tool_calls"`
 }
 
-// Class is the class of a call's decision.
+// Class is the class of a call's decision. A blocked call is counted but
+// its cost_microusd (an avoided estimate) is never added to spend; a call
+// of any class but ClassAllowed is refused for the containment SLI.
 type Class uint8
 
 // Decision classes. Do not reorder.
@@ -59,15 +61,6 @@ const (
 	ClassBlocked       // one of the nine breaker block reasons: counted, never costed
 	ClassWardryx       // wardryx_deny / wardryx_hold: costed, but refused for containment
 )
-
-// IsBlocked reports whether decision is one of TokenFuse's nine blocked
-// decisions. A blocked call is counted but its cost_microusd (an avoided
-// estimate) is never added to spend.
-func IsBlocked(decision string) bool { return Classify(decision) == ClassBlocked }
-
-// IsRefused reports whether decision refused the call for the containment
-// SLI: a blocked decision, wardryx_deny or wardryx_hold.
-func IsRefused(decision string) bool { return Classify(decision) != ClassAllowed }
 
 // Classify returns the class of decision.
 func Classify(decision string) Class {

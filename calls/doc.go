@@ -8,5 +8,6 @@
 // reference and the author of its error messages. It reduces nothing:
 // outcome does.
 //
-// The package imports nothing else of verdryx.
+// Of verdryx it imports only internal/hugepage (Symbols can ask for huge
+// pages), so every other package can import it.
 package calls

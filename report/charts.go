@@ -25,9 +25,12 @@ const (
 	KindBar        = "bar"
 	KindSLOBar     = "slo-bar"
 	KindSLONone    = "slo-unmeasured"
+	KindSLOClip    = "slo-clipped"
 )
 
-func clamp01(v float64) float64 { return math.Max(0, math.Min(1, v)) }
+// sloFloor is the lowest budget the SLO chart's axis shows: a bar for a
+// budget below it is cut there and marked clipped.
+const sloFloor = -5.0
 
 // timeTicks labels up to n evenly spaced run indexes with their start time.
 func timeTicks(runs []*grading.Run, n int) plot.ConstantTicks {
@@ -127,7 +130,7 @@ func qualityChart(s *series) (chart, error) {
 				continue
 			}
 			r := pt.Check.Report
-			lo, hi := clamp01(r.BaselineMean+*r.CILow), clamp01(r.BaselineMean+*r.CIHigh)
+			lo, hi := max(0, min(1, r.BaselineMean+*r.CILow)), max(0, min(1, r.BaselineMean+*r.CIHigh))
 			m.rect(KindBand, KindBand, tx(float64(i)-half), ty(lo), tx(float64(i)+half), ty(hi), colSky, ` fill-opacity="0.45"`,
 				fmt.Sprintf("run %s\n%s", pt.Run.ID, checkText(pt.Check)))
 		}
@@ -353,12 +356,16 @@ func opt(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-// sloLabel is the text beside an indicator's bar.
+// sloLabel is the text beside an indicator's bar; a budget below sloFloor
+// says its bar is clipped.
 func sloLabel(ind outcome.Indicator) string {
 	if !ind.Measured {
 		return "not measured: " + ind.Reason
 	}
 	s := fmt.Sprintf("budget %s · burn %s · %s", opt(ind.BudgetRemaining, "%+.2f"), opt(ind.BurnRate, "%.2f"), ind.Trigger)
+	if b := ind.BudgetRemaining; b != nil && *b < sloFloor {
+		s = fmt.Sprintf("budget %+.2f (bar clipped at %g) · burn %s · %s", *b, sloFloor, opt(ind.BurnRate, "%.2f"), ind.Trigger)
+	}
 	if ind.Alert {
 		s += " (alert)"
 	}
@@ -366,8 +373,10 @@ func sloLabel(ind outcome.Indicator) string {
 }
 
 // sloChart draws the budget remaining of each subject and indicator as a
-// bar from zero (right: budget left, left: overspent), clipped at -5 with
-// the value in the label; an unmeasured indicator has no bar and says so.
+// bar from zero (right: budget left, left: overspent); a bar below
+// sloFloor is cut there, marked by a left-pointing triangle at its end
+// (KindSLOClip) and class "clipped", with the true value in its label and
+// title; an unmeasured indicator has no bar and says so.
 func sloChart(rep *outcome.SLOReport) (chart, error) {
 	rows := sloRows(rep)
 	if len(rows) == 0 {
@@ -380,7 +389,7 @@ func sloChart(rep *outcome.SLOReport) (chart, error) {
 			lo = math.Min(lo, *b)
 		}
 	}
-	lo = math.Max(lo, -5)
+	lo = math.Max(lo, sloFloor)
 	p := newPlot("", "error budget remaining (1 = untouched, 0 = spent, below 0 = overspent)", "")
 	names := make([]string, n)
 	for i, r := range rows {
@@ -416,7 +425,13 @@ func sloChart(rep *outcome.SLOReport) (chart, error) {
 				fill = colVermillion
 			}
 			title += fmt.Sprintf("\nobserved %s, CI [%s, %s]", opt(ind.Observed, "%.4f"), opt(ind.CILow, "%.4f"), opt(ind.CIHigh, "%.4f"))
-			m.rect(KindSLOBar, "slo-bar "+ind.Trigger, tx(0), ty(y-0.32), tx(math.Max(b, lo)), ty(y+0.32), fill, "", title)
+			if b < lo {
+				title += fmt.Sprintf("\nbar clipped at %g: the budget is %+.2f", lo, b)
+				m.rect(KindSLOBar, "slo-bar clipped "+ind.Trigger, tx(0), ty(y-0.32), tx(lo), ty(y+0.32), fill, "", title)
+				m.leftTriangle(KindSLOClip, KindSLOClip, tx(lo)-vg.Length(9), ty(y), 4, colBlack, title)
+			} else {
+				m.rect(KindSLOBar, "slo-bar "+ind.Trigger, tx(0), ty(y-0.32), tx(b), ty(y+0.32), fill, "", title)
+			}
 			c.FillText(label, vg.Point{X: c.Max.X + 10, Y: ty(y)}, sloLabel(ind))
 		}
 		m.line("zero", "zero", tx(0), c.Min.Y, tx(0), c.Max.Y, colBlack, 1, "", "budget 0: spent")

@@ -92,6 +92,13 @@ func (m *marks) triangle(kind, cls string, x, y, r vg.Length, fill, stroke, titl
 		cls, f2(x-r), f2(y+r*0.8), f2(x+r), f2(y+r*0.8), f2(x), f2(y-r*1.1), fill, stroke, html.EscapeString(title))
 }
 
+// leftTriangle adds a triangle pointing left, its tip at (x, y).
+func (m *marks) leftTriangle(kind, cls string, x, y, r vg.Length, fill, title string) {
+	m.add(kind)
+	fmt.Fprintf(&m.buf, `<path class="mark %s" d="M%s %s L%s %s L%s %sZ" fill="%s"><title>%s</title></path>`+"\n",
+		cls, f2(x), f2(y), f2(x+1.6*r), f2(y+r), f2(x+1.6*r), f2(y-r), fill, html.EscapeString(title))
+}
+
 // rect adds a rectangle spanning (x0, y0)-(x1, y1) in any corner order.
 func (m *marks) rect(kind, cls string, x0, y0, x1, y1 vg.Length, fill, extra, title string) {
 	m.add(kind)

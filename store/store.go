@@ -1,11 +1,15 @@
-// Package store keeps eval runs, their per-case scores and baselines in one
-// SQLite file (pure-Go driver, no cgo).
+// Package store is verdryx's one SQLite file (pure-Go driver, no cgo). It
+// keeps eval runs with their per-case scores and baselines (SaveRun, Run,
+// Runs, RecentRuns, Baselines, PutBaseline) and the worker's eval requests,
+// claimed and committed exactly once (ClaimRequest, CommitRequest).
+// ResolvePath resolves where the file is. Partition state is not here: its
+// one persisted copy is the KV bucket (docs/architecture.md).
 //
 // The schema (schema.go) is version 1, stamped in PRAGMA user_version when
 // the file is created; a file of another version is refused on open. The
-// file runs in WAL mode with foreign keys on and a
-// busy timeout, and every run is saved in one transaction: a crash mid-save
-// leaves no half-saved run.
+// file runs in WAL mode with foreign keys on and a busy timeout, and every
+// write is one transaction: a crash mid-save leaves no half-saved run. A
+// Store is safe for concurrent use.
 package store
 
 import (

@@ -319,7 +319,8 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// cmdAsk answers one question and prints the full record.
+// newAskCmd makes the ask command, which answers one question and prints the
+// full record.
 func newAskCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ask QUESTION",
@@ -438,11 +439,12 @@ func askCorpusPath(store *index.Store, rf ragFlags, memory bool) (string, error)
 	return corpusPath, nil
 }
 
-// cmdMutate asks every rag case of an eval set through the offline
-// pipeline, derives each named mutation of the correct answer and each
-// control of the case's reference answer, and grades them with the graders
-// eval uses. It exits 1 if a mutant survives, a control fails, a case fails
-// unmutated, or nothing was mutated or controlled.
+// newMutateCmd makes the mutate command, which asks every rag case of an
+// eval set through the offline pipeline, derives each named mutation of the
+// correct answer and each control of the case's reference answer, and grades
+// them with the graders eval uses. It exits 1 if a mutant survives, a
+// control fails, a case fails unmutated, or nothing was mutated or
+// controlled.
 func newMutateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mutate [EVALSET]",

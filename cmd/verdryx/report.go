@@ -24,9 +24,9 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// cmdReport writes the HTML report of the store (and traces) to a file.
-// Exit 0: written; 2: usage or input error (no store, bad --since,
-// unreadable traces).
+// newReportCmd makes the report command, which writes the HTML report of the
+// store (and traces) to a file. Exit 0: written; 2: usage or input error (no
+// store, bad --since, unreadable traces).
 func newReportCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",

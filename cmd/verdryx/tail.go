@@ -13,10 +13,11 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 )
 
-// cmdTail follows an NDJSON file and prints one line per record: events with
-// their validation and chain verdict, call/outcome records with their key
-// fields. Exit 0 when no event was invalid or broke its chain, 1 otherwise,
-// 2 for usage errors and unreadable files.
+// newTailCmd makes the tail command, which follows an NDJSON file and prints
+// one line per record: events with their validation and chain verdict,
+// call/outcome records with their key fields. Exit 0 when no event was
+// invalid or broke its chain, 1 otherwise, 2 for usage errors and unreadable
+// files.
 func newTailCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tail FILE",

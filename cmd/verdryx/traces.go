@@ -234,8 +234,9 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 const inputHelp = "records instead of --traces: a .parquet file with the call columns (any name), a directory of them, " +
 	"a JSON array, NDJSON or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records; - reads standard input"
 
-// cmdCostPerCorrect prints what each outcome costs per run, from a trace
-// directory or an outcome-record file.
+// newCostPerCorrectCmd makes the cost-per-correct command, which prints what
+// each outcome costs per run, from a trace directory or an outcome-record
+// file.
 func newCostPerCorrectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cost-per-correct",
@@ -288,8 +289,9 @@ func newCostPerCorrectCmd() *cobra.Command {
 	return cmd
 }
 
-// cmdSLO prints the four SLIs with their error budgets per agent and for
-// the fleet, and appends slo_burn events for alerting ones with --events.
+// newSLOCmd makes the slo command, which prints the four SLIs with their
+// error budgets per agent and for the fleet, and appends slo_burn events for
+// alerting ones with --events.
 func newSLOCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "slo",

@@ -1,3 +1,6 @@
+// Package ingest is `verdryx bench ingest`: a generated per-call NDJSON
+// file (GenerateNDJSON) read by encoding/json, by the record decoder and by
+// the whole cost-per-correct --input reduction, in one run (RunNDJSON).
 package ingest
 
 import (

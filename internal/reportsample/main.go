@@ -1,8 +1,8 @@
-// Command sample writes the eval store behind the README's sample report:
+// Command reportsample writes the eval store behind the README's sample report:
 // two eval sets, one significantly regressed run, one unmeasured case and
 // one unmeasured run (see report/fixture).
 //
-//	go run ./report/sample -db /tmp/verdryx-sample.db
+//	go run ./internal/reportsample -db /tmp/verdryx-sample.db
 //	verdryx report --db /tmp/verdryx-sample.db --traces testdata/traces/slo --out /tmp/verdryx-sample.html
 package main
 
