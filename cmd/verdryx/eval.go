@@ -589,7 +589,7 @@ func writeJUnit(path string, r grading.RunSummary, passMark float64) error {
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
-// cmdBaseline snapshots a stored run as a baseline.
+// newBaselineCmd makes the baseline command, which snapshots a stored run as a baseline.
 func newBaselineCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "baseline RUN_ID",
@@ -689,7 +689,7 @@ func newBaselinesCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// cmdDrift compares the most recent runs with a baseline. Exit 0 on-track,
+// newDriftCmd makes the drift command, which compares the most recent runs with a baseline. Exit 0 on-track,
 // 1 regressed, 2 usage or input error (including a changed eval set).
 func newDriftCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -816,7 +816,7 @@ func printDrift(w io.Writer, r drift.Report) {
 	fmt.Fprintf(w, "verdict %s (%s)\n", r.VerdictText(), strings.Join(r.Why, "; "))
 }
 
-// cmdRuns lists stored runs.
+// newRunsCmd makes the runs command, which lists stored runs.
 func newRunsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",

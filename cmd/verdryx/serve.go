@@ -329,7 +329,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 // onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.
 const onceGCPercent = 75
 
-// cmdServe runs the worker. See the README section "The worker".
+// newServeCmd makes the serve command, which runs the worker (docs/worker.md).
 func newServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -563,7 +563,7 @@ func printTraceReport(agg *fleet.Aggregate, w io.Writer) error {
 	return rep.WriteTable(w)
 }
 
-// cmdReplay publishes a Parquet directory to the traces subject.
+// newReplayCmd makes the replay command, which publishes a Parquet directory to the traces subject.
 func newReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay DIR",
