@@ -10,7 +10,6 @@
 // (Store), and OpenTelemetry spans over OTLP/HTTP (Spans).
 //
 // Sinks block until what they write is durable (fsynced, or acknowledged by
-// JetStream) or their context is done; each type's doc says whether it is
-// safe for concurrent use. Package producer imports no consumer package,
+// JetStream) or their context is done. Package producer imports no consumer package,
 // and no consumer package imports it.
 package producer
