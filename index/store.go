@@ -556,29 +556,61 @@ func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err err
 // fingerprint) names. It returns ErrNoCorpus for a generation that records
 // none, ErrNoActive without an active generation.
 func (s *Store) ActiveCorpus() (string, Manifest, error) {
-	id, err := s.ActiveID()
-	if err != nil {
-		return "", Manifest{}, err
+	m, path, err := s.Generation(Active)
+	return path, m, err
+}
+
+// Active names the active generation to Generation.
+const Active = "active"
+
+// Generation returns the validated manifest of generation id (Active, or
+// "", for the one active.json names) and the path of the corpus file it
+// records, after checking that file as ActiveCorpus does. An id that is
+// not 32 lowercase hex digits or names no generation is ErrCorrupt,
+// ErrNoActive without an active generation when the active one is asked
+// for. It reads no vectors and never writes.
+func (s *Store) Generation(id string) (Manifest, string, error) {
+	if id == "" || id == Active {
+		var err error
+		if id, err = s.ActiveID(); err != nil {
+			return Manifest{}, "", err
+		}
+	} else if !validGenerationID(id) {
+		return Manifest{}, "", fmt.Errorf("%w: generation %q is not 32 lowercase hex digits", ErrCorrupt, id)
 	}
 	m, err := s.readManifest(id)
 	if err != nil {
-		return "", Manifest{}, err
+		return Manifest{}, "", err
 	}
+	path, err := s.recordedCorpus(m)
+	return m, path, err
+}
+
+// LoadGeneration reads the vectors of the generation m (a manifest
+// Generation returned) and verifies them as Load does.
+func (s *Store) LoadGeneration(m Manifest) (*Index, error) {
+	return s.loadVectors(m)
+}
+
+// recordedCorpus returns the path of the corpus file generation m records,
+// verified against its manifest.
+func (s *Store) recordedCorpus(m Manifest) (string, error) {
+	id := m.ID
 	if m.CorpusSHA256 == "" {
-		return "", m, fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
+		return "", fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
 	}
 	path := filepath.Join(s.root, generationsDir, id, CorpusFile)
 	if _, err := checkFile(path); err != nil {
-		return "", m, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", m, fmt.Errorf("read %s: %w", path, err)
+		return "", fmt.Errorf("read %s: %w", path, err)
 	}
 	if sum := sha256.Sum256(b); "sha256:"+hex.EncodeToString(sum[:]) != m.CorpusSHA256 {
-		return "", m, fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
+		return "", fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
 	}
-	return path, m, nil
+	return path, nil
 }
 
 // Load validates the active generation against want (see Check), then reads

@@ -236,12 +236,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
 	model := fs.String("model", llm.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
-	judge := fs.String("judge", llm.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
+	mf := addModelFlags(fs, "timeout per model or judge call (never retried)")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
 	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
-	anthropicBase := fs.String("anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Anthropic API root, e.g. a proxy ($ANTHROPIC_BASE_URL)")
-	openaiBase := fs.String("openai-base-url", envFirst("", "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL, else https://api.openai.com/v1)")
-	timeout := fs.Duration("timeout", 60*time.Second, "timeout per model or judge call (never retried)")
+	indexGen := fs.String("index", "", "answer rag cases from a stored index generation of --data: active or a generation id, with the embedder that built it (default: the offline pipeline in memory)")
 	conc := fs.Int("concurrency", 4, "cases graded at once")
 	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
@@ -257,7 +255,10 @@ func newEvalCmd(g *globals) *cobra.Command {
 		}
 		stdout, stderr, typed, wrapLog := ts.stdout, ts.stderr, ts.typed, ts.wrapLog
 		defer func() { err = ts.redact(err) }()
-		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha, *anthropicBase, *openaiBase); err != nil {
+		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha); err != nil {
+			return err
+		}
+		if err := mf.check(); err != nil {
 			return err
 		}
 		logger, err := lf.logger(stderr, wrapLog)
@@ -272,25 +273,22 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		resolve := llm.Models(llm.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
-		if _, err := resolve(*model); err != nil {
-			return inputError(fmt.Errorf("--model: %w", err))
-		}
-		judgeModel, err := resolve(*judge)
+		em, err := mf.evalModels(*model, g.data, *indexGen)
 		if err != nil {
-			return inputError(fmt.Errorf("--judge: %w", err))
+			return err
 		}
 		s, err := openEvalSinks(ctx, c, false)
 		if err != nil {
 			return err
 		}
 		deps := s.deps()
-		deps.Models = resolve
-		deps.Judge = &grader.Judge{Model: judgeModel}
+		deps.Models = em.resolve
+		deps.Judge = &grader.Judge{Model: em.judge}
 		deps.Typed = typed
+		deps.RAG = em.rag
 		deps.Concurrency = *conc
 		deps.Logger = logger
-		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
+		live := newEvalLive(stdout, stderr, set, *model, em.judge.ID(), *c.asJSON)
 		deps.OnCase = live.onCase
 		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
@@ -308,7 +306,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 
 // checkEvalArgs refuses eval's arguments and flag values that cannot work,
 // before anything is read or opened.
-func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, anthropicBase, openaiBase string) error {
+func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64) error {
 	if len(pos) != 1 {
 		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
 	}
@@ -321,10 +319,7 @@ func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, ant
 	if alpha <= 0 || alpha >= 1 {
 		return usageErrorf("eval: --alpha must be in (0, 1)")
 	}
-	if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", anthropicBase, "http", "https"); err != nil {
-		return err
-	}
-	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", openaiBase, "http", "https")
+	return nil
 }
 
 // finishEval prints what grading left to say once the sinks are closed

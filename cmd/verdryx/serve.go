@@ -31,6 +31,8 @@ import (
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/provider/openai"
+	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/store"
@@ -127,6 +129,10 @@ type serveFlags struct {
 	pinnedTTL, snapshotEvery, startTimeout, foldAfter              *time.Duration
 	maxRecord                                                      *int
 	typed                                                          typedFlags
+	models                                                         *modelFlags
+	allowModels                                                    []string
+	generator, genModel                                            *string
+	asJSON                                                         *bool
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -141,7 +147,12 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
 	fs.StringArrayVar(&f.evalFiles, "eval-request", nil, "publish this eval-request JSON file at start (repeatable)")
-	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
+	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks, embedded in memory by the offline embedder (default: the active index generation under <data>/index, with the embedder that built it and its stored vectors; without one, asks are disabled)")
+	f.models = addModelFlags(fs, "timeout per model, judge, embedding or generation call (never retried)")
+	fs.StringArrayVar(&f.allowModels, "allow-model", nil, "a model id eval requests may name as model or judge, e.g. openai:gpt-4o-mini (repeatable; stub is always allowed; keys from the environment or the key files)")
+	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
+	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
+	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
@@ -285,7 +296,21 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		return worker.Options{}, usageErrorf("--huge-pages %q: want on, off or auto", *f.hugePages)
 	}
 	printed := &printedRequests{ids: map[string]bool{}}
+	if err := f.models.check(); err != nil {
+		return worker.Options{}, err
+	}
+	resolve, getenv, err := f.models.resolver()
+	if err != nil {
+		return worker.Options{}, err
+	}
+	providers := rag.Providers{OpenAIBaseURL: *f.models.openaiBase, OpenAIKey: openai.KeyFromEnv(getenv), Timeout: *f.models.timeout}
+	gen, err := newGenerator(*f.generator, *f.genModel, providers)
+	if err != nil {
+		return worker.Options{}, inputError(err)
+	}
+	asJSON := *f.asJSON
 	return worker.Options{
+		Models: resolve, AllowModels: f.allowModels, Judge: *f.models.judge, Providers: providers, Generator: gen,
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
@@ -298,21 +323,25 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		},
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			printed.add(req.RequestID)
-			printEvalResult(stdout, req, res, false)
+			printEvalResult(stdout, req, res, false, asJSON)
 		},
 		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
 			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
 			if err == nil {
-				printReplayStats(stdout, st, dir, s)
+				if asJSON {
+					err = writeJSON(stdout, newReplayJSON(st, dir, s))
+				} else {
+					printReplayStats(stdout, st, dir, s)
+				}
 			}
 			return st, err
 		},
 		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
 		Drained: func(ctx context.Context, st *store.Store) error {
-			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
+			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout, asJSON); err != nil {
 				return err
 			}
-			return printStoreReport(ctx, st, stdout)
+			return printStoreReport(ctx, st, stdout, asJSON)
 		},
 	}, nil
 }
@@ -434,7 +463,7 @@ func (p *printedRequests) has(id string) bool {
 // was done before this run (JetStream dropped the re-published request as
 // a duplicate, or the worker answered it from the store), the stored
 // result, saying so.
-func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer) error {
+func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer, asJSON bool) error {
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -455,13 +484,11 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 		if err := json.Unmarshal(rec.Result, &res); err != nil {
 			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
 		}
-		printEvalResult(w, req, res, true)
+		printEvalResult(w, req, res, true, asJSON)
 	}
 	return nil
 }
 
-// printEvalResult prints the line of one eval request's result; stored
-// says it was done before this run and is answered from the store.
 // replayJSON is replay's --json output.
 type replayJSON struct {
 	Dir        string   `json:"dir"`
@@ -475,6 +502,12 @@ type replayJSON struct {
 	Failed     []string `json:"failed"`
 }
 
+// newReplayJSON is the replayJSON of a replay of dir.
+func newReplayJSON(st segreplay.Stats, dir string, s streams.Subjects) replayJSON {
+	return replayJSON{Dir: dir, Subject: s.Traces, Partitions: max(s.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
+		Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+}
+
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
 func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Subjects) {
@@ -485,7 +518,14 @@ func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Sub
 	}
 }
 
-func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, stored bool) {
+// printEvalResult prints the line of one eval request's result; stored
+// says it was done before this run and is answered from the store. With
+// asJSON it prints the result as the object eval --json prints instead.
+func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, stored, asJSON bool) {
+	if asJSON {
+		_ = writeJSON(w, res) // stdout: nothing to do about a failed write
+		return
+	}
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
@@ -504,7 +544,7 @@ func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, store
 
 // printStoreReport prints the cost-per-outcome report of the trace
 // partitions in the worker's store (the whole fleet's for a single worker).
-func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
+func printStoreReport(ctx context.Context, st *store.Store, w io.Writer, asJSON bool) error {
 	agg, err := fleet.LocalAggregate(ctx, st)
 	if err != nil {
 		return err
@@ -516,6 +556,9 @@ func printStoreReport(ctx context.Context, st *store.Store, w io.Writer) error {
 	rep, err := r.CheckedReport()
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(w, rep)
 	}
 	fmt.Fprintln(w, "cost per outcome of the traces consumed:")
 	return rep.WriteTable(w)
@@ -569,9 +612,7 @@ func newReplayCmd() *cobra.Command {
 		}
 		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		if *asJSON {
-			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Partitions: max(subjects.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
-				Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
-			if err := writeJSON(stdout, out); err != nil {
+			if err := writeJSON(stdout, newReplayJSON(st, pos[0], *subjects)); err != nil {
 				return err
 			}
 		} else {
