@@ -55,7 +55,9 @@ func TestEvalRequestModelFailuresOnTheWire(t *testing.T) {
 	}))
 	defer anthropicSrv.Close()
 	models := llm.Models(llm.ModelsOptions{OpenAIBaseURL: openaiSrv.URL + "/v1", AnthropicBaseURL: anthropicSrv.URL, Timeout: 5 * time.Second,
-		Getenv: func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}[k] }})
+		Getenv: func(k string) string {
+			return map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}[k]
+		}})
 	e := newEnv(t)
 	allowed := []string{"openai:fake-chat", "anthropic:fake-claude"}
 	startModelWorker(t, e, models, allowed)

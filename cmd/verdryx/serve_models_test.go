@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/evalreq"
@@ -192,8 +193,8 @@ func (f *embedFake) calls() [][]string {
 }
 
 // runWorker runs serve's worker (flags args) against the NATS server at
-// url until the test ends.
-func runWorker(t *testing.T, data, url string, args ...string) {
+// url until the test ends or stop is called.
+func runWorker(t *testing.T, data, url string, args ...string) (stop func()) {
 	t.Helper()
 	opts, err := serveOptions(t, append([]string{"--nats", url, "--http", ""}, args...)...)
 	require.NoError(t, err)
@@ -203,10 +204,15 @@ func runWorker(t *testing.T, data, url string, args ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // natsServer starts an embedded server for a test and connects to it.
@@ -479,4 +485,52 @@ func TestServeRefusedReplyIsDeadLettered(t *testing.T) {
 		subjects = append(subjects, d.Subject)
 	}
 	assert.ElementsMatch(t, []string{"verdryx.eval.requests", "verdryx.rag.ask"}, subjects)
+}
+
+// TestServeAskSpan: with --otlp each ask is a span verdryx.rag.ask, with
+// what answered it, and the question's embedding call a GenAI span under
+// it.
+func TestServeAskSpan(t *testing.T) {
+	cleanEvalEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-fake")
+	fake := &embedFake{hash: index.NewHashEmbedder(64)}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	col := &spanCollector{}
+	otlp := httptest.NewServer(col)
+	defer otlp.Close()
+	data := t.TempDir()
+	base := []string{"--openai-base-url", srv.URL + "/v1"}
+	_, errOut, code := ragRun(t, append([]string{"index", "build", "--data", data, "--corpus", ragCorpusPath, "--embedder", "openai", "--embed-model", "fake-embed"}, base...)...)
+	require.Equal(t, exitOK, code, errOut)
+	url, nc := natsServer(t)
+	stop := runWorker(t, data, url, append([]string{"--otlp", otlp.URL}, base...)...)
+	rep := askNATS(t, nc, `{"question":"How many grains of pearl salt for moonpetal?","top_k":3}`)
+	require.Empty(t, rep.Error)
+	stop() // flushes the spans
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	var ask *tracepb.Span
+	for _, s := range col.spans {
+		if s.Name == ragask.SpanAsk {
+			require.Nil(t, ask, "one span per ask")
+			ask = s
+		}
+	}
+	require.NotNil(t, ask, "no %s span among %d", ragask.SpanAsk, len(col.spans))
+	attrs := map[string]string{}
+	for _, kv := range ask.Attributes {
+		attrs[kv.Key] = kv.Value.String()
+	}
+	assert.Contains(t, attrs["verdryx.embedder"], "openai/fake-embed")
+	assert.Contains(t, attrs["verdryx.retrieved_ids"], rep.Record.RetrievedIDs[0])
+	assert.Contains(t, attrs["verdryx.top_k"], "3")
+	children := 0
+	for _, s := range col.spans {
+		if string(s.ParentSpanId) == string(ask.SpanId) && strings.HasPrefix(s.Name, "embeddings") {
+			children++
+		}
+	}
+	assert.Equal(t, 1, children, "the question's embedding call is a GenAI span under the ask")
 }
