@@ -54,6 +54,13 @@ type Request struct {
 	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
 	Seed            *uint64 `json:"seed,omitempty"`
 	Alpha           float64 `json:"alpha,omitempty"`
+	// MaxCostUSD caps the priced spend of the request's paid calls (US
+	// dollars, 0: none asked), bounded by the worker's Options.MaxCostUSD:
+	// a request asking more, or none, on a worker with a bound gets the
+	// worker's bound. Semantic adds the semantic rag checks
+	// (evalrun.Request).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	Semantic   bool    `json:"semantic,omitempty"`
 	// ReplyTo, or the Verdryx-Reply-To header, names a subject the result
 	// is published to. (A JetStream-captured subject answers a plain NATS
 	// request with its own publish ack, so replies travel this way.)
@@ -67,7 +74,17 @@ type Request struct {
 func (r Request) GradingRequest() evalrun.Request {
 	return evalrun.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
 		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
-		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha}
+		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha, MaxCostUSD: r.MaxCostUSD, Semantic: r.Semantic}
+}
+
+// CostCap is the cap a request runs under on a worker whose bound is
+// bound (0: none): the request's max_cost_usd, lowered to the bound; a
+// request asking none gets the bound.
+func CostCap(asked, bound float64) float64 {
+	if bound > 0 && (asked <= 0 || asked > bound) {
+		return bound
+	}
+	return asked
 }
 
 // HeaderReplyTo is the header naming where an eval result is sent.
@@ -86,13 +103,18 @@ type Reply struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// warning is the Reply.Warning of a result.
+// warning is the Reply.Warning of a result: a run the cost cap stopped,
+// a run with no case graded.
 func warning(res evalrun.Result) string {
-	un := res.Run.Unmeasured()
-	if len(res.Run.Scores) == 0 || len(un) < len(res.Run.Scores) {
-		return ""
+	var w []string
+	if r := res.Run; r.CostLimited > 0 {
+		w = append(w, fmt.Sprintf("cost limit $%g reached: %d cases unmeasured (%s) from case %s; the run is stored",
+			r.CostLimitUSD, r.CostLimited, llm.ReasonCostLimit, r.StoppedAtCase))
 	}
-	return fmt.Sprintf("no case could be graded: every one of the %d cases is unmeasured (first: %s: %s); the run is stored", len(un), un[0].CaseID, un[0].Unmeasured)
+	if un := res.Run.Unmeasured(); len(res.Run.Scores) > 0 && len(un) == len(res.Run.Scores) {
+		w = append(w, fmt.Sprintf("no case could be graded: every one of the %d cases is unmeasured (first: %s: %s); the run is stored", len(un), un[0].CaseID, un[0].Unmeasured))
+	}
+	return strings.Join(w, "; ")
 }
 
 // Handler runs eval requests exactly once, across crashes and
@@ -153,6 +175,9 @@ type Options struct {
 	Index *index.Store
 	// Providers reach the embedder of a generation opened for a request.
 	Providers rag.Providers
+	// MaxCostUSD bounds every request's cap (CostCap); 0 means a request
+	// runs under the cap it asks for, or none.
+	MaxCostUSD float64
 }
 
 // NewHandler returns a handler that grades eval requests with deps,
@@ -329,9 +354,12 @@ func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest
 }
 
 // validate checks the request and resolves its eval set path under the
-// roots; nothing outside them is read.
+// roots; nothing outside them is read. The cost cap is the request's,
+// bounded by the worker's (CostCap).
 func (h *Handler) validate(req Request) (evalrun.Request, error) {
-	return Validate(req, h.opts.Roots, h.opts.Allowed)
+	g, err := Validate(req, h.opts.Roots, h.opts.Allowed)
+	g.MaxCostUSD = CostCap(req.MaxCostUSD, h.opts.MaxCostUSD)
+	return g, err
 }
 
 // Validate checks what can refuse req before anything is stored:

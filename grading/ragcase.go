@@ -3,6 +3,7 @@ package grading
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -188,6 +189,10 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 		prices = llm.DefaultPriceBook()
 	}
 	s.CostUSD, _ = prices.Cost(r.Model.ID(), u.in, u.out)
+	if errors.Is(err, llm.ErrCostLimit) {
+		s.Unmeasured = llm.ReasonCostLimit
+		return s
+	}
 	if err != nil {
 		s.Unmeasured = fmt.Sprintf("rag ask: %v", err)
 		return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -31,6 +32,25 @@ type Provenance struct {
 	// Unpriced lists the model and judge ids called by this run that have
 	// no price in the book: their calls are recorded at cost 0.
 	Unpriced []string `json:"unpriced,omitempty"`
+	// CostLimit is the run's spending cap and what it stopped; nil when
+	// the run had no cap.
+	CostLimit *CostLimit `json:"cost_limit,omitempty"`
+}
+
+// CostLimit is a capped run's spend: the cap, what the paid calls of the
+// model and the judges cost, and the cases left unmeasured (reason
+// llm.ReasonCostLimit) because the cap was reached.
+type CostLimit struct {
+	LimitUSD float64 `json:"limit_usd"`
+	SpentUSD float64 `json:"spent_usd"`
+	// PaidCalls counts the paid calls made; RefusedCalls those not made.
+	PaidCalls    int `json:"paid_calls"`
+	RefusedCalls int `json:"refused_calls"`
+	// StoppedAtCase is the first case, in set order, left unmeasured by
+	// the cap; "" when the cap stopped nothing.
+	StoppedAtCase string `json:"stopped_at_case,omitempty"`
+	// StoppedCases counts the cases left unmeasured by the cap.
+	StoppedCases int `json:"stopped_cases"`
 }
 
 // Run is one graded pass over an eval set.
@@ -116,6 +136,10 @@ type Runner struct {
 	Concurrency int
 	// Prices prices model calls; nil means llm.DefaultPriceBook.
 	Prices llm.PriceBook
+	// Budget, when set, is the cap the Model and Judge's model were
+	// wrapped with (llm.Budget.Wrap); the run records its spend and the
+	// cases it stopped in Provenance.CostLimit. Nil means no cap.
+	Budget *llm.Budget
 	// Version is the verdryx version recorded with each run.
 	Version string
 	// Now returns the clock; nil means time.Now.
@@ -238,8 +262,26 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 			logger.Warn("typed label not posted", "case", caseID, "err", err)
 		})
 	}
+	if r.Budget != nil {
+		run.Provenance.CostLimit = costLimit(r.Budget, run.Scores)
+	}
 	run.FinishedAt = now().UTC()
 	return run, nil
+}
+
+// costLimit summarises a capped run's spend and the cases the cap stopped.
+func costLimit(b *llm.Budget, scores []Score) *CostLimit {
+	cl := &CostLimit{LimitUSD: b.Limit(), SpentUSD: b.Spent()}
+	cl.PaidCalls, cl.RefusedCalls = b.Counts()
+	for _, s := range scores {
+		if s.Unmeasured == llm.ReasonCostLimit {
+			if cl.StoppedCases == 0 {
+				cl.StoppedAtCase = s.CaseID
+			}
+			cl.StoppedCases++
+		}
+	}
+	return cl
 }
 
 func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
@@ -329,6 +371,9 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		return r.gradeRAG(llm.WithRole(ctx, "model"), set, c, s), nil
 	}
 	comp, err := r.Model.Complete(llm.WithRole(ctx, "model"), llm.Call{Prompt: c.Prompt, Tools: c.Tools})
+	if errors.Is(err, llm.ErrCostLimit) {
+		return unmeasured(llm.ReasonCostLimit)
+	}
 	if err != nil {
 		return unmeasured("model %s: %v", r.Model.ID(), err)
 	}
@@ -354,6 +399,9 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		jr, err := r.Judge.Grade(ctx, c.Rubric, c.Prompt, comp.Text)
 		s.Tokens += jr.Tokens
 		s.CostUSD += jr.CostUSD
+		if errors.Is(err, llm.ErrCostLimit) {
+			return unmeasured(llm.ReasonCostLimit)
+		}
 		if err != nil {
 			s.Checks = jr.Checks
 			return unmeasured("%v", err)

@@ -17,6 +17,15 @@ type RunSummary struct {
 	// typryx's reasons and answer ids) and the labels posted; nil when no
 	// typed case was asked.
 	Typed *TypedSummary `json:"typed,omitempty"`
+	// Unpriced lists the models called that have no price: their calls
+	// are counted as $0 in TotalCostUSD, never silently.
+	Unpriced []string `json:"unpriced,omitempty"`
+	// CostLimitUSD is the run's cap (0: none); StoppedAtCase the first
+	// case the cap left unmeasured, CostLimited how many it did. The
+	// detail is Provenance.CostLimit.
+	CostLimitUSD  float64 `json:"cost_limit_usd,omitempty"`
+	StoppedAtCase string  `json:"stopped_at_case,omitempty"`
+	CostLimited   int     `json:"cost_limited,omitempty"`
 }
 
 // Summarize derives a run's summary.
@@ -29,6 +38,10 @@ func Summarize(run Run) RunSummary {
 	}
 	s.TotalTokens, s.TotalCostUSD = run.totals()
 	s.Typed = summarizeTyped(run.Scores)
+	s.Unpriced = run.Provenance.Unpriced
+	if cl := run.Provenance.CostLimit; cl != nil {
+		s.CostLimitUSD, s.StoppedAtCase, s.CostLimited = cl.LimitUSD, cl.StoppedAtCase, cl.StoppedCases
+	}
 	return s
 }
 
@@ -61,6 +74,16 @@ func EvalRunData(s RunSummary) map[string]any {
 	}
 	if s.Provenance.IndexGeneration != "" {
 		d["index_generation"] = s.Provenance.IndexGeneration
+	}
+	if len(s.Unpriced) > 0 {
+		d["unpriced"] = s.Unpriced
+	}
+	if s.CostLimitUSD > 0 {
+		d["cost_limit_usd"] = s.CostLimitUSD
+		d["cost_limited"] = s.CostLimited
+		if s.StoppedAtCase != "" {
+			d["stopped_at_case"] = s.StoppedAtCase
+		}
 	}
 	if s.Typed != nil {
 		t := *s.Typed

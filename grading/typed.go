@@ -200,7 +200,7 @@ func (p *typedPlan) grade(ctx context.Context, c *Case, output, runID string, s 
 		return s, fmt.Errorf("%w: case %s: typryx answered a %s for template %s, listed as %s", ErrTypedService, c.ID, ans.Type, p.tmpl.ID, p.tmpl.Type)
 	}
 	v := TypedVerdict{
-		AnswerID: ans.AnswerID, Template: ans.Template, TemplateVersion: string(ans.TemplateVersion), Type: ans.Type,
+		AnswerID: ans.AnswerID, Template: ans.Template, TemplateVersion: ans.TemplateVersion, Type: ans.Type,
 		Unanswered: ans.Unanswered, Reason: ans.Reason, Probabilities: ans.Probabilities,
 		Backend: ans.Backend, Model: ans.Model,
 	}

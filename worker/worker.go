@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -134,6 +135,14 @@ type Options struct {
 	// Judge is the judge of a request naming none (serve --judge); ""
 	// means stub.
 	Judge string
+	// Prices prices the calls of eval requests (serve --prices: the file
+	// over the built-in book); nil means llm.DefaultPriceBook.
+	Prices llm.PriceBook
+	// MaxCostUSD bounds the priced spend of each eval request (serve
+	// --max-cost-usd): a request asking a higher max_cost_usd, or none,
+	// runs under this one (evalreq.CostCap); 0 means no bound. With a
+	// bound, every allowed model and the judge must have a price.
+	MaxCostUSD float64
 	// Roots are the directories eval-set and segment paths in messages may
 	// resolve under; empty means <DataDir>/eval.
 	Roots []string
@@ -315,9 +324,19 @@ func (w *Worker) check() error {
 			return fmt.Errorf("--eval-request %s: the worker would refuse it: %w (eval_set_path resolves under --root: %s)", f, err, strings.Join(roots, ", "))
 		}
 	}
+	if o.MaxCostUSD < 0 || math.IsNaN(o.MaxCostUSD) || math.IsInf(o.MaxCostUSD, 0) {
+		return fmt.Errorf("--max-cost-usd %v: want a finite amount of US dollars >= 0 (0: no bound)", o.MaxCostUSD)
+	}
+	prices := o.Prices
+	if prices == nil {
+		prices = llm.DefaultPriceBook()
+	}
 	for _, id := range append([]string{o.Judge}, o.AllowModels...) {
 		if id == "" || id == llm.StubID {
 			continue
+		}
+		if o.MaxCostUSD > 0 && !prices.Priced(id) {
+			return fmt.Errorf("model %s (--allow-model, --judge) has no price, so --max-cost-usd cannot bound its spend (give it one with --prices)", id)
 		}
 		if o.Models == nil {
 			return fmt.Errorf("--allow-model %s: no model registry configured", id)
@@ -574,7 +593,7 @@ func (r *running) sinks(ctx context.Context) error {
 		}
 		sinks = append(sinks, df)
 	}
-	r.deps = evalrun.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed}
+	r.deps = evalrun.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed, Prices: o.Prices}
 	if o.OTLPEndpoint != "" {
 		spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: o.OTLPEndpoint, ServiceVersion: o.Version})
 		if err != nil {
@@ -718,7 +737,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	}
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
 		Files: o.Files(r.roots), Replies: o.Replies, Models: o.Models, Allowed: o.AllowModels, Judge: o.Judge,
-		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers,
+		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))

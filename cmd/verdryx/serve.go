@@ -29,6 +29,7 @@ import (
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/provider/openai"
@@ -131,8 +132,9 @@ type serveFlags struct {
 	typed                                                          typedFlags
 	models                                                         *modelFlags
 	allowModels                                                    []string
-	generator, genModel                                            *string
+	generator, genModel, prices                                    *string
 	asJSON                                                         *bool
+	maxCost                                                        *float64
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -152,6 +154,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	fs.StringArrayVar(&f.allowModels, "allow-model", nil, "a model id eval requests may name as model or judge, e.g. openai:gpt-4o-mini (repeatable; stub is always allowed; keys from the environment or the key files)")
 	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
 	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
+	f.prices = fs.String("prices", envOr("VERDRYX_PRICES", ""), "JSON prices file ({\"<model id>\": {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}}) over the built-in book, for eval requests ($VERDRYX_PRICES)")
+	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
 	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
@@ -309,8 +313,15 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		return worker.Options{}, inputError(err)
 	}
 	asJSON := *f.asJSON
+	var prices llm.PriceBook
+	if *f.prices != "" {
+		if prices, err = llm.LoadPrices(*f.prices, llm.DefaultPriceBook()); err != nil {
+			return worker.Options{}, inputError(fmt.Errorf("--prices ($VERDRYX_PRICES): %w", err))
+		}
+	}
 	return worker.Options{
 		Models: resolve, AllowModels: f.allowModels, Judge: *f.models.judge, Providers: providers, Generator: gen,
+		Prices: prices, MaxCostUSD: *f.maxCost,
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,

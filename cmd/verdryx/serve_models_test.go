@@ -534,3 +534,55 @@ func TestServeAskSpan(t *testing.T) {
 	}
 	assert.Equal(t, 1, children, "the question's embedding call is a GenAI span under the ask")
 }
+
+// TestServeCostCapBoundsRequests: with --prices and --max-cost-usd, a
+// request asking a higher max_cost_usd (or none) runs under the worker's
+// bound, one asking less under its own; paid calls stop once the priced
+// spend reaches the cap, the rest of the cases unmeasured with reason
+// cost_limit, the run stored and saying so. A bound over an unpriced
+// model is refused at start.
+func TestServeCostCapBoundsRequests(t *testing.T) {
+	cleanEvalEnv(t)
+	fake := &fakeChat{}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); fake.ServeHTTP(w, r) }))
+	defer srv.Close()
+	root := t.TempDir()
+	numberedSet(t, root, "set.json", 12, nil)
+	prices := filepath.Join(root, "prices.json")
+	// fakeChat answers with 10 input and 2 output tokens: $0.01 a call.
+	require.NoError(t, os.WriteFile(prices, []byte(`{"openai:fake-chat":{"input_usd_per_mtok":1000,"output_usd_per_mtok":0}}`), 0o644))
+	more := writeRequest(t, root, "more.json", `{"request_id":"r-more","eval_set_path":"set.json","model":"openai:fake-chat","max_cost_usd":1}`)
+	less := writeRequest(t, root, "less.json", `{"request_id":"r-less","eval_set_path":"set.json","model":"openai:fake-chat","max_cost_usd":0.02}`)
+	args := []string{"--root", root, "--json", "--allow-model", "openai:fake-chat", "--openai-base-url", srv.URL + "/v1", "--prices", prices, "--max-cost-usd", "0.03"}
+	for _, tc := range []struct {
+		req string
+		cap float64
+	}{{more, 0.03}, {less, 0.02}} {
+		before := hits.Load()
+		out, errOut, code := serveOnce(t, t.TempDir(), append(args, "--eval-request", tc.req)...)
+		require.Equal(t, exitOK, code, errOut)
+		have := jsonResults(t, out)
+		require.Len(t, have, 1, out)
+		r := have[0].Run
+		assert.InDelta(t, tc.cap, r.CostLimitUSD, 1e-12, "the cap the run ran under")
+		calls := hits.Load() - before
+		// At most the calls in flight when the cap was reached (4 cases at
+		// once) past it.
+		assert.LessOrEqual(t, r.TotalCostUSD, tc.cap+0.03+1e-9)
+		assert.Less(t, calls, int64(12), "paid calls stopped at the cap")
+		assert.Equal(t, 12-int(calls), r.CostLimited)
+		limited := 0
+		for _, s := range r.Run.Scores {
+			if s.Unmeasured == "cost_limit" || strings.HasPrefix(s.Unmeasured, "cost_limit") {
+				limited++
+			}
+		}
+		assert.Equal(t, r.CostLimited, limited)
+		assert.True(t, have[0].Saved)
+	}
+
+	_, errOut, code := serveOnce(t, t.TempDir(), "--root", root, "--allow-model", "openai:unpriced-chat", "--openai-base-url", srv.URL+"/v1", "--max-cost-usd", "0.03")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "model openai:unpriced-chat (--allow-model, --judge) has no price, so --max-cost-usd cannot bound its spend")
+}

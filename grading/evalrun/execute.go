@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -69,6 +70,15 @@ type Request struct {
 	Seed *uint64 `json:"seed,omitempty"`
 	// Alpha is the drift check's significance level (0: drift.DefaultAlpha).
 	Alpha float64 `json:"alpha,omitempty"`
+	// MaxCostUSD caps the priced spend of the run's paid calls (model and
+	// judges), in US dollars; 0 means no cap. Once the spend reaches it no
+	// further paid call is made and the remaining cases are unmeasured
+	// with reason llm.ReasonCostLimit (llm.Budget states the bound). A
+	// capped run whose model or judge has no price is refused.
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// Semantic adds the faithfulness and answer_relevance checks to every
+	// rag case (as "semantic": true on the eval set does).
+	Semantic bool `json:"semantic,omitempty"`
 }
 
 // Deps are the collaborators of Execute. Store, Events and Spans may be nil
@@ -185,8 +195,16 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	if judge == nil {
 		judge = &grader.Judge{Model: &llm.Stub{}, Prices: deps.Prices}
 	}
+	budget, err := newBudget(req.MaxCostUSD, deps.Prices, model, judge.Model)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
+	}
+	if budget != nil {
+		model = budget.Wrap(model)
+		judge = &grader.Judge{Model: budget.Wrap(judge.Model), Prices: judge.Prices}
+	}
 	runner := &grading.Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
-		Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
+		Budget: budget, Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
 	if typed != nil {
 		// Lists the template before anything else is built that could fail.
 		if err := runner.UseTyped(ctx, typed, set); err != nil {
@@ -355,6 +373,27 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 	}
 	Spans(ctx, deps.Spans, res, gradeEnd, plan.now())
 	return res, nil
+}
+
+// newBudget returns the budget of a request's cap, nil for no cap. A cap
+// that is not a finite amount >= 0 is refused, and so is a cap over a model
+// or judge with no price (its spend could not be bounded).
+func newBudget(maxUSD float64, prices llm.PriceBook, models ...llm.Model) (*llm.Budget, error) {
+	if maxUSD == 0 {
+		return nil, nil
+	}
+	if maxUSD < 0 || math.IsNaN(maxUSD) || math.IsInf(maxUSD, 0) {
+		return nil, fmt.Errorf("max_cost_usd %v: want a finite amount of US dollars >= 0 (0: no cap)", maxUSD)
+	}
+	if prices == nil {
+		prices = llm.DefaultPriceBook()
+	}
+	for _, m := range models {
+		if !prices.Priced(m.ID()) {
+			return nil, fmt.Errorf("max_cost_usd %v: model %s has no price, so its spend cannot be capped (give it one with --prices)", maxUSD, m.ID())
+		}
+	}
+	return llm.NewBudget(maxUSD, prices)
 }
 
 func loadRequestSet(req Request, read grading.ReadFileFunc) (*grading.EvalSet, error) {

@@ -1,6 +1,12 @@
 package llm
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
 	"sort"
 	"strings"
 )
@@ -11,8 +17,14 @@ type Price struct {
 	OutputPerMTok float64
 }
 
-// PriceBook maps a model id prefix to its price. The longest matching
-// prefix wins, so "claude-sonnet-4-5" can differ from "claude-sonnet-4".
+// PriceBook maps a model id prefix to its price. A key with a provider
+// prefix ("openai:", "anthropic:") matches the id as the CLI names it (a
+// bare id is Anthropic's: "claude-x" is "anthropic:claude-x"); a key
+// without one matches the id with its provider prefix removed. The
+// most specific key wins: the longest once its own provider prefix is
+// removed, a provider-qualified key before a bare one of the same length,
+// so "claude-sonnet-4-5" can differ from "claude-sonnet-4" and
+// "openai:gpt-4o" from "gpt-4o".
 type PriceBook map[string]Price
 
 // DefaultPriceBook returns a small book of list prices for the models a judge
@@ -38,17 +50,124 @@ func DefaultPriceBook() PriceBook {
 // Cost prices a call. ok is false when no prefix of model is in the book;
 // the cost is then 0 and the caller should say the call was unpriced.
 func (b PriceBook) Cost(model string, inputTokens, outputTokens int64) (usd float64, ok bool) {
-	model = strings.TrimPrefix(strings.TrimPrefix(model, "anthropic:"), "openai:")
-	keys := make([]string, 0, len(b))
-	for k := range b {
-		keys = append(keys, k)
+	p, ok := b.Lookup(model)
+	if !ok {
+		return 0, false
 	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-	for _, k := range keys {
-		if strings.HasPrefix(model, k) {
-			p := b[k]
-			return (float64(inputTokens)*p.InputPerMTok + float64(outputTokens)*p.OutputPerMTok) / 1e6, true
+	return (float64(inputTokens)*p.InputPerMTok + float64(outputTokens)*p.OutputPerMTok) / 1e6, true
+}
+
+// Priced reports whether model has a price in the book.
+func (b PriceBook) Priced(model string) bool {
+	_, ok := b.Lookup(model)
+	return ok
+}
+
+// Lookup returns the price of model by the book's matching rule (see
+// PriceBook); ok is false when no key matches.
+func (b PriceBook) Lookup(model string) (p Price, ok bool) {
+	bare := stripProvider(model)
+	if bare == model && model != StubID {
+		// A bare id is an Anthropic model, as the CLI resolves it (and as
+		// the Anthropic adapter names itself).
+		model = "anthropic:" + model
+	}
+	bestLen, bestQualified := -1, false
+	for k, price := range b {
+		kb := stripProvider(k)
+		qualified := kb != k
+		var match bool
+		if qualified {
+			match = strings.HasPrefix(model, k)
+		} else {
+			match = strings.HasPrefix(bare, k)
+		}
+		if !match {
+			continue
+		}
+		if len(kb) > bestLen || (len(kb) == bestLen && qualified && !bestQualified) {
+			p, ok, bestLen, bestQualified = price, true, len(kb), qualified
 		}
 	}
-	return 0, false
+	return p, ok
+}
+
+func stripProvider(id string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(id, "anthropic:"), "openai:")
+}
+
+// priceEntry is one model's entry in a prices file; both members are
+// required.
+type priceEntry struct {
+	Input  *float64 `json:"input_usd_per_mtok"`
+	Output *float64 `json:"output_usd_per_mtok"`
+}
+
+// maxPricesFile bounds a prices file.
+const maxPricesFile = 1 << 20
+
+// LoadPrices reads a prices file and returns base overridden and extended
+// by it; base is not modified (nil is an empty book). The file is one JSON
+// object: model id as the CLI names it ("openai:gpt-4o-mini",
+// "claude-sonnet-4-5") -> {"input_usd_per_mtok": N, "output_usd_per_mtok":
+// N}, US dollars per million tokens. Decoding is strict: an unknown or
+// missing member, a negative or non-finite price, an empty key or trailing
+// data is an error naming the file and the model key.
+func LoadPrices(path string, base PriceBook) (PriceBook, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("prices: %w", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxPricesFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("prices %s: read: %w", path, err)
+	}
+	if len(raw) > maxPricesFile {
+		return nil, fmt.Errorf("prices %s: more than %d bytes", path, maxPricesFile)
+	}
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&top); err != nil {
+		return nil, fmt.Errorf("prices %s: want one JSON object of model id -> price: %w", path, err)
+	}
+	if top == nil {
+		return nil, fmt.Errorf("prices %s: want one JSON object of model id -> price, have null", path)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("prices %s: trailing data after the object", path)
+	}
+	out := make(PriceBook, len(base)+len(top))
+	for k, p := range base {
+		out[k] = p
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("prices %s: an empty model id", path)
+		}
+		var e priceEntry
+		d := json.NewDecoder(bytes.NewReader(top[k]))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&e); err != nil {
+			return nil, fmt.Errorf("prices %s: model %q: %w", path, k, err)
+		}
+		for _, m := range []struct {
+			name string
+			v    *float64
+		}{{"input_usd_per_mtok", e.Input}, {"output_usd_per_mtok", e.Output}} {
+			switch {
+			case m.v == nil:
+				return nil, fmt.Errorf("prices %s: model %q: %s is missing", path, k, m.name)
+			case *m.v < 0 || math.IsNaN(*m.v) || math.IsInf(*m.v, 0):
+				return nil, fmt.Errorf("prices %s: model %q: %s is %v, want a finite price >= 0", path, k, m.name, *m.v)
+			}
+		}
+		out[k] = Price{InputPerMTok: *e.Input, OutputPerMTok: *e.Output}
+	}
+	return out, nil
 }

@@ -204,8 +204,9 @@ func ReadKeyFile(path string) (string, error) {
 	return key, nil
 }
 
-// Version is a template version as typryx sent it: a JSON string or
-// number, kept as text.
+// Version is a template version in GET /v1/templates: the contract does
+// not fix its JSON type there, so a string or a number is kept as text.
+// An answer's template_version is a string (Answer.TemplateVersion).
 type Version string
 
 // UnmarshalJSON accepts a string or a number.
@@ -248,24 +249,29 @@ type AskRequest struct {
 
 // Answer is a 200 answer to an ask: answered (Probabilities set) or
 // unanswered (Unanswered true, Reason set, no answer, no probabilities).
+// Its members have the contract's JSON types exactly: AnswerID is 32
+// lowercase hex digits, TemplateVersion a string (a short digest),
+// HeldBackFields an integer present on answered and unanswered results.
 type Answer struct {
-	AnswerID        string  `json:"answer_id"`
-	Template        string  `json:"template"`
-	TemplateVersion Version `json:"template_version"`
-	Type            string  `json:"type"`
+	AnswerID        string `json:"answer_id"`
+	Template        string `json:"template"`
+	TemplateVersion string `json:"template_version"`
+	Type            string `json:"type"`
 	// Answer is the raw answer: a string (choice), an integer level
 	// (score) or the probability of "true" (noul). Nil when unanswered.
 	Answer json.RawMessage `json:"answer,omitempty"`
 	// Probabilities maps each option, level ("0".."n-1") or "true"/"false"
 	// to its probability. Nil when unanswered.
-	Probabilities  map[string]float64 `json:"probabilities,omitempty"`
-	Backend        string             `json:"backend"`
-	Model          string             `json:"model"`
-	LatencyMS      float64            `json:"latency_ms"`
-	CostUSD        float64            `json:"cost_usd,omitempty"`
-	HeldBackFields []string           `json:"held_back_fields"`
-	Unanswered     bool               `json:"unanswered,omitempty"`
-	Reason         string             `json:"reason,omitempty"`
+	Probabilities map[string]float64 `json:"probabilities,omitempty"`
+	Backend       string             `json:"backend"`
+	Model         string             `json:"model"`
+	LatencyMS     float64            `json:"latency_ms"`
+	CostUSD       float64            `json:"cost_usd,omitempty"`
+	// HeldBackFields counts the state keys the template's egress filter
+	// dropped before asking its backend.
+	HeldBackFields int    `json:"held_back_fields"`
+	Unanswered     bool   `json:"unanswered,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // OutcomeRequest records a human label (Truth) for an answer.
@@ -279,9 +285,9 @@ type OutcomeRequest struct {
 
 // OutcomeAck is typryx's 200 answer to an outcome.
 type OutcomeAck struct {
-	AnswerID        string  `json:"answer_id"`
-	Template        string  `json:"template"`
-	TemplateVersion Version `json:"template_version"`
+	AnswerID        string `json:"answer_id"`
+	Template        string `json:"template"`
+	TemplateVersion string `json:"template_version"`
 }
 
 // Templates lists the templates (GET /v1/templates). The body may be the
@@ -457,8 +463,13 @@ func decodeStrict(raw []byte, v any) error {
 
 func knownType(t string) bool { return t == TypeChoice || t == TypeScore || t == TypeNoul }
 
-// checkAnswer checks an ask's answer against the wire facts: it names the
-// template asked, an unanswered one has a reason and neither answer nor
+// answerIDRE is an answer_id as typryx mints it.
+var answerIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// checkAnswer checks an ask's answer against the wire facts: every
+// required member is present, answer_id is 32 lowercase hex digits,
+// held_back_fields is not negative, it names the template asked, an
+// unanswered one has a reason and neither answer nor
 // probabilities (not even null), an answered one has probabilities in
 // [0, 1] summing to 1 whose keys fit its type and an answer among them.
 func checkAnswer(raw []byte, a Answer, template string) error {
@@ -466,9 +477,17 @@ func checkAnswer(raw []byte, a Answer, template string) error {
 	if err := json.Unmarshal(raw, &present); err != nil {
 		return err
 	}
+	// The members every 200 answer carries, answered or not.
+	for _, k := range [...]string{"answer_id", "template", "template_version", "type", "backend", "model", "latency_ms", "held_back_fields"} {
+		if _, ok := present[k]; !ok {
+			return fmt.Errorf("no %s", k)
+		}
+	}
 	switch {
-	case a.AnswerID == "":
-		return errors.New("no answer_id")
+	case !answerIDRE.MatchString(a.AnswerID):
+		return fmt.Errorf("answer_id %q: want 32 lowercase hex digits", truncate(a.AnswerID, 40))
+	case a.HeldBackFields < 0:
+		return fmt.Errorf("held_back_fields %d: want a count, not negative", a.HeldBackFields)
 	case a.Template != template:
 		return fmt.Errorf("answers template %q, asked %q", truncate(a.Template, 80), template)
 	case !knownType(a.Type):

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +51,8 @@ func TestAskAnsweredSendsTheDocumentedShape(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, a.Unanswered)
 	assert.Equal(t, typryx.TypeNoul, a.Type)
-	assert.Equal(t, "ans-1", a.AnswerID)
-	assert.Equal(t, typryx.Version("3"), a.TemplateVersion)
+	assert.Equal(t, typryxtest.AnswerID(1), a.AnswerID)
+	assert.Equal(t, "3f9a1c2e", a.TemplateVersion)
 	assert.InDelta(t, 0.8, a.Probabilities["true"], 1e-12)
 	assert.InDelta(t, 0.0002, a.CostUSD, 1e-12)
 
@@ -72,7 +74,7 @@ func TestAskScoreAnswer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, typryx.TypeScore, a.Type)
 	assert.Equal(t, "4", string(a.Answer))
-	assert.Equal(t, typryx.Version("2026-09-01"), a.TemplateVersion)
+	assert.Equal(t, "b71d04aa", a.TemplateVersion)
 }
 
 func TestAskUnansweredIsAnAnswerNotAnError(t *testing.T) {
@@ -83,7 +85,7 @@ func TestAskUnansweredIsAnAnswerNotAnError(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, a.Unanswered)
 			assert.Equal(t, reason, a.Reason)
-			assert.Equal(t, "ans-1", a.AnswerID)
+			assert.Equal(t, typryxtest.AnswerID(1), a.AnswerID)
 			assert.Nil(t, a.Probabilities)
 			assert.Nil(t, a.Answer)
 		})
@@ -170,7 +172,7 @@ func TestAskUnreachable(t *testing.T) {
 }
 
 func TestAskMalformedAnswers(t *testing.T) {
-	base := `"answer_id":"a1","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[]`
+	base := `"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0`
 	cases := map[string]string{
 		"not json":                      `<html>oops</html>`,
 		"unknown member":                `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5},"extra":1}`,
@@ -183,9 +185,18 @@ func TestAskMalformedAnswers(t *testing.T) {
 		"probability out of range":      `{` + base + `,"answer":1.5,"probabilities":{"true":1.5,"false":-0.5}}`,
 		"noul key missing":              `{` + base + `,"answer":1,"probabilities":{"true":1}}`,
 		"noul answer is not p(true)":    `{` + base + `,"answer":0.9,"probabilities":{"true":0.5,"false":0.5}}`,
-		"another template":              `{"answer_id":"a1","template":"other","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
-		"no answer id":                  `{"answer_id":"","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
-		"unknown type":                  `{"answer_id":"a1","template":"eval.outcome_met","template_version":3,"type":"ranking","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"another template":              `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"other","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"no answer id":                  `{"answer_id":"","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"unknown type":                  `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"ranking","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"held_back_fields as a list":    `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":["secret"],"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"held_back_fields missing":      `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"held_back_fields negative":     `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":-1,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"held_back_fields fractional":   `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":1.5,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"answer_id not 32 hex digits":   `{"answer_id":"ans-1","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"answer_id in upper case":       `{"answer_id":"0F1E2D3C4B5A69788796A5B4C3D2E1F0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"template_version a number":     `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"no backend":                    `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"unanswered without held_back":  `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"unanswered":true,"reason":"timeout"}`,
 		"over 1 MiB":                    `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5},"model":"` + strings.Repeat("x", typryx.MaxBody) + `"}`,
 	}
 	for name, raw := range cases {
@@ -198,8 +209,86 @@ func TestAskMalformedAnswers(t *testing.T) {
 	}
 }
 
+// Answers as typryx sends them, byte for byte, written from the contract
+// (shared/reference/contracts.md, "The typed grader and typryx"): members
+// in typryx's order, held_back_fields an integer on both kinds of result,
+// cost_usd present only when not 0.
+const (
+	recordedAnswer = `{"answer_id":"9b2f4c1de0a84f6b8c3e57a1d2f09e64","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","answer":0.87,"probabilities":{"true":0.87,"false":0.13},"backend":"openai","model":"gpt-4o-mini-2024-07-18","latency_ms":412,"cost_usd":0.000131,"held_back_fields":2}` + "\n"
+	recordedScore  = `{"answer_id":"5e0c7a9b31d24f8e9a6b0c1d2e3f4a5b","template":"eval.quality","template_version":"b71d04aa","type":"score","answer":3,"probabilities":{"0":0.02,"1":0.08,"2":0.2,"3":0.5,"4":0.2},"backend":"anthropic","model":"claude-haiku-4-5","latency_ms":655,"cost_usd":0.00022,"held_back_fields":0}` + "\n"
+	recordedUnans  = `{"answer_id":"c4d1e8f2a7b34c69b05e1f2a3b4c5d6e","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"openai","model":"gpt-4o-mini-2024-07-18","latency_ms":30001,"held_back_fields":1,"unanswered":true,"reason":"timeout"}` + "\n"
+)
+
+func TestAskDecodesRecordedAnswersVerbatim(t *testing.T) {
+	cases := []struct {
+		name, raw, template string
+		want                typryx.Answer
+	}{
+		{"answered noul", recordedAnswer, typryxtest.Noul, typryx.Answer{
+			AnswerID: "9b2f4c1de0a84f6b8c3e57a1d2f09e64", Template: "eval.outcome_met", TemplateVersion: "3f9a1c2e",
+			Type: typryx.TypeNoul, Answer: json.RawMessage(`0.87`), Probabilities: map[string]float64{"true": 0.87, "false": 0.13},
+			Backend: "openai", Model: "gpt-4o-mini-2024-07-18", LatencyMS: 412, CostUSD: 0.000131, HeldBackFields: 2}},
+		{"answered score", recordedScore, typryxtest.Score, typryx.Answer{
+			AnswerID: "5e0c7a9b31d24f8e9a6b0c1d2e3f4a5b", Template: "eval.quality", TemplateVersion: "b71d04aa",
+			Type: typryx.TypeScore, Answer: json.RawMessage(`3`), Probabilities: map[string]float64{"0": 0.02, "1": 0.08, "2": 0.2, "3": 0.5, "4": 0.2},
+			Backend: "anthropic", Model: "claude-haiku-4-5", LatencyMS: 655, CostUSD: 0.00022}},
+		{"unanswered", recordedUnans, typryxtest.Noul, typryx.Answer{
+			AnswerID: "c4d1e8f2a7b34c69b05e1f2a3b4c5d6e", Template: "eval.outcome_met", TemplateVersion: "3f9a1c2e",
+			Type: typryx.TypeNoul, Backend: "openai", Model: "gpt-4o-mini-2024-07-18", LatencyMS: 30001, HeldBackFields: 1,
+			Unanswered: true, Reason: "timeout"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Raw: c.raw} })
+			a, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(c.template))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, a)
+		})
+	}
+}
+
+// TestFakeSendsTheContractShape holds the fake to the same members and
+// JSON types as the recorded answers, so a test passing against the fake
+// passes against typryx.
+func TestFakeSendsTheContractShape(t *testing.T) {
+	kinds := func(raw string) map[string]string {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(raw), &m))
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = fmt.Sprintf("%T", v)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, recorded string
+		reply          typryxtest.Reply
+	}{
+		{"answered", recordedAnswer, typryxtest.Reply{Probabilities: map[string]float64{"true": 0.87, "false": 0.13}, CostUSD: 0.000131, HeldBack: 2}},
+		{"unanswered", recordedUnans, typryxtest.Reply{Unanswered: "timeout", HeldBack: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return c.reply })
+			req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/ask", strings.NewReader(`{"template":"eval.outcome_met","state":{"task":"t","final_answer":"a"}}`))
+			require.NoError(t, err)
+			req.Header.Set(typryx.HeaderKey, testKey)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, kinds(c.recorded), kinds(string(body)))
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(body, &m))
+			assert.Regexp(t, `^[0-9a-f]{32}$`, m["answer_id"])
+			assert.Equal(t, float64(c.reply.HeldBack), m["held_back_fields"])
+		})
+	}
+}
+
 func TestAskScoreKeysMustBeContiguous(t *testing.T) {
-	raw := `{"answer_id":"a1","template":"eval.quality","template_version":"v","type":"score","backend":"b","model":"m","latency_ms":1,"held_back_fields":[],"answer":0,"probabilities":{"0":0.5,"2":0.5}}`
+	raw := `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.quality","template_version":"b71d04aa","type":"score","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0,"probabilities":{"0":0.5,"2":0.5}}`
 	s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return typryxtest.Reply{Raw: raw} })
 	_, err := newClient(t, s.URL, time.Second).Ask(context.Background(), ask(typryxtest.Score))
 	require.ErrorIs(t, err, typryx.ErrMalformed)

@@ -32,11 +32,11 @@ const (
 // DefaultTemplates lists Noul, Score and Choice.
 func DefaultTemplates() []map[string]any {
 	return []map[string]any{
-		{"id": Noul, "version": 3, "type": typryx.TypeNoul, "fields": []string{"task", "final_answer"},
+		{"id": Noul, "version": "3f9a1c2e", "type": typryx.TypeNoul, "fields": []string{"task", "final_answer"},
 			"instructions": "Did the final answer meet the task?"},
-		{"id": Score, "version": "2026-09-01", "type": typryx.TypeScore, "fields": []string{"task", "final_answer"},
+		{"id": Score, "version": "b71d04aa", "type": typryx.TypeScore, "fields": []string{"task", "final_answer"},
 			"instructions": "How good is the final answer?", "levels": []string{"useless", "poor", "fair", "good", "excellent"}},
-		{"id": Choice, "version": 1, "type": typryx.TypeChoice, "fields": []string{"task", "final_answer"},
+		{"id": Choice, "version": "5c0e9d13", "type": typryx.TypeChoice, "fields": []string{"task", "final_answer"},
 			"instructions": "Which kind of answer is it?", "options": []string{"refusal", "answer", "question"}},
 	}
 }
@@ -67,6 +67,9 @@ type Reply struct {
 	Probabilities map[string]float64
 	// CostUSD is sent when not 0.
 	CostUSD float64
+	// HeldBack is sent as held_back_fields (the count of state keys the
+	// egress filter dropped), on answered and unanswered results alike.
+	HeldBack int
 	// Raw, when set, is sent as the 200 body verbatim.
 	Raw string
 	// Hang holds the answer until the request is abandoned or the server
@@ -226,7 +229,7 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request, body []byte) {
 	s.mu.Lock()
 	s.asks = append(s.asks, a)
 	s.next++
-	id := "ans-" + strconv.Itoa(s.next)
+	id := AnswerID(s.next)
 	s.answers[id] = a.Template
 	s.mu.Unlock()
 	rep := s.opts.Answer(a)
@@ -248,7 +251,7 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	out := map[string]any{
 		"answer_id": id, "template": a.Template, "template_version": t["version"], "type": t["type"],
-		"backend": "fake", "model": "fake-1", "latency_ms": 3, "held_back_fields": []string{},
+		"backend": "fake", "model": "fake-1", "latency_ms": 3, "held_back_fields": rep.HeldBack,
 	}
 	if rep.CostUSD != 0 {
 		out["cost_usd"] = rep.CostUSD
@@ -305,6 +308,10 @@ func (s *Server) outcome(w http.ResponseWriter, body []byte) {
 	t, _ := s.template(tmpl)
 	writeJSON(w, http.StatusOK, map[string]any{"answer_id": o.AnswerID, "template": tmpl, "template_version": t["version"]})
 }
+
+// AnswerID is the answer_id the fake mints for its n-th ask (from 1): 32
+// lowercase hex digits, as typryx's are.
+func AnswerID(n int) string { return fmt.Sprintf("%032x", n) }
 
 // String names the server.
 func (s *Server) String() string { return fmt.Sprintf("fake typryx at %s", s.URL) }
