@@ -71,6 +71,9 @@ type EvalSet struct {
 	// Corpus is the path (relative to the eval set file) of the RAG
 	// corpus; required when a case uses rag.
 	Corpus string `json:"corpus,omitempty"`
+	// Semantic adds the faithfulness and answer_relevance checks to every
+	// rag case (as eval --semantic does); it is part of the set's digest.
+	Semantic bool `json:"semantic,omitempty"`
 
 	// Path is where the set was read from ("" for inline bytes).
 	Path string `json:"-"`
@@ -323,6 +326,9 @@ func (s *EvalSet) digest() {
 	}
 	if s.rag != nil {
 		fmt.Fprintf(h, "corpus=%s\x00", s.rag.corpusDigest)
+	}
+	if s.Semantic {
+		fmt.Fprintf(h, "semantic=true\x00")
 	}
 	s.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -199,7 +199,75 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 	}
 	s.Output = rec.Answer
 	s.Value, s.Checks = set.GradeRAGRecord(c.ID, rec)
+	if r.Semantic != nil && (r.SemanticAll || set.Semantic) {
+		return r.gradeSemantic(ctx, rec, s)
+	}
 	return s
+}
+
+// gradeSemantic adds the faithfulness and answer_relevance checks to a
+// graded rag case. The case passes (value 1) only when its golden checks
+// and both semantic checks pass. A semantic check that could not be made
+// (the judge call failed, its answer did not parse, the cost cap) makes
+// the case unmeasured with that reason, never 0; the golden checks stay
+// listed.
+func (r *Runner) gradeSemantic(ctx context.Context, rec rag.Record, s Score) Score {
+	retrieved := CitedContext(rec)
+	faith, ferr := r.Semantic.Faithfulness(ctx, rec.Question, rec.Answer, retrieved)
+	s.Tokens += faith.Tokens
+	s.CostUSD += faith.CostUSD
+	var rel grader.SemanticResult
+	var rerr error
+	if ferr == nil {
+		rel, rerr = r.Semantic.AnswerRelevance(ctx, rec.Question, rec.Answer)
+		s.Tokens += rel.Tokens
+		s.CostUSD += rel.CostUSD
+	}
+	for _, err := range []error{ferr, rerr} {
+		switch {
+		case err == nil:
+		case errors.Is(err, llm.ErrCostLimit):
+			s.Unmeasured, s.Value = llm.ReasonCostLimit, 0
+			return s
+		default:
+			s.Unmeasured, s.Value = err.Error(), 0
+			return s
+		}
+	}
+	s.Checks = append(s.Checks, faith.Check(), rel.Check())
+	if !faith.Pass || !rel.Pass {
+		s.Value = 0
+	}
+	return s
+}
+
+// CitedContext is the context a rag answer's faithfulness is judged
+// against: the retrieved chunks the answer cites ("[id]"), with their
+// metadata; every retrieved chunk when it cites none of them.
+func CitedContext(rec rag.Record) string {
+	var cited []rag.Chunk
+	for _, ch := range rec.Chunks {
+		if strings.Contains(rec.Answer, "["+ch.ID+"]") {
+			cited = append(cited, ch)
+		}
+	}
+	if len(cited) == 0 {
+		cited = rec.Chunks
+	}
+	var b strings.Builder
+	for _, ch := range cited {
+		fmt.Fprintf(&b, "[%s]", ch.ID)
+		keys := make([]string, 0, len(ch.Metadata))
+		for k := range ch.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%v", k, ch.Metadata[k])
+		}
+		b.WriteString("\n" + ch.Text + "\n\n")
+	}
+	return b.String()
 }
 
 // RAGGolden returns the golden case of the set's rag case id, with its

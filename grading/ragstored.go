@@ -11,7 +11,7 @@ import (
 )
 
 // StoredRAG returns the evalrun.Deps.RAG builder that answers a set's rag
-// cases from generation id (index.Active or a generation id) of st, through
+// cases from generation id ("active" or a generation id) of st, through
 // rag.OpenStored: the embedder that built it (reached with p), its stored
 // vectors, only the questions embedded. The extractive generator answers
 // for the stub model, the model itself for any other. The set's corpus,

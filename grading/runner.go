@@ -136,6 +136,11 @@ type Runner struct {
 	Concurrency int
 	// Prices prices model calls; nil means llm.DefaultPriceBook.
 	Prices llm.PriceBook
+	// Semantic, when set, adds the faithfulness and answer_relevance
+	// checks to the rag cases of a set with "semantic": true, or to every
+	// rag case with SemanticAll. Its Model should be wrapped by Budget too.
+	Semantic    *grader.Semantic
+	SemanticAll bool
 	// Budget, when set, is the cap the Model and Judge's model were
 	// wrapped with (llm.Budget.Wrap); the run records its spend and the
 	// cases it stopped in Provenance.CostLimit. Nil means no cap.
@@ -313,6 +318,12 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 			cfg["partial"] = "lcs/max_len"
 		case GraderRAG:
 			cfg["score"] = "1 when every golden check passes, else 0"
+			if r.Semantic != nil && (r.SemanticAll || set.Semantic) {
+				cfg["score"] = "1 when every golden check and both semantic checks pass, else 0"
+				cfg["semantic"] = map[string]any{"judge": r.Semantic.Model.ID(), "threshold": r.Semantic.Threshold,
+					"checks":      []string{grader.CheckFaithfulness, grader.CheckAnswerRelevance},
+					"unparseable": "the case is unmeasured, never 0"}
+			}
 		case GraderTyped:
 			if r.typed != nil {
 				cfg = r.typed.config()

@@ -81,7 +81,7 @@ func hashDims(model string) (int, bool) {
 
 // OpenStored is the one way a stored generation answers questions (ask,
 // the worker's asks and eval's rag cases against --index): it opens
-// generation id of store (index.Active or "" for the active one), rebuilds
+// generation id of store ("active" or "" for the active one), rebuilds
 // the embedder that built it (EmbedderOf, with p), reads the corpus it
 // recorded and its stored vectors, verified, and returns the pipeline over
 // them with gen. Only questions are embedded, one call per ask; the

@@ -57,7 +57,7 @@ func OpenAsks(ctx context.Context, o Options) (ragask.Asker, error) {
 		return p, nil
 	}
 	st := index.NewStore(o.DataDir, index.StoreOptions{Logger: log})
-	p, err := rag.OpenStored(st, index.Active, o.Providers, gen, rag.Options{})
+	p, err := rag.OpenStored(st, "active", o.Providers, gen, rag.Options{})
 	switch {
 	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
 		log.Info("rag asks disabled: no --rag-corpus and no index generation with a recorded corpus", "data", o.DataDir, "reason", err)

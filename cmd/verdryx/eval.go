@@ -245,6 +245,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
 	alpha := fs.Float64("alpha", drift.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
+	sp := addSpendFlags(fs)
 	tf := addTypedFlags(fs)
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
@@ -258,7 +259,8 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha); err != nil {
 			return err
 		}
-		if err := mf.check(); err != nil {
+		book, err := sp.book()
+		if err != nil {
 			return err
 		}
 		logger, err := lf.logger(stderr, wrapLog)
@@ -283,7 +285,9 @@ func newEvalCmd(g *globals) *cobra.Command {
 		}
 		deps := s.deps()
 		deps.Models = em.resolve
-		deps.Judge = &grader.Judge{Model: em.judge}
+		deps.Judge = &grader.Judge{Model: em.judge, Prices: book}
+		deps.Prices = book
+		deps.Semantic = &grader.Semantic{Model: em.judge, Prices: book, Threshold: *sp.semThreshold}
 		deps.Typed = typed
 		deps.RAG = em.rag
 		deps.Concurrency = *conc
@@ -292,7 +296,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 		deps.OnCase = live.onCase
 		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
-			BaselineID: *baseline, Window: *window, Alpha: *alpha,
+			BaselineID: *baseline, Window: *window, Alpha: *alpha, MaxCostUSD: *sp.costLimit, Semantic: *sp.semantic,
 		})
 		live.finish()
 		closeErr := s.close(ctx)
@@ -302,6 +306,41 @@ func newEvalCmd(g *globals) *cobra.Command {
 		return s.finishEval(stdout, stderr, res, closeErr, c, live.printed, *junit, *failUnder, *requireSig)
 	}
 	return cmd
+}
+
+// spendFlags are eval's price, cap and semantic-check flags.
+type spendFlags struct {
+	prices                  *string
+	costLimit, semThreshold *float64
+	semantic                *bool
+}
+
+func addSpendFlags(fs *pflag.FlagSet) spendFlags {
+	return spendFlags{
+		prices:       fs.String("prices", "", "JSON file of model id -> {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}; overrides and extends the built-in price book"),
+		costLimit:    fs.Float64("cost-limit-usd", 0, "stop paid model and judge calls once the run's priced spend reaches this many US dollars; the rest is unmeasured (cost_limit). 0: no cap"),
+		semantic:     fs.Bool("semantic", false, "add the faithfulness and answer_relevance checks, judged by --judge, to every rag case"),
+		semThreshold: fs.Float64("semantic-threshold", grader.DefaultSemanticThreshold, "score at which a semantic check passes, in (0, 1]"),
+	}
+}
+
+// book checks --cost-limit-usd and --semantic-threshold and returns the
+// price book of --prices (the file over the built-in book).
+func (f spendFlags) book() (llm.PriceBook, error) {
+	if c := *f.costLimit; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return nil, usageErrorf("eval: --cost-limit-usd %v: want a finite amount >= 0 (0: no cap)", c)
+	}
+	if t := *f.semThreshold; !(t > 0 && t <= 1) {
+		return nil, usageErrorf("eval: --semantic-threshold %v: want a score in (0, 1]", t)
+	}
+	book := llm.DefaultPriceBook()
+	if *f.prices != "" {
+		var err error
+		if book, err = llm.LoadPrices(*f.prices, book); err != nil {
+			return nil, inputError(fmt.Errorf("--prices: %w", err))
+		}
+	}
+	return book, nil
 }
 
 // checkEvalArgs refuses eval's arguments and flag values that cannot work,
@@ -519,10 +558,17 @@ func printEvalFooter(w io.Writer, res evalrun.Result, dbPath, events string) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "tokens %d, cost $%.6f", r.TotalTokens, r.TotalCostUSD)
-	if len(r.Provenance.Unpriced) > 0 {
-		fmt.Fprintf(w, " (no price for %s: counted as $0)", strings.Join(r.Provenance.Unpriced, ", "))
+	if len(r.Unpriced) > 0 {
+		fmt.Fprintf(w, " (unpriced: no price for %s, its calls counted as $0; give one with --prices)", strings.Join(r.Unpriced, ", "))
 	}
 	fmt.Fprintln(w)
+	if cl := r.Provenance.CostLimit; cl != nil {
+		fmt.Fprintf(w, "cost limit $%.6f: spent $%.6f in %d paid calls", cl.LimitUSD, cl.SpentUSD, cl.PaidCalls)
+		if cl.StoppedCases > 0 {
+			fmt.Fprintf(w, "; stopped at case %s, %d cases unmeasured (cost_limit), %d calls not made", cl.StoppedAtCase, cl.StoppedCases, cl.RefusedCalls)
+		}
+		fmt.Fprintln(w)
+	}
 	if res.Saved {
 		fmt.Fprintf(w, "saved to %s\n", dbPath)
 	}

@@ -545,3 +545,108 @@ func TestEvalHonoursOTelEnv(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "--otlp")
 }
+
+func TestEvalPricesAndCostLimit(t *testing.T) {
+	cleanEvalEnv(t)
+	var hits atomic.Int32
+	chat := &fakeChat{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		chat.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	set := numberedSet(t, dir, "set.json", 8, nil)
+	db := filepath.Join(dir, "v.db")
+	// 10 input and 2 output tokens a call: $0.02 a call.
+	prices := filepath.Join(dir, "prices.json")
+	require.NoError(t, os.WriteFile(prices, []byte(`{"openai:local": {"input_usd_per_mtok": 1000, "output_usd_per_mtok": 5000}}`), 0o644))
+	args := []string{"eval", "--db", db, "--model", "openai:local", "--openai-base-url", srv.URL, "--concurrency", "1"}
+
+	// Unpriced and uncapped: graded, and said to be unpriced.
+	stdout, _, code := runCLI(t, append(args, set)...)
+	require.Equal(t, exitOK, code, stdout)
+	assert.Contains(t, stdout, "unpriced: no price for openai:local")
+	assert.Equal(t, int32(8), hits.Load())
+
+	// Unpriced and capped: refused before any call.
+	_, stderr, code := runCLI(t, append(args, "--cost-limit-usd", "0.05", set)...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "openai:local has no price")
+	assert.Equal(t, int32(8), hits.Load())
+
+	// Priced at $0.02 a call and capped at $0.05: three calls, the rest unmeasured.
+	hits.Store(0)
+	stdout, stderr, code = runCLI(t, append(args, "--prices", prices, "--cost-limit-usd", "0.05", "--json", set)...)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, int32(3), hits.Load())
+	var res evalrun.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.Equal(t, 3, res.Run.GradedN)
+	assert.Equal(t, 5, res.Run.CostLimited)
+	assert.Equal(t, "case-03", res.Run.StoppedAtCase)
+	assert.Equal(t, 0.05, res.Run.CostLimitUSD)
+	assert.InDelta(t, 0.06, res.Run.TotalCostUSD, 1e-9)
+	assert.Empty(t, res.Run.Unpriced)
+	for _, s := range res.Run.Scores[3:] {
+		assert.Equal(t, llm.ReasonCostLimit, s.Unmeasured)
+	}
+	assert.True(t, res.Saved)
+
+	hits.Store(0)
+	stdout, _, code = runCLI(t, append(args, "--prices", prices, "--cost-limit-usd", "0.05", set)...)
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "cost limit $0.050000: spent $0.060000 in 3 paid calls; stopped at case case-03, 5 cases unmeasured (cost_limit), 5 calls not made")
+	assert.Contains(t, stdout, "cost_limit: 5")
+
+	// Bad price files and caps are input errors naming what is wrong.
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"openai:local": {"input_usd_per_mtok": -1, "output_usd_per_mtok": 1}}`), 0o644))
+	_, stderr, code = runCLI(t, append(args, "--prices", bad, set)...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, bad)
+	assert.Contains(t, stderr, `model "openai:local": input_usd_per_mtok is -1`)
+	_, stderr, code = runCLI(t, append(args, "--cost-limit-usd", "-1", set)...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--cost-limit-usd -1")
+}
+
+func TestEvalSemanticStub(t *testing.T) {
+	cleanEvalEnv(t)
+	path := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
+	db := filepath.Join(t.TempDir(), "v.db")
+	stdout, stderr, code := runCLI(t, "eval", path, "--semantic", "--json", "--db", db)
+	require.Equal(t, exitOK, code, stderr)
+	var res evalrun.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Equal(t, 7, res.Run.GradedN)
+	for _, s := range res.Run.Scores {
+		assert.Equal(t, 1.0, s.Value, "case %s: %v", s.CaseID, s.Failing())
+		var names []string
+		for _, c := range s.Checks {
+			names = append(names, c.Name)
+			if c.Name == "faithfulness" || c.Name == "answer_relevance" {
+				require.NotNil(t, c.Score, "case %s check %s", s.CaseID, c.Name)
+				assert.GreaterOrEqual(t, *c.Score, 0.7)
+			}
+		}
+		assert.Contains(t, names, "faithfulness")
+		assert.Contains(t, names, "answer_relevance")
+	}
+	_, stderr, code = runCLI(t, "eval", path, "--semantic", "--semantic-threshold", "0", "--db", db)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--semantic-threshold 0")
+}
+
+func TestMutateSemanticKillsUnsupportedClaim(t *testing.T) {
+	cleanEvalEnv(t)
+	path := filepath.Join("..", "..", "testdata", "grimoire", "evalset.json")
+	stdout, stderr, code := runCLI(t, "mutate", "--semantic", path)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "unsupported claim appended 6/6")
+	assert.Contains(t, stdout, "0 survived")
+	assert.Contains(t, stdout, "0 failed (specificity 100.0%)")
+	stdout, _, code = runCLI(t, "mutate", path)
+	require.Equal(t, exitOK, code)
+	assert.NotContains(t, stdout, "unsupported claim appended")
+}

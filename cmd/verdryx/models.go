@@ -154,10 +154,13 @@ type evalModels struct {
 	rag     func(context.Context, string, llm.Model) (grading.RAGAsker, error)
 }
 
-// evalModels resolves eval's --model (checked only: Execute resolves it
-// again), --judge and --index; a model or judge without its key is an
+// evalModels checks the flags (check) and resolves eval's --model (checked
+// only: Execute resolves it again), --judge and --index; a model or judge without its key is an
 // input error naming the flag.
 func (m *modelFlags) evalModels(model, data, indexGen string) (evalModels, error) {
+	if err := m.check(); err != nil {
+		return evalModels{}, err
+	}
 	resolve, getenv, err := m.resolver()
 	if err != nil {
 		return evalModels{}, err

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/provider/openai"
@@ -396,7 +398,7 @@ func newAskCmd(g *globals) *cobra.Command {
 // --embed-model and --dims. A stale, missing or invalid generation is an
 // input error, before any provider is called.
 func (f *ragFlags) openStored(store *index.Store, corpusPath string, explicitEmbedder bool, gen rag.Generator) (*rag.Pipeline, error) {
-	m, _, err := store.Generation(index.Active)
+	m, _, err := store.Generation("active")
 	if err == nil && (f.corpus != "" || explicitEmbedder) {
 		want := index.Expect{CorpusDigest: m.CorpusDigest, Embedder: m.Embedder}
 		if f.corpus != "" {
@@ -417,7 +419,7 @@ func (f *ragFlags) openStored(store *index.Store, corpusPath string, explicitEmb
 	}
 	var p *rag.Pipeline
 	if err == nil {
-		p, err = rag.OpenStored(store, index.Active, f.providers(), gen, rag.Options{})
+		p, err = rag.OpenStored(store, "active", f.providers(), gen, rag.Options{})
 	}
 	switch {
 	case errors.Is(err, index.ErrNoActive):
@@ -469,7 +471,7 @@ func askCorpusPath(store *index.Store, rf ragFlags, memory bool) (string, error)
 			return "", usageErrorf("ask: --memory needs --corpus")
 		}
 		var err error
-		corpusPath, _, err = store.ActiveCorpus()
+		_, corpusPath, err = store.Generation("active")
 		if errors.Is(err, index.ErrNoActive) {
 			return "", inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
 		}
@@ -502,6 +504,7 @@ func newMutateCmd() *cobra.Command {
 	corpusPath := fs.String("corpus", "", "corpus JSON file (without EVALSET; with --golden)")
 	goldenPath := fs.String("golden", "", "golden cases JSON file (without EVALSET; with --corpus)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	semantic := fs.Bool("semantic", false, "grade with the stub's faithfulness and answer_relevance checks too, and add the class \""+mutation.ClassUnsupportedClaim+"\"")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		var err error
@@ -531,7 +534,11 @@ func newMutateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rep, err := mutation.Run(ctx, set, corpus, p)
+		var opts mutation.Options
+		if *semantic || set.Semantic {
+			opts.Semantic = &grader.Semantic{Model: &llm.Stub{}}
+		}
+		rep, err := mutation.RunWith(ctx, set, corpus, p, opts)
 		if err != nil {
 			return err
 		}
@@ -573,7 +580,7 @@ func printMutate(w io.Writer, rep mutation.Report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, name := range golden.MutationNames() {
+	for _, name := range append(golden.MutationNames(), mutation.ClassUnsupportedClaim) {
 		if c := rep.Classes[name]; c != nil {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c["killed"], c["mutants"]))
 		}

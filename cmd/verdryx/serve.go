@@ -300,28 +300,8 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		return worker.Options{}, usageErrorf("--huge-pages %q: want on, off or auto", *f.hugePages)
 	}
 	printed := &printedRequests{ids: map[string]bool{}}
-	if err := f.models.check(); err != nil {
-		return worker.Options{}, err
-	}
-	resolve, getenv, err := f.models.resolver()
-	if err != nil {
-		return worker.Options{}, err
-	}
-	providers := rag.Providers{OpenAIBaseURL: *f.models.openaiBase, OpenAIKey: openai.KeyFromEnv(getenv), Timeout: *f.models.timeout}
-	gen, err := newGenerator(*f.generator, *f.genModel, providers)
-	if err != nil {
-		return worker.Options{}, inputError(err)
-	}
 	asJSON := *f.asJSON
-	var prices llm.PriceBook
-	if *f.prices != "" {
-		if prices, err = llm.LoadPrices(*f.prices, llm.DefaultPriceBook()); err != nil {
-			return worker.Options{}, inputError(fmt.Errorf("--prices ($VERDRYX_PRICES): %w", err))
-		}
-	}
-	return worker.Options{
-		Models: resolve, AllowModels: f.allowModels, Judge: *f.models.judge, Providers: providers, Generator: gen,
-		Prices: prices, MaxCostUSD: *f.maxCost,
+	o := worker.Options{
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
@@ -354,7 +334,37 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			}
 			return printStoreReport(ctx, st, stdout, asJSON)
 		},
-	}, nil
+	}
+	if err := f.modelOptions(&o); err != nil {
+		return worker.Options{}, err
+	}
+	return o, nil
+}
+
+// modelOptions sets o's models, judge, providers, ask generator, prices and
+// spending bound from the model flags; bad flags or files are input errors.
+func (f *serveFlags) modelOptions(o *worker.Options) error {
+	if err := f.models.check(); err != nil {
+		return err
+	}
+	resolve, getenv, err := f.models.resolver()
+	if err != nil {
+		return err
+	}
+	providers := rag.Providers{OpenAIBaseURL: *f.models.openaiBase, OpenAIKey: openai.KeyFromEnv(getenv), Timeout: *f.models.timeout}
+	gen, err := newGenerator(*f.generator, *f.genModel, providers)
+	if err != nil {
+		return inputError(err)
+	}
+	var prices llm.PriceBook
+	if *f.prices != "" {
+		if prices, err = llm.LoadPrices(*f.prices, llm.DefaultPriceBook()); err != nil {
+			return inputError(fmt.Errorf("--prices ($VERDRYX_PRICES): %w", err))
+		}
+	}
+	o.Models, o.AllowModels, o.Judge, o.Providers, o.Generator = resolve, f.allowModels, *f.models.judge, providers, gen
+	o.Prices, o.MaxCostUSD = prices, *f.maxCost
+	return nil
 }
 
 // onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.

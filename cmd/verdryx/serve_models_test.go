@@ -333,7 +333,7 @@ func TestServeEvalIndexGradesAgainstStoredGeneration(t *testing.T) {
 	}
 	require.Positive(t, ragCases)
 	assert.Len(t, fake.calls(), 1+ragCases, "eval embedded only the rag cases' questions")
-	m, _, err := index.NewStore(data, index.StoreOptions{}).Generation(index.Active)
+	m, _, err := index.NewStore(data, index.StoreOptions{}).Generation("active")
 	require.NoError(t, err)
 	assert.Equal(t, m.ID, want.Run.Provenance.IndexGeneration)
 

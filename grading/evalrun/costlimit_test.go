@@ -158,3 +158,5 @@ func TestCostLimitRefusesUnpricedModelsAndBadCaps(t *testing.T) {
 	assert.Zero(t, res.Run.CostLimitUSD)
 	assert.Nil(t, res.Run.Provenance.CostLimit)
 }
+
+func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }

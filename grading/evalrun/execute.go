@@ -96,6 +96,12 @@ type Deps struct {
 	// one (grading.ErrBadRequest): no typed case is graded unless the caller
 	// enabled typryx.
 	Typed *grading.Typed
+	// Semantic judges the faithfulness and answer_relevance checks of rag
+	// cases when the request or the set asks for them (Request.Semantic,
+	// "semantic": true); nil uses the stub's lexical stand-in at
+	// grader.DefaultSemanticThreshold. Its model's paid calls count
+	// against the request's cap.
+	Semantic *grader.Semantic
 	// RAG builds the pipeline that answers rag cases for a set's corpus
 	// and a model; nil uses the offline pipeline for the stub model and
 	// leaves rag cases unmeasured for any other.
@@ -195,15 +201,25 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	if judge == nil {
 		judge = &grader.Judge{Model: &llm.Stub{}, Prices: deps.Prices}
 	}
-	budget, err := newBudget(req.MaxCostUSD, deps.Prices, model, judge.Model)
+	semantic := deps.Semantic
+	if semantic == nil {
+		semantic = &grader.Semantic{Model: &llm.Stub{}, Prices: deps.Prices}
+	}
+	capped := []llm.Model{model, judge.Model}
+	if req.Semantic || set.Semantic {
+		capped = append(capped, semantic.Model)
+	}
+	budget, err := newBudget(req.MaxCostUSD, deps.Prices, capped...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
 	}
 	if budget != nil {
 		model = budget.Wrap(model)
 		judge = &grader.Judge{Model: budget.Wrap(judge.Model), Prices: judge.Prices}
+		semantic = &grader.Semantic{Model: budget.Wrap(semantic.Model), Prices: semantic.Prices, Threshold: semantic.Threshold}
 	}
 	runner := &grading.Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
+		Semantic: semantic, SemanticAll: req.Semantic,
 		Budget: budget, Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
 	if typed != nil {
 		// Lists the template before anything else is built that could fail.

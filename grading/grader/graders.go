@@ -120,8 +120,7 @@ const judgeSystem = "You grade an AI agent's output against a rubric. " +
 // wrapped in delimiters whose name carries a digest of the output, so the
 // output cannot close its own block.
 func JudgePrompt(rubric, task, output string) string {
-	sum := sha256.Sum256([]byte(output))
-	tag := "output-" + hex.EncodeToString(sum[:6])
+	tag := "output-" + digest6(output)
 	var b strings.Builder
 	b.WriteString("Rubric:\n<rubric>\n")
 	b.WriteString(rubric)
@@ -180,6 +179,12 @@ func ParseJudgeAnswer(text string) (float64, error) {
 	return v, nil
 }
 
+// digest6 is the first 6 bytes of text's SHA-256, in hex.
+func digest6(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:6])
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -192,6 +197,11 @@ type Check struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail,omitempty"`
+	// Score is a scored check's value in [0, 1] (the semantic checks);
+	// nil for a pass/fail check.
+	Score *float64 `json:"score,omitempty"`
+	// Claims are the answer's claims with their verdicts (faithfulness).
+	Claims []Claim `json:"claims,omitempty"`
 }
 
 // clamp01 limits v to [0, 1].

@@ -63,6 +63,46 @@ type Report struct {
 // report's slices are never nil. An error of p names the case; the report
 // so far is returned with it.
 func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (Report, error) {
+	return RunWith(ctx, set, corpus, p, Options{})
+}
+
+// Options configure RunWith.
+type Options struct {
+	// Semantic, when set, grades every answer (unmutated, mutant,
+	// control) with the faithfulness and answer_relevance checks too, as
+	// eval --semantic does, and adds the class ClassUnsupportedClaim.
+	Semantic *grader.Semantic
+}
+
+// ClassUnsupportedClaim is the mutation that appends to the correct answer
+// a sentence its context does not support; only the semantic checks can
+// kill it.
+const ClassUnsupportedClaim = "unsupported claim appended"
+
+// unsupportedClaim is the sentence ClassUnsupportedClaim appends: about
+// nothing a corpus of sources is likely to say.
+const unsupportedClaim = "The keepers also repaint the lantern gallery vermilion every Michaelmas."
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker, opts Options) (Report, error) {
+	grade := func(id string, rec rag.Record) (float64, []grader.Check) {
+		v, checks := set.GradeRAGRecord(id, rec)
+		if opts.Semantic == nil {
+			return v, checks
+		}
+		f, err := opts.Semantic.Faithfulness(ctx, rec.Question, rec.Answer, grading.CitedContext(rec))
+		if err != nil {
+			return 0, append(checks, grader.Check{Name: grader.CheckFaithfulness, Detail: "unmeasured: " + err.Error()})
+		}
+		r, err := opts.Semantic.AnswerRelevance(ctx, rec.Question, rec.Answer)
+		if err != nil {
+			return 0, append(checks, f.Check(), grader.Check{Name: grader.CheckAnswerRelevance, Detail: "unmeasured: " + err.Error()})
+		}
+		if !f.Pass || !r.Pass {
+			v = 0
+		}
+		return v, append(checks, f.Check(), r.Check())
+	}
 	rep := Report{EvalSet: set.ID, Classes: map[string]map[string]int{}, ControlClasses: map[string]map[string]int{},
 		BaseFailures: []MutantResult{}, Survivors: []MutantResult{}, FailingControls: []ControlResult{}}
 	for _, c := range set.Cases {
@@ -75,14 +115,18 @@ func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading
 		if err != nil {
 			return rep, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		if v, checks := set.GradeRAGRecord(c.ID, rec); v < 1 {
+		if v, checks := grade(c.ID, rec); v < 1 {
 			rep.BaseFailures = append(rep.BaseFailures, MutantResult{CaseID: c.ID, Mutation: "(unmutated)", FailedChecks: failedNames(checks), Answer: rec.Answer})
 			continue
 		}
-		for _, m := range golden.Mutations(gc, rec, corpus) {
+		mutants := golden.Mutations(gc, rec, corpus)
+		if opts.Semantic != nil && !gc.ExpectAbstention {
+			mutants = append(mutants, golden.Mutation{Name: ClassUnsupportedClaim, Target: unsupportedClaim, Answer: rec.Answer + " " + unsupportedClaim})
+		}
+		for _, m := range mutants {
 			mutated := rec
 			mutated.Answer = m.Answer
-			v, checks := set.GradeRAGRecord(c.ID, mutated)
+			v, checks := grade(c.ID, mutated)
 			r := MutantResult{CaseID: c.ID, Mutation: m.Name, Target: m.Target, Killed: v < 1, FailedChecks: failedNames(checks), Answer: m.Answer}
 			rep.Results = append(rep.Results, r)
 			rep.Mutants++
@@ -103,7 +147,7 @@ func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading
 		for _, ctl := range golden.Controls(gc, corpus) {
 			controlled := rec
 			controlled.Answer = ctl.Answer
-			v, checks := set.GradeRAGRecord(c.ID, controlled)
+			v, checks := grade(c.ID, controlled)
 			r := ControlResult{CaseID: c.ID, Control: ctl.Name, Target: ctl.Target, Passed: v == 1, FailedChecks: failedNames(checks), Answer: ctl.Answer}
 			rep.ControlResults = append(rep.ControlResults, r)
 			rep.Controls++

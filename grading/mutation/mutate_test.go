@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/grading"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
 )
@@ -103,4 +105,39 @@ func grimoire(t *testing.T) string {
 		t.Fatalf("committed grimoire fixture missing (renamed or deleted?): %v", err)
 	}
 	return p
+}
+
+// TestRunSemanticKillsUnsupportedClaim: with the stub's semantic checks on,
+// the appended unsupported claim is killed in every answerable case, every
+// other mutant still is, and every control (the reference answer
+// rephrased as people write it) still passes faithfulness and relevance.
+func TestRunSemanticKillsUnsupportedClaim(t *testing.T) {
+	ctx := context.Background()
+	set, err := grading.LoadEvalSet(grimoire(t))
+	require.NoError(t, err)
+	corpus, cpath, ok := set.RAGCorpus()
+	require.True(t, ok)
+	p, err := grading.OfflineRAG(ctx, cpath, nil)
+	require.NoError(t, err)
+	rep, err := RunWith(ctx, set, corpus, p, Options{Semantic: &grader.Semantic{Model: &llm.Stub{}}})
+	require.NoError(t, err)
+	assert.Empty(t, rep.BaseFailures)
+	cls := rep.Classes[ClassUnsupportedClaim]
+	require.NotNil(t, cls)
+	assert.Equal(t, 6, cls["mutants"], "one per answerable case")
+	assert.Equal(t, cls["mutants"], cls["killed"])
+	for _, r := range rep.Results {
+		if r.Mutation == ClassUnsupportedClaim {
+			assert.Equal(t, []string{grader.CheckFaithfulness}, r.FailedChecks, r.CaseID)
+		}
+	}
+	assert.Zero(t, rep.Survived, "survivors: %v", rep.Survivors)
+	assert.Positive(t, rep.Controls)
+	assert.Equal(t, rep.Controls, rep.ControlsPassed, "failing controls: %+v", rep.FailingControls)
+
+	// Without the semantic checks the class is not run (the golden checks
+	// cannot see it).
+	plain, err := Run(ctx, set, corpus, p)
+	require.NoError(t, err)
+	assert.NotContains(t, plain.Classes, ClassUnsupportedClaim)
 }
