@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,8 +16,12 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -28,30 +34,57 @@ type Request struct {
 	RequestID   string          `json:"request_id"`
 	EvalSetPath string          `json:"eval_set_path,omitempty"`
 	EvalSet     json.RawMessage `json:"eval_set,omitempty"`
-	Model       string          `json:"model,omitempty"`
-	AgentID     string          `json:"agent_id,omitempty"`
-	BaselineID  string          `json:"baseline_id,omitempty"`
-	Window      int             `json:"window,omitempty"`
-	Threshold   float64         `json:"threshold,omitempty"`
+	// Model is "stub" (the default) or a model the worker allows
+	// (Options.Allowed); Judge likewise names the judge of llm_judge
+	// cases, "" meaning the worker's (Options.Judge).
+	Model   string `json:"model,omitempty"`
+	Judge   string `json:"judge,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	// Index, when set ("active" or a generation id), answers the set's
+	// rag cases from that index generation of the worker's data directory,
+	// with the embedder that built it (rag.OpenStored); "" answers them
+	// with the offline pipeline in memory.
+	Index      string  `json:"index,omitempty"`
+	BaselineID string  `json:"baseline_id,omitempty"`
+	Window     int     `json:"window,omitempty"`
+	Threshold  float64 `json:"threshold,omitempty"`
 	// AllowChangedSet, Seed and Alpha are evalrun.Request's: a drift check
 	// over runs of a changed set, the drift check's seed and its
 	// significance level.
 	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
 	Seed            *uint64 `json:"seed,omitempty"`
 	Alpha           float64 `json:"alpha,omitempty"`
+	// MaxCostUSD caps the priced spend of the request's paid calls (US
+	// dollars, 0: none asked), bounded by the worker's Options.MaxCostUSD:
+	// a request asking more, or none, on a worker with a bound gets the
+	// worker's bound. Semantic adds the semantic rag checks
+	// (evalrun.Request).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	Semantic   bool    `json:"semantic,omitempty"`
 	// ReplyTo, or the Verdryx-Reply-To header, names a subject the result
 	// is published to. (A JetStream-captured subject answers a plain NATS
 	// request with its own publish ack, so replies travel this way.)
 	ReplyTo string `json:"reply_to,omitempty"`
 }
 
-// GradingRequest is the grading request r asks for, every field kept (ReplyTo is
-// the worker's, not grading's). EvalSetPath is as given: the handler
+// GradingRequest is the grading request r asks for, every field kept but
+// ReplyTo, Judge and Index, which are the worker's: they choose where the
+// result goes and the grading deps (Handler.requestDeps). EvalSetPath is as given: the handler
 // resolves it under its roots before grading.
 func (r Request) GradingRequest() evalrun.Request {
 	return evalrun.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
 		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
-		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha}
+		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha, MaxCostUSD: r.MaxCostUSD, Semantic: r.Semantic}
+}
+
+// CostCap is the cap a request runs under on a worker whose bound is
+// bound (0: none): the request's max_cost_usd, lowered to the bound; a
+// request asking none gets the bound.
+func CostCap(asked, bound float64) float64 {
+	if bound > 0 && (asked <= 0 || asked > bound) {
+		return bound
+	}
+	return asked
 }
 
 // HeaderReplyTo is the header naming where an eval result is sent.
@@ -64,6 +97,24 @@ type Reply struct {
 	Error     string          `json:"error,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Replayed  bool            `json:"replayed,omitempty"` // answered from the store after a redelivery
+	// Warning says what the result alone does not make plain: that no case
+	// could be graded (every model or judge call failed); the run is
+	// stored all the same and is never graded again.
+	Warning string `json:"warning,omitempty"`
+}
+
+// warning is the Reply.Warning of a result: a run the cost cap stopped,
+// a run with no case graded.
+func warning(res evalrun.Result) string {
+	var w []string
+	if r := res.Run; r.CostLimited > 0 {
+		w = append(w, fmt.Sprintf("cost limit $%g reached: %d cases unmeasured (%s) from case %s; the run is stored",
+			r.CostLimitUSD, r.CostLimited, llm.ReasonCostLimit, r.StoppedAtCase))
+	}
+	if un := res.Run.Unmeasured(); len(res.Run.Scores) > 0 && len(un) == len(res.Run.Scores) {
+		w = append(w, fmt.Sprintf("no case could be graded: every one of the %d cases is unmeasured (first: %s: %s); the run is stored", len(un), un[0].CaseID, un[0].Unmeasured))
+	}
+	return strings.Join(w, "; ")
 }
 
 // Handler runs eval requests exactly once, across crashes and
@@ -108,6 +159,25 @@ type Options struct {
 	OnResult func(req Request, res evalrun.Result)
 	// Now stamps claims and commits; nil means time.Now.
 	Now func() time.Time
+	// Models resolves the model and judge ids a request names (llm.Models);
+	// nil accepts only "stub". Only ids in Allowed (and "stub") are ever
+	// resolved.
+	Models func(id string) (llm.Model, error)
+	// Allowed are the model ids a request may name as model or judge
+	// besides "stub" (serve --allow-model); a request naming another is
+	// refused before anything is claimed or stored.
+	Allowed []string
+	// Judge is the judge id of a request that names none; "" means stub.
+	// It need not be in Allowed: the operator chose it.
+	Judge string
+	// Index is the index store a request's "index" field opens
+	// generations of; nil refuses such a request.
+	Index *index.Store
+	// Providers reach the embedder of a generation opened for a request.
+	Providers rag.Providers
+	// MaxCostUSD bounds every request's cap (CostCap); 0 means a request
+	// runs under the cap it asks for, or none.
+	MaxCostUSD float64
 }
 
 // NewHandler returns a handler that grades eval requests with deps,
@@ -165,7 +235,11 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	if seen && rec.State == store.RequestDone {
 		return h.finish(ctx, req, rec, false)
 	}
-	plan, err := evalrun.Prepare(ctx, h.confinedDeps(), greq)
+	deps, err := h.requestDeps(req)
+	if err != nil {
+		return h.refuseOrRetry(req, err)
+	}
+	plan, err := evalrun.Prepare(ctx, deps, greq)
 	if err != nil {
 		return h.refuseOrRetry(req, err)
 	}
@@ -280,21 +354,31 @@ func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest
 	if !replayed && h.opts.OnResult != nil {
 		h.opts.OnResult(req, res)
 	}
-	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed})
+	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed, Warning: warning(res)})
 	return nil
 }
 
 // validate checks the request and resolves its eval set path under the
-// roots; nothing outside them is read.
+// roots; nothing outside them is read. The cost cap is the request's,
+// bounded by the worker's (CostCap).
 func (h *Handler) validate(req Request) (evalrun.Request, error) {
-	return Validate(req, h.opts.Roots)
+	g, err := Validate(req, h.opts.Roots, h.opts.Allowed)
+	g.MaxCostUSD = CostCap(req.MaxCostUSD, h.opts.MaxCostUSD)
+	return g, err
 }
 
 // Validate checks what can refuse req before anything is stored:
-// its fields, and that its eval_set_path resolves under roots.
-func Validate(req Request, roots confine.Roots) (evalrun.Request, error) {
+// its fields, that its model and judge are "stub" or in allowed, and that
+// its eval_set_path resolves under roots.
+func Validate(req Request, roots confine.Roots, allowed []string) (evalrun.Request, error) {
 	if req.RequestID == "" {
 		return evalrun.Request{}, errors.New("field request_id: missing")
+	}
+	for _, f := range []struct{ name, id string }{{"model", req.Model}, {"judge", req.Judge}} {
+		if f.id != "" && f.id != llm.StubID && !slices.Contains(allowed, f.id) {
+			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; serve --allow-model ID adds one)",
+				f.name, f.id, strings.Join(AllowedIDs(allowed), ", "))
+		}
 	}
 	if (req.EvalSetPath == "") == (len(req.EvalSet) == 0) {
 		return evalrun.Request{}, errors.New("exactly one of eval_set_path and eval_set is required")
@@ -311,6 +395,50 @@ func Validate(req Request, roots confine.Roots) (evalrun.Request, error) {
 		g.EvalSetPath = p
 	}
 	return g, nil
+}
+
+// AllowedIDs is the list of model ids a worker allows, as refusals name
+// it: "stub" first, then allowed in order, without repeats.
+func AllowedIDs(allowed []string) []string {
+	ids := []string{llm.StubID}
+	for _, id := range allowed {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// requestDeps are the grading deps of one request: every file read
+// confined, the worker's model registry, the judge the request names (else
+// the worker's) and, for a request naming an index generation, the
+// builder answering its rag cases from it. Errors wrap
+// grading.ErrBadRequest (a judge whose key is missing, an index field on a
+// worker without an index store).
+func (h *Handler) requestDeps(req Request) (evalrun.Deps, error) {
+	d := h.confinedDeps()
+	d.Models = h.opts.Models
+	judgeID := req.Judge
+	if judgeID == "" {
+		judgeID = h.opts.Judge
+	}
+	if judgeID != "" && judgeID != llm.StubID {
+		if h.opts.Models == nil {
+			return d, fmt.Errorf("%w: field judge: %q: no model registry on this worker", grading.ErrBadRequest, judgeID)
+		}
+		m, err := h.opts.Models(judgeID)
+		if err != nil {
+			return d, fmt.Errorf("%w: field judge: %w", grading.ErrBadRequest, err)
+		}
+		d.Judge = &grader.Judge{Model: m, Prices: d.Prices}
+	}
+	if req.Index != "" {
+		if h.opts.Index == nil {
+			return d, fmt.Errorf("%w: field index: no index store on this worker", grading.ErrBadRequest)
+		}
+		d.RAG = grading.StoredRAG(h.opts.Index, req.Index, h.opts.Providers, d.ReadFile)
+	}
+	return d, nil
 }
 
 func (h *Handler) reply(req Request, r Reply) {

@@ -421,8 +421,8 @@ func int8Bytes(codes []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&codes[0])), len(codes))
 }
 
-// ActiveID returns the id named by active.json, or ErrNoActive.
-func (s *Store) ActiveID() (string, error) {
+// activeID returns the id named by active.json, or ErrNoActive.
+func (s *Store) activeID() (string, error) {
 	if _, err := checkDir(s.root); err != nil {
 		return "", err
 	}
@@ -507,7 +507,7 @@ func (s *Store) readManifest(id string) (Manifest, error) {
 // with want, without reading the vectors. It returns ErrStale when the
 // corpus digest or the embedder differs. Call it before any provider call.
 func (s *Store) Check(want Expect) (Manifest, error) {
-	id, err := s.ActiveID()
+	id, err := s.activeID()
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -530,7 +530,7 @@ func (s *Store) Check(want Expect) (Manifest, error) {
 // of the same corpus with the same embedder: its corpus digest and embedder
 // (name and model, which for the built-in embedders encodes the dimensions)
 // equal want's, dims (when positive) equals its dimensions, it records its
-// corpus file, and that file and its vectors verify (ActiveCorpus, Load).
+// corpus file, and that file and its vectors verify (Generation, Load).
 // When it cannot, why says so (no active generation, stale, corrupt, ...)
 // and a new build is in order; err is only for failures to read the store
 // that a new build would hit too. It never writes.
@@ -544,41 +544,62 @@ func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err err
 	if dims > 0 && m.Dims != dims {
 		return Manifest{}, fmt.Sprintf("generation %s has %d dimensions, want %d", m.ID, m.Dims, dims), nil
 	}
-	if _, _, err := s.ActiveCorpus(); err != nil {
+	if _, _, err := s.Generation(""); err != nil {
 		return Manifest{}, err.Error(), nil
 	}
 	return m, "", nil
 }
 
-// ActiveCorpus returns the path of the corpus file the active generation
-// records, with the generation's manifest, after checking that the file is a
-// regular file whose SHA-256 is the one the manifest (and so its
-// fingerprint) names. It returns ErrNoCorpus for a generation that records
-// none, ErrNoActive without an active generation.
-func (s *Store) ActiveCorpus() (string, Manifest, error) {
-	id, err := s.ActiveID()
-	if err != nil {
-		return "", Manifest{}, err
+// Generation returns the validated manifest of generation id ("active",
+// or "", for the one active.json names) and the path of the corpus file it
+// records, after checking that it is a regular file whose SHA-256 is the
+// one the manifest (and so its fingerprint) names: ErrNoCorpus for a
+// generation that records none. An id that is
+// not 32 lowercase hex digits or names no generation is ErrCorrupt,
+// ErrNoActive without an active generation when the active one is asked
+// for. It reads no vectors and never writes.
+func (s *Store) Generation(id string) (Manifest, string, error) {
+	if id == "" || id == "active" {
+		var err error
+		if id, err = s.activeID(); err != nil {
+			return Manifest{}, "", err
+		}
+	} else if !validGenerationID(id) {
+		return Manifest{}, "", fmt.Errorf("%w: generation %q is not 32 lowercase hex digits", ErrCorrupt, id)
 	}
 	m, err := s.readManifest(id)
 	if err != nil {
-		return "", Manifest{}, err
+		return Manifest{}, "", err
 	}
+	path, err := s.recordedCorpus(m)
+	return m, path, err
+}
+
+// LoadGeneration reads the vectors of the generation m (a manifest
+// Generation returned) and verifies them as Load does.
+func (s *Store) LoadGeneration(m Manifest) (*Index, error) {
+	return s.loadVectors(m)
+}
+
+// recordedCorpus returns the path of the corpus file generation m records,
+// verified against its manifest.
+func (s *Store) recordedCorpus(m Manifest) (string, error) {
+	id := m.ID
 	if m.CorpusSHA256 == "" {
-		return "", m, fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
+		return "", fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
 	}
 	path := filepath.Join(s.root, generationsDir, id, CorpusFile)
 	if _, err := checkFile(path); err != nil {
-		return "", m, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", m, fmt.Errorf("read %s: %w", path, err)
+		return "", fmt.Errorf("read %s: %w", path, err)
 	}
 	if sum := sha256.Sum256(b); "sha256:"+hex.EncodeToString(sum[:]) != m.CorpusSHA256 {
-		return "", m, fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
+		return "", fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
 	}
-	return path, m, nil
+	return path, nil
 }
 
 // Load validates the active generation against want (see Check), then reads
@@ -722,7 +743,7 @@ func (s *Store) List() ([]Listing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", gens, err)
 	}
-	active, err := s.ActiveID()
+	active, err := s.activeID()
 	if err != nil && !errors.Is(err, ErrNoActive) {
 		return nil, err
 	}
@@ -768,7 +789,7 @@ func (s *Store) Prune(keep int) ([]string, error) {
 		}
 		// Re-read the pointer right before removing: never delete the
 		// generation a concurrent save just activated.
-		active, err := s.ActiveID()
+		active, err := s.activeID()
 		if err != nil && !errors.Is(err, ErrNoActive) {
 			return removed, err
 		}

@@ -53,7 +53,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 func TestStoreRoundTrip(t *testing.T) {
 	data := t.TempDir()
 	s := NewStore(data, StoreOptions{})
-	_, err := s.ActiveID()
+	_, err := s.activeID()
 	require.ErrorIs(t, err, ErrNoActive)
 
 	m1 := saveSmall(t, s, time.Unix(100, 0))
@@ -68,7 +68,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, data), "load must not write anything")
 
 	m2 := saveSmall(t, s, time.Unix(200, 0))
-	id, err := s.ActiveID()
+	id, err := s.activeID()
 	require.NoError(t, err)
 	assert.Equal(t, m2.ID, id, "the last save is active")
 	assert.Equal(t, m1.Fingerprint, m2.Fingerprint, "same content, same fingerprint")
@@ -319,7 +319,7 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 		require.NoError(t, os.WriteFile(target, b, 0o644))
 		require.NoError(t, os.Remove(p))
 		require.NoError(t, os.Symlink(target, p))
-		_, err := s.ActiveID()
+		_, err := s.activeID()
 		require.ErrorIs(t, err, ErrUnsafePath)
 	})
 }
@@ -420,17 +420,17 @@ func TestInterruptedSaveKeepsPreviousGeneration(t *testing.T) {
 }
 
 // TestStoreRecordsCorpus: a generation keeps a copy of its corpus file,
-// covered by the fingerprint, and ActiveCorpus refuses a copy that no
+// covered by the fingerprint, and Generation refuses a copy that no
 // longer matches the manifest.
 func TestStoreRecordsCorpus(t *testing.T) {
 	data := t.TempDir()
 	s := NewStore(data, StoreOptions{})
-	_, _, err := s.ActiveCorpus()
+	_, _, err := s.Generation("")
 	require.ErrorIs(t, err, ErrNoActive)
 
 	bare := saveSmall(t, s, time.Unix(100, 0))
 	assert.Empty(t, bare.CorpusSHA256)
-	_, _, err = s.ActiveCorpus()
+	_, _, err = s.Generation("")
 	require.ErrorIs(t, err, ErrNoCorpus)
 
 	file := []byte(`{"id":"c","chunks":[]}` + "\n")
@@ -438,7 +438,7 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, m.CorpusSHA256)
 	assert.NotEqual(t, bare.Fingerprint, m.Fingerprint, "the recorded corpus is covered by the fingerprint")
-	path, am, err := s.ActiveCorpus()
+	am, path, err := s.Generation("")
 	require.NoError(t, err)
 	assert.Equal(t, m.ID, am.ID)
 	assert.Equal(t, filepath.Join(data, "index", "generations", m.ID, CorpusFile), path)
@@ -450,7 +450,7 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	// edited to match it (the fingerprint no longer does).
 	require.NoError(t, os.Chmod(path, 0o644))
 	require.NoError(t, os.WriteFile(path, []byte(`{"id":"other"}`), 0o644))
-	_, _, err = s.ActiveCorpus()
+	_, _, err = s.Generation("")
 	require.ErrorIs(t, err, ErrCorrupt)
 	mpath := filepath.Join(data, "index", "generations", m.ID, "manifest.json")
 	var raw map[string]any
@@ -461,7 +461,7 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	b, err = json.Marshal(raw)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(mpath, b, 0o644))
-	_, _, err = s.ActiveCorpus()
+	_, _, err = s.Generation("")
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.ErrorContains(t, err, "fingerprint")
 }

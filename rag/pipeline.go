@@ -113,11 +113,19 @@ func Open(store *index.Store, c Corpus, emb index.Embedder, gen Generator, opts 
 // Corpus returns the pipeline's corpus.
 func (p *Pipeline) Corpus() Corpus { return p.corpus }
 
+// Embedder names the embedder questions are embedded with, as records
+// do ("<name>/<model>").
+func (p *Pipeline) Embedder() string { return p.emb.Name() + "/" + p.emb.Model() }
+
 // Generation returns the index generation id answers come from.
 func (p *Pipeline) Generation() string { return p.generation }
 
 // Retrieve embeds question and returns the top-k chunks, best first.
 func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, error) {
+	return p.retrieve(ctx, question, p.topK)
+}
+
+func (p *Pipeline) retrieve(ctx context.Context, question string, topK int) ([]Chunk, error) {
 	vecs, err := p.emb.Embed(ctx, []string{question})
 	if err != nil {
 		return nil, fmt.Errorf("embed question: %w", err)
@@ -125,7 +133,7 @@ func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, erro
 	if len(vecs) != 1 {
 		return nil, fmt.Errorf("embed question: %d vectors for 1 text", len(vecs))
 	}
-	hits, err := p.idx.Search(vecs[0], p.topK)
+	hits, err := p.idx.Search(vecs[0], topK)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
@@ -161,10 +169,19 @@ func Messages(c Corpus, question, payload string) []Message {
 // Ask retrieves, builds the prompt, generates and returns the validated
 // record. The answer is kept exactly as the generator returned it.
 func (p *Pipeline) Ask(ctx context.Context, question string) (Record, error) {
+	return p.AskTopK(ctx, question, p.topK)
+}
+
+// AskTopK is Ask retrieving topK chunks instead of the pipeline's
+// Options.TopK; topK must be positive.
+func (p *Pipeline) AskTopK(ctx context.Context, question string, topK int) (Record, error) {
 	if strings.TrimSpace(question) == "" {
 		return Record{}, errors.New("rag: empty question")
 	}
-	chunks, err := p.Retrieve(ctx, question)
+	if topK <= 0 {
+		return Record{}, fmt.Errorf("rag: top-k must be positive, have %d", topK)
+	}
+	chunks, err := p.retrieve(ctx, question, topK)
 	if err != nil {
 		return Record{}, err
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/streams"
@@ -17,14 +19,38 @@ import (
 
 // Asker answers RAG questions (rag.Pipeline implements it).
 type Asker interface {
-	Ask(ctx context.Context, question string) (rag.Record, error)
+	// AskTopK answers question from the topK best chunks.
+	AskTopK(ctx context.Context, question string, topK int) (rag.Record, error)
 }
+
+var _ Asker = (*rag.Pipeline)(nil)
 
 // Request is a RAG ask; a message that is not JSON is taken as the
 // question itself.
 type Request struct {
 	Question string `json:"question"`
+	// TopK is the number of chunks retrieved: 1 to MaxTopK, 0 (absent)
+	// means rag.DefaultTopK.
+	TopK int `json:"top_k,omitempty"`
 }
+
+// MaxTopK bounds an ask's top_k.
+const MaxTopK = 20
+
+// SpanAsk names the span of one ask.
+const SpanAsk = "verdryx.rag.ask"
+
+// Tracer records an ask's span, under which the provider calls of the ask
+// (the question's embedding, the generator) are recorded as GenAI spans
+// (producer.Spans implements it). StartRun must not block on the network.
+type Tracer interface {
+	StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error))
+}
+
+// DeadLetterFunc copies an ask that cannot be answered where it asked
+// (its reply subject refused) with the reason; it may block until the
+// copy is stored.
+type DeadLetterFunc func(ctx context.Context, subject string, data []byte, header nats.Header, reason string) error
 
 // Reply is the reply: the full record, or an error.
 type Reply struct {
@@ -56,6 +82,13 @@ type Options struct {
 	Replies streams.ReplyPolicy
 	// Asked counts answered asks; may be nil.
 	Asked func(ok bool)
+	// DeadLetter, when set, receives every ask whose reply subject is
+	// refused, with the reason (the asker would otherwise wait for ever).
+	DeadLetter DeadLetterFunc
+	// Tracer, when set, records one span per ask (SpanAsk).
+	Tracer Tracer
+	// Now stamps spans and ask ids; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewServer returns a server answering asks on subject with asker.
@@ -65,6 +98,9 @@ func NewServer(nc *nats.Conn, subject string, asker Asker, opts Options) *Server
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Server{nc: nc, subject: subject, asker: asker, opts: opts}
 }
@@ -80,10 +116,16 @@ func (a *Server) Run(ctx context.Context) error {
 		}
 		if err := a.opts.Replies.Check(m.Reply); err != nil {
 			// A client may not make verdryx publish into its own streams
-			// (or anywhere but a reply subject).
+			// (or anywhere but a reply subject): the ask is dead-lettered
+			// with the reason instead of answered.
 			log.Warn("ask refused", "err", err)
 			if a.opts.Asked != nil {
 				a.opts.Asked(false)
+			}
+			if a.opts.DeadLetter != nil {
+				if derr := a.opts.DeadLetter(ctx, m.Subject, m.Data, m.Header, "reply_to refused: "+err.Error()); derr != nil {
+					log.Warn("ask dead-letter", "err", derr)
+				}
 			}
 			return
 		}
@@ -107,33 +149,56 @@ func (a *Server) Run(ctx context.Context) error {
 }
 
 func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration) Reply {
-	q, err := parseQuestion(data)
+	q, topK, err := parseQuestion(data)
 	if err != nil {
 		return Reply{Error: err.Error()}
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	rec, err := a.asker.Ask(actx, q)
+	var end func(time.Time, map[string]any, error)
+	if a.opts.Tracer != nil {
+		start := a.opts.Now()
+		actx, end = a.opts.Tracer.StartRun(actx, SpanAsk, grading.NewID("ask", start), "", start)
+	}
+	rec, err := a.asker.AskTopK(actx, q, topK)
+	if end != nil {
+		end(a.opts.Now(), spanData(rec, topK), err)
+	}
 	if err != nil {
 		return Reply{Error: err.Error()}
 	}
 	return Reply{Record: &rec}
 }
 
-func parseQuestion(data []byte) (string, error) {
+// spanData is what an ask's span says: what answered it and what was
+// retrieved (never the question or the answer).
+func spanData(rec rag.Record, topK int) map[string]any {
+	return map[string]any{"top_k": topK, "index_generation": rec.IndexGeneration, "embedder": rec.Embedder,
+		"generator": rec.Generator, "retrieved_ids": strings.Join(rec.RetrievedIDs, ",")}
+}
+
+// parseQuestion returns the question of an ask and its top_k (defaulted).
+func parseQuestion(data []byte) (string, int, error) {
 	if len(data) > maxQuestionBytes {
-		return "", errors.New("question longer than 8 KiB")
+		return "", 0, errors.New("question longer than 8 KiB")
 	}
 	s := strings.TrimSpace(string(data))
+	topK := rag.DefaultTopK
 	if strings.HasPrefix(s, "{") {
 		var req Request
 		if err := calls.DecodeStrict(data, &req); err != nil {
-			return "", errors.New("malformed ask: " + err.Error())
+			return "", 0, errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)
+		switch {
+		case req.TopK < 0 || req.TopK > MaxTopK:
+			return "", 0, fmt.Errorf("field top_k: %d, want 1 to %d", req.TopK, MaxTopK)
+		case req.TopK > 0:
+			topK = req.TopK
+		}
 	}
 	if s == "" {
-		return "", errors.New("field question: missing or empty")
+		return "", 0, errors.New("field question: missing or empty")
 	}
-	return s, nil
+	return s, topK, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/rag"
@@ -52,5 +53,65 @@ func TestAskRoundTrip(t *testing.T) {
 		info, err := s.Info(context.Background())
 		require.NoError(t, err)
 		require.Zero(t, info.State.Msgs, "stream %s", st)
+	}
+}
+
+// TestAskTopKAndDeadLetter: top_k comes in the ask (1-20, default 2), and
+// an ask whose reply subject is refused is dead-lettered with the reason.
+func TestAskTopKAndDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	pipe, err := rag.NewOffline(context.Background(), "../testdata/grimoire/corpus.json", rag.Options{})
+	require.NoError(t, err)
+	type dead struct{ subject, reason string }
+	deads := make(chan dead, 4)
+	srv := NewServer(e.NC, e.Subjects.RAGAsk, pipe, Options{DeadLetter: func(_ context.Context, subject string, _ []byte, _ nats.Header, reason string) error {
+		deads <- dead{subject, reason}
+		return nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	ask := func(body string) Reply {
+		t.Helper()
+		var rep Reply
+		jstest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+			m, err := e.NC.Request(e.Subjects.RAGAsk, []byte(body), 5*time.Second)
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal(m.Data, &rep)
+		})
+		return rep
+	}
+	const q = `"question":"How many grains of pearl salt for moonpetal?"`
+	for _, tc := range []struct {
+		body string
+		n    int
+		err  string
+	}{
+		{`{` + q + `}`, rag.DefaultTopK, ""},
+		{`{` + q + `,"top_k":1}`, 1, ""},
+		{`{` + q + `,"top_k":5}`, 5, ""},
+		{`{` + q + `,"top_k":21}`, 0, "field top_k: 21, want 1 to 20"},
+		{`{` + q + `,"top_k":-1}`, 0, "field top_k"},
+	} {
+		rep := ask(tc.body)
+		if tc.err != "" {
+			require.Contains(t, rep.Error, tc.err, tc.body)
+			continue
+		}
+		require.Empty(t, rep.Error, tc.body)
+		require.Len(t, rep.Record.RetrievedIDs, tc.n, tc.body)
+	}
+
+	require.NoError(t, e.NC.PublishRequest(e.Subjects.RAGAsk, "my.inbox", []byte(`{`+q+`}`)))
+	select {
+	case d := <-deads:
+		require.Equal(t, e.Subjects.RAGAsk, d.subject)
+		require.Contains(t, d.reason, "reply_to refused")
+		require.Contains(t, d.reason, "my.inbox")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refused ask was not dead-lettered")
 	}
 }

@@ -11,7 +11,7 @@ func FuzzParseQuestion(f *testing.F) {
 	f.Add([]byte(`plain question`))
 	f.Add([]byte(`{"question":"q","extra":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		q, err := parseQuestion(data)
+		q, _, err := parseQuestion(data)
 		if err == nil && (q == "" || len(q) > maxQuestionBytes) {
 			t.Fatalf("accepted question %q", q)
 		}

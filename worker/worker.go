@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/httpapi"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/internal/hugepage"
@@ -125,9 +127,37 @@ type Options struct {
 	SLOEvery, SLOWindow time.Duration
 	// EvalRequestFiles are eval-request JSON files published at start.
 	EvalRequestFiles []string
-	// RAGCorpus answers RAG asks; "" means the corpus the active index
-	// generation under DataDir recorded, and without one asks are disabled.
+	// RAGCorpus, when set, answers RAG asks from this corpus embedded in
+	// memory by the offline embedder; "" means from the active index
+	// generation under DataDir, with the embedder that built it and its
+	// stored vectors (rag.OpenStored), and without one asks are disabled.
 	RAGCorpus string
+	// Generator answers RAG asks from the retrieved chunks (serve
+	// --generator); nil means the offline extractive generator.
+	Generator rag.Generator
+	// Providers reach the provider of a generation's embedder (asks, and
+	// eval requests naming an index): the OpenAI-compatible root, key and
+	// per-call timeout.
+	Providers rag.Providers
+	// Models resolves the model and judge ids eval requests name
+	// (llm.Models with the operator's keys); nil accepts only "stub".
+	Models func(id string) (llm.Model, error)
+	// AllowModels are the model ids eval requests may name as model or
+	// judge besides "stub" (serve --allow-model). A request naming another
+	// is refused, with a reply listing these, before anything is claimed
+	// or stored; New refuses such an --eval-request file.
+	AllowModels []string
+	// Judge is the judge of a request naming none (serve --judge); ""
+	// means stub.
+	Judge string
+	// Prices prices the calls of eval requests (serve --prices: the file
+	// over the built-in book); nil means llm.DefaultPriceBook.
+	Prices llm.PriceBook
+	// MaxCostUSD bounds the priced spend of each eval request (serve
+	// --max-cost-usd): a request asking a higher max_cost_usd, or none,
+	// runs under this one (evalreq.CostCap); 0 means no bound. With a
+	// bound, every allowed model and the judge must have a price.
+	MaxCostUSD float64
 	// Roots are the directories eval-set paths in messages may resolve
 	// under; empty means <DataDir>/eval.
 	Roots []string
@@ -315,8 +345,29 @@ func (w *Worker) check() error {
 		if err != nil {
 			return fmt.Errorf("--eval-request %s: %w", f, err)
 		}
-		if _, err := evalreq.Validate(req, roots); err != nil {
+		if _, err := evalreq.Validate(req, roots, o.AllowModels); err != nil {
 			return fmt.Errorf("--eval-request %s: the worker would refuse it: %w (eval_set_path resolves under --root: %s)", f, err, strings.Join(roots, ", "))
+		}
+	}
+	if o.MaxCostUSD < 0 || math.IsNaN(o.MaxCostUSD) || math.IsInf(o.MaxCostUSD, 0) {
+		return fmt.Errorf("--max-cost-usd %v: want a finite amount of US dollars >= 0 (0: no bound)", o.MaxCostUSD)
+	}
+	prices := o.Prices
+	if prices == nil {
+		prices = llm.DefaultPriceBook()
+	}
+	for _, id := range append([]string{o.Judge}, o.AllowModels...) {
+		if id == "" || id == llm.StubID {
+			continue
+		}
+		if o.MaxCostUSD > 0 && !prices.Priced(id) {
+			return fmt.Errorf("model %s (--allow-model, --judge) has no price, so --max-cost-usd cannot bound its spend (give it one with --prices)", id)
+		}
+		if o.Models == nil {
+			return fmt.Errorf("--allow-model %s: no model registry configured", id)
+		}
+		if _, err := o.Models(id); err != nil {
+			return fmt.Errorf("model %s (--allow-model, --judge): %w", id, err)
 		}
 	}
 	return nil
@@ -450,31 +501,6 @@ func (w *Worker) roots() confine.Roots {
 	return roots
 }
 
-// AskCorpus returns the corpus file RAG asks are answered from: flag
-// (--rag-corpus) when set and present, else the corpus the active index
-// generation under dataDir recorded. It returns "" (asks disabled, logged)
-// when there is neither.
-func AskCorpus(flag, dataDir string, logger *slog.Logger) string {
-	if flag != "" {
-		if _, err := os.Stat(flag); err != nil {
-			logger.Warn("rag asks disabled: corpus not found", "corpus", flag)
-			return ""
-		}
-		return flag
-	}
-	path, m, err := index.NewStore(dataDir, index.StoreOptions{Logger: logger}).ActiveCorpus()
-	switch {
-	case errors.Is(err, index.ErrNoActive), errors.Is(err, index.ErrNoCorpus):
-		logger.Info("rag asks disabled: no --rag-corpus and no index generation with a recorded corpus", "data", dataDir, "reason", err)
-		return ""
-	case err != nil:
-		logger.Warn("rag asks disabled: the active index generation's corpus is unusable", "err", err)
-		return ""
-	}
-	logger.Info("rag asks answered from the active index generation's corpus", "generation", m.ID, "corpus", path)
-	return path
-}
-
 // running is the state of one Run: what was opened, in order, and what
 // the actors share.
 type running struct {
@@ -602,7 +628,7 @@ func (r *running) sinks(ctx context.Context) error {
 		}
 		sinks = append(sinks, df)
 	}
-	r.deps = evalrun.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed}
+	r.deps = evalrun.Deps{Store: r.st, Events: sinks, Version: o.Version, Logger: o.Logger, Typed: o.Typed, Prices: o.Prices}
 	if o.OTLPEndpoint != "" {
 		spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: o.OTLPEndpoint, ServiceVersion: o.Version})
 		if err != nil {
@@ -745,7 +771,8 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		return nil, err
 	}
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
-		Files: o.Files(r.roots), Replies: o.Replies,
+		Files: o.Files(r.roots), Replies: o.Replies, Models: o.Models, Allowed: o.AllowModels, Judge: o.Judge,
+		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))
@@ -777,19 +804,28 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	return []*pull.Puller{evalPull}, nil
 }
 
-// asks adds the RAG ask server when there is a corpus to answer from.
+// asks adds the RAG ask server when there is something to answer from
+// (OpenAsks). A refused ask is dead-lettered; with --otlp each ask is a
+// span.
 func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	o := &r.w.opts
-	askCorpus := AskCorpus(o.RAGCorpus, o.DataDir, o.Logger)
-	if askCorpus == "" {
+	asker, err := OpenAsks(ctx, *o)
+	if err != nil {
+		return inputError(err)
+	}
+	if asker == nil {
 		return nil
 	}
-	pipe, err := rag.NewOffline(ctx, askCorpus, rag.Options{})
-	if err != nil {
-		return inputError(fmt.Errorf("--rag-corpus: %w", err))
+	dl := &producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter}
+	opts := ragask.Options{Logger: o.Logger, Replies: o.Replies,
+		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() },
+		DeadLetter: func(ctx context.Context, subject string, data []byte, h nats.Header, reason string) error {
+			return dl.Publish(ctx, producer.DeadLetter{Data: data, Header: h, Subject: subject, Reason: reason})
+		}}
+	if t, ok := r.deps.Spans.(ragask.Tracer); ok {
+		opts.Tracer = t
 	}
-	asks := ragask.NewServer(r.nc, o.Subjects.RAGAsk, pipe, ragask.Options{Logger: o.Logger, Replies: o.Replies,
-		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() }})
+	asks := ragask.NewServer(r.nc, o.Subjects.RAGAsk, asker, opts)
 	actx, cancel := context.WithCancel(context.Background())
 	g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
 	return nil

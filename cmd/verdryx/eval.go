@@ -234,21 +234,16 @@ func newEvalCmd(g *globals) *cobra.Command {
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
 	model := fs.String("model", llm.StubID, "model under evaluation: stub, an Anthropic model id, or openai:<id>")
-	judge := fs.String("judge", llm.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>")
+	mf := addModelFlags(fs, "timeout per model or judge call (never retried)")
 	junit := fs.String("junit", "", "write JUnit XML (one testcase per eval case) to this file")
 	failUnder := fs.Float64("fail-under", -1, "exit 1 when the mean score is below this floor (off when negative)")
-	anthropicBase := fs.String("anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Anthropic API root, e.g. a proxy ($ANTHROPIC_BASE_URL)")
-	openaiBase := fs.String("openai-base-url", envFirst("", "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL, else https://api.openai.com/v1)")
-	timeout := fs.Duration("timeout", 60*time.Second, "timeout per model or judge call (never retried)")
+	indexGen := fs.String("index", "", "answer rag cases from a stored index generation of --data: active or a generation id, with the embedder that built it (default: the offline pipeline in memory)")
 	conc := fs.Int("concurrency", 4, "cases graded at once")
 	baseline := fs.String("baseline", "", "after the run, check drift against this baseline id")
 	window := fs.Int("window", 3, "with --baseline: the number of most recent runs pooled")
 	alpha := fs.Float64("alpha", drift.DefaultAlpha, "with --baseline: significance level of the paired test")
 	requireSig := fs.Bool("require-significance", false, "with --baseline: exit 1 only for a significant regression")
-	prices := fs.String("prices", "", "JSON file of model id -> {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}; overrides and extends the built-in price book")
-	costLimit := fs.Float64("cost-limit-usd", 0, "stop paid model and judge calls once the run's priced spend reaches this many US dollars; the rest is unmeasured (cost_limit). 0: no cap")
-	semantic := fs.Bool("semantic", false, "add the faithfulness and answer_relevance checks, judged by --judge, to every rag case")
-	semThreshold := fs.Float64("semantic-threshold", grader.DefaultSemanticThreshold, "score at which a semantic check passes, in (0, 1]")
+	sp := addSpendFlags(fs)
 	tf := addTypedFlags(fs)
 	lf := addLogFlags(fs, "warn")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) (err error) {
@@ -259,20 +254,12 @@ func newEvalCmd(g *globals) *cobra.Command {
 		}
 		stdout, stderr, typed, wrapLog := ts.stdout, ts.stderr, ts.typed, ts.wrapLog
 		defer func() { err = ts.redact(err) }()
-		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha, *anthropicBase, *openaiBase); err != nil {
+		if err := checkEvalArgs(pos, *failUnder, *conc, *alpha); err != nil {
 			return err
 		}
-		if *costLimit < 0 || math.IsNaN(*costLimit) || math.IsInf(*costLimit, 0) {
-			return usageErrorf("eval: --cost-limit-usd %v: want a finite amount >= 0 (0: no cap)", *costLimit)
-		}
-		if !(*semThreshold > 0 && *semThreshold <= 1) {
-			return usageErrorf("eval: --semantic-threshold %v: want a score in (0, 1]", *semThreshold)
-		}
-		book := llm.DefaultPriceBook()
-		if *prices != "" {
-			if book, err = llm.LoadPrices(*prices, book); err != nil {
-				return inputError(fmt.Errorf("--prices: %w", err))
-			}
+		book, err := sp.book()
+		if err != nil {
+			return err
 		}
 		logger, err := lf.logger(stderr, wrapLog)
 		if err != nil {
@@ -286,31 +273,28 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		resolve := llm.Models(llm.ModelsOptions{AnthropicBaseURL: *anthropicBase, OpenAIBaseURL: *openaiBase, Timeout: *timeout, Getenv: os.Getenv})
-		if _, err := resolve(*model); err != nil {
-			return inputError(fmt.Errorf("--model: %w", err))
-		}
-		judgeModel, err := resolve(*judge)
+		em, err := mf.evalModels(*model, g.data, *indexGen)
 		if err != nil {
-			return inputError(fmt.Errorf("--judge: %w", err))
+			return err
 		}
 		s, err := openEvalSinks(ctx, c, false)
 		if err != nil {
 			return err
 		}
 		deps := s.deps()
-		deps.Models = resolve
-		deps.Judge = &grader.Judge{Model: judgeModel, Prices: book}
+		deps.Models = em.resolve
+		deps.Judge = &grader.Judge{Model: em.judge, Prices: book}
 		deps.Prices = book
-		deps.Semantic = &grader.Semantic{Model: judgeModel, Prices: book, Threshold: *semThreshold}
+		deps.Semantic = &grader.Semantic{Model: em.judge, Prices: book, Threshold: *sp.semThreshold}
 		deps.Typed = typed
+		deps.RAG = em.rag
 		deps.Concurrency = *conc
 		deps.Logger = logger
-		live := newEvalLive(stdout, stderr, set, *model, judgeModel.ID(), *c.asJSON)
+		live := newEvalLive(stdout, stderr, set, *model, em.judge.ID(), *c.asJSON)
 		deps.OnCase = live.onCase
 		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
 			Set: set, Model: *model, AgentID: *c.agentID,
-			BaselineID: *baseline, Window: *window, Alpha: *alpha, MaxCostUSD: *costLimit, Semantic: *semantic,
+			BaselineID: *baseline, Window: *window, Alpha: *alpha, MaxCostUSD: *sp.costLimit, Semantic: *sp.semantic,
 		})
 		live.finish()
 		closeErr := s.close(ctx)
@@ -322,9 +306,44 @@ func newEvalCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// spendFlags are eval's price, cap and semantic-check flags.
+type spendFlags struct {
+	prices                  *string
+	costLimit, semThreshold *float64
+	semantic                *bool
+}
+
+func addSpendFlags(fs *pflag.FlagSet) spendFlags {
+	return spendFlags{
+		prices:       fs.String("prices", "", "JSON file of model id -> {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}; overrides and extends the built-in price book"),
+		costLimit:    fs.Float64("cost-limit-usd", 0, "stop paid model and judge calls once the run's priced spend reaches this many US dollars; the rest is unmeasured (cost_limit). 0: no cap"),
+		semantic:     fs.Bool("semantic", false, "add the faithfulness and answer_relevance checks, judged by --judge, to every rag case"),
+		semThreshold: fs.Float64("semantic-threshold", grader.DefaultSemanticThreshold, "score at which a semantic check passes, in (0, 1]"),
+	}
+}
+
+// book checks --cost-limit-usd and --semantic-threshold and returns the
+// price book of --prices (the file over the built-in book).
+func (f spendFlags) book() (llm.PriceBook, error) {
+	if c := *f.costLimit; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return nil, usageErrorf("eval: --cost-limit-usd %v: want a finite amount >= 0 (0: no cap)", c)
+	}
+	if t := *f.semThreshold; !(t > 0 && t <= 1) {
+		return nil, usageErrorf("eval: --semantic-threshold %v: want a score in (0, 1]", t)
+	}
+	book := llm.DefaultPriceBook()
+	if *f.prices != "" {
+		var err error
+		if book, err = llm.LoadPrices(*f.prices, book); err != nil {
+			return nil, inputError(fmt.Errorf("--prices: %w", err))
+		}
+	}
+	return book, nil
+}
+
 // checkEvalArgs refuses eval's arguments and flag values that cannot work,
 // before anything is read or opened.
-func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, anthropicBase, openaiBase string) error {
+func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64) error {
 	if len(pos) != 1 {
 		return usageErrorf("eval: want exactly one EVALSET, have %d arguments", len(pos))
 	}
@@ -337,10 +356,7 @@ func checkEvalArgs(pos []string, failUnder float64, conc int, alpha float64, ant
 	if alpha <= 0 || alpha >= 1 {
 		return usageErrorf("eval: --alpha must be in (0, 1)")
 	}
-	if err := checkURL("--anthropic-base-url ($ANTHROPIC_BASE_URL)", anthropicBase, "http", "https"); err != nil {
-		return err
-	}
-	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", openaiBase, "http", "https")
+	return nil
 }
 
 // finishEval prints what grading left to say once the sinks are closed

@@ -100,20 +100,27 @@ func (f *ragFlags) newEmbedder() (index.Embedder, error) {
 }
 
 func (f *ragFlags) newGenerator() (rag.Generator, error) {
-	switch f.generator {
+	return newGenerator(f.generator, f.genModel, f.providers())
+}
+
+// newGenerator is the generator of --generator and --gen-model (ask and
+// serve): offline (extractive) or openai (chat over p's root, key and
+// timeout). The OpenAI API itself without a key is refused.
+func newGenerator(kind, model string, p rag.Providers) (rag.Generator, error) {
+	switch kind {
 	case "offline":
 		return rag.NewExtractive(0), nil
 	case "openai":
-		if err := f.checkKey(); err != nil {
-			return nil, err
+		c, err := openai.New(openai.Options{BaseURL: p.OpenAIBaseURL, APIKey: p.OpenAIKey, Timeout: p.Timeout})
+		if errors.Is(err, openai.ErrNoKey) {
+			return nil, fmt.Errorf("--generator openai: OPENAI_API_KEY is not set (needed for %s)", defaultBaseURL)
 		}
-		c, err := f.client()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--generator openai: %w", err)
 		}
-		return rag.NewChat(c, f.genModel)
+		return rag.NewChat(c, model)
 	}
-	return nil, fmt.Errorf("--generator %q: want offline or openai", f.generator)
+	return nil, fmt.Errorf("--generator %q: want offline or openai", kind)
 }
 
 // client is the OpenAI-compatible client of --openai-base-url, the key in
@@ -350,34 +357,28 @@ func newAskCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		corpus, err := rag.LoadCorpus(corpusPath)
-		if err != nil {
-			return inputError(err)
-		}
-		emb, err := rf.newEmbedder()
-		if err != nil {
-			return inputError(err)
-		}
 		gen, err := rf.newGenerator()
 		if err != nil {
 			return inputError(err)
 		}
 		var p *rag.Pipeline
 		if *memory {
-			p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{})
-		} else {
-			// Open validates the generation (stale corpus or embedder) before
-			// any provider is called.
-			p, err = rag.Open(store, corpus, emb, gen, rag.Options{})
-			if errors.Is(err, index.ErrNoActive) {
-				return inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, corpusPath, rf.data))
-			}
-			if errors.Is(err, index.ErrStale) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, index.ErrUnsafePath) {
+			corpus, err := rag.LoadCorpus(corpusPath)
+			if err != nil {
 				return inputError(err)
 			}
-		}
-		if err != nil {
-			return rf.providerError(err)
+			emb, err := rf.newEmbedder()
+			if err != nil {
+				return inputError(err)
+			}
+			if p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{}); err != nil {
+				return rf.providerError(err)
+			}
+		} else {
+			explicit := cmd.Flags().Changed("embedder") || cmd.Flags().Changed("embed-model") || cmd.Flags().Changed("dims")
+			if p, err = rf.openStored(store, corpusPath, explicit, gen); err != nil {
+				return err
+			}
 		}
 		rec, err := p.Ask(ctx, pos[0])
 		if err != nil {
@@ -390,6 +391,52 @@ func newAskCmd(g *globals) *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// openStored opens the active generation with the embedder that built it
+// (rag.OpenStored), after checking what the flags ask of it: the corpus
+// of --corpus, and with explicitEmbedder the embedder of --embedder,
+// --embed-model and --dims. A stale, missing or invalid generation is an
+// input error, before any provider is called.
+func (f *ragFlags) openStored(store *index.Store, corpusPath string, explicitEmbedder bool, gen rag.Generator) (*rag.Pipeline, error) {
+	m, _, err := store.Generation("active")
+	if err == nil && (f.corpus != "" || explicitEmbedder) {
+		want := index.Expect{CorpusDigest: m.CorpusDigest, Embedder: m.Embedder}
+		if f.corpus != "" {
+			corpus, err := rag.LoadCorpus(corpusPath)
+			if err != nil {
+				return nil, inputError(err)
+			}
+			want.CorpusDigest = corpus.Digest()
+		}
+		if explicitEmbedder {
+			emb, err := f.newEmbedder()
+			if err != nil {
+				return nil, inputError(err)
+			}
+			want.Embedder = index.InfoOf(emb)
+		}
+		_, err = store.Check(want)
+	}
+	var p *rag.Pipeline
+	if err == nil {
+		p, err = rag.OpenStored(store, "active", f.providers(), gen, rag.Options{})
+	}
+	switch {
+	case errors.Is(err, index.ErrNoActive):
+		return nil, inputError(fmt.Errorf("%w; run: verdryx index build --corpus %s --data %s (or pass --memory)", err, corpusPath, f.data))
+	case errors.Is(err, index.ErrStale), errors.Is(err, index.ErrCorrupt), errors.Is(err, index.ErrUnsafePath), errors.Is(err, index.ErrNoCorpus), errors.Is(err, rag.ErrEmbedder):
+		return nil, inputError(err)
+	case err != nil:
+		return nil, serviceError(err)
+	}
+	return p, nil
+}
+
+// providers are the provider settings of the flags for a stored
+// generation's embedder: --openai-base-url, $OPENAI_API_KEY, --timeout.
+func (f *ragFlags) providers() rag.Providers {
+	return rag.Providers{OpenAIBaseURL: f.baseURL, OpenAIKey: openai.KeyFromEnv(os.Getenv), Timeout: f.timeout}
 }
 
 func printRecord(w io.Writer, rec rag.Record) {
@@ -425,7 +472,7 @@ func askCorpusPath(store *index.Store, rf ragFlags, memory bool) (string, error)
 			return "", usageErrorf("ask: --memory needs --corpus")
 		}
 		var err error
-		corpusPath, _, err = store.ActiveCorpus()
+		_, corpusPath, err = store.Generation("active")
 		if errors.Is(err, index.ErrNoActive) {
 			return "", inputError(fmt.Errorf("%w; run: verdryx index build --corpus FILE --data %s (or pass --memory --corpus FILE)", err, rf.data))
 		}

@@ -386,8 +386,9 @@ func TestOpenAIProvidersByFlag(t *testing.T) {
 	assert.Contains(t, out, `"answer": "INSUFFICIENT_CONTEXT"`)
 	assert.Contains(t, out, `"generator": "openai-chat/fake-chat"`)
 
-	// The offline embedder is refused against this generation before any call.
-	_, errOut, code = ragRun(t, "ask", "--data", data, "--corpus", ragCorpusPath, "anything?")
+	// The offline embedder, named, is refused against this generation
+	// before any call.
+	_, errOut, code = ragRun(t, "ask", "--data", data, "--corpus", ragCorpusPath, "--embedder", "offline", "anything?")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "was built with embedder openai/fake-embed")
 	assert.Equal(t, int64(2), embedCalls.Load())

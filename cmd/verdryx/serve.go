@@ -29,8 +29,11 @@ import (
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/provider/openai"
+	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/store"
@@ -129,6 +132,11 @@ type serveFlags struct {
 	pinnedTTL, snapshotEvery, startTimeout, foldAfter              *time.Duration
 	maxRecord                                                      *int
 	typed                                                          typedFlags
+	models                                                         *modelFlags
+	allowModels                                                    []string
+	generator, genModel, prices                                    *string
+	asJSON                                                         *bool
+	maxCost                                                        *float64
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -143,7 +151,14 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
 	fs.StringArrayVar(&f.evalFiles, "eval-request", nil, "publish this eval-request JSON file at start (repeatable)")
-	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks with the offline pipeline (default: the corpus the active index generation under <data>/index recorded; without one, asks are disabled)")
+	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks, embedded in memory by the offline embedder (default: the active index generation under <data>/index, with the embedder that built it and its stored vectors; without one, asks are disabled)")
+	f.models = addModelFlags(fs, "timeout per model, judge, embedding or generation call (never retried)")
+	fs.StringArrayVar(&f.allowModels, "allow-model", nil, "a model id eval requests may name as model or judge, e.g. openai:gpt-4o-mini (repeatable; stub is always allowed; keys from the environment or the key files)")
+	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
+	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
+	f.prices = fs.String("prices", envOr("VERDRYX_PRICES", ""), "JSON prices file ({\"<model id>\": {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}}) over the built-in book, for eval requests ($VERDRYX_PRICES)")
+	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
+	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
@@ -294,7 +309,8 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		return worker.Options{}, usageErrorf("--huge-pages %q: want on, off or auto", *f.hugePages)
 	}
 	printed := &printedRequests{ids: map[string]bool{}}
-	return worker.Options{
+	asJSON := *f.asJSON
+	o := worker.Options{
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
@@ -307,23 +323,57 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 		},
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			printed.add(req.RequestID)
-			printEvalResult(stdout, req, res, false)
+			printEvalResult(stdout, req, res, false, asJSON)
 		},
 		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
 			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
 			if err == nil {
-				printReplayStats(stdout, st, dir, s)
+				if asJSON {
+					err = writeJSON(stdout, newReplayJSON(st, dir, s))
+				} else {
+					printReplayStats(stdout, st, dir, s)
+				}
 			}
 			return st, err
 		},
 		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
 		Drained: func(ctx context.Context, st *store.Store, traces *fleet.Aggregate) error {
-			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout); err != nil {
+			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout, asJSON); err != nil {
 				return err
 			}
-			return printTraceReport(traces, stdout)
+			return printTraceReport(traces, stdout, asJSON)
 		},
-	}, nil
+	}
+	if err := f.modelOptions(&o); err != nil {
+		return worker.Options{}, err
+	}
+	return o, nil
+}
+
+// modelOptions sets o's models, judge, providers, ask generator, prices and
+// spending bound from the model flags; bad flags or files are input errors.
+func (f *serveFlags) modelOptions(o *worker.Options) error {
+	if err := f.models.check(); err != nil {
+		return err
+	}
+	resolve, getenv, err := f.models.resolver()
+	if err != nil {
+		return err
+	}
+	providers := rag.Providers{OpenAIBaseURL: *f.models.openaiBase, OpenAIKey: openai.KeyFromEnv(getenv), Timeout: *f.models.timeout}
+	gen, err := newGenerator(*f.generator, *f.genModel, providers)
+	if err != nil {
+		return inputError(err)
+	}
+	var prices llm.PriceBook
+	if *f.prices != "" {
+		if prices, err = llm.LoadPrices(*f.prices, llm.DefaultPriceBook()); err != nil {
+			return inputError(fmt.Errorf("--prices ($VERDRYX_PRICES): %w", err))
+		}
+	}
+	o.Models, o.AllowModels, o.Judge, o.Providers, o.Generator = resolve, f.allowModels, *f.models.judge, providers, gen
+	o.Prices, o.MaxCostUSD = prices, *f.maxCost
+	return nil
 }
 
 // onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.
@@ -480,7 +530,7 @@ func (p *printedRequests) has(id string) bool {
 // was done before this run (JetStream dropped the re-published request as
 // a duplicate, or the worker answered it from the store), the stored
 // result, saying so.
-func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer) error {
+func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer, asJSON bool) error {
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -501,13 +551,11 @@ func printDoneRequests(ctx context.Context, st *store.Store, files []string, pri
 		if err := json.Unmarshal(rec.Result, &res); err != nil {
 			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
 		}
-		printEvalResult(w, req, res, true)
+		printEvalResult(w, req, res, true, asJSON)
 	}
 	return nil
 }
 
-// printEvalResult prints the line of one eval request's result; stored
-// says it was done before this run and is answered from the store.
 // replayJSON is replay's --json output.
 type replayJSON struct {
 	Dir        string   `json:"dir"`
@@ -521,6 +569,12 @@ type replayJSON struct {
 	Failed     []string `json:"failed"`
 }
 
+// newReplayJSON is the replayJSON of a replay of dir.
+func newReplayJSON(st segreplay.Stats, dir string, s streams.Subjects) replayJSON {
+	return replayJSON{Dir: dir, Subject: s.Traces, Partitions: max(s.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
+		Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+}
+
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
 func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Subjects) {
@@ -531,7 +585,14 @@ func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Sub
 	}
 }
 
-func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, stored bool) {
+// printEvalResult prints the line of one eval request's result; stored
+// says it was done before this run and is answered from the store. With
+// asJSON it prints the result as the object eval --json prints instead.
+func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, stored, asJSON bool) {
+	if asJSON {
+		_ = writeJSON(w, res) // stdout: nothing to do about a failed write
+		return
+	}
 	mean := "unmeasured"
 	if res.Run.MeanScore != nil {
 		mean = fmt.Sprintf("%.3f", *res.Run.MeanScore)
@@ -549,8 +610,8 @@ func printEvalResult(w io.Writer, req evalreq.Request, res evalrun.Result, store
 }
 
 // printTraceReport prints the cost-per-outcome report of the fleet's trace
-// partitions.
-func printTraceReport(agg *fleet.Aggregate, w io.Writer) error {
+// partitions, as JSON with asJSON.
+func printTraceReport(agg *fleet.Aggregate, w io.Writer, asJSON bool) error {
 	r, err := agg.Reducer(outcome.Options{})
 	if err != nil {
 		return err
@@ -558,6 +619,9 @@ func printTraceReport(agg *fleet.Aggregate, w io.Writer) error {
 	rep, err := r.CheckedReport()
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(w, rep)
 	}
 	fmt.Fprintln(w, "cost per outcome of the traces consumed:")
 	return rep.WriteTable(w)
@@ -619,9 +683,7 @@ func newReplayCmd() *cobra.Command {
 		}
 		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		if *asJSON {
-			out := replayJSON{Dir: pos[0], Subject: subjects.Traces, Partitions: max(subjects.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
-				Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
-			if err := writeJSON(stdout, out); err != nil {
+			if err := writeJSON(stdout, newReplayJSON(st, pos[0], *subjects)); err != nil {
 				return err
 			}
 		} else {

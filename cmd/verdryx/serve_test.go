@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"math"
@@ -112,27 +113,36 @@ func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
 }
 
 // TestServeAskCorpus: with no --rag-corpus, serve answers RAG asks from the
-// corpus the active index generation recorded, and disables them (logged
-// at info) when the data directory holds no generation.
+// active index generation, saying with which embedder, and disables them
+// (logged at info) when the data directory holds no generation;
+// --rag-corpus wins.
 func TestServeAskCorpus(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	data := t.TempDir()
-	assert.Empty(t, worker.AskCorpus("", data, logger))
+	ctx := context.Background()
+	a, err := worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger})
+	require.NoError(t, err)
+	assert.Nil(t, a)
 	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag-corpus and no index generation with a recorded corpus"`)
 
 	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 	require.Equal(t, exitOK, code, errOut)
-	path := worker.AskCorpus("", data, logger)
-	assert.Equal(t, filepath.Join(data, "index", "generations"), filepath.Dir(filepath.Dir(path)))
-	want, err := os.ReadFile(ragCorpusPath)
+	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger})
 	require.NoError(t, err)
-	have, err := os.ReadFile(path)
+	require.NotNil(t, a)
+	assert.Regexp(t, `msg="rag asks answered from the active index generation" generation=[0-9a-f]{32} corpus=grimoire-v1 embedder=offline-hash/hash-v1/d4096/w1-b2-c3..5 generator=offline-extractive`, logs.String())
+	rec, err := a.AskTopK(ctx, "How many grains of pearl salt for moonpetal?", 3)
 	require.NoError(t, err)
-	assert.Equal(t, want, have)
+	assert.Len(t, rec.RetrievedIDs, 3)
 
-	assert.Equal(t, ragCorpusPath, worker.AskCorpus(ragCorpusPath, data, logger), "the flag wins")
-	assert.Empty(t, worker.AskCorpus(filepath.Join(data, "nope.json"), data, logger))
+	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger, RAGCorpus: ragCorpusPath})
+	require.NoError(t, err)
+	require.NotNil(t, a)
+	assert.Contains(t, logs.String(), `msg="rag asks answered from --rag-corpus in memory"`)
+	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger, RAGCorpus: filepath.Join(data, "nope.json")})
+	require.NoError(t, err)
+	assert.Nil(t, a)
 }
 
 // serveOptions parses serve's flags args into the worker's options.

@@ -1,0 +1,112 @@
+package rag
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/provider/openai"
+)
+
+// Providers say how to reach the providers a stored generation may name
+// as its embedder. The generation names its embedder; building it was the
+// operator's opt-in, so nothing here chooses one.
+type Providers struct {
+	// OpenAIBaseURL is the OpenAI-compatible API root; "" means
+	// openai.DefaultBaseURL.
+	OpenAIBaseURL string
+	// OpenAIKey is sent as a bearer token when non-empty (the OpenAI API
+	// itself refuses calls without one: openai.ErrNoKey).
+	OpenAIKey string
+	// Timeout bounds each embedding call; 0 means openai.DefaultTimeout.
+	Timeout time.Duration
+}
+
+// ErrEmbedder marks a generation whose embedder cannot be rebuilt here:
+// an unknown embedder name or model, or a provider without its key.
+var ErrEmbedder = errors.New("rag: embedder of the generation unavailable")
+
+// EmbedderOf returns the embedder that built a generation, from the
+// EmbedderInfo its manifest records: the offline hashing embedder
+// ("offline-hash", its dimensions from the model) or an OpenAI-compatible
+// embedder ("openai", model "<id>" or "<id>/d<dims>") over p. It makes no
+// network call. The embedder returned has exactly info as its InfoOf.
+func EmbedderOf(info index.EmbedderInfo, p Providers) (index.Embedder, error) {
+	var emb index.Embedder
+	switch info.Name {
+	case index.NewHashEmbedder(0).Name():
+		dims, ok := hashDims(info.Model)
+		if !ok {
+			return nil, fmt.Errorf("%w: offline embedder model %q", ErrEmbedder, info.Model)
+		}
+		emb = index.NewHashEmbedder(dims)
+	case openai.EmbedderName:
+		model, dims := info.Model, 0
+		if i := strings.LastIndex(model, "/d"); i > 0 {
+			if n, err := strconv.Atoi(model[i+2:]); err == nil && n > 0 {
+				model, dims = model[:i], n
+			}
+		}
+		c, err := openai.New(openai.Options{BaseURL: p.OpenAIBaseURL, APIKey: p.OpenAIKey, Timeout: p.Timeout})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s/%s: %w", ErrEmbedder, info.Name, info.Model, err)
+		}
+		e, err := openai.NewEmbedder(c, model, dims)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEmbedder, err)
+		}
+		emb = e
+	default:
+		return nil, fmt.Errorf("%w: unknown embedder %q", ErrEmbedder, info.Name)
+	}
+	if index.InfoOf(emb) != info {
+		return nil, fmt.Errorf("%w: embedder %s/%s is rebuilt as %s/%s", ErrEmbedder, info.Name, info.Model, emb.Name(), emb.Model())
+	}
+	return emb, nil
+}
+
+// hashDims reads the dimensions of an offline embedder model
+// ("hash-v1/d4096/...").
+func hashDims(model string) (int, bool) {
+	for _, part := range strings.Split(model, "/") {
+		if n, err := strconv.Atoi(strings.TrimPrefix(part, "d")); strings.HasPrefix(part, "d") && err == nil && n > 0 {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// OpenStored is the one way a stored generation answers questions (ask,
+// the worker's asks and eval's rag cases against --index): it opens
+// generation id of store ("active" or "" for the active one), rebuilds
+// the embedder that built it (EmbedderOf, with p), reads the corpus it
+// recorded and its stored vectors, verified, and returns the pipeline over
+// them with gen. Only questions are embedded, one call per ask; the
+// corpus is never embedded again. It makes no network call. Errors: those
+// of index.Store.Generation and LoadGeneration (index.ErrNoActive,
+// ErrCorrupt, ...), ErrEmbedder.
+func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts Options) (*Pipeline, error) {
+	m, corpusPath, err := store.Generation(id)
+	if err != nil {
+		return nil, err
+	}
+	emb, err := EmbedderOf(m.Embedder, p)
+	if err != nil {
+		return nil, fmt.Errorf("generation %s: %w", m.ID, err)
+	}
+	c, err := LoadCorpus(corpusPath)
+	if err != nil {
+		return nil, fmt.Errorf("generation %s: %w", m.ID, err)
+	}
+	if c.Digest() != m.CorpusDigest {
+		return nil, fmt.Errorf("%w: generation %s records a corpus of digest %s, its manifest names %s", index.ErrCorrupt, m.ID, c.Digest(), m.CorpusDigest)
+	}
+	idx, err := store.LoadGeneration(m)
+	if err != nil {
+		return nil, err
+	}
+	return New(c, idx, m.ID, emb, gen, opts)
+}
