@@ -68,10 +68,6 @@ func ReadRecordsFile(path string, r *Reducer) error {
 	return calls.ScanRecordsFile(path, newRecordFolder(r).fold)
 }
 
-// ReadNDJSON folds NDJSON outcome records from src (named name in errors).
-func ReadNDJSON(src io.Reader, name string, r *Reducer) error {
-	return calls.ScanNDJSON(src, name, newRecordFolder(r).fold)
-}
 
 // ReadRecords folds the outcome records of src (named name in errors) into
 // r, in the format its first byte says (calls.ScanRecords: a JSON array,

@@ -92,7 +92,7 @@ func TestReadNDJSONSameReport(t *testing.T) {
 		for _, opts := range optsList {
 			want, have := newReducer(t, opts), newReducer(t, opts)
 			wantErr := referenceFold(file, "f.ndjson", want)
-			haveErr := ReadNDJSON(bytes.NewReader(file), "f.ndjson", have)
+			haveErr := ReadRecords(bytes.NewReader(file), "f.ndjson", have)
 			require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(haveErr), "file %s", file)
 			wr, hr := want.Report(), have.Report()
 			if wr.overflow != nil {
@@ -123,11 +123,11 @@ func TestReadNDJSONAllocs(t *testing.T) {
 	b.WriteString(`{"outcome":"escalated","cost_usd":0.5}` + "\n")
 	file := b.Bytes()
 	r := newReducer(t, Options{})
-	require.NoError(t, ReadNDJSON(bytes.NewReader(file), "f.ndjson", r))
+	require.NoError(t, ReadRecords(bytes.NewReader(file), "f.ndjson", r))
 	reader := bytes.NewReader(file)
 	allocs := testing.AllocsPerRun(5, func() {
 		reader.Reset(file)
-		if err := ReadNDJSON(reader, "f.ndjson", r); err != nil {
+		if err := ReadRecords(reader, "f.ndjson", r); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -160,7 +160,7 @@ func BenchmarkReadNDJSON(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		rd.Reset(file)
-		if err := ReadNDJSON(rd, "b.ndjson", r); err != nil {
+		if err := ReadRecords(rd, "b.ndjson", r); err != nil {
 			b.Fatal(err)
 		}
 	}

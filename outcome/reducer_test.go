@@ -186,7 +186,7 @@ func TestReadNDJSONAndCSV(t *testing.T) {
 {"cost_microusd":40,"outcome":""}
 `
 	r := newReducer(t, Options{})
-	require.NoError(t, ReadNDJSON(strings.NewReader(nd), "x.ndjson", r))
+	require.NoError(t, ReadRecords(strings.NewReader(nd), "x.ndjson", r))
 	require.Equal(t, []row{{"case_resolved", 1, 2, 1, 100}, {"escalated", 1, 1, 0, 250000}}, rows(t, r))
 	require.Equal(t, int64(1), r.Stats().DroppedUntagged)
 	require.Equal(t, int64(1), r.Stats().Records)
@@ -224,7 +224,7 @@ func TestReadRecordErrors(t *testing.T) {
 			if tc.csv {
 				err = readCSV(strings.NewReader(tc.in), "in.csv", r)
 			} else {
-				err = ReadNDJSON(strings.NewReader(tc.in), "in.ndjson", r)
+				err = ReadRecords(strings.NewReader(tc.in), "in.ndjson", r)
 			}
 			require.Error(t, err)
 			for _, w := range tc.want {

@@ -337,7 +337,7 @@ func TestEvalGrimoireOffline(t *testing.T) {
 	assert.Contains(t, stdout, "deterministic stub")
 }
 
-func TestEvalRefusesNewerStore(t *testing.T) {
+func TestEvalRefusesAStoreOfAnotherSchema(t *testing.T) {
 	cleanEvalEnv(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "v.db")
@@ -347,7 +347,7 @@ func TestEvalRefusesNewerStore(t *testing.T) {
 	bumpUserVersion(t, db, 999)
 	_, stderr, code := runCLI(t, "eval", "--db", db, set)
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "schema is newer than this build")
+	assert.Contains(t, stderr, "the file is version 999, this build reads version 1 only")
 }
 
 func TestEvalExportsSpans(t *testing.T) {

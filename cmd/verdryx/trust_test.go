@@ -21,10 +21,10 @@ func TestCLIRecordsRefuseOverflowUnknownFieldsAndTrailingData(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"one-run.ndjson", `{"run_id":"r","step":1,"decision":"allow","cost_microusd":9223372036854775807,"outcome":"case_resolved"}
 {"run_id":"r","step":2,"decision":"allow","cost_microusd":9223372036854775807}
-`, `one-run.ndjson:2: run "r": cost_microusd 9223372036854775807: cost sum overflows int64`},
+`, `one-run.ndjson:1: field cost_microusd: 9223372036854775807 is over the per-call maximum of 1000000000000 ($1,000,000)`},
 		{"two-runs.ndjson", `{"run_id":"a","step":1,"decision":"allow","cost_microusd":9223372036854775807,"outcome":"case_resolved"}
 {"run_id":"b","step":1,"decision":"allow","cost_microusd":9223372036854775807,"outcome":"case_resolved"}
-`, "report total: adding 9223372036854775807 micro-USD: cost sum overflows int64"},
+`, "two-runs.ndjson:1: field cost_microusd: 9223372036854775807 is over the per-call maximum"},
 		{"misspelled.ndjson", `{"run_id":"r","decision":"allow","cost_micro_usd":5}` + "\n", `misspelled.ndjson:1: unknown field "cost_micro_usd"`},
 		{"trailing.ndjson", `{"run_id":"r","decision":"allow","cost_microusd":5} garbage` + "\n", "trailing.ndjson:1: trailing data after the JSON value"},
 	}

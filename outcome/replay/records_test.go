@@ -104,7 +104,7 @@ func TestRecordsReduceLikeSegments(t *testing.T) {
 
 			viaND, err := outcome.NewReducer(outcome.Options{})
 			require.NoError(t, err)
-			require.NoError(t, outcome.ReadNDJSON(&nd, "calls.ndjson", viaND))
+			require.NoError(t, outcome.ReadRecords(&nd, "calls.ndjson", viaND))
 			require.Equal(t, want.Groups, viaND.Report().Groups)
 
 			viaCSV, err := outcome.NewReducer(outcome.Options{})
