@@ -68,7 +68,6 @@ func ReadRecordsFile(path string, r *Reducer) error {
 	return calls.ScanRecordsFile(path, newRecordFolder(r).fold)
 }
 
-
 // ReadRecords folds the outcome records of src (named name in errors) into
 // r, in the format its first byte says (calls.ScanRecords: a JSON array,
 // NDJSON or CSV).
