@@ -465,10 +465,10 @@ func newServeCmd(g *globals) *cobra.Command {
 // embedded server, benchmarks' knobs) is in --help-all and a --config file.
 func serveFlagGroups() []flagGroup {
 	return []flagGroup{
-		{"Inputs", []string{"replay", "eval-request", "tail", "root", "once"}},
-		{"NATS", []string{"nats", "nats-creds", "nats-listen", "partitions", "replicas"}},
+		{"Inputs", []string{"replay", "follow", "eval-request", "tail", "root", "once"}},
+		{"NATS", []string{"nats", "nats-creds", "partitions", "replicas"}},
 		{"Outputs", []string{"data", "db", "events", "http", "otlp", "instance"}},
-		{"Models", []string{"typed-url", "typed-key-file"}},
+		{"Models", []string{"allow-model", "judge", "openai-key-file", "anthropic-key-file", "prices", "max-cost-usd"}},
 	}
 }
 
