@@ -417,6 +417,25 @@ func TestWorkerPods(t *testing.T) {
 		t.Errorf("NATS_CREDS=%s is not in a read-only Secret volume", creds.Value)
 	}
 
+	// Model keys are files too: the Secret verdryx-model-keys, mounted
+	// read-only where the manifest's comment tells --openai-key-file and
+	// --anthropic-key-file to look, and no key in the environment.
+	keysMounted := false
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			keysMounted = keysMounted || (v.Name == m.Name && m.MountPath == "/etc/verdryx/model-keys" && m.ReadOnly &&
+				v.Secret != nil && v.Secret.SecretName == "verdryx-model-keys")
+		}
+	}
+	if !keysMounted {
+		t.Error("the model keys are not the Secret verdryx-model-keys mounted read-only at /etc/verdryx/model-keys")
+	}
+	for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
+		if envVar(c, k) != nil {
+			t.Errorf("%s is in the worker's environment: mount it as a file (--openai-key-file, --anthropic-key-file)", k)
+		}
+	}
+
 	// Memory: the limit holds the measured peak of a 10 M-row backlog
 	// (1.1 GiB, docs/deploy.md) and GOMEMLIMIT is under the limit.
 	limit := c.Resources.Limits[corev1.ResourceMemory]
@@ -571,8 +590,8 @@ func TestInlineSecretsAreFound(t *testing.T) {
 		want string
 	}{
 		{"key inline", func(b []byte) []byte {
-			return regexp.MustCompile(`(?s)- name: OPENAI_API_KEY\n(\s+)valueFrom:.*?optional: true\n`).
-				ReplaceAll(b, []byte("- name: OPENAI_API_KEY\n${1}value: sk-inline\n"))
+			return regexp.MustCompile(`(?m)^(\s+)- name: GOMEMLIMIT\n`).
+				ReplaceAll(b, []byte("${1}- name: OPENAI_API_KEY\n${1}  value: sk-inline\n${1}- name: GOMEMLIMIT\n"))
 		}, "env OPENAI_API_KEY is not from a Secret"},
 		{"secret committed", func(b []byte) []byte { return append(slices.Clone(b), secret...) }, "Secret verdryx-model-keys is committed"},
 		{"password argument", func(b []byte) []byte {
