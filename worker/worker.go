@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -378,11 +377,11 @@ func (w *Worker) Options() Options { return w.opts }
 
 // Run opens the store, connects to NATS (starting the embedded server
 // when no URL is given), takes the instance lease and runs every actor
-// until ctx's signal handler fires (SIGINT, SIGTERM), an actor fails, or
+// until ctx is done (main cancels it on SIGINT and SIGTERM), an actor fails, or
 // with Once the inputs are drained. Shutdown is ordered: the actors stop
 // fetching and finish in-flight work, the events file is flushed, then the
 // connection drains before the store, the lease and the server close.
-// A signal or a drain is a clean exit (nil).
+// A cancelled ctx or a drain is a clean exit (nil).
 func (w *Worker) Run(ctx context.Context) error {
 	o := &w.opts
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
@@ -459,8 +458,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	o.Logger.Info("worker started", "instance", o.Instance, "events_subject", r.chain.Subject(), "db", o.DBPath)
 
 	err = g.Run()
-	var sigErr oklogrun.SignalError
-	clean := err == nil || errors.As(err, &sigErr) || errors.Is(err, errDrained) ||
+	clean := err == nil || errors.Is(err, errDrained) ||
 		(errors.Is(err, context.Canceled) && ctx.Err() != nil) // the caller stopped us
 	// The trace report reads the partitions' snapshots, all written by
 	// the fleet's clean stop, from the bucket while the connection is up.
@@ -649,8 +647,12 @@ func (r *running) sinks(ctx context.Context) error {
 // actors adds every actor to g, in the order they are interrupted.
 func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	o := &r.w.opts
-	// Signals: a clean exit on SIGINT/SIGTERM.
-	g.Add(oklogrun.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	// The caller's cancellation is a clean stop (main turns SIGINT and
+	// SIGTERM into it; nothing below main handles signals).
+	{
+		cctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { <-cctx.Done(); return nil }, func(error) { cancel() })
+	}
 
 	// The instance lease renews itself from the moment it was taken;
 	// losing it to another holder stops the worker.
