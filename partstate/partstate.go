@@ -187,6 +187,9 @@ type dayKey struct {
 // open days, and the store and the KV bucket the retained ones. Not safe
 // for concurrent use.
 type State struct {
+	// Part is the partition of Parts the state is of; LastSeq the highest
+	// stream sequence applied, set by the consumer and encoded with the
+	// state (a catch-up resumes after it).
 	Part, Parts int
 	LastSeq     uint64
 	// Runs holds the partial run states by day, then by run name.
