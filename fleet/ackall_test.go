@@ -159,7 +159,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		for _, h := range b.f.parts {
 			h.mu.Lock()
-			applied := h.state != nil && h.state.lastSeq > phase1Last[h.p]
+			applied := h.state != nil && h.state.LastSeq > phase1Last[h.p]
 			h.mu.Unlock()
 			if applied {
 				return nil

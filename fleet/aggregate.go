@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -47,7 +48,7 @@ func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjec
 // outside opts'. A window off the hour fails with ErrWindowNotWholeHours
 // before anything is read.
 func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Subjects, opts outcome.Options) (*Aggregate, error) {
-	want, err := windowDays(opts)
+	want, err := partstate.WindowDays(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Sub
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("kv bucket %s: %w", Bucket, err)
 	}
-	agg := &Aggregate{parts: map[int]*partState{}, tables: map[int]map[int32][]byte{}, read: want}
+	agg := &Aggregate{Parts: map[int]*partstate.State{}, Tables: map[int]map[int32][]byte{}, Read: want}
 	var missing []int
 	for p := range n {
 		st, tables, err := readPartAggregate(ctx, kv, p, n, want)
@@ -68,8 +69,8 @@ func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Sub
 			return nil, err
 		}
 		if st != nil {
-			agg.parts[p] = st
-			agg.tables[p] = tables
+			agg.Parts[p] = st
+			agg.Tables[p] = tables
 			continue
 		}
 		last, err := lastSeqOf(ctx, stream, streams.TraceSubject(s.Traces, p))
@@ -90,7 +91,7 @@ func ReadAggregateFor(ctx context.Context, js jetstream.JetStream, s streams.Sub
 // folded days in want, nil when none was published. An object replaced
 // between reading the pointer and the object is read again from the new
 // pointer.
-func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, want dayWindow) (*partState, map[int32][]byte, error) {
+func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, want partstate.DayWindow) (*partstate.State, map[int32][]byte, error) {
 	if kv == nil {
 		return nil, nil, nil
 	}
@@ -116,12 +117,12 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, wan
 		if err != nil {
 			return nil, nil, fmt.Errorf("partition %d aggregate: %w", p, err)
 		}
-		st, err := decodePartState(b)
+		st, err := partstate.DecodeState(b)
 		if err != nil {
 			return nil, nil, err
 		}
-		if st.part != p || st.parts != n {
-			return nil, nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.part, st.parts)
+		if st.Part != p || st.Parts != n {
+			return nil, nil, fmt.Errorf("aggregate %s holds partition %d of %d", ptr.Aggregate.Prefix, st.Part, st.Parts)
 		}
 		err = applyDeltaBlobs(ctx, kv, st, ptr.Deltas)
 		if errors.Is(err, errBlobChanged) && try < 5 {
@@ -140,3 +141,35 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, wan
 		return st, tables, nil
 	}
 }
+
+// applyDeltaBlobs reads the deltas refs names from the bucket and applies
+// them, in order, to s. A delta deleted meanwhile (a new base written
+// over it) reads as errBlobChanged: read the pointer again.
+func applyDeltaBlobs(ctx context.Context, kv jetstream.KeyValue, s *partstate.State, refs []blobRef) error {
+	chain := make([][]byte, len(refs))
+	for i, ref := range refs {
+		b, err := getBlob(ctx, kv, ref)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			err = fmt.Errorf("%w: %w", errBlobChanged, err)
+		}
+		if err != nil {
+			return fmt.Errorf("delta %d of %d: %w", i+1, len(refs), err)
+		}
+		chain[i] = b
+	}
+	return s.ApplyDeltas(chain)
+}
+
+// Aggregate is the merged state of the partitions (partstate.Aggregate),
+// as ReadAggregate returns it.
+type Aggregate = partstate.Aggregate
+
+// The errors a report window can be refused with (Aggregate.Reducer).
+var (
+	ErrWindowNotWholeHours = partstate.ErrWindowNotWholeHours
+	ErrWindowCutsWholeDay  = partstate.ErrWindowCutsWholeDay
+	ErrUndatedState        = partstate.ErrUndatedState
+)
+
+// DefaultFoldAfter is Options.FoldAfter's default (partstate.DefaultFoldAfter).
+const DefaultFoldAfter = partstate.DefaultFoldAfter

@@ -9,6 +9,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/partstate"
 )
 
 // benchBatches encodes rows rows of the shape `bench traces` calls "every
@@ -35,7 +36,7 @@ func benchBatches(rows, runs int) [][]byte {
 	}
 	for i := range rows {
 		run, step := i%runs, i/runs
-		c := calls.Call{TSMillis: base + int64(step)*28*dayMillis/int64(steps) + int64(run)*1000, RunID: fmt.Sprintf("run-%08d-%x", run, run*7919),
+		c := calls.Call{TSMillis: base + int64(step)*28*partstate.DayMillis/int64(steps) + int64(run)*1000, RunID: fmt.Sprintf("run-%08d-%x", run, run*7919),
 			HasRunID: true, Decision: decisions[(run+step)%len(decisions)], CostMicroUSD: int64(100 + run%977), Step: uint32(step), HasStep: true,
 			AgentID: fmt.Sprintf("agent-%d", run%7)}
 		if step == steps-1 {
@@ -53,23 +54,23 @@ func benchBatches(rows, runs int) [][]byte {
 // applyBenchBatches applies batches (of benchBatches) to a fresh
 // partition state of one partition, each as the handler applies a
 // message, and returns the state.
-func applyBenchBatches(b *testing.B, batches [][]byte) *partState {
+func applyBenchBatches(b *testing.B, batches [][]byte) *partstate.State {
 	return applyBenchBatchesHourly(b, batches, false)
 }
 
 // applyBenchBatchesHourly is applyBenchBatches keeping every call by the
 // hour when hourly is set.
-func applyBenchBatchesHourly(b *testing.B, batches [][]byte, hourly bool) *partState {
+func applyBenchBatchesHourly(b *testing.B, batches [][]byte, hourly bool) *partstate.State {
 	h := &partHandler{f: &Fleet{}, p: 0, subject: "bench"}
-	s := newPartState(0, 1)
-	s.hoursOn, s.hoursFrom = hourly, 0
+	s := partstate.NewState(0, 1)
+	s.HoursOn, s.HoursFrom = hourly, 0
 	for i, data := range batches {
-		s.begin()
+		s.Begin()
 		if err := h.applyBatch(s, data, uint64(i+1)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	s.keep()
+	s.Keep()
 	return s
 }
 
@@ -87,13 +88,13 @@ func BenchmarkApplyBatch(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			cpu0 := cpuTime()
-			var s *partState
+			var s *partstate.State
 			for range b.N {
 				s = applyBenchBatchesHourly(b, batches, hourly)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/rows, "cpu-ns/row")
-			b.ReportMetric(float64(s.runCount())/runs, "states/run")
+			b.ReportMetric(float64(s.RunCount())/runs, "states/run")
 		})
 	}
 }
@@ -115,18 +116,18 @@ func BenchmarkReportOfFoldedDays(b *testing.B) {
 	const rows = 1_250_000
 	batches := benchBatches(rows, 12_500)
 	s := applyBenchBatches(b, batches)
-	s.settle(true)
+	s.Settle(true)
 	loads := memLoad{}
-	tables, skipped := s.foldDays(time.Unix(1<<40, 0), 0, loads.load)
+	tables, skipped := s.FoldDays(time.Unix(1<<40, 0), 0, loads.load)
 	if len(skipped) > 0 || len(tables) < 28 {
 		b.Fatalf("folded %d days, skipped %v", len(tables), skipped)
 	}
 	loads.keep(tables)
 	enc := map[int32][]byte{}
-	for d := range s.folded {
+	for d := range s.Folded {
 		enc[d] = loads[d]
 	}
-	agg := &Aggregate{parts: map[int]*partState{0: s}, tables: map[int]map[int32][]byte{0: enc}}
+	agg := &partstate.Aggregate{Parts: map[int]*partstate.State{0: s}, Tables: map[int]map[int32][]byte{0: enc}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -35,12 +36,7 @@ type partPointer struct {
 }
 
 // blobRef names a chunked value in the Bucket KV bucket.
-type blobRef struct {
-	Prefix string `json:"prefix"`
-	Chunks int    `json:"chunks"`
-	SHA256 string `json:"sha256"`
-	Size   int    `json:"size"`
-}
+type blobRef = partstate.BlobRef
 
 // blobChunk is the largest chunk of a snapshot or aggregate (under the
 // default 1 MiB max payload).
@@ -95,7 +91,7 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, replicas int) (je
 // sweep lists the bucket's names of partition h.p once (a load's best
 // effort: a failure is logged and left for the next load) for
 // sweepPrunedDays and sweepLeftovers.
-func (h *partHandler) sweep(ctx context.Context, s *partState) {
+func (h *partHandler) sweep(ctx context.Context, s *partstate.State) {
 	info, err := h.f.kvStream.Info(ctx, jetstream.WithSubjectFilter(kvSubjects+"*."+strconv.Itoa(h.p)+".>"))
 	if err != nil {
 		h.f.log.Debug("list the bucket's names of the partition", "partition", h.p, "err", err)
@@ -184,8 +180,8 @@ func (h *partHandler) sweepLeftovers(ctx context.Context, named []blobRef, keys 
 // writer races the purge. keys are the partition's keys in the bucket
 // (sweep lists them once per load). Best effort: a failure is logged and
 // left for the next load.
-func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partState, keys []string) {
-	if len(s.pruned) == 0 {
+func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partstate.State, keys []string) {
+	if len(s.Pruned) == 0 {
 		return
 	}
 	prefix := dayNamesPrefix(h.p)
@@ -197,13 +193,13 @@ func (h *partHandler) sweepPrunedDays(ctx context.Context, s *partState, keys []
 		}
 		name, _, _ := strings.Cut(rest, ".")
 		d, err := strconv.ParseInt(name, 10, 32)
-		if err == nil && s.isPruned(int32(d)) && !slices.Contains(days, int32(d)) {
+		if err == nil && s.IsPruned(int32(d)) && !slices.Contains(days, int32(d)) {
 			days = append(days, int32(d))
 		}
 	}
 	for _, d := range days {
 		if err := h.f.purgeKeys(ctx, dayBlobPrefix(h.p, d)+".>"); err != nil {
-			h.f.log.Debug("purge a pruned day's leftovers", "partition", h.p, "day", dayString(d), "err", err)
+			h.f.log.Debug("purge a pruned day's leftovers", "partition", h.p, "day", partstate.DayString(d), "err", err)
 			return
 		}
 	}
@@ -248,30 +244,30 @@ func (f *Fleet) purgeKeys(ctx context.Context, key string) error {
 // keys, each table's dedupe keys are added to s (a takeover needs them, a
 // report does not). A table replaced or removed meanwhile fails with
 // errBlobChanged (read the pointer again).
-func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partState, want dayWindow, keys bool) (map[int32][]byte, error) {
-	tables := make(map[int32][]byte, len(s.folded))
-	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
-		if !want.has(d) {
+func fetchDays(ctx context.Context, kv jetstream.KeyValue, s *partstate.State, want partstate.DayWindow, keys bool) (map[int32][]byte, error) {
+	tables := make(map[int32][]byte, len(s.Folded))
+	for _, d := range slices.Sorted(maps.Keys(s.Folded)) {
+		if !want.Has(d) {
 			continue
 		}
-		ref := s.folded[d]
-		b, err := getBlob(ctx, kv, ref.blob)
+		ref := s.Folded[d]
+		b, err := getBlob(ctx, kv, ref.Blob)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			err = fmt.Errorf("%w: %w", errBlobChanged, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
+			return nil, fmt.Errorf("partition %d day %s: %w", s.Part, partstate.DayString(d), err)
 		}
-		part, day, rev, k, err := dayTableKeys(b)
+		part, day, rev, k, err := partstate.DayTableKeys(b)
 		if err != nil {
-			return nil, fmt.Errorf("partition %d day %s: %w", s.part, dayString(d), err)
+			return nil, fmt.Errorf("partition %d day %s: %w", s.Part, partstate.DayString(d), err)
 		}
-		if part != s.part || day != d || rev != ref.rev {
+		if part != s.Part || day != d || rev != ref.Rev {
 			return nil, fmt.Errorf("partition %d day %s: the bucket holds partition %d day %s revision %d, want revision %d",
-				s.part, dayString(d), part, dayString(day), rev, ref.rev)
+				s.Part, partstate.DayString(d), part, partstate.DayString(day), rev, ref.Rev)
 		}
 		if keys {
-			s.addFoldedKeysOf(k)
+			s.AddFoldedKeysOf(k)
 		}
 		tables[d] = b
 	}

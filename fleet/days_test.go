@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -21,386 +20,12 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// day0 is the midnight the days of these tests start at.
-var day0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-
-// randomDayCalls draws n calls of runs (and untagged and tagged
-// independent calls) spread over days days, some runs spanning several.
-// Steps are unique (the call's index, shuffled): "the last outcome by
-// step" needs no tie-break by the records' order, which a reducer fed in
-// slice order and a partition applying records by ts see differently.
-func randomDayCalls(rng *rand.Rand, n, days int) []calls.Call {
-	outcomes := []string{"", "", "", "case_resolved", "escalated", "abandoned"}
-	agents := []string{"", "agent://t/a", "agent://t/b"}
-	decisions := []string{"allow", "allow", "allow", "budget_exceeded", "wardryx_deny", "cache_hit"}
-	out := make([]calls.Call, n)
-	steps := rng.Perm(n)
-	for i := range out {
-		c := calls.Call{TSMillis: day0.UnixMilli() + rng.Int64N(int64(days)*dayMillis), Decision: decisions[rng.IntN(len(decisions))],
-			CostMicroUSD: rng.Int64N(5000), Step: uint32(steps[i]), HasStep: true,
-			Outcome: outcomes[rng.IntN(len(outcomes))], AgentID: agents[rng.IntN(len(agents))], Model: "m"}
-		if rng.IntN(10) != 0 {
-			c.RunID, c.HasRunID = fmt.Sprintf("run-%03d", rng.IntN(60)), true
-		}
-		out[i] = c
-	}
-	return out
-}
-
-// applyAll applies cs to s as records (key i), one message each.
-func applyAll(t *testing.T, s *partState, cs []calls.Call, from int) {
-	t.Helper()
-	for i := range cs {
-		c := cs[i]
-		key := fmt.Sprintf("call-%d", from+i)
-		s.begin()
-		require.NoError(t, s.apply(tracemsg.HashKey(key), &c, recordOrder(c.TSMillis, key)))
-	}
-	s.settle(true)
-}
-
-// direct reduces cs with opts.
-func direct(t *testing.T, cs []calls.Call, opts outcome.Options) []byte {
-	t.Helper()
-	r, err := outcome.NewReducer(opts)
-	require.NoError(t, err)
-	for _, c := range cs {
-		r.Add(c)
-	}
-	return reportJSON(t, r)
-}
-
-// memLoad is a day-table loader over tables kept by the test.
-type memLoad map[int32][]byte
-
-func (m memLoad) load(d int32, ref *dayRef) (*dayTable, error) {
-	b, ok := m[d]
-	if !ok {
-		return nil, fmt.Errorf("no table for day %d", d)
-	}
-	return decodeDayTable(b)
-}
-
-func (m memLoad) keys(d int32, ref *dayRef) ([]byte, error) {
-	b, ok := m[d]
-	if !ok {
-		return nil, fmt.Errorf("no table for day %d", d)
-	}
-	_, _, _, keys, err := dayTableKeys(b)
-	return keys, err
-}
-
-func (m memLoad) keep(tables []*dayTable) {
-	for _, t := range tables {
-		m[t.day] = t.encode(nil)
-	}
-}
-
-// fold folds s's days as of now (an hour's grace) and keeps the tables.
-func (m memLoad) fold(t *testing.T, s *partState, now time.Time) []*dayTable {
-	t.Helper()
-	tables, skipped := s.foldDays(now, time.Hour, m.load)
-	require.Empty(t, skipped)
-	m.keep(tables)
-	return tables
-}
-
-func (m memLoad) aggregate(t *testing.T, s *partState) *Aggregate {
-	t.Helper()
-	tables := map[int32][]byte{}
-	for d, ref := range s.folded {
-		tb, err := m.load(d, ref)
-		require.NoError(t, err)
-		require.Equal(t, ref.rev, tb.rev)
-		tables[d] = m[d]
-	}
-	return &Aggregate{parts: map[int]*partState{s.part: s}, tables: map[int]map[int32][]byte{s.part: tables}}
-}
-
-// TestFoldedDaysAndLateCallsReportExactly: calls over five days applied,
-// the closed days folded into tables, late calls of folded days applied
-// (correcting their tables) and the state encoded and decoded between
-// steps; the report over every window of whole days equals the direct
-// reduction of the same calls with the same window.
-func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
-	for seed := range uint64(6) {
-		rng := rand.New(rand.NewPCG(seed, 99))
-		cs := randomDayCalls(rng, 900, 5)
-		// The first 700 calls, then late ones.
-		s := newPartState(0, 1)
-		applyAll(t, s, cs[:700], 0)
-		loads := memLoad{}
-		now := day0.Add(30 * 24 * time.Hour)
-		tables := loads.fold(t, s, now)
-		require.NotEmpty(t, tables, "seed %d: days before the newest call less the grace fold", seed)
-		for _, tb := range tables {
-			require.EqualValues(t, 1, tb.rev)
-			require.NotContains(t, s.runs, tb.day, "a folded day leaves memory")
-		}
-		// Through a snapshot: what a takeover reads.
-		snap, _, _ := s.encodeBoth(nil)
-		s, err := decodePartState(snap)
-		require.NoError(t, err)
-		for _, tb := range tables {
-			s.addFoldedKeys(tb)
-		}
-		applyAll(t, s, cs[700:], 700)
-		// A call applied again under its key is not counted twice.
-		require.True(t, s.has(tracemsg.HashKey("call-3")), "the keys of folded days are kept")
-
-		tables = loads.fold(t, s, now)
-		corrected := 0
-		for _, tb := range tables {
-			if tb.rev > 1 {
-				corrected++
-			}
-		}
-		require.Positive(t, corrected, "late calls corrected folded days")
-		agg := loads.aggregate(t, s)
-		require.EqualValues(t, len(cs), agg.Calls())
-		windows := [][2]int{{0, 0}, {0, 1}, {1, 3}, {2, 5}, {4, 5}, {0, 5}, {3, 9}}
-		for _, w := range windows {
-			opts := outcome.Options{}
-			if w != [2]int{0, 0} {
-				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
-			}
-			r, err := agg.Reducer(opts)
-			require.NoError(t, err)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v", seed, w)
-		}
-	}
-}
-
-func TestAWindowOffTheHourIsRefused(t *testing.T) {
-	agg := &Aggregate{parts: map[int]*partState{0: newPartState(0, 1)}}
-	_, err := agg.Reducer(outcome.Options{From: day0.Add(90 * time.Minute)})
-	require.ErrorIs(t, err, ErrWindowNotWholeHours)
-	require.ErrorContains(t, err, "on the hour")
-	_, err = agg.Reducer(outcome.Options{To: day0.Add(time.Millisecond)})
-	require.ErrorContains(t, err, "--to")
-	for _, opts := range []outcome.Options{{From: day0, To: day0.AddDate(0, 0, 2)}, {From: day0.Add(time.Hour)}, {To: day0.Add(-5 * time.Hour)}} {
-		_, err = agg.Reducer(opts)
-		require.NoError(t, err)
-	}
-}
-
-// TestWindowsAtTheEndsOfTime: windows ending in or past the last day
-// dayOf keeps apart (calls later than it are clamped into it), or
-// starting before 1678 or ending after 2262 (where a time's UnixNano
-// overflows), report as the direct reduction; a rolled-back message
-// leaves no empty day behind to fold.
-func TestWindowsAtTheEndsOfTime(t *testing.T) {
-	lastDay := int64(math.MaxInt32) * dayMillis
-	cs := []calls.Call{
-		{TSMillis: day0.UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5, Outcome: "case_resolved"},
-		{TSMillis: lastDay + 3*hourMillis, RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 7, Outcome: "escalated"},
-	}
-	s := newPartState(0, 1)
-	s.hoursOn, s.hoursFrom = true, math.MinInt64
-	applyAll(t, s, cs, 0)
-	agg := &Aggregate{parts: map[int]*partState{0: s}, tables: map[int]map[int32][]byte{}}
-	for _, opts := range []outcome.Options{
-		{To: time.UnixMilli(lastDay + 5*hourMillis).UTC()},
-		{To: time.UnixMilli(lastDay + 2*hourMillis).UTC()},
-		{To: time.UnixMilli(lastDay + dayMillis).UTC()},
-		{From: day0},
-		{From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{From: day0, To: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
-	} {
-		r, err := agg.Reducer(opts)
-		require.NoError(t, err, "%v-%v", opts.From, opts.To)
-		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "%v-%v", opts.From, opts.To)
-	}
-
-	before := s.openDays()
-	s.begin()
-	_, err := s.fold([]byte("rnew"), &calls.Call{TSMillis: day0.AddDate(0, 0, 3).UnixMilli(), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	s.rollback()
-	require.Equal(t, before, s.openDays(), "the rolled-back day is not open")
-}
-
-// TestHourWindowsReportExactly: calls over five days, those stamped after
-// the clock's hours-kept horizon kept by the hour, the older ones by the
-// day; the closed days folded into tables, late calls applied (at a later
-// clock: some of them too old for hours now) and the state taken through
-// a snapshot. A window starting and ending on any hour reports as the
-// direct reduction of the same calls, unless it cuts a day holding a call
-// kept by the day: that one is refused, naming the day. Untagged
-// independent calls (dropped, counted by the hour) are among them.
-func TestHourWindowsReportExactly(t *testing.T) {
-	for seed := range uint64(4) {
-		rng := rand.New(rand.NewPCG(seed, 7))
-		cs := randomDayCalls(rng, 1200, 5)
-		// Mid-day horizons: a day holds calls of both kinds.
-		first := day0.Add(29*time.Hour).UnixMilli() + rng.Int64N(hourMillis)
-		second := day0.Add(52 * time.Hour).UnixMilli()
-		whole := map[int32]bool{} // days with a call kept by the day
-		s := newPartState(0, 1)
-		s.hoursOn, s.hoursFrom = true, first
-		for _, c := range cs[:900] {
-			if c.TSMillis < first {
-				whole[dayOf(c.TSMillis)] = true
-			}
-		}
-		applyAll(t, s, cs[:900], 0)
-		loads := memLoad{}
-		now := day0.Add(30 * 24 * time.Hour)
-		tables := loads.fold(t, s, now)
-		require.NotEmpty(t, tables)
-		snap, _, _ := s.encodeBoth(nil)
-		s, err := decodePartState(snap)
-		require.NoError(t, err)
-		for _, tb := range tables {
-			s.addFoldedKeys(tb)
-		}
-		s.hoursOn, s.hoursFrom = true, second
-		for _, c := range cs[900:] {
-			if c.TSMillis < second {
-				whole[dayOf(c.TSMillis)] = true
-			}
-		}
-		applyAll(t, s, cs[900:], 900)
-		loads.fold(t, s, now)
-		agg := loads.aggregate(t, s)
-		hourly, daily := 0, 0
-		require.NoError(t, agg.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
-			if _, h := splitName(name); h >= 0 {
-				hourly++
-			} else if a != nil {
-				daily++
-			}
-		}, nil))
-		require.Positive(t, hourly, "seed %d: states kept by the hour", seed)
-		require.Positive(t, daily, "seed %d: states kept by the day", seed)
-		require.EqualValues(t, len(cs), agg.Calls())
-		runs, err := agg.Runs()
-		require.NoError(t, err)
-		for name := range runs {
-			require.True(t, strings.HasPrefix(name, "run-"), "run %q: names without the hour", name)
-		}
-
-		refused, exact := 0, 0
-		for range 120 {
-			from := day0.Add(time.Duration(rng.IntN(6*24)-12) * time.Hour)
-			to := from.Add(time.Duration(1+rng.IntN(72)) * time.Hour)
-			opts := outcome.Options{From: from, To: to}
-			switch rng.IntN(4) {
-			case 0:
-				opts.From = time.Time{}
-			case 1:
-				opts.To = time.Time{}
-			}
-			cut := false
-			for _, b := range []time.Time{opts.From, opts.To} {
-				if !b.IsZero() && b.UnixMilli()%dayMillis != 0 && whole[dayOf(b.UnixMilli())] {
-					cut = true
-				}
-			}
-			r, err := agg.Reducer(opts)
-			if cut {
-				require.ErrorIs(t, err, ErrWindowCutsWholeDay, "seed %d window %v-%v", seed, opts.From, opts.To)
-				refused++
-				continue
-			}
-			require.NoError(t, err, "seed %d window %v-%v", seed, opts.From, opts.To)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v-%v", seed, opts.From, opts.To)
-			exact++
-		}
-		require.Positive(t, refused, "seed %d: some windows cut a day kept whole", seed)
-		require.Greater(t, exact, 60, "seed %d: most windows are exact", seed)
-	}
-}
-
-// TestPrunedDaysCountLateCalls: a folded day past the retention is pruned:
-// its keys leave the dedupe set, the row sets whose days are all gone go
-// too, and a call of it is counted late, never applied.
-func TestPrunedDaysCountLateCalls(t *testing.T) {
-	s := newPartState(0, 1)
-	at := func(day int, minute int64) int64 { return day0.UnixMilli() + int64(day)*dayMillis + minute*60_000 }
-	cs := []calls.Call{
-		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10, Outcome: "case_resolved"},
-		{TSMillis: at(1, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
-		{TSMillis: at(3, 5), RunID: "c", HasRunID: true, Decision: "allow", CostMicroUSD: 30},
-	}
-	applyAll(t, s, cs, 0)
-	// A segment whose rows are all of day 0, and one of days 0 and 3.
-	seg0, seg03 := [32]byte{1}, [32]byte{2}
-	s.begin()
-	_, err := s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(0, 9), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	s.addRows(seg0, 0, 9)
-	s.begin()
-	_, err = s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(0, 9), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	_, err = s.fold([]byte("rseg-run"), &calls.Call{TSMillis: at(3, 9), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	s.addRows(seg03, 0, 4)
-	s.settle(true)
-
-	loads := memLoad{}
-	t0 := day0.AddDate(0, 0, 10)
-	tables, _ := s.foldDays(t0, time.Hour, loads.load)
-	loads.keep(tables)
-	require.Len(t, s.folded, 2, "days 0 and 1 folded, day 3 open")
-
-	days, skipped := s.pruneDays(t0.Add(time.Hour), 2*time.Hour, loads.keys)
-	require.Empty(t, skipped)
-	require.Empty(t, days, "not yet past the retention")
-	// A late call of day 1 corrects its table 90 minutes on: the
-	// correction does not extend the day's retention, which counts from
-	// the table's first write.
-	applyAll(t, s, []calls.Call{{TSMillis: at(1, 7), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 5}}, 100)
-	tables, _ = s.foldDays(t0.Add(90*time.Minute), time.Hour, loads.load)
-	loads.keep(tables)
-	require.EqualValues(t, 2, s.folded[dayOf(at(1, 0))].rev, "day 1 corrected")
-	days, skipped = s.pruneDays(t0.Add(3*time.Hour), 2*time.Hour, loads.keys)
-	require.Empty(t, skipped)
-	require.ElementsMatch(t, []int32{dayOf(at(0, 0)), dayOf(at(1, 0))}, days)
-	require.Equal(t, []dayRange{{dayOf(at(0, 0)), dayOf(at(1, 0))}}, s.pruned, "neighbouring days merge into one range")
-	require.False(t, s.has(tracemsg.HashKey("call-0")), "a pruned day's keys are gone")
-	require.True(t, s.has(tracemsg.HashKey("call-2")), "an open day's keys stay")
-	require.NotContains(t, s.segs, seg0, "a segment whose days are all pruned is forgotten")
-	require.Contains(t, s.segs, seg03, "a segment with a day still held is kept")
-
-	// A call of a pruned day (a re-replay, a straggler): late, not applied.
-	before := (&Aggregate{parts: map[int]*partState{0: s}}).Calls()
-	late := calls.Call{TSMillis: at(0, 30), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 99}
-	s.begin()
-	require.NoError(t, s.apply(tracemsg.HashKey("call-0"), &late, recordOrder(late.TSMillis, "call-0")))
-	s.settle(true)
-	agg := &Aggregate{parts: map[int]*partState{0: s}}
-	require.Equal(t, before, agg.Calls())
-	require.EqualValues(t, 1, agg.Late())
-	require.False(t, s.has(tracemsg.HashKey("call-0")), "a late call's key is not recorded")
-
-	// The pruned ranges, late count and segment days survive a snapshot.
-	snap, _, _ := s.encodeBoth(nil)
-	got, err := decodePartState(snap)
-	require.NoError(t, err)
-	require.Equal(t, s.pruned, got.pruned)
-	require.Equal(t, s.late, got.late)
-	require.Equal(t, s.segDays, got.segDays)
-	require.Equal(t, s.watermark, got.watermark)
-
-	// A rolled-back message leaves the late count and watermark as they were.
-	got.begin()
-	_, err = got.fold([]byte("rx"), &calls.Call{TSMillis: at(1, 1), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	_, err = got.fold([]byte("rx"), &calls.Call{TSMillis: at(9, 1), Decision: "allow"}, callOrder{})
-	require.NoError(t, err)
-	got.rollback()
-	require.Equal(t, s.late, got.late)
-	require.Equal(t, s.watermark, got.watermark)
-}
-
-// publishIDs publishes cs as records with call ids ids[i] under message
-// ids prefix-i (a call published again under another message id is the
 // same call: its call_id says so).
 func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix string) {
 	t.Helper()
@@ -425,8 +50,8 @@ func callIDs(n int) []string {
 }
 
 // callsAre is a waitAggregate condition: the aggregate holds n calls.
-func callsAre(n int) func(*Aggregate) error {
-	return func(a *Aggregate) error {
+func callsAre(n int) func(*partstate.Aggregate) error {
+	return func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(n) {
 			return fmt.Errorf("%d calls, want %d", got, n)
 		}
@@ -435,9 +60,9 @@ func callsAre(n int) func(*Aggregate) error {
 }
 
 // waitAggregate polls the published aggregate until cond holds.
-func waitAggregate(t *testing.T, e *env, cond func(*Aggregate) error) *Aggregate {
+func waitAggregate(t *testing.T, e *env, cond func(*partstate.Aggregate) error) *partstate.Aggregate {
 	t.Helper()
-	var agg *Aggregate
+	var agg *partstate.Aggregate
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		a, err := ReadAggregate(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects)
 		if err != nil {
@@ -479,7 +104,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	slices.SortFunc(cs, func(a, b calls.Call) int { return cmp.Compare(a.TSMillis, b.TSMillis) })
 	var first, late []int
 	for i, c := range cs {
-		if dayOf(c.TSMillis) <= dayOf(day0.UnixMilli())+1 && len(late) < 60 && rng.IntN(4) == 0 {
+		if partstate.DayOf(c.TSMillis) <= partstate.DayOf(day0.UnixMilli())+1 && len(late) < 60 && rng.IntN(4) == 0 {
 			late = append(late, i)
 			continue
 		}
@@ -499,9 +124,9 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond, Freed: func() { folds.Add(1) }, Now: clock, HoursKept: 7 * 24 * time.Hour})
 	c1, i1 := pick(first)
 	publishIDs(t, e, c1, i1, "first")
-	folded := func(a *Aggregate) error {
+	folded := func(a *partstate.Aggregate) error {
 		n := 0
-		for _, tb := range a.tables {
+		for _, tb := range a.Tables {
 			n += len(tb)
 		}
 		if n == 0 {
@@ -526,23 +151,23 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	publishIDs(t, e, c2, i2, "late")
 	// One call sent again under another message id.
 	publishIDs(t, e, c1[:1], i1[:1], "again")
-	agg := waitAggregate(t, e, func(a *Aggregate) error {
+	agg := waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
 			return fmt.Errorf("%d calls, want %d", got, len(cs))
 		}
-		for _, s := range a.parts {
-			for d := range s.runs {
-				if int64(d+1)*dayMillis <= day0.UnixMilli()+2*dayMillis {
-					return fmt.Errorf("partition %d: day %s still in memory", s.part, dayString(d))
+		for _, s := range a.Parts {
+			for d := range s.Runs {
+				if int64(d+1)*partstate.DayMillis <= day0.UnixMilli()+2*partstate.DayMillis {
+					return fmt.Errorf("partition %d: day %s still in memory", s.Part, partstate.DayString(d))
 				}
 			}
 		}
 		return nil
 	})
 	corrected := false
-	for _, s := range agg.parts {
-		for _, ref := range s.folded {
-			corrected = corrected || ref.rev > 1
+	for _, s := range agg.Parts {
+		for _, ref := range s.Folded {
+			corrected = corrected || ref.Rev > 1
 		}
 	}
 	require.True(t, corrected, "a late call corrected a folded day")
@@ -554,7 +179,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 		}
 		return nil
 	})
-	check := func(agg *Aggregate) {
+	check := func(agg *partstate.Aggregate) {
 		var windows []outcome.Options
 		for _, w := range [][2]int{{0, 0}, {0, 1}, {1, 2}, {0, 2}, {2, 4}} {
 			opts := outcome.Options{}
@@ -572,7 +197,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 			}
 		} else {
 			_, err := agg.Reducer(cut)
-			require.ErrorIs(t, err, ErrWindowCutsWholeDay)
+			require.ErrorIs(t, err, partstate.ErrWindowCutsWholeDay)
 		}
 		for _, opts := range windows {
 			r, err := agg.Reducer(opts)
@@ -587,10 +212,10 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	// A new worker on a fresh store takes every partition over.
 	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond, Now: clock, HoursKept: 7 * 24 * time.Hour})
 	publishIDs(t, e, c1[:2], i1[:2], "again-b")
-	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*dayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
+	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*partstate.DayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
 	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")
 	cs = append(cs, c3)
-	check(waitAggregate(t, e, func(a *Aggregate) error {
+	check(waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
 			return fmt.Errorf("%d calls, want %d", got, len(cs))
 		}
@@ -610,7 +235,7 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 	ids := callIDs(len(cs))
 	startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, cs, ids, "rec")
-	waitAggregate(t, e, func(a *Aggregate) error {
+	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
 			return fmt.Errorf("%d calls, want %d", got, len(cs))
 		}
@@ -676,18 +301,18 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	cs := randomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
 	ids := callIDs(len(cs))
 	publishIDs(t, e, cs, ids, "idle")
-	d0 := dayOf(day0.UnixMilli())
+	d0 := partstate.DayOf(day0.UnixMilli())
 	var folded []int
-	waitAggregate(t, e, func(a *Aggregate) error {
+	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
 			return fmt.Errorf("%d calls, want %d", got, len(cs))
 		}
 		folded = folded[:0]
-		for p, s := range a.parts {
-			if len(s.runs[d0]) > 0 {
+		for p, s := range a.Parts {
+			if len(s.Runs[d0]) > 0 {
 				return fmt.Errorf("partition %d: day 0 not folded yet", p)
 			}
-			if _, ok := s.folded[d0]; ok {
+			if _, ok := s.Folded[d0]; ok {
 				folded = append(folded, p)
 			}
 		}
@@ -713,12 +338,12 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	plant()
 	// Two hours on, and not one record more.
 	clock.Add(int64(2 * time.Hour))
-	waitAggregate(t, e, func(a *Aggregate) error {
-		for p, s := range a.parts {
-			if _, ok := s.folded[d0]; ok {
+	waitAggregate(t, e, func(a *partstate.Aggregate) error {
+		for p, s := range a.Parts {
+			if _, ok := s.Folded[d0]; ok {
 				return fmt.Errorf("partition %d: day 0 still held", p)
 			}
-			if len(s.runs[d0]) > 0 {
+			if len(s.Runs[d0]) > 0 {
 				return fmt.Errorf("partition %d: day 0 in memory", p)
 			}
 		}
@@ -746,7 +371,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	late := cs[:1]
 	late[0].TSMillis = day0.UnixMilli() + 10
 	publishIDs(t, e, late, []string{"late-1"}, "late")
-	waitAggregate(t, e, func(a *Aggregate) error {
+	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if a.Late() != 1 {
 			return fmt.Errorf("%d late calls, want 1", a.Late())
 		}
@@ -763,7 +388,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	startFleet(t, e.JS, subjects, "b", Options{FoldAfter: time.Millisecond, Now: now})
 	n := e.Subjects.PartitionCount()
 	for _, p := range folded {
-		c := calls.Call{TSMillis: day0.UnixMilli() + dayMillis + 20, Decision: "allow", CostMicroUSD: 1, HasRunID: true}
+		c := calls.Call{TSMillis: day0.UnixMilli() + partstate.DayMillis + 20, Decision: "allow", CostMicroUSD: 1, HasRunID: true}
 		for i := 0; c.RunID == "" || tracemsg.PartitionOf(c.RunID, n) != p; i++ {
 			c.RunID = fmt.Sprintf("sweep-%d-%d", p, i)
 		}
@@ -776,28 +401,30 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 // call opened again is not pruned (nor due) past the retention until the
 // call is folded into its table; then it is.
 func TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned(t *testing.T) {
-	s := newPartState(0, 1)
-	at := func(day int, minute int64) int64 { return day0.UnixMilli() + int64(day)*dayMillis + minute*60_000 }
+	s := partstate.NewState(0, 1)
+	at := func(day int, minute int64) int64 {
+		return day0.UnixMilli() + int64(day)*partstate.DayMillis + minute*60_000
+	}
 	applyAll(t, s, []calls.Call{
 		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10},
 		{TSMillis: at(3, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
 	}, 0)
 	loads := memLoad{}
 	t0 := day0.AddDate(0, 0, 10)
-	tables, _ := s.foldDays(t0, time.Hour, loads.load)
+	tables, _ := s.FoldDays(t0, time.Hour, loads.load)
 	loads.keep(tables)
-	d0 := dayOf(at(0, 0))
-	require.Contains(t, s.folded, d0)
+	d0 := partstate.DayOf(at(0, 0))
+	require.Contains(t, s.Folded, d0)
 	applyAll(t, s, []calls.Call{{TSMillis: at(0, 7), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5}}, 10)
 	later := t0.Add(3 * time.Hour)
-	require.False(t, s.pruneDue(later, 2*time.Hour), "day 0 has a call in memory")
-	days, skipped := s.pruneDays(later, 2*time.Hour, loads.keys)
+	require.False(t, s.PruneDue(later, 2*time.Hour), "day 0 has a call in memory")
+	days, skipped := s.PruneDays(later, 2*time.Hour, loads.keys)
 	require.Empty(t, skipped)
 	require.Empty(t, days, "an open day waits to be folded")
-	tables, _ = s.foldDays(later, time.Hour, loads.load)
+	tables, _ = s.FoldDays(later, time.Hour, loads.load)
 	loads.keep(tables)
-	require.True(t, s.pruneDue(later, 2*time.Hour))
-	days, _ = s.pruneDays(later, 2*time.Hour, loads.keys)
+	require.True(t, s.PruneDue(later, 2*time.Hour))
+	days, _ = s.PruneDays(later, 2*time.Hour, loads.keys)
 	require.Equal(t, []int32{d0}, days)
 }
 
@@ -840,7 +467,7 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 	ids := callIDs(len(cs))
 	// A call of day 4 moves every partition's horizon past day 3, so days
 	// 0 to 3 fold.
-	last := calls.Call{TSMillis: day0.UnixMilli() + 4*dayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
+	last := calls.Call{TSMillis: day0.UnixMilli() + 4*partstate.DayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
 	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, cs, ids, "c")
 	for p := range e.Subjects.PartitionCount() {
@@ -851,15 +478,15 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 		cs = append(cs, c)
 		publishIDs(t, e, []calls.Call{c}, []string{c.RunID}, "last-"+strconv.Itoa(p))
 	}
-	d0 := dayOf(day0.UnixMilli())
-	waitAggregate(t, e, func(a *Aggregate) error {
+	d0 := partstate.DayOf(day0.UnixMilli())
+	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if err := callsAre(len(cs))(a); err != nil {
 			return err
 		}
-		for p, s := range a.parts {
+		for p, s := range a.Parts {
 			for d := d0; d < d0+4; d++ {
-				if len(s.runs[d]) > 0 {
-					return fmt.Errorf("partition %d: day %s not folded", p, dayString(d))
+				if len(s.Runs[d]) > 0 {
+					return fmt.Errorf("partition %d: day %s not folded", p, partstate.DayString(d))
 				}
 			}
 		}
@@ -878,9 +505,9 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 		opts := win(w[0], w[1])
 		agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
 		require.NoError(t, err)
-		for p, tables := range agg.tables {
+		for p, tables := range agg.Tables {
 			for d := range tables {
-				require.True(t, d >= d0+int32(w[0]) && d < d0+int32(w[1]), "window %v: partition %d read day %s", w, p, dayString(d))
+				require.True(t, d >= d0+int32(w[0]) && d < d0+int32(w[1]), "window %v: partition %d read day %s", w, p, partstate.DayString(d))
 			}
 		}
 		r, err := agg.Reducer(opts)
@@ -916,13 +543,13 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 	_, err = agg.Runs()
 	require.Error(t, err, "all runs from a windowed read")
 	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: day0.Add(90 * time.Minute)})
-	require.ErrorIs(t, err, ErrWindowNotWholeHours)
+	require.ErrorIs(t, err, partstate.ErrWindowNotWholeHours)
 	// These calls are months older than the clock: kept by the day, so a
 	// window cutting one of their days is refused.
 	opts := outcome.Options{From: day0.Add(26 * time.Hour)}
 	agg, err = ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
 	require.NoError(t, err)
 	_, err = agg.Reducer(opts)
-	require.ErrorIs(t, err, ErrWindowCutsWholeDay)
-	require.ErrorContains(t, err, dayString(d0+1))
+	require.ErrorIs(t, err, partstate.ErrWindowCutsWholeDay)
+	require.ErrorContains(t, err, partstate.DayString(d0+1))
 }

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,166 +18,10 @@ import (
 	"github.com/verdryx/verdryx/outcome"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/streams"
-	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// stateView is what a partition state holds, comparable (gen aside).
-type stateView struct {
-	LastSeq, Late uint64
-	Watermark     int64
-	Runs          map[runKey]runAgg
-	Dropped       map[int32]uint64
-	Folded        map[int32]dayRef
-	Pruned        []dayRange
-	Segs          map[[32]byte]string
-	SegDays       map[[32]byte][2]int32
-	DayKeys       map[int32][]byte
-	Keys          int
-}
-
-func viewOf(s *partState) stateView {
-	v := stateView{LastSeq: s.lastSeq, Late: s.late, Watermark: s.watermark,
-		Runs: map[runKey]runAgg{}, Dropped: map[int32]uint64{}, Folded: map[int32]dayRef{},
-		Pruned: slices.Clone(s.pruned), Segs: map[[32]byte]string{}, SegDays: map[[32]byte][2]int32{},
-		DayKeys: map[int32][]byte{}, Keys: len(s.keys)}
-	for day, runs := range s.runs {
-		for name, a := range runs {
-			c := *a
-			c.gen = 0
-			v.Runs[runKey{day, name}] = c
-		}
-	}
-	for d, n := range s.dropped {
-		v.Dropped[d] = n
-	}
-	for d, r := range s.folded {
-		v.Folded[d] = *r
-	}
-	for d, r := range s.segs {
-		v.Segs[d] = fmt.Sprint(r)
-	}
-	for d, r := range s.segDays {
-		v.SegDays[d] = r
-	}
-	for d, kb := range s.dayKeys {
-		if len(kb) > 0 {
-			v.DayKeys[d] = kb
-		}
-	}
-	return v
-}
-
-// TestDeltaChainRebuildsTheState: calls applied over six days, mostly in
-// time order with late ones, messages rolled back, segment rows recorded,
-// days folded (and corrected by late calls) and pruned as a clock moves;
-// after each step a snapshot is written, a base now and then and a delta
-// otherwise, and the base with the deltas after it decodes to exactly the
-// state (runs, dropped calls, folded and pruned days, row sets, keys).
-func TestDeltaChainRebuildsTheState(t *testing.T) {
-	for seed := range uint64(8) {
-		rng := rand.New(rand.NewPCG(seed, 41))
-		cs := randomDayCalls(rng, 2400, 6)
-		slices.SortFunc(cs, func(a, b calls.Call) int { return int(a.TSMillis>>20) - int(b.TSMillis>>20) })
-		for i := range cs { // a tenth arrive late: swapped with a call far later
-			if j := i + 200 + rng.IntN(400); rng.IntN(10) == 0 && j < len(cs) {
-				cs[i], cs[j] = cs[j], cs[i]
-			}
-		}
-		s := newPartState(0, 1)
-		loads := memLoad{}
-		var base []byte
-		var chain [][]byte
-		deltas, bases := 0, 0
-		now := day0
-		for from, step := 0, 0; from < len(cs); step++ {
-			n := min(len(cs)-from, 1+rng.IntN(120))
-			for i := from; i < from+n; i++ {
-				c := cs[i]
-				key := fmt.Sprintf("call-%d", i)
-				s.begin()
-				s.lastSeq++
-				require.NoError(t, s.apply(tracemsg.HashKey(key), &c, recordOrder(c.TSMillis, key)))
-				if rng.IntN(25) == 0 { // a message that fails: undone
-					s.rollback()
-					s.lastSeq--
-					i--
-					continue
-				}
-				if rng.IntN(40) == 0 {
-					var digest [32]byte
-					digest[0] = byte(rng.IntN(4))
-					lo := uint64(rng.IntN(1000))
-					s.addRows(digest, lo, lo+uint64(rng.IntN(50)))
-				}
-			}
-			from += n
-			s.settle(true)
-			now = now.Add(time.Duration(rng.IntN(10)) * time.Hour)
-			tables, skipped := s.foldDays(now, time.Hour, loads.load)
-			require.Empty(t, skipped)
-			loads.keep(tables)
-			_, skipped = s.pruneDays(now, 2*24*time.Hour, loads.keys)
-			require.Empty(t, skipped)
-			if base == nil || rng.IntN(6) == 0 {
-				snap, _, _ := s.encodeBoth(nil)
-				base, chain = bytes.Clone(snap), nil
-				bases++
-			} else {
-				chain = append(chain, bytes.Clone(s.encodeDelta(nil)))
-				deltas++
-			}
-			s.wrote(s.gen)
-			got, err := decodePartState(base)
-			require.NoError(t, err)
-			require.NoError(t, got.applyDeltas(chain), "seed %d step %d", seed, step)
-			// The keys of the folded days come from their tables.
-			for d := range got.folded {
-				tb, err := loads.load(d, got.folded[d])
-				require.NoError(t, err)
-				got.addFoldedKeys(tb)
-			}
-			require.Equal(t, viewOf(s), viewOf(got), "seed %d step %d: base and %d deltas", seed, step, len(chain))
-		}
-		require.NotZero(t, deltas)
-		require.NotZero(t, bases)
-		require.NotEmpty(t, s.pruned, "seed %d: the clock reached the retention", seed)
-	}
-}
-
-// TestADeltaCostsWhatChanged: after a base of 5,000 runs, a delta for one
-// changed run and one key is a small fraction of it, and a delta with
-// nothing changed holds no run.
-func TestADeltaCostsWhatChanged(t *testing.T) {
-	s := newPartState(0, 1)
-	rng := rand.New(rand.NewPCG(3, 3))
-	cs := randomDayCalls(rng, 5000, 1)
-	for i := range cs {
-		cs[i].RunID, cs[i].HasRunID = fmt.Sprintf("run-%05d", i), true
-	}
-	applyAll(t, s, cs, 0)
-	snap, _, _ := s.encodeBoth(nil)
-	s.wrote(s.gen)
-	d := s.encodeDelta(nil)
-	got, _, err := decodeDelta(d)
-	require.NoError(t, err)
-	require.Zero(t, got.runCount(), "nothing changed")
-	require.Empty(t, got.dayKeys)
-
-	c := cs[0]
-	c.RunID = "run-00007"
-	s.begin()
-	require.NoError(t, s.apply(tracemsg.HashKey("one more"), &c, recordOrder(c.TSMillis, "one more")))
-	s.settle(true)
-	d = s.encodeDelta(nil)
-	got, _, err = decodeDelta(d)
-	require.NoError(t, err)
-	require.Equal(t, 1, got.runCount())
-	require.Len(t, got.dayKeys[dayOf(c.TSMillis)], tracemsg.KeySize)
-	require.Less(t, len(d)*100, len(snap), "delta %d bytes, base %d", len(d), len(snap))
-}
-
-// deltasNamed returns, per partition, how many deltas its pointer names,
 // and whether every delta blob in the bucket is named by a pointer.
 func deltasNamed(t *testing.T, e *env) (perPart map[int]int, stray []string) {
 	t.Helper()
@@ -234,7 +77,7 @@ func runCalls(rng *rand.Rand, n, runs int) ([]calls.Call, []string) {
 func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 	e := newEnv(t)
 	cs, ids := runCalls(rand.New(rand.NewPCG(12, 5)), 900, 300)
-	check := func(agg *Aggregate, n int) {
+	check := func(agg *partstate.Aggregate, n int) {
 		t.Helper()
 		r, err := agg.Reducer(outcome.Options{})
 		require.NoError(t, err)
@@ -393,7 +236,7 @@ func TestTakeoverRemovesBlobsNoPointerNames(t *testing.T) {
 		named := append([]blobRef{ptr.Snapshot, ptr.Aggregate}, ptr.Deltas...)
 		h := d.parts[p]
 		h.blobs = named
-		h.sweep(ctx, newPartState(p, parts))
+		h.sweep(ctx, partstate.NewState(p, parts))
 		var want []string
 		for _, b := range named {
 			for i := range b.Chunks {

@@ -11,6 +11,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/jstest/jsenv"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -33,7 +34,7 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 }
 
 // runsOf returns agg's call count per run.
-func runsOf(t *testing.T, agg *Aggregate) map[string]uint64 {
+func runsOf(t *testing.T, agg *partstate.Aggregate) map[string]uint64 {
 	t.Helper()
 	runs, err := agg.Runs()
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/internal/ratelog"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -297,7 +298,7 @@ func (f *Fleet) foldAfter() time.Duration {
 	if f.opts.FoldAfter > 0 {
 		return f.opts.FoldAfter
 	}
-	return DefaultFoldAfter
+	return partstate.DefaultFoldAfter
 }
 
 // DefaultHoursKept is how long after its ts a call is still kept by the
@@ -307,7 +308,7 @@ func (f *Fleet) foldAfter() time.Duration {
 // by the day, a state per run and day rather than per run and hour.
 const DefaultHoursKept = 48 * time.Hour
 
-// hoursFrom returns whether calls are kept by the hour and from which
+// HoursFrom returns whether calls are kept by the hour and from which
 // ts_millis on (see Options.HoursKept).
 func (f *Fleet) hoursFrom() (bool, int64) {
 	kept := f.opts.HoursKept

@@ -22,6 +22,7 @@ import (
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/segreplay"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
@@ -377,7 +378,7 @@ func heldCalls(w *fleetWorker) int64 {
 	for _, h := range w.f.parts {
 		h.mu.Lock()
 		if h.state != nil {
-			n += (&Aggregate{parts: map[int]*partState{h.p: h.state}}).Calls()
+			n += (&partstate.Aggregate{Parts: map[int]*partstate.State{h.p: h.state}}).Calls()
 		}
 		h.mu.Unlock()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -28,12 +29,12 @@ type partHandler struct {
 	subject string
 
 	mu     sync.Mutex
-	state  *partState // nil: not held (load on the next batch)
-	rev    uint64     // KV revision the state descends from
-	blobs  []blobRef  // what the pointer at rev names
-	aggs   [2]blobRef // the aggregate last written apart into each slot, until deleted
-	held   []pull.Msg // records committed, waiting for the snapshot to be acked
-	top    pull.Msg   // the newest of held (by stream sequence): the one acked
+	state  *partstate.State // nil: not held (load on the next batch)
+	rev    uint64           // KV revision the state descends from
+	blobs  []blobRef        // what the pointer at rev names
+	aggs   [2]blobRef       // the aggregate last written apart into each slot, until deleted
+	held   []pull.Msg       // records committed, waiting for the snapshot to be acked
+	top    pull.Msg         // the newest of held (by stream sequence): the one acked
 	topSeq uint64
 	// heldDead is how many of held were dead-lettered (counted as
 	// terminated, not acked).
@@ -142,12 +143,12 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 		}
 	}
 	s := h.state
-	before := s.lastSeq
+	before := s.LastSeq
 	var poison []int
 	for i, m := range msgs {
-		s.begin()
+		s.Begin()
 		if err := h.applySafe(s, m, seqs[i]); err != nil {
-			s.rollback()
+			s.Rollback()
 			errs[i] = err
 			poison = append(poison, i)
 		}
@@ -170,7 +171,7 @@ func (h *partHandler) HandleBatch(ctx context.Context, msgs []pull.Msg) (errs []
 			return fail("dead-letter on partition", err)
 		}
 	}
-	if s.changedSince(before) {
+	if s.ChangedSince(before) {
 		h.dirty = true
 	}
 	for i, m := range msgs {
@@ -211,7 +212,7 @@ func (h *partHandler) resync(ctx context.Context, upTo uint64) error {
 	case entry.Revision() != h.rev:
 		return errLost
 	}
-	h.f.log.Debug("partition deliveries skipped a sequence: catching up", "partition", h.p, "last_seq", h.state.lastSeq)
+	h.f.log.Debug("partition deliveries skipped a sequence: catching up", "partition", h.p, "last_seq", h.state.LastSeq)
 	return h.catchUp(ctx, upTo)
 }
 
@@ -278,13 +279,13 @@ func (h *partHandler) deadLetter(ctx context.Context, m pull.Msg, cause error) e
 // applySafe is apply with a panic turned into a permanent error (apply's
 // changes are recorded in the undo log as each call is folded, so the
 // caller's rollback undoes a call folded before the panic).
-func (h *partHandler) applySafe(s *partState, m pull.Msg, seq uint64) (err error) {
+func (h *partHandler) applySafe(s *partstate.State, m pull.Msg, seq uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = pull.Permanent("handler panic", fmt.Errorf("stream seq %d: %v", seq, r))
 		}
 	}()
-	s.hoursOn, s.hoursFrom = h.f.hoursFrom()
+	s.HoursOn, s.HoursFrom = h.f.hoursFrom()
 	return h.apply(s, m, seq)
 }
 
@@ -311,8 +312,8 @@ func (h *partHandler) snapshotDue() time.Duration {
 // message at or below the state's sequence is already in it (redelivered);
 // rows and calls already applied (in a segment's row set, or with a dedupe
 // key applied) are skipped. Errors are classified for the pull loop.
-func (h *partHandler) apply(s *partState, m pull.Msg, seq uint64) error {
-	if seq != 0 && seq <= s.lastSeq {
+func (h *partHandler) apply(s *partstate.State, m pull.Msg, seq uint64) error {
+	if seq != 0 && seq <= s.LastSeq {
 		return nil
 	}
 	data := m.Data()
@@ -332,35 +333,35 @@ func (h *partHandler) apply(s *partState, m pull.Msg, seq uint64) error {
 		}
 		err = h.applyRecord(s, &rec, m.Headers(), seq)
 	}
-	if err == nil && seq > s.lastSeq {
-		s.lastSeq = seq
+	if err == nil && seq > s.LastSeq {
+		s.LastSeq = seq
 	}
 	return err
 }
 
 // applyBatch applies a row batch as one unit: every row of it that the
 // partition has not applied yet, or (an error) none.
-func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
+func (h *partHandler) applyBatch(s *partstate.State, data []byte, seq uint64) error {
 	b := &h.batch
 	// The batch's strings but run ids come interned (fold keeps outcomes
 	// and agents): once per distinct string, not per row.
-	b.Intern = s.intern
+	b.Intern = s.Intern
 	err := rowbatch.Decode(data, b)
 	b.Intern = nil
 	if err != nil {
 		return pull.Permanent("malformed row batch", fmt.Errorf("stream seq %d: %w", seq, err))
 	}
-	if b.Parts != s.parts || b.Part != h.p {
+	if b.Parts != s.Parts || b.Part != h.p {
 		return pull.Permanent("row batch on the wrong partition",
-			fmt.Errorf("stream seq %d: rows of partition %d of %d published to %s (this worker uses %d partitions)", seq, b.Part, b.Parts, h.subject, s.parts))
+			fmt.Errorf("stream seq %d: rows of partition %d of %d published to %s (this worker uses %d partitions)", seq, b.Part, b.Parts, h.subject, s.Parts))
 	}
 	lo, hi := b.Rows[0], b.Rows[len(b.Rows)-1]
-	done := s.segs[b.Digest]
+	done := s.Segs[b.Digest]
 	digest := hex.EncodeToString(b.Digest[:])
-	if done.covers(lo, hi) {
+	if done.Covers(lo, hi) {
 		return nil
 	}
-	order := segmentOrder(b.Segment, digest, 0)
+	order := partstate.SegmentOrder(b.Segment, digest, 0)
 	for i := range b.Calls {
 		c, row := &b.Calls[i], b.Rows[i]
 		if err := calls.CheckCostMicroUSD(c.CostMicroUSD); err != nil {
@@ -369,35 +370,35 @@ func (h *partHandler) applyBatch(s *partState, data []byte, seq uint64) error {
 		var key tracemsg.Key
 		name := h.name[:0]
 		if c.HasRunID {
-			if p := tracemsg.PartitionOf(c.RunID, s.parts); p != h.p {
+			if p := tracemsg.PartitionOf(c.RunID, s.Parts); p != h.p {
 				return pull.Permanent("row batch on the wrong partition", fmt.Errorf("stream seq %d: segment %s row %d: run %q is in partition %d", seq, b.Segment, row, c.RunID, p))
 			}
-			name = append(append(name, runPrefix), c.RunID...)
+			name = append(append(name, partstate.RunPrefix), c.RunID...)
 		} else {
 			k := tracemsg.RowKey(digest, row)
-			if p := tracemsg.PartitionOf(k, s.parts); p != h.p {
+			if p := tracemsg.PartitionOf(k, s.Parts); p != h.p {
 				return pull.Permanent("row batch on the wrong partition", fmt.Errorf("stream seq %d: segment %s row %d is in partition %d", seq, b.Segment, row, p))
 			}
 			key = tracemsg.HashKey(k)
-			name = append(append(name, independent), key[:]...)
+			name = append(append(name, partstate.Independent), key[:]...)
 		}
 		h.name = name
-		if len(done) > 0 && done.has(row) {
+		if len(done) > 0 && done.Has(row) {
 			continue
 		}
 		order[3] = row
-		if _, err := s.foldCall(name, c, order, true); err != nil {
+		if _, err := s.FoldCall(name, c, order, true); err != nil {
 			return pull.Permanent("cost sum overflow", fmt.Errorf("stream seq %d: segment %s row %d: %w", seq, b.Segment, row, err))
 		}
 		if h.f.opts.afterFold != nil {
 			h.f.opts.afterFold(*c)
 		}
 	}
-	s.addRows(b.Digest, lo, hi)
+	s.AddRows(b.Digest, lo, hi)
 	return nil
 }
 
-func (h *partHandler) applyRecord(s *partState, rec *tracemsg.CallRecord, hdr nats.Header, seq uint64) error {
+func (h *partHandler) applyRecord(s *partstate.State, rec *tracemsg.CallRecord, hdr nats.Header, seq uint64) error {
 	msgID := tracemsg.MsgID(hdr)
 	c, err := rec.Call()
 	if err != nil {
@@ -407,19 +408,19 @@ func (h *partHandler) applyRecord(s *partState, rec *tracemsg.CallRecord, hdr na
 	if err != nil {
 		return pull.Permanent("invalid trace record", err)
 	}
-	want := tracemsg.PartitionOf(key, s.parts)
+	want := tracemsg.PartitionOf(key, s.Parts)
 	if c.HasRunID {
-		want = tracemsg.PartitionOf(c.RunID, s.parts)
+		want = tracemsg.PartitionOf(c.RunID, s.Parts)
 	}
 	if want != h.p {
 		return pull.Permanent("trace record on the wrong partition",
-			fmt.Errorf("stream seq %d: belongs to partition %d of %d, published to %s", seq, want, s.parts, h.subject))
+			fmt.Errorf("stream seq %d: belongs to partition %d of %d, published to %s", seq, want, s.Parts, h.subject))
 	}
 	k := tracemsg.HashKey(key)
-	if s.has(k) {
+	if s.Has(k) {
 		return nil
 	}
-	if err := s.apply(k, &c, recordOrder(c.TSMillis, key)); err != nil {
+	if err := s.Apply(k, &c, partstate.RecordOrder(c.TSMillis, key)); err != nil {
 		return pull.Permanent("cost sum overflow", fmt.Errorf("trace record (stream seq %d): %w", seq, err))
 	}
 	if h.f.opts.afterFold != nil {
@@ -451,27 +452,27 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 			return fmt.Errorf("partition %d was published with %d partitions, this worker uses %d (--partitions)", h.p, ptr.Partitions, parts)
 		}
 	}
-	s := newPartState(h.p, parts)
+	s := partstate.NewState(h.p, parts)
 	if rev != 0 {
 		b, err := getBlob(ctx, h.f.kv, ptr.Snapshot)
 		if err != nil {
 			return fmt.Errorf("partition %d snapshot: %w", h.p, err)
 		}
-		if s, err = decodePartState(b); err != nil {
+		if s, err = partstate.DecodeState(b); err != nil {
 			return err
 		}
-		if s.part != h.p || s.parts != parts {
-			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.part, s.parts)
+		if s.Part != h.p || s.Parts != parts {
+			return fmt.Errorf("snapshot %s holds partition %d of %d", ptr.Snapshot.Prefix, s.Part, s.Parts)
 		}
 		if err := applyDeltaBlobs(ctx, h.f.kv, s, ptr.Deltas); err != nil {
 			return fmt.Errorf("partition %d snapshot: %w", h.p, err)
 		}
 		// The folded days' keys come with their tables.
-		if _, err := fetchDays(ctx, h.f.kv, s, allDays(), true); err != nil {
+		if _, err := fetchDays(ctx, h.f.kv, s, partstate.AllDays(), true); err != nil {
 			return err
 		}
-		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.lastSeq,
-			"run_states", s.runCount(), "folded_days", len(s.folded), "deltas", len(ptr.Deltas))
+		h.f.log.Info("partition loaded from snapshot", "partition", h.p, "revision", rev, "writer", ptr.Writer, "last_seq", s.LastSeq,
+			"run_states", s.RunCount(), "folded_days", len(s.Folded), "deltas", len(ptr.Deltas))
 	}
 	h.state, h.rev, h.blobs, h.tried, h.needBase, h.pending = s, rev, nil, nil, true, nil
 	if rev != 0 {
@@ -508,12 +509,12 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
 	}
 	target = min(target, last)
-	if target <= s.lastSeq {
+	if target <= s.LastSeq {
 		return nil
 	}
-	from := s.lastSeq
+	from := s.LastSeq
 	oc, err := h.f.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{h.subject},
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.lastSeq + 1, MaxResetAttempts: 5})
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: s.LastSeq + 1, MaxResetAttempts: 5})
 	if err != nil {
 		return fmt.Errorf("partition %d catch-up: %w", h.p, err)
 	}
@@ -523,14 +524,14 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 	}
 	defer it.Stop()
 	applied := 0
-	for s.lastSeq < target {
-		before, n := s.lastSeq, 0
+	for s.LastSeq < target {
+		before, n := s.LastSeq, 0
 		done := false
 		var fail error
-		for n < h.f.opts.Batch && s.lastSeq < target {
+		for n < h.f.opts.Batch && s.LastSeq < target {
 			m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
 			if err != nil {
-				fail = fmt.Errorf("partition %d catch-up stopped at stream seq %d of %d: %w", h.p, s.lastSeq, target, err)
+				fail = fmt.Errorf("partition %d catch-up stopped at stream seq %d of %d: %w", h.p, s.LastSeq, target, err)
 				break
 			}
 			md, err := m.Metadata()
@@ -544,19 +545,19 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 				break
 			}
 			n++
-			s.begin()
+			s.Begin()
 			if err := h.applySafe(s, m, seq); err != nil {
-				s.rollback()
+				s.Rollback()
 				if derr := h.deadLetter(ctx, m, err); derr != nil {
 					fail = fmt.Errorf("partition %d catch-up, stream seq %d: %w", h.p, seq, derr)
 					break
 				}
-				s.lastSeq = max(s.lastSeq, seq)
+				s.LastSeq = max(s.LastSeq, seq)
 			}
 		}
 		if fail != nil {
-			s.settle(false)
-			s.lastSeq = before
+			s.Settle(false)
+			s.LastSeq = before
 			return fail
 		}
 		applied += n
@@ -564,7 +565,7 @@ func (h *partHandler) catchUp(ctx context.Context, upTo uint64) error {
 			break
 		}
 	}
-	h.f.log.Info("partition caught up", "partition", h.p, "records", applied, "from_seq", from, "last_seq", s.lastSeq)
+	h.f.log.Info("partition caught up", "partition", h.p, "records", applied, "from_seq", from, "last_seq", s.LastSeq)
 	return nil
 }
 

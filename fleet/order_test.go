@@ -75,21 +75,3 @@ func TestSplitReplayGivesTheReportOfTheUnion(t *testing.T) {
 		})
 	}
 }
-
-// TestOrderKeys: segment rows by (nanos, sequence, pid) of their file
-// name, then row; records by time, then identity.
-func TestOrderKeys(t *testing.T) {
-	name := tracegen.SegmentName(0x1f, 0x2000, 3)
-	a := segmentOrder(name, "d1", 5)
-	require.Equal(t, callOrder{0x2000, 3, 0x1f, 5}, a)
-	require.Equal(t, -1, a.Compare(segmentOrder(name, "d1", 6)), "a later row")
-	require.Equal(t, -1, a.Compare(segmentOrder(tracegen.SegmentName(0x1f, 0x2000, 4), "d0", 0)), "a later sequence")
-	require.Equal(t, -1, a.Compare(segmentOrder(tracegen.SegmentName(0x01, 0x2001, 0), "d0", 0)), "a later segment")
-	// Unparseable names: ordered by digest, deterministically.
-	require.Equal(t, segmentOrder("x.parquet", "d", 1), segmentOrder("y.parquet", "d", 1))
-	// Records: by time, then by identity.
-	require.Equal(t, -1, recordOrder(10, "k").Compare(recordOrder(11, "a")))
-	require.Equal(t, recordOrder(10, "k"), recordOrder(10, "k"))
-	require.NotEqual(t, recordOrder(10, "k"), recordOrder(10, "j"))
-	require.Equal(t, recordOrder(-5, "k"), recordOrder(0, "k"))
-}

@@ -11,6 +11,17 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/partstate"
+)
+
+// maxDeltas is the most deltas a base is followed by; deltaSlots the
+// ring of bucket slots a partition handler writes its deltas into (more
+// than maxDeltas: the slot written next is never one a chain names, and
+// a handler writes a delta only after a base of its own, so a slot a
+// previous process of the instance left named is replaced first).
+const (
+	maxDeltas  = 16
+	deltaSlots = 2 * maxDeltas
 )
 
 // flush writes the snapshot when acks wait for it and it is due (or
@@ -33,7 +44,7 @@ func (h *partHandler) flush(ctx context.Context, final bool) {
 // flush tries again); one whose pointer another worker moved drops the
 // state and naks them.
 func (h *partHandler) flushLocked(ctx context.Context) {
-	if h.state == nil || (!h.dirty && len(h.held) == 0 && !h.state.pruneDue(h.f.now(), h.f.opts.Subjects.Retention)) {
+	if h.state == nil || (!h.dirty && len(h.held) == 0 && !h.state.PruneDue(h.f.now(), h.f.opts.Subjects.Retention)) {
 		return
 	}
 	err := h.snapshot(ctx)
@@ -74,23 +85,23 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 			return err
 		}
 	}
-	s.settle(true) // the keys applied join their days' key lists the snapshot copies
+	s.Settle(true) // the keys applied join their days' key lists the snapshot copies
 	before := map[int32]blobRef{}
-	for d, r := range s.folded {
-		before[d] = r.blob
+	for d, r := range s.Folded {
+		before[d] = r.Blob
 	}
 	now := h.f.now()
-	load := func(d int32, ref *dayRef) (*dayTable, error) { return h.loadDay(ctx, d, ref) }
-	tables, skipped := s.foldDays(now, h.f.foldAfter(), load)
-	keys := func(d int32, ref *dayRef) ([]byte, error) {
+	load := func(d int32, ref *partstate.DayRef) (*partstate.DayTable, error) { return h.loadDay(ctx, d, ref) }
+	tables, skipped := s.FoldDays(now, h.f.foldAfter(), load)
+	keys := func(d int32, ref *partstate.DayRef) ([]byte, error) {
 		b, err := h.loadDayBytes(ctx, d, ref)
 		if err != nil {
 			return nil, err
 		}
-		_, _, _, kb, err := dayTableKeys(b)
+		_, _, _, kb, err := partstate.DayTableKeys(b)
 		return kb, err
 	}
-	prunedDays, skipped2 := s.pruneDays(now, h.f.opts.Subjects.Retention, keys)
+	prunedDays, skipped2 := s.PruneDays(now, h.f.opts.Subjects.Retention, keys)
 	for _, err := range append(skipped, skipped2...) {
 		h.f.warn.Warn("fold partition day", "partition", h.p, "err", err)
 	}
@@ -100,7 +111,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		if h.pending == nil {
 			h.pending = map[int32][]byte{}
 		}
-		h.pending[t.day] = t.encode(nil)
+		h.pending[t.Day] = t.Encode(nil)
 	}
 	for _, d := range prunedDays {
 		delete(h.pending, d)
@@ -109,7 +120,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gen, base := s.gen, h.baseDue(s)
+	gen, base := s.Gen, h.baseDue(s)
 	var blobs []blobRef
 	if base {
 		blobs, err = h.writeBase(ctx, published)
@@ -119,8 +130,8 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.parts, LastSeq: s.lastSeq, Snapshot: blobs[0],
-		Aggregate: blobs[1], Deltas: blobs[2:], Writer: h.f.opts.Instance, Runs: s.runCount(), Keys: len(s.keys), Written: time.Now().UTC()})
+	ptr, _ := json.Marshal(partPointer{Partition: h.p, Partitions: s.Parts, LastSeq: s.LastSeq, Snapshot: blobs[0],
+		Aggregate: blobs[1], Deltas: blobs[2:], Writer: h.f.opts.Instance, Runs: s.RunCount(), Keys: len(s.Keys), Written: time.Now().UTC()})
 	var rev uint64
 	if h.rev == 0 {
 		rev, err = h.f.kv.Create(ctx, partitionKey(h.p), ptr)
@@ -139,9 +150,9 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 		h.tried = blobs
 		return fmt.Errorf("partition %d pointer: %w", h.p, err)
 	}
-	s.wrote(gen)
+	s.Wrote(gen)
 	if base {
-		runs, keys := s.size()
+		runs, keys := s.Size()
 		h.baseUnits, h.chainUnits, h.needBase = deltaUnits(runs, keys), 0, false
 	} else {
 		h.chainUnits += h.lastDeltaUnits
@@ -158,7 +169,7 @@ func (h *partHandler) snapshot(ctx context.Context) error {
 	// The blobs no snapshot names any more: superseded day tables and
 	// pruned days. A reader holding an older pointer reads it again.
 	for d, old := range before {
-		if r, ok := s.folded[d]; old.Prefix != "" && (!ok || r.blob.Prefix != old.Prefix) {
+		if r, ok := s.Folded[d]; old.Prefix != "" && (!ok || r.Blob.Prefix != old.Prefix) {
 			h.deleteBlob(ctx, old)
 		}
 	}
@@ -181,11 +192,11 @@ func deltaUnits(runs, keys int) int { return runs + keys/4 }
 // delta: with no pointer yet, at the first snapshot after the state was
 // loaded, after maxDeltas deltas, and when the deltas since the base with
 // the next one would hold more than half of what a base holds.
-func (h *partHandler) baseDue(s *partState) bool {
+func (h *partHandler) baseDue(s *partstate.State) bool {
 	if h.rev == 0 || h.needBase || len(h.blobs) < 2 || len(h.blobs)-2 >= maxDeltas {
 		return true
 	}
-	runs, keys := s.dirty()
+	runs, keys := s.Dirty()
 	h.lastDeltaUnits = deltaUnits(runs, keys)
 	return h.chainUnits+h.lastDeltaUnits > h.baseUnits/2
 }
@@ -204,7 +215,7 @@ func (h *partHandler) writeBase(ctx context.Context, published int) ([]blobRef, 
 	}
 	// The KV puts are synchronous, so the buffer is free again once they
 	// return.
-	snapData, aggData, buf := s.encodeBoth(h.buf)
+	snapData, aggData, buf := s.EncodeBoth(h.buf)
 	h.buf = buf
 	snap, err := putBlob(ctx, h.f.kv, "snap."+name, snapData)
 	if err != nil {
@@ -232,7 +243,7 @@ func (h *partHandler) writeBase(ctx context.Context, published int) ([]blobRef, 
 // delta. It returns the blobs the pointer is to name: the base's and its
 // deltas with this one. published is the bytes of day tables put before.
 func (h *partHandler) writeDelta(ctx context.Context, published int) ([]blobRef, error) {
-	data := h.state.encodeDelta(h.buf)
+	data := h.state.EncodeDelta(h.buf)
 	h.buf = data
 	// The delta slots form a ring longer than the longest chain: a slot
 	// written is never one the pointer names, and the bucket holds at
@@ -284,14 +295,14 @@ func (h *partHandler) published(ctx context.Context, rev uint64, blobs []blobRef
 }
 
 // loadDay returns a fresh copy of folded day d's table.
-func (h *partHandler) loadDay(ctx context.Context, d int32, ref *dayRef) (*dayTable, error) {
+func (h *partHandler) loadDay(ctx context.Context, d int32, ref *partstate.DayRef) (*partstate.DayTable, error) {
 	b, err := h.loadDayBytes(ctx, d, ref)
 	if err != nil {
 		return nil, err
 	}
-	t, err := decodeDayTable(b)
+	t, err := partstate.DecodeDayTable(b)
 	if err != nil {
-		return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+		return nil, fmt.Errorf("partition %d day %s: %w", h.p, partstate.DayString(d), err)
 	}
 	return t, nil
 }
@@ -299,24 +310,24 @@ func (h *partHandler) loadDay(ctx context.Context, d int32, ref *dayRef) (*dayTa
 // loadDayBytes returns folded day d's encoded table, checked (its
 // checksum, and that it is revision ref.rev of this partition's day d):
 // the one waiting to be published, else the bucket's.
-func (h *partHandler) loadDayBytes(ctx context.Context, d int32, ref *dayRef) ([]byte, error) {
+func (h *partHandler) loadDayBytes(ctx context.Context, d int32, ref *partstate.DayRef) ([]byte, error) {
 	b := h.pending[d]
 	if b == nil {
-		if ref.blob.Prefix == "" {
-			return nil, fmt.Errorf("partition %d day %s: table revision %d neither pending nor published", h.p, dayString(d), ref.rev)
+		if ref.Blob.Prefix == "" {
+			return nil, fmt.Errorf("partition %d day %s: table revision %d neither pending nor published", h.p, partstate.DayString(d), ref.Rev)
 		}
 		var err error
-		if b, err = getBlob(ctx, h.f.kv, ref.blob); err != nil {
-			return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+		if b, err = getBlob(ctx, h.f.kv, ref.Blob); err != nil {
+			return nil, fmt.Errorf("partition %d day %s: %w", h.p, partstate.DayString(d), err)
 		}
 	}
-	part, day, rev, _, err := dayTableKeys(b)
+	part, day, rev, _, err := partstate.DayTableKeys(b)
 	if err != nil {
-		return nil, fmt.Errorf("partition %d day %s: %w", h.p, dayString(d), err)
+		return nil, fmt.Errorf("partition %d day %s: %w", h.p, partstate.DayString(d), err)
 	}
-	if part != h.p || day != d || rev != ref.rev {
+	if part != h.p || day != d || rev != ref.Rev {
 		return nil, fmt.Errorf("partition %d day %s: the table holds partition %d day %s revision %d, want revision %d",
-			h.p, dayString(d), part, dayString(day), rev, ref.rev)
+			h.p, partstate.DayString(d), part, partstate.DayString(day), rev, ref.Rev)
 	}
 	return b, nil
 }
@@ -328,17 +339,17 @@ func (h *partHandler) publishDays(ctx context.Context) (int, error) {
 	s := h.state
 	n := 0
 	for _, d := range slices.Sorted(maps.Keys(h.pending)) {
-		ref := s.folded[d]
+		ref := s.Folded[d]
 		if ref == nil {
 			delete(h.pending, d)
 			continue
 		}
 		data := h.pending[d]
-		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("%s.%s.%d", dayBlobPrefix(h.p, d), h.f.opts.Instance, ref.rev), data)
+		blob, err := putBlob(ctx, h.f.kv, fmt.Sprintf("%s.%s.%d", dayBlobPrefix(h.p, d), h.f.opts.Instance, ref.Rev), data)
 		if err != nil {
 			return n, err
 		}
-		ref.blob = blob
+		ref.Blob = blob
 		delete(h.pending, d)
 		n += len(data)
 	}

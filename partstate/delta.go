@@ -1,21 +1,17 @@
-package fleet
+package partstate
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
 // Delta snapshots. A partition's snapshot is a base (the whole state,
-// encodeBoth) followed by deltas: each holds what changed since the
+// EncodeBoth) followed by deltas: each holds what changed since the
 // snapshot before it (base or delta), so its cost follows the rate of
 // change, not the state's size. A delta holds the partition's head (last
 // stream sequence, flags, watermark, late calls), the run partial states
@@ -26,27 +22,17 @@ import (
 // since. Applied in order to the base, the deltas give exactly the state
 // the last one was written from (TestDeltaChainRebuildsTheState). A new
 // base is written (compaction) when the deltas since the last one would
-// hold more than half of the state's runs and keys, after maxDeltas
-// deltas, and at the first snapshot after the state was loaded.
+// hold more than half of the state's runs and keys, after the consumer's limit of
+// deltas (fleet), and at the first snapshot after the state was loaded.
 //
 // Encoding: see docs/formats.md, "Partition delta". A blob with another
 // magic than deltaMagic is refused.
 var deltaMagic = []byte("VDXDLTA1")
 
-// maxDeltas is the most deltas a base is followed by; deltaSlots the
-// ring of bucket slots a partition handler writes its deltas into (more
-// than maxDeltas: the slot written next is never one a chain names, and
-// a handler writes a delta only after a base of its own, so a slot a
-// previous process of the instance left named is replaced first).
-const (
-	maxDeltas  = 16
-	deltaSlots = 2 * maxDeltas
-)
-
 // memDays returns the days with runs or keys in memory, ascending.
-func (s *partState) memDays() []int32 {
+func (s *State) memDays() []int32 {
 	days := map[int32]struct{}{}
-	for d := range s.runs {
+	for d := range s.Runs {
 		days[d] = struct{}{}
 	}
 	for d := range s.dayKeys {
@@ -55,10 +41,10 @@ func (s *partState) memDays() []int32 {
 	return slices.Sorted(maps.Keys(days))
 }
 
-// dirty returns the run partial states changed since the last snapshot
+// Dirty returns the run partial states changed since the last snapshot
 // written, and the keys committed since.
-func (s *partState) dirty() (runs, keys int) {
-	for _, day := range s.runs {
+func (s *State) Dirty() (runs, keys int) {
+	for _, day := range s.Runs {
 		for _, a := range day {
 			if a.gen > s.snapGen {
 				runs++
@@ -68,17 +54,17 @@ func (s *partState) dirty() (runs, keys int) {
 	return runs, len(s.deltaKeys)
 }
 
-// size returns the run partial states and the keys of the days in memory.
-func (s *partState) size() (runs, keys int) {
+// Size returns the run partial states and the keys of the days in memory.
+func (s *State) Size() (runs, keys int) {
 	for _, kb := range s.dayKeys {
 		keys += len(kb) / tracemsg.KeySize
 	}
-	return s.runCount(), keys
+	return s.RunCount(), keys
 }
 
-// encodeDelta encodes what changed since the last snapshot written (see
-// wrote) into buf (reused when large enough).
-func (s *partState) encodeDelta(buf []byte) []byte {
+// EncodeDelta encodes what changed since the last snapshot written (see
+// Wrote) into buf (reused when large enough).
+func (s *State) EncodeDelta(buf []byte) []byte {
 	b := s.appendHead(append(buf[:0], deltaMagic...))
 	since := s.snapGen
 	b = s.appendRuns(b, func(a *runAgg) bool { return a.gen > since })
@@ -118,9 +104,9 @@ func countDays(keys []dayKey) int {
 	return n
 }
 
-// wrote records that a snapshot encoded at gen (s.gen then) is written:
+// Wrote records that a snapshot encoded at gen (s.gen then) is written:
 // the next delta holds what changed after it.
-func (s *partState) wrote(gen uint64) {
+func (s *State) Wrote(gen uint64) {
 	s.snapGen = gen
 	clear(s.deltaKeys)
 	s.deltaKeys = s.deltaKeys[:0]
@@ -128,7 +114,7 @@ func (s *partState) wrote(gen uint64) {
 
 // decodeDelta reads an encoded delta into a state holding only what it
 // carries, and the days it names in memory.
-func decodeDelta(b []byte) (*partState, []int32, error) {
+func decodeDelta(b []byte) (*State, []int32, error) {
 	body, err := checkMagic("partition delta", b, deltaMagic)
 	if err != nil {
 		return nil, nil, err
@@ -158,28 +144,28 @@ func decodeDelta(b []byte) (*partState, []int32, error) {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
 	if d.err != nil {
-		return nil, nil, fmt.Errorf("partition %d delta: %w", s.part, d.err)
+		return nil, nil, fmt.Errorf("partition %d delta: %w", s.Part, d.err)
 	}
 	return s, open, nil
 }
 
-// applyDeltas applies encoded deltas, in order, to s (a decoded base that
+// ApplyDeltas applies encoded deltas, in order, to s (a decoded base that
 // has not had its folded days' keys added yet).
-func (s *partState) applyDeltas(deltas [][]byte) error {
+func (s *State) ApplyDeltas(deltas [][]byte) error {
 	removed := false
 	for i, b := range deltas {
 		d, open, err := decodeDelta(b)
 		if err != nil {
 			return fmt.Errorf("delta %d of %d: %w", i+1, len(deltas), err)
 		}
-		if d.part != s.part || d.parts != s.parts {
-			return fmt.Errorf("delta %d of %d holds partition %d of %d, the base %d of %d", i+1, len(deltas), d.part, d.parts, s.part, s.parts)
+		if d.Part != s.Part || d.Parts != s.Parts {
+			return fmt.Errorf("delta %d of %d holds partition %d of %d, the base %d of %d", i+1, len(deltas), d.Part, d.Parts, s.Part, s.Parts)
 		}
-		if d.lastSeq < s.lastSeq {
-			return fmt.Errorf("delta %d of %d is at stream sequence %d, before the state's %d", i+1, len(deltas), d.lastSeq, s.lastSeq)
+		if d.LastSeq < s.LastSeq {
+			return fmt.Errorf("delta %d of %d is at stream sequence %d, before the state's %d", i+1, len(deltas), d.LastSeq, s.LastSeq)
 		}
-		s.lastSeq, s.watermark, s.late = d.lastSeq, d.watermark, d.late
-		for day, runs := range d.runs {
+		s.LastSeq, s.watermark, s.late = d.LastSeq, d.watermark, d.late
+		for day, runs := range d.Runs {
 			for name, a := range runs {
 				s.addRun(day, name, a)
 			}
@@ -189,10 +175,10 @@ func (s *partState) applyDeltas(deltas [][]byte) error {
 				s.loadKey(tracemsg.Key(kb[j:j+tracemsg.KeySize]), day)
 			}
 		}
-		s.dropped, s.folded, s.pruned, s.segs, s.segDays = d.dropped, d.folded, d.pruned, d.segs, d.segDays
-		for day := range s.runs {
+		s.dropped, s.Folded, s.Pruned, s.Segs, s.segDays = d.dropped, d.Folded, d.Pruned, d.Segs, d.segDays
+		for day := range s.Runs {
 			if !slices.Contains(open, day) {
-				delete(s.runs, day)
+				delete(s.Runs, day)
 			}
 		}
 		for day := range s.dayKeys {
@@ -203,30 +189,12 @@ func (s *partState) applyDeltas(deltas [][]byte) error {
 		}
 	}
 	if removed { // the keys of the days folded since are in their tables
-		clear(s.keys)
+		clear(s.Keys)
 		for _, kb := range s.dayKeys {
 			for j := 0; j+tracemsg.KeySize <= len(kb); j += tracemsg.KeySize {
-				s.keys[tracemsg.Key(kb[j:j+tracemsg.KeySize])] = struct{}{}
+				s.Keys[tracemsg.Key(kb[j:j+tracemsg.KeySize])] = struct{}{}
 			}
 		}
 	}
 	return nil
-}
-
-// applyDeltaBlobs reads the deltas refs names from the bucket and applies
-// them, in order, to s. A delta deleted meanwhile (a new base written
-// over it) reads as errBlobChanged: read the pointer again.
-func applyDeltaBlobs(ctx context.Context, kv jetstream.KeyValue, s *partState, refs []blobRef) error {
-	chain := make([][]byte, len(refs))
-	for i, ref := range refs {
-		b, err := getBlob(ctx, kv, ref)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			err = fmt.Errorf("%w: %w", errBlobChanged, err)
-		}
-		if err != nil {
-			return fmt.Errorf("delta %d of %d: %w", i+1, len(refs), err)
-		}
-		chain[i] = b
-	}
-	return s.applyDeltas(chain)
 }

@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"cmp"
@@ -14,14 +14,14 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// dayMillis is a UTC day in milliseconds.
-const dayMillis = 24 * 60 * 60 * 1000
+// DayMillis is a UTC day in milliseconds.
+const DayMillis = 24 * 60 * 60 * 1000
 
-// dayOf returns the UTC day ts_millis falls in, as days since 1970-01-01
+// DayOf returns the UTC day ts_millis falls in, as days since 1970-01-01
 // (floored: -1 is 1969-12-31), clamped to the int32 range above undated.
-func dayOf(ts int64) int32 {
-	d := ts / dayMillis
-	if ts%dayMillis < 0 {
+func DayOf(ts int64) int32 {
+	d := ts / DayMillis
+	if ts%DayMillis < 0 {
 		d--
 	}
 	return int32(min(max(d, undated+1), math.MaxInt32))
@@ -56,28 +56,28 @@ func (a *runAgg) merge(b *runAgg) error {
 	return nil
 }
 
-// dayTable is one folded day of a partition: the state, per run, of the
+// DayTable is one folded day of a partition: the state, per run, of the
 // calls whose ts falls in the day (a run spanning days has a partial
 // state in each), the untagged independent calls of the day that were
 // dropped, and the dedupe keys of the day's records. A day is folded out
 // of memory once the partition's newest call is past it by the fold
 // grace; calls of the day that arrive after that correct the table (a new
 // revision, the partials merged in), so nothing is counted twice.
-type dayTable struct {
+type DayTable struct {
 	part, parts int
-	day         int32
+	Day         int32
 	rev         uint32
 	runs        map[string]*runAgg
 	dropped     uint64
 	keys        []byte // tracemsg.KeySize bytes each
 }
 
-func newDayTable(part, parts int, day int32) *dayTable {
-	return &dayTable{part: part, parts: parts, day: day, runs: map[string]*runAgg{}}
+func newDayTable(part, parts int, day int32) *DayTable {
+	return &DayTable{part: part, parts: parts, Day: day, runs: map[string]*runAgg{}}
 }
 
 // calls returns the calls the table holds, dropped ones included.
-func (t *dayTable) calls() uint64 {
+func (t *DayTable) calls() uint64 {
 	n := t.dropped
 	for _, a := range t.runs {
 		n += a.calls
@@ -87,7 +87,7 @@ func (t *dayTable) calls() uint64 {
 
 // add merges a run's partial state into the table; a fails the merge,
 // changing nothing, on a cost overflow. a is not retained.
-func (t *dayTable) add(name string, a *runAgg) error {
+func (t *DayTable) add(name string, a *runAgg) error {
 	have, ok := t.runs[name]
 	if !ok {
 		c := *a
@@ -96,7 +96,7 @@ func (t *dayTable) add(name string, a *runAgg) error {
 		return nil
 	}
 	if err := have.merge(a); err != nil {
-		return fmt.Errorf("day %s run %q: %w", dayString(t.day), name, err)
+		return fmt.Errorf("day %s run %q: %w", DayString(t.Day), name, err)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func (e *dayTableEncoder) str(s string) uint64 {
 	return i
 }
 
-func (e *dayTableEncoder) prefix(o callOrder) uint64 {
+func (e *dayTableEncoder) prefix(o Order) uint64 {
 	k := [3]uint64{o[0], o[1], o[2]}
 	i, ok := e.prefixes[k]
 	if !ok {
@@ -137,13 +137,13 @@ func (e *dayTableEncoder) prefix(o callOrder) uint64 {
 	return i
 }
 
-// encode appends the table's encoding to b.
-func (t *dayTable) encode(b []byte) []byte {
+// Encode appends the table's encoding to b.
+func (t *DayTable) Encode(b []byte) []byte {
 	e := dayTableEncoder{strs: map[string]uint64{}, prefixes: map[[3]uint64]uint64{}}
 	// The runs first, into their own buffer, so the dictionaries they
 	// fill can be written before them.
 	runs := make([]byte, 0, 48*len(t.runs))
-	dayStart := int64(t.day) * dayMillis
+	dayStart := int64(t.Day) * DayMillis
 	for name, a := range t.runs {
 		runs = appendString(runs, name)
 		flags := uint64(0)
@@ -177,7 +177,7 @@ func (t *dayTable) encode(b []byte) []byte {
 	b = append(b, dayMagic...)
 	b = binary.AppendUvarint(b, uint64(t.part))
 	b = binary.AppendUvarint(b, uint64(t.parts))
-	b = binary.AppendVarint(b, int64(t.day))
+	b = binary.AppendVarint(b, int64(t.Day))
 	b = binary.AppendUvarint(b, uint64(t.rev))
 	b = binary.AppendUvarint(b, t.dropped)
 	b = binary.AppendUvarint(b, uint64(len(t.keys)/tracemsg.KeySize))
@@ -214,7 +214,7 @@ func checkDayTable(b []byte) (body []byte, err error) {
 }
 
 // dayTableHead reads a table's header up to its keys.
-func dayTableHead(d *decoder) (t *dayTable) {
+func dayTableHead(d *decoder) (t *DayTable) {
 	part, parts := d.uvarint(), d.uvarint()
 	day := d.varint()
 	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts || day < math.MinInt32 || day > math.MaxInt32) {
@@ -240,8 +240,8 @@ func dayKeysOf(d *decoder) []byte {
 	return k
 }
 
-// decodeDayTable reads what encode wrote; a damaged table is an error.
-func decodeDayTable(b []byte) (*dayTable, error) {
+// DecodeDayTable reads what encode wrote; a damaged table is an error.
+func DecodeDayTable(b []byte) (*DayTable, error) {
 	body, err := checkDayTable(b)
 	if err != nil {
 		return nil, err
@@ -250,7 +250,7 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 	t := dayTableHead(&d)
 	t.keys = append([]byte(nil), dayKeysOf(&d)...)
 	var states []runAgg
-	err = eachDayRun(&d, t.day, func(n int) {
+	err = eachDayRun(&d, t.Day, func(n int) {
 		states = make([]runAgg, n)
 		t.runs = make(map[string]*runAgg, n)
 	}, func(i int, name []byte, _ int, a *runAgg) {
@@ -264,7 +264,7 @@ func decodeDayTable(b []byte) (*dayTable, error) {
 }
 
 // eachDayTableRun calls fn with each run state of the encoded day table b
-// (checked as decodeDayTable checks it) and returns the table's day and
+// (checked as DecodeDayTable checks it) and returns the table's day and
 // dropped calls. name is a substring of one copy of the table's runs made
 // for the call (no string per run: a report merges a run's partial states
 // of every day under one name), so fn clones it to keep it apart; a is
@@ -280,11 +280,11 @@ func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, drop
 	dayKeysOf(&d)
 	// The rest of the body as one string: each name is a slice of it.
 	rest := string(d.b)
-	err = eachDayRun(&d, t.day, nil, func(_ int, name []byte, after int, a *runAgg) {
+	err = eachDayRun(&d, t.Day, nil, func(_ int, name []byte, after int, a *runAgg) {
 		end := len(rest) - after
 		fn(rest[end-len(name):end], a)
 	})
-	return t.day, t.dropped, err
+	return t.Day, t.dropped, err
 }
 
 // eachDayRun reads the rest of a table body after its keys (the
@@ -306,8 +306,8 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 	if start != nil {
 		start(n)
 	}
-	dayStart := int64(day) * dayMillis
-	ref := func(step *uint32, order *callOrder) string {
+	dayStart := int64(day) * DayMillis
+	ref := func(step *uint32, order *Order) string {
 		si, st, pi, last := d.uvarint(), d.uint32(), d.uvarint(), d.uvarint()
 		if d.err == nil && (si >= uint64(len(strs)) || pi >= uint64(len(pres))) {
 			d.err = fmt.Errorf("string %d of %d, order prefix %d of %d", si, len(strs), pi, len(pres))
@@ -316,7 +316,7 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 			return ""
 		}
 		p := pres[pi]
-		*step, *order = st, callOrder{p[0], p[1], p[2], last}
+		*step, *order = st, Order{p[0], p[1], p[2], last}
 		return strs[si]
 	}
 	var a runAgg
@@ -368,10 +368,10 @@ func (d *decoder) count(size int) int {
 	return int(n)
 }
 
-// dayTableKeys checks an encoded day table (its checksum and header) and
+// DayTableKeys checks an encoded day table (its checksum and header) and
 // returns its partition, day, revision and keys (aliasing b) without
 // decoding its run states: what a takeover needs of every retained day.
-func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err error) {
+func DayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err error) {
 	body, err := checkDayTable(b)
 	if err != nil {
 		return 0, 0, 0, nil, err
@@ -382,32 +382,32 @@ func dayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err e
 	if d.err != nil {
 		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.err)
 	}
-	return t.part, t.day, t.rev, keys, nil
+	return t.part, t.Day, t.rev, keys, nil
 }
 
-// addFoldedKeysOf adds the keys of an encoded day table to the dedupe set.
-func (s *partState) addFoldedKeysOf(keys []byte) {
+// AddFoldedKeysOf adds the keys of an encoded day table to the dedupe set.
+func (s *State) AddFoldedKeysOf(keys []byte) {
 	for i := 0; i+tracemsg.KeySize <= len(keys); i += tracemsg.KeySize {
-		s.keys[tracemsg.Key(keys[i:i+tracemsg.KeySize])] = struct{}{}
+		s.Keys[tracemsg.Key(keys[i:i+tracemsg.KeySize])] = struct{}{}
 	}
 }
 
-// dayString formats a day number as YYYY-MM-DD.
-func dayString(day int32) string {
+// DayString formats a day number as YYYY-MM-DD.
+func DayString(day int32) string {
 	return unixDay(day).Format("2006-01-02")
 }
 
 // unixDay returns the midnight (UTC) day begins at.
-func unixDay(day int32) time.Time { return time.Unix(int64(day)*dayMillis/1000, 0).UTC() }
+func unixDay(day int32) time.Time { return time.Unix(int64(day)*DayMillis/1000, 0).UTC() }
 
 // DefaultFoldAfter is how far past a day's end (by the partition's newest
 // call) the day is folded out of memory.
 const DefaultFoldAfter = 2 * time.Hour
 
 // openDays returns the days (other than undated) with state in memory.
-func (s *partState) openDays() []int32 {
+func (s *State) openDays() []int32 {
 	days := map[int32]bool{}
-	for d := range s.runs {
+	for d := range s.Runs {
 		days[d] = true
 	}
 	for d := range s.dropped {
@@ -420,7 +420,7 @@ func (s *partState) openDays() []int32 {
 	return slices.Sorted(maps.Keys(days))
 }
 
-// foldDays folds out of memory every day whose end is at least grace
+// FoldDays folds out of memory every day whose end is at least grace
 // before the horizon (the partition's newest call, or an hour from now if
 // that is sooner, so a call stamped in the future folds nothing early),
 // and every folded day that has calls again (late calls: its table is
@@ -429,18 +429,18 @@ func (s *partState) openDays() []int32 {
 // revision whose reference (s.folded) has no blob until published; a day
 // whose table cannot be loaded or whose merge would overflow stays in
 // memory and is reported in skipped.
-func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day int32, ref *dayRef) (*dayTable, error)) (tables []*dayTable, skipped []error) {
+func (s *State) FoldDays(now time.Time, grace time.Duration, load func(day int32, ref *DayRef) (*DayTable, error)) (tables []*DayTable, skipped []error) {
 	horizon := min(s.watermark, now.Add(time.Hour).UnixMilli()) - grace.Milliseconds()
 	for _, d := range s.openDays() {
-		ref := s.folded[d]
-		if ref == nil && int64(d+1)*dayMillis > horizon {
+		ref := s.Folded[d]
+		if ref == nil && int64(d+1)*DayMillis > horizon {
 			continue
 		}
-		t := newDayTable(s.part, s.parts, d)
+		t := newDayTable(s.Part, s.Parts, d)
 		if ref != nil {
 			var err error
 			if t, err = load(d, ref); err != nil {
-				skipped = append(skipped, fmt.Errorf("day %s: %w", dayString(d), err))
+				skipped = append(skipped, fmt.Errorf("day %s: %w", DayString(d), err))
 				continue
 			}
 			// The merge below changes t: work on what load returned
@@ -451,7 +451,7 @@ func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day i
 			continue
 		}
 		if ref != nil {
-			t.rev = ref.rev + 1
+			t.rev = ref.Rev + 1
 		} else {
 			t.rev = 1
 		}
@@ -462,7 +462,7 @@ func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day i
 		if ref != nil {
 			written = ref.written
 		}
-		s.folded[d] = &dayRef{rev: t.rev, calls: t.calls(), written: written}
+		s.Folded[d] = &DayRef{Rev: t.rev, calls: t.calls(), written: written}
 		tables = append(tables, t)
 	}
 	return tables, skipped
@@ -471,15 +471,15 @@ func (s *partState) foldDays(now time.Time, grace time.Duration, load func(day i
 // foldInto merges day d's state in memory into t and drops it from
 // memory; on a cost overflow nothing changes in s (t may be half merged:
 // the caller drops it).
-func (s *partState) foldInto(t *dayTable, d int32) error {
-	if len(t.runs) == 0 && s.runs[d] != nil {
+func (s *State) foldInto(t *DayTable, d int32) error {
+	if len(t.runs) == 0 && s.Runs[d] != nil {
 		// A new table takes the day's states over: nothing to merge.
-		t.runs = s.runs[d]
+		t.runs = s.Runs[d]
 		for _, a := range t.runs {
 			a.gen = 0
 		}
 	} else {
-		for name, a := range s.runs[d] {
+		for name, a := range s.Runs[d] {
 			if err := t.add(name, a); err != nil {
 				return err
 			}
@@ -487,38 +487,38 @@ func (s *partState) foldInto(t *dayTable, d int32) error {
 	}
 	t.dropped += s.dropped[d]
 	t.keys = append(t.keys, s.dayKeys[d]...)
-	delete(s.runs, d)
+	delete(s.Runs, d)
 	delete(s.dropped, d)
 	delete(s.dayKeys, d)
 	return nil
 }
 
-// pruneDays drops every folded day whose table was first written more than
+// PruneDays drops every folded day whose table was first written more than
 // retention before now (retention 0: never): its keys leave the dedupe
 // set, its day joins the pruned ranges (a call of it is late from now on),
 // and the row sets of segments whose every day has no state left go too.
 // keys returns a folded day's dedupe keys (from its table, not decoded
 // whole). It returns the days pruned.
-func (s *partState) pruneDays(now time.Time, retention time.Duration, keys func(day int32, ref *dayRef) ([]byte, error)) (days []int32, skipped []error) {
+func (s *State) PruneDays(now time.Time, retention time.Duration, keys func(day int32, ref *DayRef) ([]byte, error)) (days []int32, skipped []error) {
 	if retention <= 0 {
 		return nil, nil
 	}
 	cut := now.Add(-retention).Unix()
 	open := s.openDays()
-	for _, d := range slices.Sorted(maps.Keys(s.folded)) {
-		ref := s.folded[d]
+	for _, d := range slices.Sorted(maps.Keys(s.Folded)) {
+		ref := s.Folded[d]
 		if ref.written > cut || s.isOpen(d) {
 			continue // a late call of the day waits to be folded first
 		}
 		kb, err := keys(d, ref)
 		if err != nil {
-			skipped = append(skipped, fmt.Errorf("prune day %s: %w", dayString(d), err))
+			skipped = append(skipped, fmt.Errorf("prune day %s: %w", DayString(d), err))
 			continue
 		}
 		for i := 0; i+tracemsg.KeySize <= len(kb); i += tracemsg.KeySize {
-			delete(s.keys, tracemsg.Key(kb[i:i+tracemsg.KeySize]))
+			delete(s.Keys, tracemsg.Key(kb[i:i+tracemsg.KeySize]))
 		}
-		delete(s.folded, d)
+		delete(s.Folded, d)
 		s.addPruned(d)
 		days = append(days, d)
 	}
@@ -526,27 +526,27 @@ func (s *partState) pruneDays(now time.Time, retention time.Duration, keys func(
 		return nil, skipped
 	}
 	kept := open
-	for d := range s.folded {
+	for d := range s.Folded {
 		kept = append(kept, d)
 	}
 	for digest, span := range s.segDays {
 		if !slices.ContainsFunc(kept, func(d int32) bool { return d >= span[0] && d <= span[1] }) {
-			delete(s.segs, digest)
+			delete(s.Segs, digest)
 			delete(s.segDays, digest)
 		}
 	}
 	return days, skipped
 }
 
-// pruneDue reports whether pruneDays(now, retention) would prune a day:
+// PruneDue reports whether PruneDays(now, retention) would prune a day:
 // a partition that receives nothing still drops its days at the
 // retention (the flush tick snapshots it).
-func (s *partState) pruneDue(now time.Time, retention time.Duration) bool {
+func (s *State) PruneDue(now time.Time, retention time.Duration) bool {
 	if retention <= 0 {
 		return false
 	}
 	cut := now.Add(-retention).Unix()
-	for d, ref := range s.folded {
+	for d, ref := range s.Folded {
 		if ref.written <= cut && !s.isOpen(d) {
 			return true
 		}
@@ -556,29 +556,29 @@ func (s *partState) pruneDue(now time.Time, retention time.Duration) bool {
 
 // isOpen reports whether day d has state in memory (runs, dropped calls
 // or keys): one of openDays.
-func (s *partState) isOpen(d int32) bool {
-	_, runs := s.runs[d]
+func (s *State) isOpen(d int32) bool {
+	_, runs := s.Runs[d]
 	_, dropped := s.dropped[d]
 	_, keys := s.dayKeys[d]
 	return d != undated && (runs || dropped || keys)
 }
 
 // addPruned adds day to the pruned ranges, merging neighbours.
-func (s *partState) addPruned(day int32) {
-	i, _ := slices.BinarySearchFunc(s.pruned, day, func(r dayRange, d int32) int { return cmp.Compare(r.lo, d) })
-	s.pruned = slices.Insert(s.pruned, i, dayRange{day, day})
-	merged := s.pruned[:0]
-	for _, r := range s.pruned {
+func (s *State) addPruned(day int32) {
+	i, _ := slices.BinarySearchFunc(s.Pruned, day, func(r dayRange, d int32) int { return cmp.Compare(r.lo, d) })
+	s.Pruned = slices.Insert(s.Pruned, i, dayRange{day, day})
+	merged := s.Pruned[:0]
+	for _, r := range s.Pruned {
 		if n := len(merged); n > 0 && int64(merged[n-1].hi)+1 >= int64(r.lo) {
 			merged[n-1].hi = max(merged[n-1].hi, r.hi)
 			continue
 		}
 		merged = append(merged, r)
 	}
-	s.pruned = merged
+	s.Pruned = merged
 }
 
 // addFoldedKeys adds a folded day's keys to the dedupe set (a state loaded
 // from a snapshot or the store: the keys of its folded days are in their
 // tables).
-func (s *partState) addFoldedKeys(t *dayTable) { s.addFoldedKeysOf(t.keys) }
+func (s *State) addFoldedKeys(t *DayTable) { s.AddFoldedKeysOf(t.keys) }

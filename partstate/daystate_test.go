@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"bytes"
@@ -18,14 +18,14 @@ import (
 )
 
 func TestDayOfFloorsToUTCDays(t *testing.T) {
-	assert.EqualValues(t, 0, dayOf(0))
-	assert.EqualValues(t, 0, dayOf(dayMillis-1))
-	assert.EqualValues(t, 1, dayOf(dayMillis))
-	assert.EqualValues(t, -1, dayOf(-1))
-	assert.EqualValues(t, -1, dayOf(-dayMillis))
-	assert.EqualValues(t, -2, dayOf(-dayMillis-1))
-	assert.NotEqualValues(t, undated, dayOf(math.MinInt64), "no ts is undated")
-	assert.Equal(t, "2025-12-02", dayString(dayOf(1764633600000+5)))
+	assert.EqualValues(t, 0, DayOf(0))
+	assert.EqualValues(t, 0, DayOf(DayMillis-1))
+	assert.EqualValues(t, 1, DayOf(DayMillis))
+	assert.EqualValues(t, -1, DayOf(-1))
+	assert.EqualValues(t, -1, DayOf(-DayMillis))
+	assert.EqualValues(t, -2, DayOf(-DayMillis-1))
+	assert.NotEqualValues(t, undated, DayOf(math.MinInt64), "no ts is undated")
+	assert.Equal(t, "2025-12-02", DayString(DayOf(1764633600000+5)))
 }
 
 // TestPartialsMergeToTheSequentialState: a run's calls split by day (or
@@ -39,19 +39,19 @@ func TestPartialsMergeToTheSequentialState(t *testing.T) {
 	for trial := range 300 {
 		n := 1 + rng.IntN(40)
 		cs := make([]calls.Call, n)
-		orders := make([]callOrder, n)
+		orders := make([]Order, n)
 		for i := range cs {
-			cs[i] = calls.Call{RunID: "r", HasRunID: true, TSMillis: int64(rng.IntN(5*dayMillis)) - dayMillis,
+			cs[i] = calls.Call{RunID: "r", HasRunID: true, TSMillis: int64(rng.IntN(5*DayMillis)) - DayMillis,
 				Step: uint32(rng.IntN(6)), HasStep: rng.IntN(8) != 0, Outcome: outcomes[rng.IntN(len(outcomes))],
 				AgentID: agents[rng.IntN(len(agents))], Decision: decisions[rng.IntN(len(decisions))],
 				CostMicroUSD: int64(rng.IntN(1000))}
-			orders[i] = callOrder{uint64(rng.IntN(3)), uint64(rng.IntN(3)), 0, uint64(i)}
+			orders[i] = Order{uint64(rng.IntN(3)), uint64(rng.IntN(3)), 0, uint64(i)}
 		}
 		var whole runAgg
 		parts := map[int32]*runAgg{}
 		for i := range cs {
 			require.NoError(t, whole.add(&cs[i], orders[i]))
-			d := dayOf(cs[i].TSMillis)
+			d := DayOf(cs[i].TSMillis)
 			if parts[d] == nil {
 				parts[d] = &runAgg{}
 			}
@@ -80,15 +80,15 @@ func TestMergeRefusesACostOverflow(t *testing.T) {
 }
 
 func TestDayTableRoundTripsAndRefusesDamage(t *testing.T) {
-	tb := newDayTable(3, 8, dayOf(1764633600000))
+	tb := newDayTable(3, 8, DayOf(1764633600000))
 	tb.rev, tb.dropped = 4, 2
-	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 3, refused: 1, cost: 700, lastTS: 1764633600123, outcome: "case_resolved", outStep: 2, outOrder: callOrder{1, 2, 3, 4}}))
+	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 3, refused: 1, cost: 700, lastTS: 1764633600123, outcome: "case_resolved", outStep: 2, outOrder: Order{1, 2, 3, 4}}))
 	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 1, cost: 5, lastTS: 1764633600001, agent: "agent://x", agentStep: 1}))
 	require.NoError(t, tb.add("ikey", &runAgg{calls: 1, cost: 9, lastTS: 1764633600200, outcome: "escalated"}))
 	k := tracemsg.HashKey("call-1")
 	tb.keys = append(tb.keys, k[:]...)
-	b := tb.encode([]byte("prefix"))
-	got, err := decodeDayTable(b[len("prefix"):])
+	b := tb.Encode([]byte("prefix"))
+	got, err := DecodeDayTable(b[len("prefix"):])
 	require.NoError(t, err)
 	assert.Equal(t, tb, got)
 	assert.EqualValues(t, 7, got.calls(), "5 run calls and 2 dropped")
@@ -97,24 +97,24 @@ func TestDayTableRoundTripsAndRefusesDamage(t *testing.T) {
 	for i := len("prefix"); i < len(b); i += 7 {
 		bad := append([]byte(nil), b[len("prefix"):]...)
 		bad[i-len("prefix")] ^= 0x40
-		_, err := decodeDayTable(bad)
+		_, err := DecodeDayTable(bad)
 		assert.Error(t, err, "byte %d flipped", i)
 	}
-	_, err = decodeDayTable(b[len("prefix") : len(b)-1])
+	_, err = DecodeDayTable(b[len("prefix") : len(b)-1])
 	assert.Error(t, err)
 }
 
 // randomDayTable is a table of n runs with varied states: outcomes and
 // agents present or not, orders of segment rows (shared prefixes) and of
 // records (distinct prefixes), negative costs, timestamps across the day.
-func randomDayTable(rng *rand.Rand, n int) *dayTable {
-	day := dayOf(1764633600000) + int32(rng.IntN(100)) - 50
+func randomDayTable(rng *rand.Rand, n int) *DayTable {
+	day := DayOf(1764633600000) + int32(rng.IntN(100)) - 50
 	tb := newDayTable(rng.IntN(8), 8, day)
 	tb.rev, tb.dropped = uint32(1+rng.IntN(5)), uint64(rng.IntN(3))
-	segs := []callOrder{{1 << 60, 7, 4242}, {1<<60 + 99, 8, 4242}, {0, rng.Uint64(), rng.Uint64()}}
-	order := func() callOrder {
+	segs := []Order{{1 << 60, 7, 4242}, {1<<60 + 99, 8, 4242}, {0, rng.Uint64(), rng.Uint64()}}
+	order := func() Order {
 		if rng.IntN(4) == 0 {
-			return callOrder{rng.Uint64(), rng.Uint64(), rng.Uint64(), 0}
+			return Order{rng.Uint64(), rng.Uint64(), rng.Uint64(), 0}
 		}
 		o := segs[rng.IntN(len(segs))]
 		o[3] = rng.Uint64N(1 << 40)
@@ -123,7 +123,7 @@ func randomDayTable(rng *rand.Rand, n int) *dayTable {
 	outcomes := []string{"", "case_resolved", "escalated", "a \x00 tag"}
 	for i := range n {
 		a := &runAgg{calls: 1 + rng.Uint64N(200), cost: rng.Int64N(1<<40) - 1<<20,
-			lastTS: int64(day)*dayMillis + rng.Int64N(dayMillis)}
+			lastTS: int64(day)*DayMillis + rng.Int64N(DayMillis)}
 		a.refused = rng.Uint64N(a.calls + 1)
 		a.blocked = rng.Uint64N(a.refused + 1)
 		if a.outcome = outcomes[rng.IntN(len(outcomes))]; a.outcome != "" {
@@ -149,16 +149,16 @@ func TestDayTablesRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for trial := range 40 {
 		tb := randomDayTable(rng, rng.IntN(300))
-		b := tb.encode(nil)
-		got, err := decodeDayTable(b)
+		b := tb.Encode(nil)
+		got, err := DecodeDayTable(b)
 		require.NoError(t, err, "trial %d", trial)
 		require.Equal(t, tb, got, "trial %d", trial)
-		part, day, rev, keys, err := dayTableKeys(b)
+		part, day, rev, keys, err := DayTableKeys(b)
 		require.NoError(t, err)
-		assert.Equal(t, []any{tb.part, tb.day, tb.rev, tb.keys}, []any{part, day, rev, append([]byte(nil), keys...)}, "trial %d", trial)
+		assert.Equal(t, []any{tb.part, tb.Day, tb.rev, tb.keys}, []any{part, day, rev, append([]byte(nil), keys...)}, "trial %d", trial)
 	}
-	old := append([]byte("VXDAY003"), randomDayTable(rng, 3).encode(nil)[len(dayMagic):]...)
-	_, err := decodeDayTable(old)
+	old := append([]byte("VXDAY003"), randomDayTable(rng, 3).Encode(nil)[len(dayMagic):]...)
+	_, err := DecodeDayTable(old)
 	require.EqualError(t, err, `day table: format "VXDAY003", this build reads "VDXDAY01" only`)
 }
 
@@ -170,14 +170,14 @@ func FuzzDecodeDayTable(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 4 {
 		tb := randomDayTable(rng, rng.IntN(6))
-		f.Add(tb.encode(nil))
+		f.Add(tb.Encode(nil))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Fix the checksum so the fuzzer reaches the body.
 		if len(b) > 4 {
 			b = binary.LittleEndian.AppendUint32(bytes.Clone(b[:len(b)-4]), crc32.Checksum(b[:len(b)-4], castagnoli()))
 		}
-		tb, err := decodeDayTable(b)
+		tb, err := DecodeDayTable(b)
 		streamed := map[string]runAgg{}
 		day, dropped, serr := eachDayTableRun(b, func(name string, a *runAgg) { streamed[strings.Clone(name)] = *a })
 		if err != nil {
@@ -185,13 +185,13 @@ func FuzzDecodeDayTable(f *testing.F) {
 			return
 		}
 		require.NoError(t, serr)
-		require.Equal(t, tb.day, day)
+		require.Equal(t, tb.Day, day)
 		require.Equal(t, tb.dropped, dropped)
 		require.Len(t, streamed, len(tb.runs))
 		for name, a := range tb.runs {
 			require.Equal(t, *a, streamed[name], "run %q", name)
 		}
-		again, err := decodeDayTable(tb.encode(nil))
+		again, err := DecodeDayTable(tb.Encode(nil))
 		require.NoError(t, err)
 		require.Equal(t, tb, again)
 	})
@@ -201,13 +201,13 @@ func FuzzDecodeDayTable(f *testing.F) {
 // format (an older build's magic) is refused, naming what it found and
 // what this build reads.
 func TestSnapshotsAndDeltasRefuseOtherFormats(t *testing.T) {
-	s := newPartState(1, 4)
-	snap, _, _ := s.encodeBoth(nil)
-	_, err := decodePartState(snap)
+	s := NewState(1, 4)
+	snap, _, _ := s.EncodeBoth(nil)
+	_, err := DecodeState(snap)
 	require.NoError(t, err)
-	_, err = decodePartState(append([]byte("VDXPART5"), snap[len(snapMagic):]...))
+	_, err = DecodeState(append([]byte("VDXPART5"), snap[len(snapMagic):]...))
 	require.EqualError(t, err, `partition snapshot: format "VDXPART5", this build reads "VDXSNAP1" only`)
-	delta := s.encodeDelta(nil)
+	delta := s.EncodeDelta(nil)
 	_, _, err = decodeDelta(delta)
 	require.NoError(t, err)
 	_, _, err = decodeDelta(append([]byte("VDXDELT2"), delta[len(deltaMagic):]...))

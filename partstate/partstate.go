@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"crypto/sha256"
@@ -18,7 +18,7 @@ import (
 // outcome's cost-per-outcome and SLO reports need of it, exactly. The
 // outcome and agent kept are the non-empty ones with the highest (step,
 // order), order being the call's place in the records' own order (see
-// callOrder), so the state is a function of the set of calls applied, never
+// Order), so the state is a function of the set of calls applied, never
 // of the order they arrived in.
 type runAgg struct {
 	calls, blocked, refused uint64
@@ -26,21 +26,21 @@ type runAgg struct {
 	lastTS                  int64 // newest ts_millis
 	outcome, agent          string
 	outStep, agentStep      uint32
-	outOrder, agentOrder    callOrder
-	gen                     uint64 // partState.gen of its last undo entry; not encoded
+	outOrder, agentOrder    Order
+	gen                     uint64 // State.Gen of its last undo entry; not encoded
 }
 
-// callOrder is a call's place in the records' own order, the tie-break of
+// Order is a call's place in the records' own order, the tie-break of
 // "last outcome by step" between calls of a run at the same step. It is
 // compared word by word. A segment row's order is its segment's place in
 // a directory (the file name's nanos, sequence and pid, as segment.List
 // sorts them) and its row, so that any split of a directory into
 // replays gives the order a sequential reduction of the whole directory
-// reads them in; see segmentOrder and recordOrder.
-type callOrder [4]uint64
+// reads them in; see SegmentOrder and RecordOrder.
+type Order [4]uint64
 
 // Compare returns -1, 0 or +1 as o sorts before, with or after p.
-func (o callOrder) Compare(p callOrder) int {
+func (o Order) Compare(p Order) int {
 	for i := range o {
 		if o[i] != p[i] {
 			if o[i] < p[i] {
@@ -52,37 +52,37 @@ func (o callOrder) Compare(p callOrder) int {
 	return 0
 }
 
-// segmentOrder is the order of row of the segment file named base (its
+// SegmentOrder is the order of row of the segment file named base (its
 // content digest breaking ties between files whose names do not parse as
 // TokenFuse segment names).
-func segmentOrder(base, digest string, row uint64) callOrder {
+func SegmentOrder(base, digest string, row uint64) Order {
 	if pid, nanos, seq, ok := segment.ParseName(base); ok {
-		return callOrder{nanos, seq, pid, row}
+		return Order{nanos, seq, pid, row}
 	}
 	sum := sha256.Sum256([]byte(digest))
-	return callOrder{0, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), row}
+	return Order{0, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), row}
 }
 
-// recordOrder is the order of a per-call record that is not a segment row
+// RecordOrder is the order of a per-call record that is not a segment row
 // (NDJSON from the tail forwarder or another publisher): its ts_millis as
 // nanoseconds (placing it among segments by time), then its dedupe key.
-func recordOrder(tsMillis int64, key string) callOrder {
+func RecordOrder(tsMillis int64, key string) Order {
 	ns := uint64(0)
 	if tsMillis > 0 {
 		ns = uint64(min(tsMillis, math.MaxInt64/1_000_000)) * 1_000_000
 	}
 	sum := sha256.Sum256([]byte(key))
-	return callOrder{ns, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), 0}
+	return Order{ns, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), 0}
 }
 
 // later reports whether (step, order) comes after (s2, o2).
-func later(step uint32, order callOrder, s2 uint32, o2 callOrder) bool {
+func later(step uint32, order Order, s2 uint32, o2 Order) bool {
 	return step > s2 || step == s2 && order.Compare(o2) >= 0
 }
 
 // add folds one call in; it fails, changing nothing, when the run's cost
 // would overflow.
-func (a *runAgg) add(c *calls.Call, order callOrder) error {
+func (a *runAgg) add(c *calls.Call, order Order) error {
 	cls := calls.Classify(c.Decision)
 	cost := a.cost
 	if cls != calls.ClassBlocked {
@@ -118,7 +118,7 @@ func (a *runAgg) add(c *calls.Call, order callOrder) error {
 
 // apply is add, or for an untagged independent call dropped (see
 // droppedCalls) a count of it.
-func (a *runAgg) apply(c *calls.Call, order callOrder, dropped bool) error {
+func (a *runAgg) apply(c *calls.Call, order Order, dropped bool) error {
 	if !dropped {
 		return a.add(c, order)
 	}
@@ -131,15 +131,15 @@ func (a *runAgg) apply(c *calls.Call, order callOrder, dropped bool) error {
 
 // Run names in partition state: a run by its id, an independent call (a
 // record without run_id, a run of one call) by its dedupe key. A call
-// kept by the hour (see partState.hoursFrom) is in the partial state
+// kept by the hour (see State.HoursFrom) is in the partial state
 // named hourly, the hour of its ts in its day (0-23, one byte), then its
 // run's name; the untagged independent calls dropped in an hour are
 // counted (calls only) in the partial named hourly, the hour and
 // droppedCalls. Merged by the name after the hour, a day's partial
 // states are those a day kept whole would hold (runAgg.merge).
 const (
-	runPrefix    = 'r'
-	independent  = 'i'
+	RunPrefix    = 'r'
+	Independent  = 'i'
 	hourly       = 'h'
 	droppedCalls = 'x'
 )
@@ -159,11 +159,11 @@ func splitName(name string) (base string, hour int) {
 // undated is the day of state written before state was kept per day (a
 // snapshot of an older build): its runs count in every all-time report,
 // are never folded or pruned, and make a report by time window refuse.
-// dayOf never returns it.
+// DayOf never returns it.
 const undated = math.MinInt32
 
 // runKey names a run's partial state: the UTC day of the calls it holds
-// and the run (see runPrefix). A run whose calls span days has one
+// and the run (see RunPrefix). A run whose calls span days has one
 // partial state per day; merged, they are the run's state (runAgg.merge).
 type runKey struct {
 	day  int32
@@ -177,30 +177,33 @@ type dayKey struct {
 	day int32
 }
 
-// partState is one partition's reduction state, kept per UTC day of the
+// State is one partition's reduction state, kept per UTC day of the
 // calls' ts: the partial state of every run per day of its calls, the
 // untagged independent calls dropped per day (they count as calls in the
 // report's stats), the dedupe keys of the calls applied per day, the
 // segments' row sets, and the highest stream sequence applied. Days past
-// the fold grace are folded out of memory into day tables (foldDays), and
-// day tables past the retention are pruned (pruneDays): memory holds the
+// the fold grace are folded out of memory into day tables (FoldDays), and
+// day tables past the retention are pruned (PruneDays): memory holds the
 // open days, and the store and the KV bucket the retained ones. Not safe
 // for concurrent use.
-type partState struct {
-	part, parts int
-	lastSeq     uint64
-	// runs holds the partial run states by day, then by run name.
-	runs    map[int32]map[string]*runAgg
+type State struct {
+	// Part is the partition of Parts the state is of; LastSeq the highest
+	// stream sequence applied, set by the consumer and encoded with the
+	// state (a catch-up resumes after it).
+	Part, Parts int
+	LastSeq     uint64
+	// Runs holds the partial run states by day, then by run name.
+	Runs    map[int32]map[string]*runAgg
 	dropped map[int32]uint64
-	// keys holds the dedupe keys of every retained day (open or folded);
+	// Keys holds the dedupe keys of every retained day (open or folded);
 	// dayKeys those of the days in memory, by day, in the order they were
 	// committed: a snapshot copies them as they are.
-	keys    map[tracemsg.Key]struct{}
+	Keys    map[tracemsg.Key]struct{}
 	dayKeys map[int32][]byte
-	// segs holds, per segment content digest, the rows of the segment
+	// Segs holds, per segment content digest, the rows of the segment
 	// applied to the partition (by row batches), and segDays the first
 	// and last day of those rows' calls.
-	segs    map[[32]byte]rowSet
+	Segs    map[[32]byte]rowSet
 	segDays map[[32]byte][2]int32
 	// names interns the outcomes and agents runs keep.
 	names map[string]string
@@ -210,19 +213,19 @@ type partState struct {
 	// was pruned (their dedupe keys are gone with it: applying them could
 	// count a call twice).
 	watermark int64
-	folded    map[int32]*dayRef
-	pruned    []dayRange
+	Folded    map[int32]*DayRef
+	Pruned    []dayRange
 	late      uint64
-	// hoursOn and hoursFrom: a call with ts_millis at or after hoursFrom
+	// HoursOn and HoursFrom: a call with ts_millis at or after HoursFrom
 	// is kept by the hour (see hourly), the others by the day. Set by
 	// the partition's owner from its clock (Options.HoursKept); not part
 	// of the encoded state. hname is the buffer of an hourly name.
-	hoursOn   bool
-	hoursFrom int64
+	HoursOn   bool
+	HoursFrom int64
 	hname     []byte
 
 	// The message being applied: its undo logs. gen counts messages (see
-	// begin): a run saves its state (saves) on its first change in a
+	// Begin): a run saves its state (saves) on its first change in a
 	// message (runAgg.gen), and a run it creates is listed in newRuns, so
 	// the logs grow with the runs a message touches, not with its calls;
 	// undo holds the rest (keys, row sets, dropped and late calls).
@@ -230,7 +233,7 @@ type partState struct {
 	undo      []undoEntry
 	saves     []runSave
 	newRuns   []runKey
-	gen       uint64
+	Gen       uint64
 	msgMark   int64
 	msgDays   [2]int32
 	msgHasDay bool
@@ -245,14 +248,24 @@ type partState struct {
 	deltaKeys []dayKey
 }
 
-// dayRef is a folded day: its table's revision, calls, when its first
+// DayRef is a folded day: its table's revision, calls, when its first
 // revision was written (Unix seconds, the retention's clock) and its blob in the KV
 // bucket (Prefix "" until published).
-type dayRef struct {
-	rev     uint32
+type DayRef struct {
+	Rev     uint32
 	calls   uint64
 	written int64
-	blob    blobRef
+	Blob    BlobRef
+}
+
+// BlobRef names a chunked value in a key-value store: the keys
+// Prefix.0 .. Prefix.(Chunks-1), whose concatenation is Size bytes with
+// the SHA-256 (hex) SHA256. Where the chunks live is the consumer's.
+type BlobRef struct {
+	Prefix string `json:"prefix"`
+	Chunks int    `json:"chunks"`
+	SHA256 string `json:"sha256"`
+	Size   int    `json:"size"`
 }
 
 // dayRange is the closed range of days [lo, hi].
@@ -285,36 +298,37 @@ type runSave struct {
 // messages.
 const maxKeptSaves = 1 << 14
 
-func newPartState(part, parts int) *partState {
-	return &partState{part: part, parts: parts, runs: map[int32]map[string]*runAgg{}, dropped: map[int32]uint64{},
-		keys: map[tracemsg.Key]struct{}{}, dayKeys: map[int32][]byte{}, segs: map[[32]byte]rowSet{},
-		segDays: map[[32]byte][2]int32{}, folded: map[int32]*dayRef{}}
+// NewState returns the empty state of partition part of parts.
+func NewState(part, parts int) *State {
+	return &State{Part: part, Parts: parts, Runs: map[int32]map[string]*runAgg{}, dropped: map[int32]uint64{},
+		Keys: map[tracemsg.Key]struct{}{}, dayKeys: map[int32][]byte{}, Segs: map[[32]byte]rowSet{},
+		segDays: map[[32]byte][2]int32{}, Folded: map[int32]*DayRef{}}
 }
 
 // loadKey adds a key of a loaded state (a snapshot, the store) of day to
 // the committed keys.
-func (s *partState) loadKey(k tracemsg.Key, day int32) {
-	if _, ok := s.keys[k]; ok {
+func (s *State) loadKey(k tracemsg.Key, day int32) {
+	if _, ok := s.Keys[k]; ok {
 		return
 	}
-	s.keys[k] = struct{}{}
+	s.Keys[k] = struct{}{}
 	s.dayKeys[day] = append(s.dayKeys[day], k[:]...)
 }
 
-// has reports whether a key was applied.
-func (s *partState) has(k tracemsg.Key) bool { _, ok := s.keys[k]; return ok }
+// Has reports whether a key was applied.
+func (s *State) Has(k tracemsg.Key) bool { _, ok := s.Keys[k]; return ok }
 
-// begin starts a message: what the messages before it changed is kept
+// Begin starts a message: what the messages before it changed is kept
 // (to commit), and rollback undoes only the new message.
-func (s *partState) begin() {
-	s.keep()
-	s.gen++
+func (s *State) Begin() {
+	s.Keep()
+	s.Gen++
 	s.msgMark = s.watermark
 	s.msgHasDay = false
 }
 
-// keep moves the undo log's keys into what the next commit keeps.
-func (s *partState) keep() {
+// Keep moves the undo log's keys into what the next commit keeps.
+func (s *State) Keep() {
 	if len(s.undo)+len(s.saves)+len(s.newRuns) > 0 {
 		s.changed = true
 	}
@@ -331,7 +345,7 @@ func (s *partState) keep() {
 // forgetRunUndo empties the run undo logs. Their stale entries are not
 // cleared (a few thousand runs a message: clearing cost more than the
 // states they keep reachable), unless the logs grew past maxKeptSaves.
-func (s *partState) forgetRunUndo() {
+func (s *State) forgetRunUndo() {
 	if cap(s.saves) > maxKeptSaves || cap(s.newRuns) > maxKeptSaves {
 		s.saves, s.newRuns = nil, nil
 		return
@@ -339,9 +353,9 @@ func (s *partState) forgetRunUndo() {
 	s.saves, s.newRuns = s.saves[:0], s.newRuns[:0]
 }
 
-// isPruned reports whether day was dropped at the retention.
-func (s *partState) isPruned(day int32) bool {
-	_, ok := slices.BinarySearchFunc(s.pruned, day, func(r dayRange, d int32) int {
+// IsPruned reports whether day was dropped at the retention.
+func (s *State) IsPruned(day int32) bool {
+	_, ok := slices.BinarySearchFunc(s.Pruned, day, func(r dayRange, d int32) int {
 		switch {
 		case r.hi < d:
 			return -1
@@ -353,39 +367,39 @@ func (s *partState) isPruned(day int32) bool {
 	return ok
 }
 
-// apply folds one call identified by key (already checked new) with its
+// Apply folds one call identified by key (already checked new) with its
 // order and records the key; an error (a cost overflow) changes nothing.
 // A call of a pruned day is counted late instead, its key not recorded.
-func (s *partState) apply(key tracemsg.Key, c *calls.Call, order callOrder) error {
+func (s *State) Apply(key tracemsg.Key, c *calls.Call, order Order) error {
 	var name []byte
 	if c.HasRunID {
-		name = append(append(make([]byte, 0, 1+len(c.RunID)), runPrefix), c.RunID...)
+		name = append(append(make([]byte, 0, 1+len(c.RunID)), RunPrefix), c.RunID...)
 	} else {
-		name = append([]byte{independent}, key[:]...)
+		name = append([]byte{Independent}, key[:]...)
 	}
 	late, err := s.fold(name, c, order)
 	if err != nil || late {
 		return err
 	}
-	s.keys[key] = struct{}{}
-	s.undo = append(s.undo, undoEntry{key: key, hasKey: true, keyDay: dayOf(c.TSMillis)})
+	s.Keys[key] = struct{}{}
+	s.undo = append(s.undo, undoEntry{key: key, hasKey: true, keyDay: DayOf(c.TSMillis)})
 	return nil
 }
 
-// fold folds c into the partial state of the run called name (runPrefix
+// fold folds c into the partial state of the run called name (RunPrefix
 // and the run id, or independent and the call's key) for the day of its
 // ts, or counts an untagged independent call as dropped; an error (a cost
 // overflow) changes nothing. A call of a pruned day is not applied: fold
 // counts it late and reports it. name is not retained.
-func (s *partState) fold(name []byte, c *calls.Call, order callOrder) (late bool, err error) {
-	return s.foldCall(name, c, order, false)
+func (s *State) fold(name []byte, c *calls.Call, order Order) (late bool, err error) {
+	return s.FoldCall(name, c, order, false)
 }
 
-// foldCall is fold; interned says c's outcome and agent are the
+// FoldCall is fold; interned says c's outcome and agent are the
 // partition's copies already (see intern).
-func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, interned bool) (late bool, err error) {
-	day := dayOf(c.TSMillis)
-	if len(s.pruned) > 0 && s.isPruned(day) {
+func (s *State) FoldCall(name []byte, c *calls.Call, order Order, interned bool) (late bool, err error) {
+	day := DayOf(c.TSMillis)
+	if len(s.Pruned) > 0 && s.IsPruned(day) {
 		s.late++
 		s.undo = append(s.undo, undoEntry{late: true})
 		return true, nil
@@ -395,10 +409,10 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 	} else {
 		s.msgDays[0], s.msgDays[1] = min(s.msgDays[0], day), max(s.msgDays[1], day)
 	}
-	drop := name[0] == independent && c.Outcome == ""
+	drop := name[0] == Independent && c.Outcome == ""
 	hour := int64(-1)
-	if s.hoursOn && c.TSMillis >= s.hoursFrom {
-		hour = (c.TSMillis - int64(day)*dayMillis) / hourMillis // outside 0-23 only where dayOf clamps
+	if s.HoursOn && c.TSMillis >= s.HoursFrom {
+		hour = (c.TSMillis - int64(day)*DayMillis) / hourMillis // outside 0-23 only where dayOf clamps
 	}
 	if hour >= 0 && hour < 24 {
 		s.hname = append(s.hname[:0], hourly, byte(hour))
@@ -417,15 +431,15 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 	// A run keeps its outcome and agent: interned, so that it does not
 	// keep the message they were decoded from alive.
 	if c.Outcome != "" && !interned {
-		c.Outcome = s.intern(c.Outcome)
+		c.Outcome = s.Intern(c.Outcome)
 	}
 	if c.AgentID != "" && !interned && !drop { // a dropped call's agent is not kept
-		c.AgentID = s.intern(c.AgentID)
+		c.AgentID = s.Intern(c.AgentID)
 	}
-	runs := s.runs[day]
+	runs := s.Runs[day]
 	if runs == nil {
 		runs = map[string]*runAgg{}
-		s.runs[day] = runs
+		s.Runs[day] = runs
 	}
 	a, had := runs[string(name)]
 	switch {
@@ -434,11 +448,11 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 		if err := a.apply(c, order, drop); err != nil {
 			return false, err
 		}
-		a.gen = s.gen
+		a.gen = s.Gen
 		k := runKey{day, string(name)}
 		runs[k.name] = a
 		s.newRuns = append(s.newRuns, k)
-	case a.gen == s.gen: // saved or created by this message already
+	case a.gen == s.Gen: // saved or created by this message already
 		if err := a.apply(c, order, drop); err != nil {
 			return false, err
 		}
@@ -448,14 +462,14 @@ func (s *partState) foldCall(name []byte, c *calls.Call, order callOrder, intern
 			s.saves = s.saves[:len(s.saves)-1]
 			return false, err
 		}
-		a.gen = s.gen
+		a.gen = s.Gen
 	}
 	s.watermark = max(s.watermark, c.TSMillis)
 	return false, nil
 }
 
-// intern returns the partition's copy of v.
-func (s *partState) intern(v string) string {
+// Intern returns the partition's copy of v.
+func (s *State) Intern(v string) string {
 	if w, ok := s.names[v]; ok {
 		return w
 	}
@@ -467,12 +481,12 @@ func (s *partState) intern(v string) string {
 	return w
 }
 
-// addRows records rows [lo, hi] of the segment with this digest as
+// AddRows records rows [lo, hi] of the segment with this digest as
 // applied, their calls in the days of the message (msgDays).
-func (s *partState) addRows(digest [32]byte, lo, hi uint64) {
-	prev, had := s.segs[digest]
+func (s *State) AddRows(digest [32]byte, lo, hi uint64) {
+	prev, had := s.Segs[digest]
 	prevDays, hadDays := s.segDays[digest]
-	s.segs[digest] = prev.add(lo, hi)
+	s.Segs[digest] = prev.add(lo, hi)
 	if s.msgHasDay {
 		days := s.msgDays
 		if hadDays {
@@ -487,19 +501,19 @@ func (s *partState) addRows(digest [32]byte, lo, hi uint64) {
 	s.undo = append(s.undo, undoEntry{seg: &d, segPrev: prev, segDays: prevDays, segHad: hadDays})
 }
 
-// rollback undoes everything applied since begin.
-func (s *partState) rollback() {
+// Rollback undoes everything applied since begin.
+func (s *State) Rollback() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		if u.hasKey {
-			delete(s.keys, u.key)
+			delete(s.Keys, u.key)
 		}
 		switch {
 		case u.seg != nil:
 			if u.segPrev == nil {
-				delete(s.segs, *u.seg)
+				delete(s.Segs, *u.seg)
 			} else {
-				s.segs[*u.seg] = u.segPrev
+				s.Segs[*u.seg] = u.segPrev
 			}
 			if u.segHad {
 				s.segDays[*u.seg] = u.segDays
@@ -520,10 +534,10 @@ func (s *partState) rollback() {
 		*sv.a = sv.prev
 	}
 	for _, k := range s.newRuns {
-		runs := s.runs[k.day]
+		runs := s.Runs[k.day]
 		delete(runs, k.name)
 		if len(runs) == 0 {
-			delete(s.runs, k.day) // else the day would read as open
+			delete(s.Runs, k.day) // else the day would read as open
 		}
 	}
 	s.forgetRunUndo()
@@ -531,36 +545,36 @@ func (s *partState) rollback() {
 }
 
 // addRun sets a loaded run partial state.
-func (s *partState) addRun(day int32, name string, a *runAgg) {
-	runs := s.runs[day]
+func (s *State) addRun(day int32, name string, a *runAgg) {
+	runs := s.Runs[day]
 	if runs == nil {
 		runs = map[string]*runAgg{}
-		s.runs[day] = runs
+		s.Runs[day] = runs
 	}
 	runs[name] = a
 }
 
-// runCount returns the number of run partial states in memory.
-func (s *partState) runCount() int {
+// RunCount returns the number of run partial states in memory.
+func (s *State) RunCount() int {
 	n := 0
-	for _, runs := range s.runs {
+	for _, runs := range s.Runs {
 		n += len(runs)
 	}
 	return n
 }
 
-// changedSince reports whether anything was applied since the last commit
+// ChangedSince reports whether anything was applied since the last commit
 // (or settle), or the sequence moved from before.
-func (s *partState) changedSince(before uint64) bool {
-	s.keep()
-	return s.changed || s.lastSeq != before
+func (s *State) ChangedSince(before uint64) bool {
+	s.Keep()
+	return s.changed || s.LastSeq != before
 }
 
-// settle ends what was applied since the last settle: committed appends
+// Settle ends what was applied since the last settle: committed appends
 // its keys to their days' key lists (a snapshot encodes them); otherwise
 // the state no longer matches the store and the caller must drop it.
-func (s *partState) settle(committed bool) {
-	s.keep()
+func (s *State) Settle(committed bool) {
+	s.Keep()
 	if committed {
 		for _, k := range s.newKeys {
 			s.dayKeys[k.day] = append(s.dayKeys[k.day], k.key[:]...)

@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"bytes"
@@ -29,15 +29,15 @@ func (a *runAgg) encode(b []byte) []byte {
 	return appendOrder(b, a.agentOrder)
 }
 
-func appendOrder(b []byte, o callOrder) []byte {
+func appendOrder(b []byte, o Order) []byte {
 	for _, w := range o {
 		b = binary.AppendUvarint(b, w)
 	}
 	return b
 }
 
-func (d *decoder) order() callOrder {
-	var o callOrder
+func (d *decoder) order() Order {
+	var o Order
 	for i := range o {
 		o[i] = d.uvarint()
 	}
@@ -128,10 +128,10 @@ func decodeRunAgg(b []byte) (runAgg, error) {
 // snapshot". snapMagic leads both; a blob with another magic is refused.
 var snapMagic = []byte("VDXSNAP1")
 
-// encodeBoth encodes the snapshot and the aggregate in one pass over the
+// EncodeBoth encodes the snapshot and the aggregate in one pass over the
 // run states, into buf (reused when large enough): both share everything
 // up to the row sets. The results alias the returned buffer.
-func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
+func (s *State) EncodeBoth(buf []byte) (snap, agg, out []byte) {
 	b := s.appendHead(append(buf[:0], snapMagic...))
 	b = s.appendRuns(b, nil)
 	b = s.appendDays(b)
@@ -149,10 +149,10 @@ func (s *partState) encodeBoth(buf []byte) (snap, agg, out []byte) {
 
 // appendHead appends the partition, partition count, last applied stream
 // sequence, watermark and late calls.
-func (s *partState) appendHead(b []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(s.part))
-	b = binary.AppendUvarint(b, uint64(s.parts))
-	b = binary.AppendUvarint(b, s.lastSeq)
+func (s *State) appendHead(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(s.Part))
+	b = binary.AppendUvarint(b, uint64(s.Parts))
+	b = binary.AppendUvarint(b, s.LastSeq)
 	b = binary.AppendVarint(b, s.watermark)
 	return binary.AppendUvarint(b, s.late)
 }
@@ -161,9 +161,9 @@ func (s *partState) appendHead(b []byte) []byte {
 // (nil: every one) is true, in map order: a snapshot is read into maps,
 // and sorting the open days' names at every snapshot cost a third of
 // encoding them.
-func (s *partState) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
+func (s *State) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
 	n := 0
-	for _, runs := range s.runs {
+	for _, runs := range s.Runs {
 		if keep == nil {
 			n += len(runs)
 			continue
@@ -176,7 +176,7 @@ func (s *partState) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(n))
 	var tmp []byte
-	for day, runs := range s.runs {
+	for day, runs := range s.Runs {
 		for name, a := range runs {
 			if keep != nil && !keep(a) {
 				continue
@@ -194,28 +194,28 @@ func (s *partState) appendRuns(b []byte, keep func(*runAgg) bool) []byte {
 // appendDays appends the dropped calls per day, the folded days (day,
 // revision, calls, written, and the blob's prefix, chunks, digest and
 // size) and the pruned day ranges.
-func (s *partState) appendDays(b []byte) []byte {
+func (s *State) appendDays(b []byte) []byte {
 	days := slices.Sorted(maps.Keys(s.dropped))
 	b = binary.AppendUvarint(b, uint64(len(days)))
 	for _, d := range days {
 		b = binary.AppendVarint(b, int64(d))
 		b = binary.AppendUvarint(b, s.dropped[d])
 	}
-	days = slices.Sorted(maps.Keys(s.folded))
+	days = slices.Sorted(maps.Keys(s.Folded))
 	b = binary.AppendUvarint(b, uint64(len(days)))
 	for _, d := range days {
-		r := s.folded[d]
+		r := s.Folded[d]
 		b = binary.AppendVarint(b, int64(d))
-		b = binary.AppendUvarint(b, uint64(r.rev))
+		b = binary.AppendUvarint(b, uint64(r.Rev))
 		b = binary.AppendUvarint(b, r.calls)
 		b = binary.AppendVarint(b, r.written)
-		b = appendString(b, r.blob.Prefix)
-		b = binary.AppendUvarint(b, uint64(r.blob.Chunks))
-		b = appendString(b, r.blob.SHA256)
-		b = binary.AppendUvarint(b, uint64(r.blob.Size))
+		b = appendString(b, r.Blob.Prefix)
+		b = binary.AppendUvarint(b, uint64(r.Blob.Chunks))
+		b = appendString(b, r.Blob.SHA256)
+		b = binary.AppendUvarint(b, uint64(r.Blob.Size))
 	}
-	b = binary.AppendUvarint(b, uint64(len(s.pruned)))
-	for _, r := range s.pruned {
+	b = binary.AppendUvarint(b, uint64(len(s.Pruned)))
+	for _, r := range s.Pruned {
 		b = binary.AppendVarint(b, int64(r.lo))
 		b = binary.AppendVarint(b, int64(r.hi))
 	}
@@ -224,13 +224,13 @@ func (s *partState) appendDays(b []byte) []byte {
 
 // appendSegs appends the segment row sets sorted by digest, each with its
 // first and last day.
-func (s *partState) appendSegs(b []byte) []byte {
-	digests := slices.SortedFunc(maps.Keys(s.segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+func (s *State) appendSegs(b []byte) []byte {
+	digests := slices.SortedFunc(maps.Keys(s.Segs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
 	b = binary.AppendUvarint(b, uint64(len(digests)))
 	var tmp []byte
 	for _, d := range digests {
 		b = append(b, d[:]...)
-		tmp = s.segs[d].encode(tmp[:0])
+		tmp = s.Segs[d].encode(tmp[:0])
 		b = binary.AppendUvarint(b, uint64(len(tmp)))
 		b = append(b, tmp...)
 		sd, ok := s.segDays[d]
@@ -246,7 +246,7 @@ func (s *partState) appendSegs(b []byte) []byte {
 // appendKeys appends the dedupe keys of the days in memory, per day in
 // the order they were committed; with from, only each day's keys after
 // its first from[day] bytes (the days with none after them left out).
-func (s *partState) appendKeys(b []byte, from map[int32]int) []byte {
+func (s *State) appendKeys(b []byte, from map[int32]int) []byte {
 	days := slices.Sorted(maps.Keys(s.dayKeys))
 	if from != nil {
 		days = slices.DeleteFunc(days, func(d int32) bool { return len(s.dayKeys[d]) <= from[d] })
@@ -280,8 +280,8 @@ func (d *decoder) day() int32 {
 	return int32(v)
 }
 
-// decodePartState reads an encoded snapshot or aggregate.
-func decodePartState(b []byte) (*partState, error) {
+// DecodeState reads an encoded snapshot or aggregate.
+func DecodeState(b []byte) (*State, error) {
 	body, err := checkMagic("partition snapshot", b, snapMagic)
 	if err != nil {
 		return nil, err
@@ -303,13 +303,13 @@ func decodePartState(b []byte) (*partState, error) {
 		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("partition %d snapshot: %w", s.part, d.err)
+		return nil, fmt.Errorf("partition %d snapshot: %w", s.Part, d.err)
 	}
 	return s, nil
 }
 
 // head reads what appendHead wrote into a new state.
-func (d *decoder) head() (*partState, error) {
+func (d *decoder) head() (*State, error) {
 	part, parts := d.uvarint(), d.uvarint()
 	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
 		d.err = fmt.Errorf("partition %d of %d", part, parts)
@@ -317,14 +317,14 @@ func (d *decoder) head() (*partState, error) {
 	if d.err != nil {
 		return nil, fmt.Errorf("partition snapshot: %w", d.err)
 	}
-	s := newPartState(int(part), int(parts))
-	s.lastSeq = d.uvarint()
+	s := NewState(int(part), int(parts))
+	s.LastSeq = d.uvarint()
 	s.watermark, s.late = d.varint(), d.uvarint()
 	return s, nil
 }
 
 // runs reads what appendRuns wrote into s.
-func (d *decoder) runs(s *partState) error {
+func (d *decoder) runs(s *State) error {
 	n := d.uvarint()
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		day := d.day()
@@ -335,7 +335,7 @@ func (d *decoder) runs(s *partState) error {
 		}
 		a, err := decodeRunAgg(st)
 		if err != nil {
-			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
+			return fmt.Errorf("partition %d snapshot: %w", s.Part, err)
 		}
 		s.addRun(day, name, &a)
 	}
@@ -343,27 +343,27 @@ func (d *decoder) runs(s *partState) error {
 }
 
 // days reads what appendDays wrote into s.
-func (d *decoder) days(s *partState) {
+func (d *decoder) days(s *State) {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		day := d.day()
 		s.dropped[day] = d.uvarint()
 	}
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		day := d.day()
-		r := &dayRef{rev: d.uint32(), calls: d.uvarint(), written: d.varint()}
-		r.blob.Prefix = string(d.bytes())
-		r.blob.Chunks = int(d.uint32())
-		r.blob.SHA256 = string(d.bytes())
-		r.blob.Size = int(d.uint32())
-		s.folded[day] = r
+		r := &DayRef{Rev: d.uint32(), calls: d.uvarint(), written: d.varint()}
+		r.Blob.Prefix = string(d.bytes())
+		r.Blob.Chunks = int(d.uint32())
+		r.Blob.SHA256 = string(d.bytes())
+		r.Blob.Size = int(d.uint32())
+		s.Folded[day] = r
 	}
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
-		s.pruned = append(s.pruned, dayRange{d.day(), d.day()})
+		s.Pruned = append(s.Pruned, dayRange{d.day(), d.day()})
 	}
 }
 
 // segs reads what appendSegs wrote into s.
-func (d *decoder) segs(s *partState) error {
+func (d *decoder) segs(s *State) error {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		if len(d.b) < 32 {
 			d.err = errors.New("truncated segment digest")
@@ -378,9 +378,9 @@ func (d *decoder) segs(s *partState) error {
 		}
 		r, err := decodeRowSet(st)
 		if err != nil {
-			return fmt.Errorf("partition %d snapshot: %w", s.part, err)
+			return fmt.Errorf("partition %d snapshot: %w", s.Part, err)
 		}
-		s.segs[digest] = r
+		s.Segs[digest] = r
 		if days[0] != undated {
 			s.segDays[digest] = days
 		}
@@ -390,7 +390,7 @@ func (d *decoder) segs(s *partState) error {
 
 // keys reads what appendKeys wrote into s (appended to its days' keys;
 // keys s has already are skipped).
-func (d *decoder) keys(s *partState) {
+func (d *decoder) keys(s *State) {
 	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
 		day := d.day()
 		nk := d.uvarint()

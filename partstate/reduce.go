@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"errors"
@@ -17,63 +17,64 @@ import (
 // folded days: every run is in exactly one partition, so the union is the
 // whole fleet's reduction state over the retained days.
 type Aggregate struct {
-	parts map[int]*partState
-	// tables holds the encoded tables of the folded days, by partition and
+	Parts map[int]*State
+	// Tables holds the encoded tables of the folded days, by partition and
 	// day: decoded one partition at a time (each), so a report over weeks
 	// of a busy fleet holds one partition's run states at a time.
-	tables map[int]map[int32][]byte
-	// read is the days whose tables were read (ReadAggregateFor): a
+	Tables map[int]map[int32][]byte
+	// Read is the days whose tables were read (ReadAggregateFor): a
 	// report over other days is refused.
-	read dayWindow
+	Read DayWindow
 }
 
-// dayWindow is a report window: the days [from, to) it reaches into
+// DayWindow is a report window: the days [from, to) it reaches into
 // (whole or in part), and its bounds [fromMs, toMs) in ts_millis; or
 // every day.
-type dayWindow struct {
+type DayWindow struct {
 	from, to     int64 // days; int64, so that to can be past the last int32 day
 	fromMs, toMs int64
 	on           bool // false: every day
 }
 
-// allDays is the window of an all-time report.
-func allDays() dayWindow { return dayWindow{} }
+// AllDays is the window of an all-time report.
+func AllDays() DayWindow { return DayWindow{} }
 
-// has reports whether day d is in w, whole or in part.
-func (w dayWindow) has(d int32) bool { return !w.on || (int64(d) >= w.from && int64(d) < w.to) }
+// Has reports whether day d is in w, whole or in part.
+func (w DayWindow) Has(d int32) bool { return !w.on || (int64(d) >= w.from && int64(d) < w.to) }
 
 // cuts reports whether w holds part of day d only.
-func (w dayWindow) cuts(d int32) bool {
-	return w.on && w.has(d) && (int64(d)*dayMillis < w.fromMs || (int64(d)+1)*dayMillis > w.toMs)
+func (w DayWindow) cuts(d int32) bool {
+	return w.on && w.Has(d) && (int64(d)*DayMillis < w.fromMs || (int64(d)+1)*DayMillis > w.toMs)
 }
 
 // hasHour reports whether hour h of day d is in w.
-func (w dayWindow) hasHour(d int32, h int) bool {
-	t := int64(d)*dayMillis + int64(h)*hourMillis
+func (w DayWindow) hasHour(d int32, h int) bool {
+	t := int64(d)*DayMillis + int64(h)*hourMillis
 	return !w.on || (t >= w.fromMs && t < w.toMs)
 }
 
 // covers reports whether every day of v is in w.
-func (w dayWindow) covers(v dayWindow) bool {
+func (w DayWindow) covers(v DayWindow) bool {
 	return !w.on || (v.on && v.from >= w.from && v.to <= w.to)
 }
 
-func (w dayWindow) String() string {
+// String describes w for errors and logs.
+func (w DayWindow) String() string {
 	if !w.on {
 		return "every day"
 	}
 	from, to := "the first day", "the last day"
 	if w.from != math.MinInt32+1 {
-		from = dayString(int32(w.from))
+		from = DayString(int32(w.from))
 	}
 	if w.to <= math.MaxInt32 {
-		to = "the day before " + dayString(int32(w.to))
+		to = "the day before " + DayString(int32(w.to))
 	}
 	return "the days from " + from + " to " + to
 }
 
 // Partitions returns the partitions the aggregate holds, ascending.
-func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)) }
+func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.Parts)) }
 
 // each calls fn with every partial run state of the aggregate (in memory
 // or in a folded day's table) and its partition and day, then with every
@@ -81,11 +82,11 @@ func (g *Aggregate) Partitions() []int { return slices.Sorted(maps.Keys(g.parts)
 // partition by partition in ascending order, and done(p) after each
 // partition. It fails on a table that does not decode.
 func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropped uint64), done func(p int)) error {
-	if g.read.on {
-		return fmt.Errorf("the aggregate holds the tables of %s only", g.read)
+	if g.Read.on {
+		return fmt.Errorf("the aggregate holds the tables of %s only", g.Read)
 	}
 	for _, p := range g.Partitions() {
-		if err := g.eachOf(p, allDays(), fn, nil); err != nil {
+		if err := g.eachOf(p, AllDays(), fn, nil); err != nil {
 			return err
 		}
 		if done != nil {
@@ -101,9 +102,9 @@ func (g *Aggregate) each(fn func(p int, day int32, name string, a *runAgg, dropp
 // state fn is given may be reused after it returns (a table's runs are
 // decoded one at a time, their names slices of one string per table):
 // fn copies what it keeps, and clones a name it keeps apart.
-func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name string, a *runAgg, dropped uint64), outside func(calls uint64)) error {
-	s := g.parts[p]
-	for day, runs := range s.runs {
+func (g *Aggregate) eachOf(p int, w DayWindow, fn func(p int, day int32, name string, a *runAgg, dropped uint64), outside func(calls uint64)) error {
+	s := g.Parts[p]
+	for day, runs := range s.Runs {
 		for name, a := range runs {
 			fn(p, day, name, a, 0)
 		}
@@ -111,18 +112,18 @@ func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name st
 	for day, n := range s.dropped {
 		fn(p, day, "", nil, n)
 	}
-	for day, ref := range s.folded {
-		if !w.has(day) {
+	for day, ref := range s.Folded {
+		if !w.Has(day) {
 			outside(ref.calls)
 		}
 	}
-	for day, b := range g.tables[p] {
-		if !w.has(day) {
+	for day, b := range g.Tables[p] {
+		if !w.Has(day) {
 			continue // counted above
 		}
 		_, dropped, err := eachDayTableRun(b, func(name string, a *runAgg) { fn(p, day, name, a, 0) })
 		if err != nil {
-			return fmt.Errorf("partition %d day %s: %w", p, dayString(day), err)
+			return fmt.Errorf("partition %d day %s: %w", p, DayString(day), err)
 		}
 		if dropped > 0 {
 			fn(p, day, "", nil, dropped)
@@ -135,8 +136,8 @@ func (g *Aggregate) eachOf(p int, w dayWindow, fn func(p int, day int32, name st
 // independent calls included; late calls, never applied, not).
 func (g *Aggregate) Calls() int64 {
 	var n uint64
-	for _, s := range g.parts {
-		for _, runs := range s.runs {
+	for _, s := range g.Parts {
+		for _, runs := range s.Runs {
 			for _, a := range runs {
 				n += a.calls
 			}
@@ -144,7 +145,7 @@ func (g *Aggregate) Calls() int64 {
 		for _, d := range s.dropped {
 			n += d
 		}
-		for _, ref := range s.folded {
+		for _, ref := range s.Folded {
 			n += ref.calls
 		}
 	}
@@ -155,7 +156,7 @@ func (g *Aggregate) Calls() int64 {
 // been pruned at the retention: reported, never counted.
 func (g *Aggregate) Late() int64 {
 	var n uint64
-	for _, s := range g.parts {
+	for _, s := range g.Parts {
 		n += s.late
 	}
 	return int64(n)
@@ -166,7 +167,7 @@ func (g *Aggregate) Late() int64 {
 func (g *Aggregate) Runs() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	err := g.each(func(_ int, _ int32, name string, a *runAgg, _ uint64) {
-		if name, _ = splitName(name); a == nil || name[0] != runPrefix {
+		if name, _ = splitName(name); a == nil || name[0] != RunPrefix {
 			return
 		}
 		if _, ok := out[name[1:]]; !ok {
@@ -177,12 +178,12 @@ func (g *Aggregate) Runs() (map[string]uint64, error) {
 	return out, err
 }
 
-// windowDays returns opts' time window (every day when it has none), or
+// WindowDays returns opts' time window (every day when it has none), or
 // an error when it does not start and end on the hour: the fleet keeps
 // its state per hour (and per day where the calls are older than the
 // hours kept; a window that cuts such a day fails in the Reducer).
-func windowDays(opts outcome.Options) (dayWindow, error) {
-	win := dayWindow{from: math.MinInt32 + 1, to: math.MaxInt32 + 1, fromMs: math.MinInt64, toMs: math.MaxInt64}
+func WindowDays(opts outcome.Options) (DayWindow, error) {
+	win := DayWindow{from: math.MinInt32 + 1, to: math.MaxInt32 + 1, fromMs: math.MinInt64, toMs: math.MaxInt64}
 	for _, w := range []struct {
 		name string
 		t    time.Time
@@ -194,18 +195,18 @@ func windowDays(opts outcome.Options) (dayWindow, error) {
 		win.on = true
 		ms := w.t.UnixMilli()
 		if ms%hourMillis != 0 || w.t.Nanosecond()%1e6 != 0 {
-			return dayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeHours)
+			return DayWindow{}, fmt.Errorf("%s %s: %w", w.name, w.t.UTC().Format(time.RFC3339Nano), ErrWindowNotWholeHours)
 		}
 		*w.ms = ms
 	}
 	if !win.on {
-		return allDays(), nil
+		return AllDays(), nil
 	}
 	if win.fromMs != math.MinInt64 {
-		win.from = int64(dayOf(win.fromMs))
+		win.from = int64(DayOf(win.fromMs))
 	}
 	if win.toMs != math.MaxInt64 {
-		win.to = int64(dayOf(win.toMs-1)) + 1
+		win.to = int64(DayOf(win.toMs-1)) + 1
 	}
 	return win, nil
 }
@@ -234,12 +235,12 @@ var ErrUndatedState = errors.New("a partition holds state written by an older ve
 // (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for
 // independent and dropped calls and with a grouping.
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
-	w, err := windowDays(opts)
+	w, err := WindowDays(opts)
 	if err != nil {
 		return nil, err
 	}
-	if !g.read.covers(w) {
-		return nil, fmt.Errorf("a report of %s from an aggregate holding the tables of %s only", w, g.read)
+	if !g.Read.covers(w) {
+		return nil, fmt.Errorf("a report of %s from an aggregate holding the tables of %s only", w, g.Read)
 	}
 	r, err := outcome.NewReducer(opts)
 	if err != nil {
@@ -326,7 +327,7 @@ type partMerge struct {
 // calls of other days and hours count as outside the window. A state of
 // a day w cuts that is not kept by the hour fails it
 // (ErrWindowCutsWholeDay).
-func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
+func (g *Aggregate) mergePart(p int, w DayWindow) partMerge {
 	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int64]uint64{}}
 	eerr := g.eachOf(p, w, func(p int, day int32, name string, a *runAgg, n uint64) {
 		if a != nil {
@@ -337,16 +338,16 @@ func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
 		case m.err != nil:
 		case day == undated && w.on:
 			m.err = ErrUndatedState
-		case !w.has(day):
+		case !w.Has(day):
 			m.outside += n
 		case hour < 0 && w.cuts(day):
-			m.err = fmt.Errorf("partition %d day %s: %w", p, dayString(day), ErrWindowCutsWholeDay)
+			m.err = fmt.Errorf("partition %d day %s: %w", p, DayString(day), ErrWindowCutsWholeDay)
 		case hour >= 0 && !w.hasHour(day, hour):
 			m.outside += n
 		case a == nil || base[0] == droppedCalls:
 			ts := int64(0)
 			if day != undated {
-				ts = int64(day)*dayMillis + max(int64(hour), 0)*hourMillis
+				ts = int64(day)*DayMillis + max(int64(hour), 0)*hourMillis
 			}
 			m.dropped[ts] += n
 		default:
@@ -372,7 +373,7 @@ func (g *Aggregate) mergePart(p int, w dayWindow) partMerge {
 // feedRun adds calls to r reproducing run state a.
 func feedRun(r *outcome.Reducer, name string, a *runAgg) {
 	base := calls.Call{TSMillis: a.lastTS, HasStep: true}
-	if name[0] == runPrefix {
+	if name[0] == RunPrefix {
 		base.RunID, base.HasRunID = name[1:], true
 	}
 	blocked, wardryx, allowed := a.blocked, a.refused-a.blocked, a.calls-a.refused

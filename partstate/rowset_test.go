@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"testing"
@@ -11,16 +11,16 @@ func TestRowSetMergesAndAnswers(t *testing.T) {
 	r = r.add(10, 19)
 	r = r.add(30, 39)
 	require.Len(t, r, 2)
-	require.True(t, r.has(10) && r.has(19) && r.has(35))
-	require.False(t, r.has(9) || r.has(20) || r.has(29) || r.has(40))
-	require.True(t, r.covers(12, 18))
-	require.False(t, r.covers(15, 35), "a gap in between")
+	require.True(t, r.Has(10) && r.Has(19) && r.Has(35))
+	require.False(t, r.Has(9) || r.Has(20) || r.Has(29) || r.Has(40))
+	require.True(t, r.Covers(12, 18))
+	require.False(t, r.Covers(15, 35), "a gap in between")
 	r = r.add(20, 29) // touches both: one span
 	require.Equal(t, rowSet{{10, 39}}, r)
 	r = r.add(0, 3).add(5, 5).add(4, 4)
 	require.Equal(t, rowSet{{0, 5}, {10, 39}}, r)
 	r = r.add(^uint64(0)-1, ^uint64(0))
-	require.True(t, r.has(^uint64(0)))
+	require.True(t, r.Has(^uint64(0)))
 	before := append(rowSet{}, r...)
 	_ = r.add(6, 9)
 	require.Equal(t, before, r, "add does not change its receiver")

@@ -1,4 +1,4 @@
-package fleet
+package partstate
 
 import (
 	"cmp"
@@ -18,8 +18,8 @@ type rowSet []rowSpan
 
 type rowSpan struct{ lo, hi uint64 } // inclusive
 
-// has reports whether row is in the set.
-func (r rowSet) has(row uint64) bool {
+// Has reports whether row is in the set.
+func (r rowSet) Has(row uint64) bool {
 	i, _ := slices.BinarySearchFunc(r, row, func(s rowSpan, row uint64) int {
 		switch {
 		case s.hi < row:
@@ -32,8 +32,8 @@ func (r rowSet) has(row uint64) bool {
 	return i < len(r) && r[i].lo <= row && row <= r[i].hi
 }
 
-// covers reports whether every row of [lo, hi] is in the set.
-func (r rowSet) covers(lo, hi uint64) bool {
+// Covers reports whether every row of [lo, hi] is in the set.
+func (r rowSet) Covers(lo, hi uint64) bool {
 	for _, s := range r {
 		if s.lo <= lo && hi <= s.hi {
 			return true
