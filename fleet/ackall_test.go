@@ -18,7 +18,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -85,7 +85,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	// the test, only a reload can bring them back.
 	opts := Options{PinnedTTL: time.Second, AckWait: 5 * time.Minute, Batch: 64}
 	a := startFleet(t, e.JS, e.Subjects, "a", opts)
-	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[0], segreplay.Options{BatchRows: 64})
+	_, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, phases[0], segpub.Options{BatchRows: 64})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	before := pinnedTo(t, e.JS, e.Subjects)
@@ -128,7 +128,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	for p := range e.Subjects.PartitionCount() {
 		require.NoError(t, stream.UnpinConsumer(ctx, PartitionConsumer(p), partitionGroup))
 	}
-	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[1], segreplay.Options{BatchRows: 64})
+	_, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, phases[1], segpub.Options{BatchRows: 64})
 	require.NoError(t, err)
 	// Every record of phase 2 delivered (to b, or to a where a kept the pin).
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
@@ -172,7 +172,7 @@ func TestPinMovesToAWorkerThatDiesAndBack(t *testing.T) {
 	b.stop(t)
 
 	// After the PinnedTTL the pins come back to a.
-	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[2], segreplay.Options{BatchRows: 64})
+	_, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, phases[2], segpub.Options{BatchRows: 64})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.JS, e.Subjects, 60*time.Second)
 	a.stop(t)
@@ -265,7 +265,7 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 	phases := phaseDirs(t, dir, 2)
 	ctx := jstest.Ctx(t, 90*time.Second)
 	w := startFleet(t, e.JS, e.Subjects, "w", Options{})
-	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[0], segreplay.Options{})
+	_, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, phases[0], segpub.Options{})
 	require.NoError(t, err)
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	w.stop(t)
@@ -288,7 +288,7 @@ func TestPartitionConsumersMigrateToAckAll(t *testing.T) {
 		require.NoError(t, err)
 		floors[p] = last
 	}
-	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phases[1], segreplay.Options{})
+	_, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, phases[1], segpub.Options{})
 	require.NoError(t, err)
 
 	for range 2 { // migrated, then ensured again unchanged

@@ -12,7 +12,7 @@ import (
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -27,7 +27,7 @@ func TestBatchesCountEachRowOnceWhateverTheCut(t *testing.T) {
 	ctx := jstest.Ctx(t, 90*time.Second)
 	w := startFleet(t, e.JS, e.Subjects, "w", Options{})
 	for _, rows := range []int{0, 100, 37} {
-		st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{BatchRows: rows})
+		st, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{BatchRows: rows})
 		require.NoError(t, err)
 		require.Equal(t, 6000, st.Rows)
 		if rows != 0 {

@@ -13,8 +13,8 @@ import (
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -84,7 +84,7 @@ func TestClusterFleetMatchesDirectReduction(t *testing.T) {
 	replayed := make(chan error, 1)
 	var published atomic.Int64
 	go func() {
-		_, err := segreplay.Replay(ctx, pub, s.Traces, dir, segreplay.Options{MaxInFlight: 256, AckTimeout: 5 * time.Second, Progress: func(n int) { published.Store(int64(n)) }})
+		_, err := segpub.Publish(ctx, pub, s.Traces, dir, segpub.Options{MaxInFlight: 256, AckTimeout: 5 * time.Second, Progress: func(n int) { published.Store(int64(n)) }})
 		replayed <- err
 	}()
 	// progress waits until the replay has published atLeast rows: the
@@ -139,7 +139,7 @@ func TestClusterFleetMatchesDirectReduction(t *testing.T) {
 		require.NoError(t, err)
 		direct, err := outcome.NewReducer(opts)
 		require.NoError(t, err)
-		_, err = replay.ReduceDir(ctx, dir, direct, replay.DirOptions{})
+		_, err = segfold.ReduceDir(ctx, dir, direct, segfold.DirOptions{})
 		require.NoError(t, err)
 		require.JSONEq(t, string(reportJSON(t, direct)), string(reportJSON(t, r)), "window %v-%v", opts.From, opts.To)
 	}

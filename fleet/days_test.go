@@ -21,7 +21,7 @@ import (
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/partstate"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -264,7 +264,7 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 	opts.Start, opts.Span = day0.AddDate(0, 0, 3), 12*time.Hour
 	_, err = tracegen.GenerateFleet(dir, opts)
 	require.NoError(t, err)
-	_, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	_, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{})
 	require.NoError(t, err)
 	jstest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
 		for p := range tracemsg.DefaultPartitions {

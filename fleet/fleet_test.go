@@ -21,9 +21,9 @@ import (
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/partstate"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
@@ -85,7 +85,7 @@ func fleetDirN(t *testing.T, rows int64, seed uint64, segs int64) (dir string, w
 	require.NoError(t, err)
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	_, err = replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+	_, err = segfold.ReduceDir(context.Background(), dir, r, segfold.DirOptions{})
 	require.NoError(t, err)
 	return dir, reportJSON(t, r)
 }
@@ -205,7 +205,7 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 	e := newEnv(t)
 	dir, want := fleetDir(t, 6000, 3)
 	ctx := jstest.Ctx(t, 60*time.Second)
-	st, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	st, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 6000, st.New)
 	// The merged report refuses while partitions were never published.
@@ -216,7 +216,7 @@ func TestFleetOneWorkerMatchesDirectReduction(t *testing.T) {
 
 	w := startFleet(t, e.JS, e.Subjects, "solo", Options{})
 	// Replayed again: every row is a duplicate.
-	st, err = segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	st, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 6000, st.Duplicates)
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
@@ -329,7 +329,7 @@ func TestSnapshotPointerUpdateWithALostReply(t *testing.T) {
 	// A replay per phase, each drained: partition 0's pointer moves at
 	// least once per phase.
 	for _, phase := range phaseDirs(t, dir, 6) {
-		_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, phase, segreplay.Options{BatchRows: 64})
+		_, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, phase, segpub.Options{BatchRows: 64})
 		require.NoError(t, err)
 		waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	}
@@ -354,7 +354,7 @@ func TestADrainedBurstIsReportedFreed(t *testing.T) {
 	e := newEnv(t)
 	dir, want := fleetDir(t, 6000, 5)
 	ctx := jstest.Ctx(t, 60*time.Second)
-	_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, dir, segreplay.Options{})
+	_, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{})
 	require.NoError(t, err)
 	var freed atomic.Int64
 	startFleet(t, e.JS, e.Subjects, "burst", Options{FoldAfter: 100_000 * time.Hour, Batch: 1, Freed: func() { freed.Add(1) }})

@@ -12,8 +12,8 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -49,7 +49,7 @@ func splitDirs(t *testing.T) (dirA, dirB string, want []byte) {
 	}
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	_, err = replay.ReduceDir(context.Background(), union, r, replay.DirOptions{})
+	_, err = segfold.ReduceDir(context.Background(), union, r, segfold.DirOptions{})
 	require.NoError(t, err)
 	return dirA, dirB, reportJSON(t, r)
 }
@@ -65,7 +65,7 @@ func TestSplitReplayGivesTheReportOfTheUnion(t *testing.T) {
 			e := newEnv(t)
 			ctx := jstest.Ctx(t, 60*time.Second)
 			for _, d := range order {
-				_, err := segreplay.Replay(ctx, e.JS, e.Subjects.Traces, d, segreplay.Options{})
+				_, err := segpub.Publish(ctx, e.JS, e.Subjects.Traces, d, segpub.Options{})
 				require.NoError(t, err)
 			}
 			w := startFleet(t, e.JS, e.Subjects, "split", Options{})

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -27,13 +27,13 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	js := &stallingJS{JetStream: inner}
 	ctx := jstest.Ctx(t, 60*time.Second)
-	st, err := segreplay.Replay(ctx, js, e.Subjects.Traces, dir, segreplay.Options{MaxInFlight: 64})
+	st, err := segpub.Publish(ctx, js, e.Subjects.Traces, dir, segpub.Options{MaxInFlight: 64})
 	require.NoError(t, err)
 	require.Equal(t, 4000, st.Rows)
 	require.Equal(t, 4000, st.New)
 	require.Zero(t, st.Duplicates)
 
-	st, err = segreplay.Replay(ctx, js, e.Subjects.Traces, dir, segreplay.Options{})
+	st, err = segpub.Publish(ctx, js, e.Subjects.Traces, dir, segpub.Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4000, st.Rows)
 	require.Zero(t, st.New, "a second replay stores nothing")
@@ -44,7 +44,7 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	waitFleetDrained(t, e.JS, e.Subjects, 30*time.Second)
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	_, err = replay.ReduceDir(ctx, dir, r, replay.DirOptions{})
+	_, err = segfold.ReduceDir(ctx, dir, r, segfold.DirOptions{})
 	require.NoError(t, err)
 	require.JSONEq(t, string(reportJSON(t, r)), string(mergedJSON(t, e.JS, e.Subjects)))
 }

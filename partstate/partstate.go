@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/report"
 	"github.com/verdryx/verdryx/store"
 )
@@ -26,7 +26,7 @@ func reduceFixture(t testing.TB, name string) *outcome.Reducer {
 	t.Helper()
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	_, err = replay.ReduceDir(context.Background(), filepath.Join("..", "testdata", "traces", name), r, replay.DirOptions{Strict: true})
+	_, err = segfold.ReduceDir(context.Background(), filepath.Join("..", "testdata", "traces", name), r, segfold.DirOptions{Strict: true})
 	require.NoError(t, err)
 	return r
 }

@@ -3,6 +3,6 @@
 // call's dedupe key (RecordKey, RowKey, HashKey; the one place keys are
 // defined), its partition (PartitionOf, RecordPartition) and the headers
 // that carry identity across routing and re-drives. Every publisher
-// (segreplay, tailfwd, the fleet's router) and the fleet's partitions
+// (segpub, tailfwd, the fleet's router) and the fleet's partitions
 // agree through it.
 package tracemsg

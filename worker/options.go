@@ -25,7 +25,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/rag"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -91,12 +91,12 @@ type Options struct {
 	// ReplayDir, when set, is a Parquet segment directory published to the
 	// traces subject at start (it is also a root).
 	ReplayDir string
-	// Follow publishes ReplayDir with a segreplay.Follower instead of one
+	// Follow publishes ReplayDir with a segpub.Follower instead of one
 	// replay: the segments there at start and each one completed later,
 	// once each, a segment still being written waited for; and
 	// /metrics has verdryx_follow_pending_segments and
 	// verdryx_follow_oldest_pending_seconds. Settle is the follower's
-	// (0: segreplay.DefaultSettle).
+	// (0: segpub.DefaultSettle).
 	Follow bool
 	Settle time.Duration
 	// SLOEvery is how often the SLOs are evaluated over the fleet's
@@ -175,7 +175,7 @@ type Options struct {
 	Typed *grading.Typed
 	// Replay publishes ReplayDir to the partitions of s.Traces; nil means
 	// Replay with default options.
-	Replay func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error)
+	Replay func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error)
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
 	// fleet.Options); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
@@ -243,8 +243,8 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Replay == nil {
 		logger := o.Logger
-		o.Replay = func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
-			return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Partitions: s.Partitions, Logger: logger})
+		o.Replay = func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error) {
+			return segpub.Publish(ctx, js, s.Traces, dir, segpub.Options{Partitions: s.Partitions, Logger: logger})
 		}
 	}
 	return o

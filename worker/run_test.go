@@ -14,7 +14,7 @@ import (
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -60,7 +60,7 @@ func TestWorkerRunOnceDrainsThenReportsFromTheOpenStore(t *testing.T) {
 	require.Len(t, results, 1, "the eval request ran once before the drain")
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	want, err := replay.ReduceDir(context.Background(), filepath.Join("..", "testdata", "traces", "basic"), r, replay.DirOptions{Strict: true})
+	want, err := segfold.ReduceDir(context.Background(), filepath.Join("..", "testdata", "traces", "basic"), r, segfold.DirOptions{Strict: true})
 	require.NoError(t, err)
 	require.Equal(t, want.Rows, have, "every replayed row was stored before the drain was declared")
 	rep, err := envelope.VerifyFile(events)

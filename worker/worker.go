@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/embedded"
@@ -41,7 +40,8 @@ import (
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/ragask"
 	"github.com/verdryx/verdryx/redact"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segment"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tailfwd"
@@ -706,9 +706,9 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *h
 // is done, with its progress and lag as gauges.
 func (r *running) follow(ctx context.Context) error {
 	o := &r.w.opts
-	f := segreplay.NewFollower(r.js, o.Subjects.Traces, o.ReplayDir, segreplay.FollowOptions{Settle: o.Settle,
-		Options: segreplay.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger},
-		OnPublished: func(path string, st segreplay.Stats) {
+	f := segpub.NewFollower(r.js, o.Subjects.Traces, o.ReplayDir, segpub.FollowOptions{Settle: o.Settle,
+		Options: segpub.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger},
+		OnPublished: func(path string, st segpub.Stats) {
 			o.Logger.Info("followed", "segment", filepath.Base(path), "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		}})
 	r.metrics.Registry.MustRegister(

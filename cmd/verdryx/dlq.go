@@ -17,7 +17,7 @@ func newDLQCmd() *cobra.Command {
 	return newGroupCmd("dlq", "list (ls) and re-drive (replay) dead letters",
 		newDLQSubCmd("ls", "list dead letters with their reasons",
 			"List the dead-letter stream: sequence, time, the subject each message came from and why it was terminated."),
-		newDLQSubCmd("replay", "re-drive dead letters to where they came from",
+		newDLQSubCmd("redrive", "re-drive dead letters to where they came from",
 			"Re-drive dead letters to the subject they came from (each once), then delete them from the dead-letter stream."))
 }
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // syncBuf is a writer safe for a command running on another goroutine.

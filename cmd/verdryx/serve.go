@@ -24,7 +24,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
@@ -35,7 +34,8 @@ import (
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/segment"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/worker"
@@ -162,7 +162,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
-	f.settle = fs.Duration("settle", segreplay.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	f.settle = fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
 	f.sloWindow = fs.Duration("slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
@@ -325,7 +325,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 			printed.add(req.RequestID)
 			printEvalResult(stdout, req, res, false, asJSON)
 		},
-		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segreplay.Stats, error) {
+		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error) {
 			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
 			if err == nil {
 				if asJSON {
@@ -472,7 +472,7 @@ func serveFlagGroups() []flagGroup {
 	}
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segreplay.Stats, error) {
+func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segpub.Stats, error) {
 	var progress func(int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
@@ -481,7 +481,7 @@ func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.S
 		last := 0
 		progress = func(n int) { _ = bar.Add(n - last); last = n }
 	}
-	return segreplay.Replay(ctx, js, s.Traces, dir, segreplay.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
+	return segpub.Publish(ctx, js, s.Traces, dir, segpub.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
 }
 
 // sloEvery maps --slo-every to worker.Options.SLOEvery: 0 (off) is
@@ -496,9 +496,9 @@ func sloEvery(d time.Duration) time.Duration {
 // followDir publishes the segments of dir as they complete until ctx is
 // done, a line per segment on stdout.
 func followDir(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, settle time.Duration, stdout io.Writer, logger *slog.Logger) error {
-	f := segreplay.NewFollower(js, s.Traces, dir, segreplay.FollowOptions{Settle: settle,
-		Options: segreplay.Options{Partitions: s.Partitions, Logger: logger},
-		OnPublished: func(path string, st segreplay.Stats) {
+	f := segpub.NewFollower(js, s.Traces, dir, segpub.FollowOptions{Settle: settle,
+		Options: segpub.Options{Partitions: s.Partitions, Logger: logger},
+		OnPublished: func(path string, st segpub.Stats) {
 			fmt.Fprintf(stdout, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
 		}})
 	err := f.Run(ctx)
@@ -570,14 +570,14 @@ type replayJSON struct {
 }
 
 // newReplayJSON is the replayJSON of a replay of dir.
-func newReplayJSON(st segreplay.Stats, dir string, s streams.Subjects) replayJSON {
+func newReplayJSON(st segpub.Stats, dir string, s streams.Subjects) replayJSON {
 	return replayJSON{Dir: dir, Subject: s.Traces, Partitions: max(s.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
 		Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
 }
 
 // printReplayStats prints what a replay published: new rows against rows
 // JetStream dropped as already stored (PubAck.Duplicate).
-func printReplayStats(w io.Writer, st segreplay.Stats, dir string, s streams.Subjects) {
+func printReplayStats(w io.Writer, st segpub.Stats, dir string, s streams.Subjects) {
 	fmt.Fprintf(w, "replayed %d rows from %d segments of %s to %s.<0..%d>: %d new, %d already stored (%d other files ignored, %d segments failed)\n",
 		st.Rows, st.Segments, dir, s.Traces, max(s.Partitions, 1)-1, st.New, st.Duplicates, st.Ignored, len(st.Failed))
 	for _, f := range st.Failed {
@@ -643,7 +643,7 @@ func newReplayCmd() *cobra.Command {
 	subjects := addSubjectFlags(fs)
 	allowEmpty := fs.Bool("allow-empty", false, "succeed on a directory without segments (default: exit 2 saying it is empty)")
 	follow := fs.Bool("follow", false, "keep following DIR: publish each segment once as the gateway completes it, until interrupted")
-	settle := fs.Duration("settle", segreplay.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	settle := fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) != 1 {

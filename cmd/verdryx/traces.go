@@ -17,12 +17,12 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
@@ -183,21 +183,21 @@ const reduceGCPercent = 400
 
 // reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
 // a progress bar on a terminal stderr and one line per skipped segment.
-func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (replay.DirStats, error) {
+func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (segfold.DirStats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
-		return replay.DirStats{}, inputError(err)
+		return segfold.DirStats{}, inputError(err)
 	}
 	if len(segs) == 0 {
 		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
 	}
 	if procs < 0 {
-		return replay.DirStats{}, usageErrorf("--procs %d: want at least 1 (0: GOMAXPROCS)", procs)
+		return segfold.DirStats{}, usageErrorf("--procs %d: want at least 1 (0: GOMAXPROCS)", procs)
 	}
 	if procs == 0 {
 		procs = runtime.GOMAXPROCS(0)
 	}
-	opts := replay.DirOptions{Strict: strict, Procs: procs, HugePages: true} // the CLI exits when done
+	opts := segfold.DirOptions{Strict: strict, Procs: procs, HugePages: true} // the CLI exits when done
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {
@@ -217,7 +217,7 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	// asks reclaims next to nothing: 6% of the wall time of 10 M rows.
 	// A quarter as often keeps the peak RSS where it was.
 	defer debug.SetGCPercent(debug.SetGCPercent(reduceGCPercent))
-	st, err := replay.ReduceSegments(ctx, segs, ignored, r, opts)
+	st, err := segfold.ReduceSegments(ctx, segs, ignored, r, opts)
 	if err != nil {
 		if segment.IsError(err) {
 			return st, inputError(err)
@@ -230,7 +230,7 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	return st, nil
 }
 
-// inputHelp is --input's help: the forms replay.ReduceInput reads.
+// inputHelp is --input's help: the forms segfold.ReduceInput reads.
 const inputHelp = "records instead of --traces: a .parquet file with the call columns (any name), a directory of them, " +
 	"a JSON array, NDJSON or CSV file of per-call records (Parquet column names) or flat {outcome, cost_usd} records; - reads standard input"
 
@@ -274,7 +274,7 @@ func newCostPerCorrectCmd() *cobra.Command {
 		if tf.asJSON {
 			return writeJSON(stdout, struct {
 				*outcome.Report
-				Traces *replay.DirStats `json:"traces,omitempty"`
+				Traces *segfold.DirStats `json:"traces,omitempty"`
 			}{rep, dirStats})
 		}
 		if err := rep.WriteTable(stdout); err != nil {
@@ -360,12 +360,12 @@ func newSLOCmd(g *globals) *cobra.Command {
 // appended to eventsPath.
 // printSLO prints the report; st is the trace directory's figures, nil
 // when the records came from --input or --nats.
-func printSLO(stdout io.Writer, rep *outcome.SLOReport, st *replay.DirStats, asJSON bool, eventsPath string, written int) error {
+func printSLO(stdout io.Writer, rep *outcome.SLOReport, st *segfold.DirStats, asJSON bool, eventsPath string, written int) error {
 	if asJSON {
 		return writeJSON(stdout, struct {
 			*outcome.SLOReport
-			Traces        *replay.DirStats `json:"traces,omitempty"`
-			EventsWritten int              `json:"events_written"`
+			Traces        *segfold.DirStats `json:"traces,omitempty"`
+			EventsWritten int               `json:"events_written"`
 		}{rep, st, written})
 	}
 	if err := rep.WriteTable(stdout); err != nil {
@@ -406,7 +406,7 @@ func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64
 // opts; dirStats is nil unless --traces was read. A directory without
 // segments or a file without records is a usage error unless
 // --allow-empty; a bad record is an input error.
-func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *replay.DirStats, error) {
+func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *segfold.DirStats, error) {
 	n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != "")
 	if n == 0 {
 		if dir := os.Getenv("TOKENFUSE_DATA_DIR"); dir != "" {
@@ -426,7 +426,7 @@ func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts 
 		r, err = f.fleetReducer(ctx, opts, stderr)
 		return r, nil, err
 	case input != "":
-		if _, err := replay.ReduceInput(ctx, input, f.stdin, r, f.procs); err != nil {
+		if _, err := segfold.ReduceInput(ctx, input, f.stdin, r, f.procs); err != nil {
 			return nil, nil, inputError(err)
 		}
 		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !f.allowEmpty {

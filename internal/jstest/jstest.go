@@ -1,6 +1,6 @@
 // Package jstest holds the test helpers shared by the packages whose tests
 // run against an embedded NATS server (fleet, evalreq, lease, ragask,
-// segreplay, streams, tailfwd, worker): deadlines, polling, stores,
+// segpub, streams, tailfwd, worker): deadlines, polling, stores,
 // pullers, sample calls and their direct report. Tests only.
 package jstest
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 

@@ -24,8 +24,8 @@ import (
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
-	"github.com/verdryx/verdryx/segreplay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
@@ -157,7 +157,7 @@ func directReport(ctx context.Context, dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := replay.ReduceDir(ctx, dir, r, replay.DirOptions{Strict: true}); err != nil {
+	if _, err := segfold.ReduceDir(ctx, dir, r, segfold.DirOptions{Strict: true}); err != nil {
 		return nil, err
 	}
 	return reportJSON(r)
@@ -191,7 +191,7 @@ func round(ctx context.Context, opts Options, dir, traces string, k int, want []
 	if _, err := fleet.EnsureBucket(ctx, js, s.Replicas); err != nil {
 		return rd, err
 	}
-	if _, err := segreplay.Replay(ctx, js, s.Traces, traces, segreplay.Options{Strict: true, Partitions: s.Partitions}); err != nil {
+	if _, err := segpub.Publish(ctx, js, s.Traces, traces, segpub.Options{Strict: true, Partitions: s.Partitions}); err != nil {
 		return rd, err
 	}
 	start := time.Now()

@@ -30,9 +30,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/internal/bench/proc"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 

@@ -1,6 +1,6 @@
 // Package pagescan is the floor `verdryx bench traces` and BenchmarkPageScan
 // measure a reduction against. It is benchmark harness, not an input: the
-// segment reader verdryx runs on is package consumer/segment.
+// segment reader verdryx runs on is package segment.
 package pagescan
 
 import (
@@ -13,7 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // Scan reads every page of the given columns of a segment and folds each

@@ -3,12 +3,12 @@ package pagescan
 import (
 	"testing"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
-// BenchmarkPageScan is the floor outcome/replay.BenchmarkReduce is compared with: the same
+// BenchmarkPageScan is the floor outcome/segfold.BenchmarkReduce is compared with: the same
 // columns read page by page, values summed, nothing else.
 func BenchmarkPageScan(b *testing.B) {
 	dir := b.TempDir()

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
 )
 
 // TestGeneratorDeliversEveryCallOnceSomeLate: every generated call is
@@ -71,7 +71,7 @@ func TestGeneratorDeliversEveryCallOnceSomeLate(t *testing.T) {
 		start, end := fleet.Start.AddDate(0, 0, dl.Day), fleet.Start.AddDate(0, 0, dl.Day+1)
 		r, err := outcome.NewReducer(outcome.Options{From: start, To: end})
 		require.NoError(t, err)
-		_, err = replay.ReduceDir(context.Background(), dl.Dir, r, replay.DirOptions{Procs: 1})
+		_, err = segfold.ReduceDir(context.Background(), dl.Dir, r, segfold.DirOptions{Procs: 1})
 		require.NoError(t, err)
 		st := r.Stats()
 		assert.Equal(t, dl.Late, st.OutsideWindow, "day %d: the late calls are exactly those before the day", dl.Day)

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/internal/bench/pagescan"
 	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -285,7 +285,7 @@ func measure(ctx context.Context, segs []segment.Segment, fields calls.FieldSet,
 		resetPeakRSS()
 		t0, c0 = time.Now(), proc.SelfCPU()
 		r, _ := outcome.NewReducer(outcome.Options{})
-		st, err := replay.ReduceSegments(ctx, segs, 0, r, replay.DirOptions{Strict: true, Procs: opts.Procs, HugePages: true})
+		st, err := segfold.ReduceSegments(ctx, segs, 0, r, segfold.DirOptions{Strict: true, Procs: opts.Procs, HugePages: true})
 		if err != nil {
 			return fmt.Errorf("bench traces: reduce: %w", err)
 		}

@@ -1,6 +1,6 @@
 // Package jsenv starts the embedded NATS server with the verdryx streams
 // that the worker packages' tests run against (fleet, evalreq, lease,
-// ragask, segreplay, tailfwd, worker). Tests only.
+// ragask, segpub, tailfwd, worker). Tests only.
 package jsenv
 
 import (

@@ -1,4 +1,4 @@
-package replay
+package segfold
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // rowGroup is one unit of parallel work.

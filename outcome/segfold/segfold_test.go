@@ -1,4 +1,4 @@
-package replay
+package segfold
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 

@@ -1,4 +1,4 @@
-package segreplay
+package segpub
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/verdryx/verdryx/consumer/segment"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // FollowOptions tune Follow.
@@ -62,7 +62,7 @@ type pendingSeg struct {
 	lastErr  error
 }
 
-// NewFollower returns a follower of dir publishing to subject as Replay
+// NewFollower returns a follower of dir publishing to subject as Publish
 // does.
 func NewFollower(js jetstream.JetStream, subject, dir string, opts FollowOptions) *Follower {
 	if opts.Settle <= 0 {
@@ -102,7 +102,7 @@ func (f *Follower) Stats() Stats {
 
 // Run follows the directory until ctx is done: every segment present at
 // the start and every one completed later is published once (in the
-// directory's segment order among those ready together), each as Replay
+// directory's segment order among those ready together), each as Publish
 // publishes it, so that a restart republishes only what the workers drop
 // as already applied (the segment digest). A segment whose Parquet footer
 // is not there yet, or that does not read whole, is waited for; one that

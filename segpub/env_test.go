@@ -1,4 +1,4 @@
-package segreplay
+package segpub
 
 import (
 	"testing"

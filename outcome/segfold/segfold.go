@@ -1,14 +1,14 @@
-// Package replay folds a directory of TokenFuse Parquet segments into an
+// Package segfold folds a directory of TokenFuse Parquet segments into an
 // outcome.Reducer: it drives processing with what consumer reads, so the
 // input layer (consumer) knows nothing of the reduction and outcome knows
 // nothing of Parquet.
-package replay
+package segfold
 
 import (
 	"context"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // DirOptions configures a directory replay.

@@ -1,4 +1,4 @@
-package replay
+package segfold
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func segGolden(t *testing.T, path, have string) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test ./outcome/replay -run Golden -update")
+	require.NoError(t, err, "golden file missing: run go test ./outcome/segfold -run Golden -update")
 	require.Equal(t, string(want), have, "golden %s differs", path)
 }
 
@@ -100,7 +100,7 @@ func TestTraceFixturesFromGenerator(t *testing.T) {
 				require.NoError(t, err)
 				have, err := os.ReadFile(filepath.Join(segFixtureDir(fx.Name), s.Name))
 				require.NoError(t, err)
-				require.True(t, bytes.Equal(want, have), "%s/%s differs from the generator's output (go test ./outcome/replay -run Golden -update)", fx.Name, s.Name)
+				require.True(t, bytes.Equal(want, have), "%s/%s differs from the generator's output (go test ./outcome/segfold -run Golden -update)", fx.Name, s.Name)
 				require.Less(t, len(have), 100<<10)
 			}
 		})

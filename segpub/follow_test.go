@@ -1,4 +1,4 @@
-package segreplay
+package segpub
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // lockedBuf is a log sink safe for the follower's goroutine.

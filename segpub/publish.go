@@ -1,4 +1,4 @@
-package segreplay
+package segpub
 
 import (
 	"bytes"
@@ -14,13 +14,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// Stats counts what Replay published.
+// Stats counts what Publish published.
 type Stats struct {
 	Segments   int
 	Rows       int      // rows published (in row batches)
@@ -30,7 +30,7 @@ type Stats struct {
 	Failed     []string // segments that could not be read, with the reason; none of their rows was published
 }
 
-// Options tune Replay.
+// Options tune Publish.
 type Options struct {
 	// Strict stops at the first corrupt segment instead of skipping it.
 	Strict bool
@@ -57,7 +57,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Row batches: Replay cuts each segment's rows of a partition into batches
+// Row batches: Publish cuts each segment's rows of a partition into batches
 // of at most DefaultBatchRows rows, and halves a batch whose encoding is larger
 // than batchTarget bytes. A worker refuses a batch larger than
 // tracemsg.MaxBatchBytes (the server's default max payload is 1 MiB).
@@ -80,7 +80,7 @@ func batchMsgID(digest string, part int, first, last uint64) string {
 	return fmt.Sprintf("rows:%s:%d:%d-%d", digest, part, first, last)
 }
 
-// Replay publishes every row of every segment in dir (either naming), in
+// Publish publishes every row of every segment in dir (either naming), in
 // segment order (segment.List) and row order, to its
 // partition subject under subject (see tracemsg.PartitionOf) as row batches
 // (package rowbatch, compressed: rowbatch.Compress): each segment's rows of a partition, DefaultBatchRows at a
@@ -92,9 +92,9 @@ func batchMsgID(digest string, part int, first, last uint64) string {
 // published, so a corrupt segment contributes nothing: it is reported in
 // Failed and the rest still replays, unless opts.Strict. Publishing applies
 // backpressure (at most MaxInFlight unacknowledged batches), so a slow
-// server slows the replay down rather than failing it. Replay blocks until
+// server slows the replay down rather than failing it. Publish blocks until
 // every batch is acknowledged or ctx is done. Counts are in rows.
-func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, opts Options) (Stats, error) {
+func Publish(ctx context.Context, js jetstream.JetStream, subject, dir string, opts Options) (Stats, error) {
 	segs, ignored, err := segment.List(dir)
 	if err != nil {
 		return Stats{}, err
@@ -102,7 +102,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, subject, dir string, op
 	return ReplaySegments(ctx, js, subject, segs, ignored, opts)
 }
 
-// ReplaySegments is Replay of the segments segs (in that order); ignored
+// ReplaySegments is Publish of the segments segs (in that order); ignored
 // is reported as Stats.Ignored.
 func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string, segs []segment.Segment, ignored int, opts Options) (Stats, error) {
 	if opts.MaxInFlight <= 0 {

@@ -482,7 +482,7 @@ func TestDictChunkIndexes(t *testing.T) {
 // reads a segment as the generic path does (same calls, same error).
 // Run for a minute with
 //
-//	go test ./consumer/segment -run '^$' -fuzz '^FuzzDictChunkMatchesGenericPath$' -fuzztime 1m
+//	go test ./segment -run '^$' -fuzz '^FuzzDictChunkMatchesGenericPath$' -fuzztime 1m
 func FuzzDictChunkMatchesGenericPath(f *testing.F) {
 	rng := rand.New(rand.NewPCG(27, 4))
 	for _, c := range chunkCases() {

@@ -11,7 +11,7 @@ import (
 // schema, page headers through parquet-go): it returns an error or rows,
 // never panics. Run for a minute with
 //
-//	go test ./consumer/segment -run '^$' -fuzz '^FuzzReadSegmentBytes$' -fuzztime 1m
+//	go test ./segment -run '^$' -fuzz '^FuzzReadSegmentBytes$' -fuzztime 1m
 func FuzzReadSegmentBytes(f *testing.F) {
 	segs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*", "*.parquet"))
 	if len(segs) == 0 {

@@ -1,4 +1,4 @@
-package replay
+package segfold
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 )
 
 // parquetMagic starts (and ends) every Parquet file.

@@ -1,4 +1,4 @@
-package segreplay
+package segpub
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls/rowbatch"
-	"github.com/verdryx/verdryx/consumer/segment"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/outcome/replay"
+	"github.com/verdryx/verdryx/outcome/segfold"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -25,7 +25,7 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 	e := newEnv(t)
 	dir, err := filepath.Abs("../testdata/traces/corrupt")
 	require.NoError(t, err)
-	st, err := Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{})
+	st, err := Publish(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{})
 	require.NoError(t, err)
 	require.Len(t, st.Failed, 1)
 	require.Equal(t, 1, st.Segments)
@@ -33,7 +33,7 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 	// what the good segments hold, and exactly those were published.
 	r, err := outcome.NewReducer(outcome.Options{})
 	require.NoError(t, err)
-	direct, err := replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+	direct, err := segfold.ReduceDir(context.Background(), dir, r, segfold.DirOptions{})
 	require.NoError(t, err)
 	stream, err := e.JS.Stream(context.Background(), e.Subjects.TracesStream)
 	require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestReplayCorruptSegmentPublishesNothingOfIt(t *testing.T) {
 	require.EqualValues(t, direct.Rows, st.Rows)
 	require.EqualValues(t, direct.Rows, info.State.Msgs, "only the good segment's rows were published")
 
-	_, err = Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Strict: true})
+	_, err = Publish(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Strict: true})
 	require.Error(t, err)
 }
 
@@ -65,12 +65,12 @@ func TestBatchesNameTheirSegmentAndRouteEachRow(t *testing.T) {
 				require.NoError(t, err)
 			}
 			const parts = 3
-			st, err := Replay(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Partitions: parts, BatchRows: 3})
+			st, err := Publish(jstest.Ctx(t, 10*time.Second), e.JS, e.Subjects.Traces, dir, Options{Partitions: parts, BatchRows: 3})
 			require.NoError(t, err)
 			require.Empty(t, st.Failed)
 			r, err := outcome.NewReducer(outcome.Options{})
 			require.NoError(t, err)
-			direct, err := replay.ReduceDir(context.Background(), dir, r, replay.DirOptions{})
+			direct, err := segfold.ReduceDir(context.Background(), dir, r, segfold.DirOptions{})
 			require.NoError(t, err)
 			require.EqualValues(t, direct.Rows, st.Rows)
 
