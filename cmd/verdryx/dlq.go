@@ -14,7 +14,7 @@ import (
 
 // newDLQCmd lists and re-drives dead letters.
 func newDLQCmd() *cobra.Command {
-	return newGroupCmd("dlq", "list (ls) and re-drive (replay) dead letters",
+	return newGroupCmd("dlq", "list (ls) and re-drive (redrive) dead letters",
 		newDLQSubCmd("ls", "list dead letters with their reasons",
 			"List the dead-letter stream: sequence, time, the subject each message came from and why it was terminated."),
 		newDLQSubCmd("redrive", "re-drive dead letters to where they came from",

@@ -192,8 +192,8 @@ func TestExitCodes(t *testing.T) {
 		{"replay no server", []string{"replay", "--nats", deadNATS, filepath.Join(testdata, "traces", "basic")}, exitService, "verdryx serve"},
 		{"dlq ls", []string{"dlq", "ls", "--nats", nats}, exitOK, ""},
 		{"dlq no server", []string{"dlq", "ls", "--nats", deadNATS}, exitService, ""},
-		{"dlq replay nothing to redrive", []string{"dlq", "redrive", "--nats", nats}, exitOK, ""},
-		{"dlq replay no server", []string{"dlq", "redrive", "--nats", deadNATS}, exitService, ""},
+		{"dlq redrive nothing to redrive", []string{"dlq", "redrive", "--nats", nats}, exitOK, ""},
+		{"dlq redrive no server", []string{"dlq", "redrive", "--nats", deadNATS}, exitService, ""},
 		{"dlq without a subcommand", []string{"dlq"}, exitUsage, ""},
 
 		{"bench chain", []string{"bench", "chain", "--time", "10ms", "--json"}, exitOK, ""},
