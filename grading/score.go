@@ -48,14 +48,3 @@ func (s Score) Failing() []string {
 	}
 	return out
 }
-
-// clamp01 limits v to [0, 1].
-func clamp01(v float64) float64 {
-	switch {
-	case v < 0:
-		return 0
-	case v > 1:
-		return 1
-	}
-	return v
-}

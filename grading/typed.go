@@ -228,7 +228,7 @@ func (p *typedPlan) grade(ctx context.Context, c *Case, output, runID string, s 
 			lvl, _ := strconv.Atoi(k) // the client checked the keys are 0..n-1
 			mean += float64(lvl) * pr
 		}
-		s.Value = clamp01(mean / float64(p.levels-1))
+		s.Value = min(max(mean/float64(p.levels-1), 0), 1)
 		detail = fmt.Sprintf("expected level %.3f of %d", mean, p.levels-1)
 	}
 	s.Checks = []grader.Check{{Name: GraderTyped, OK: s.Value >= 0.5,

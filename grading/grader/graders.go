@@ -42,7 +42,7 @@ func GradeOutcome(table map[string]float64, tag string) (float64, []Check) {
 	if !ok {
 		return 0, []Check{{Name: "outcome", OK: false, Detail: fmt.Sprintf("unknown outcome tag %q scores 0", tag)}}
 	}
-	return clamp01(v), []Check{{Name: "outcome", OK: v >= 1, Detail: fmt.Sprintf("%s = %g", tag, v)}}
+	return min(max(v, 0), 1), []Check{{Name: "outcome", OK: v >= 1, Detail: fmt.Sprintf("%s = %g", tag, v)}}
 }
 
 // GradeToolTrace compares the tools called, in order, with the expected
@@ -158,7 +158,7 @@ func (j *Judge) Grade(ctx context.Context, rubric, task, output string) (JudgeRe
 		return res, fmt.Errorf("judge %s: %w", j.Model.ID(), err)
 	}
 	detail := fmt.Sprintf("judge %s answered %s", j.Model.ID(), strings.TrimSpace(c.Text))
-	if clamped := clamp01(v); clamped != v {
+	if clamped := min(max(v, 0), 1); clamped != v {
 		detail += fmt.Sprintf(", clamped to %g", clamped)
 		v = clamped
 	}
@@ -202,17 +202,6 @@ type Check struct {
 	Score *float64 `json:"score,omitempty"`
 	// Claims are the answer's claims with their verdicts (faithfulness).
 	Claims []Claim `json:"claims,omitempty"`
-}
-
-// clamp01 limits v to [0, 1].
-func clamp01(v float64) float64 {
-	switch {
-	case v < 0:
-		return 0
-	case v > 1:
-		return 1
-	}
-	return v
 }
 
 // DefaultOutcomeScores is the outcome_tag grader's default table; a tag not
