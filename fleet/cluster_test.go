@@ -29,13 +29,18 @@ func clusterConn(t *testing.T, c *natscluster.Cluster, name string) (*nats.Conn,
 	return nc, js
 }
 
-// fleetProgress is how many calls the workers' stores hold together
-// (copies of a partition a worker no longer owns included).
+// fleetProgress is, for the test's log, how many calls the published
+// aggregates hold, as each worker's connection reads them; -1 while a
+// partition with records has no aggregate yet (mid-stream, before its
+// first owner's first snapshot), which is no failure.
 func fleetProgress(t *testing.T, ws []*fleetWorker) int64 {
 	var n int64
 	for _, w := range ws {
 		agg, err := ReadAggregate(context.Background(), w.f.js, w.f.opts.Subjects)
-		require.NoError(t, err)
+		if err != nil {
+			t.Logf("progress: %v", err)
+			return -1
+		}
 		n += agg.Calls()
 	}
 	return n

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -101,11 +102,17 @@ func scanWith(data []byte, generic bool) scanResult {
 		return nil
 	})
 	if err != nil {
-		res.err, res.errv = err.Error(), err
+		res.err, res.errv = costValueRE.ReplaceAllString(err.Error(), "${1}N${2}"), err
 	}
 	res.fast = sc.fastChunks
 	return res
 }
+
+// costValueRE finds the value a cost rule names in its error. On a
+// corrupt page that value can come out of parquet-go's pooled buffers
+// (see requireSameScan), so two scans of the same bytes compare the rule,
+// the row and the column, not the garbage value.
+var costValueRE = regexp.MustCompile(`(field cost_microusd: )-?[0-9]+( is )`)
 
 // requireSameScan reads data through the generic path and the fast path
 // and requires the same error, as many calls and the same string columns
@@ -203,7 +210,7 @@ func TestDictChunkMatchesGenericPath(t *testing.T) {
 		}
 	}
 	// The committed fixtures (nullable, old and corrupt layouts among them).
-	segs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*", "*.parquet"))
+	segs, err := filepath.Glob(filepath.Join("..", "testdata", "traces", "*", "*.parquet"))
 	require.NoError(t, err)
 	require.NotEmpty(t, segs)
 	for _, p := range segs {

@@ -13,7 +13,7 @@ import (
 //
 //	go test ./segment -run '^$' -fuzz '^FuzzReadSegmentBytes$' -fuzztime 1m
 func FuzzReadSegmentBytes(f *testing.F) {
-	segs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*", "*.parquet"))
+	segs, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "*", "*.parquet"))
 	if len(segs) == 0 {
 		f.Fatal("no committed segment fixtures to seed the corpus with")
 	}

@@ -236,7 +236,7 @@ func TestSegmentDictionaryEncodedIntegers(t *testing.T) {
 	require.Equal(t, want, have)
 }
 
-func segFixtureDir(name string) string { return filepath.Join("..", "..", "testdata", "traces", name) }
+func segFixtureDir(name string) string { return filepath.Join("..", "testdata", "traces", name) }
 
 func TestTraceFixtureIgnoresOtherFiles(t *testing.T) {
 	segs, ignored, err := List(segFixtureDir("rowgroups"))
