@@ -108,6 +108,26 @@ func scanWith(data []byte, generic bool) scanResult {
 	return res
 }
 
+// staleCostValues reports whether two scans of one corrupt segment failed
+// in the same row group's cost_microusd column, at least one of them by
+// the cost rule on a value read from parquet-go's stale buffers.
+func staleCostValues(a, b string) bool {
+	if a == b || a == "" || b == "" {
+		return false
+	}
+	prefix := func(e string) string {
+		i := strings.Index(e, "column cost_microusd: ")
+		if i < 0 {
+			return ""
+		}
+		return e[:i]
+	}
+	rule := func(e string) bool {
+		return strings.Contains(e, "is over the per-call maximum") || strings.Contains(e, "is negative")
+	}
+	return prefix(a) != "" && prefix(a) == prefix(b) && (rule(a) || rule(b))
+}
+
 // costValueRE finds the value a cost rule names in its error. On a
 // corrupt page that value can come out of parquet-go's pooled buffers
 // (see requireSameScan), so two scans of the same bytes compare the rule,
@@ -129,6 +149,11 @@ func requireSameScan(t testing.TB, data []byte, what string, strict bool) (fast 
 	t.Helper()
 	want, have := scanWith(data, true), scanWith(data, false)
 	require.Zero(t, want.fast, "the generic scanner took the fast path")
+	if !strict && staleCostValues(want.err, have.err) {
+		// The two reads of the numbers differ as said above: one met a
+		// garbage cost the cost rule refuses before the page's corruption.
+		return have.fast, have.err
+	}
 	require.Equal(t, want.err, have.err, "%s: error", what)
 	require.Len(t, have.calls, len(want.calls), what)
 	for i := range want.calls {
