@@ -1,31 +1,22 @@
 package worker
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/embedded"
-	"github.com/verdryx/verdryx/evalreq"
-	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/rag"
-	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -159,23 +150,16 @@ type Options struct {
 	Version string
 	// Logger receives the worker's logs; nil discards them.
 	Logger *slog.Logger
-	// Files returns the confined reader for the roots; nil confines reads
-	// to the roots with confine's default limits.
-	Files func(confine.Roots) *confine.Reader
+	// FilesMaxBytes and FilesTimeout bound each read of a file a message
+	// names (under Roots); 0 means confine's defaults.
+	FilesMaxBytes int64
+	FilesTimeout  time.Duration
 	// Replies decides which reply subjects eval requests and asks are
 	// answered on; the zero value allows _INBOX.> and verdryx.reply.>.
 	Replies streams.ReplyPolicy
-	// Report, when set, builds the /report handler over the store and the
-	// fleet's merged trace aggregate (fleet.ReadAggregate over the connection).
-	Report func(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error)) http.Handler
-	// OnResult, when set, is called with every eval result finished.
-	OnResult func(evalreq.Request, evalrun.Result)
 	// Typed grades the typed cases of eval requests with typryx (serve
 	// --typed-url); nil refuses a request whose set has one.
 	Typed *grading.Typed
-	// Replay publishes ReplayDir to the partitions of s.Traces; nil means
-	// Replay with default options.
-	Replay func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error)
 	// PinnedTTL and SnapshotEvery tune the partition consumers (see
 	// fleet.Options); 0 means the defaults.
 	PinnedTTL, SnapshotEvery time.Duration
@@ -192,12 +176,6 @@ type Options struct {
 	// MaxRecordBytes refuses (dead-letters) a trace record larger than
 	// this; 0 means calls.MaxRecordBytes, -1 no limit.
 	MaxRecordBytes int
-	// Drained, when set and Once, is called after the ordered shutdown of
-	// a run that drained its inputs (or was signalled), with the store
-	// still open and everything else (NATS, HTTP, sinks) closed, and the
-	// fleet's trace aggregate (fleet.ReadAggregate) read before NATS
-	// closed.
-	Drained func(ctx context.Context, st *store.Store, traces *fleet.Aggregate) error
 }
 
 // DefaultOptions returns the options of `verdryx serve` with no flags but
@@ -229,9 +207,6 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Files == nil {
-		o.Files = func(r confine.Roots) *confine.Reader { return &confine.Reader{Roots: r} }
-	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 2 * time.Minute
 	}
@@ -240,12 +215,6 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.SLOWindow <= 0 {
 		o.SLOWindow = DefaultSLOWindow
-	}
-	if o.Replay == nil {
-		logger := o.Logger
-		o.Replay = func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error) {
-			return segpub.Publish(ctx, js, s.Traces, dir, segpub.Options{Partitions: s.Partitions, Logger: logger})
-		}
 	}
 	return o
 }

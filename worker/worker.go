@@ -52,6 +52,7 @@ import (
 // from Options. Create it with New and call Run once.
 type Worker struct {
 	opts Options
+	out  outputs
 }
 
 // New checks opts, fills their defaults and returns a worker. It opens
@@ -136,6 +137,7 @@ func (w *Worker) Options() Options { return w.opts }
 // connection drains before the store, the lease and the server close.
 // A cancelled ctx or a drain is a clean exit (nil).
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.closeOutputs()
 	o := &w.opts
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 		return inputError(fmt.Errorf("--data %s: %w", o.DataDir, err))
@@ -217,7 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// the fleet's clean stop, from the bucket while the connection is up.
 	var traces *fleet.Aggregate
 	var tracesErr error
-	if clean && o.Once && o.Drained != nil {
+	if clean && o.Once && w.streaming() {
 		traces, tracesErr = fleet.ReadAggregate(context.WithoutCancel(ctx), r.js, o.Subjects)
 	}
 	r.shutdown()
@@ -227,13 +229,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	if tracesErr != nil {
 		return fmt.Errorf("read the trace partitions: %w", tracesErr)
 	}
-	if o.Once && o.Drained != nil {
+	if o.Once && w.streaming() {
 		// The embedded server and the connections go first, and with them
 		// the server's block caches (hundreds of MiB after a large replay).
 		r.close()
-		if err := o.Drained(ctx, st, traces); err != nil {
+		if err := w.emitEarlier(ctx, st); err != nil {
 			return err
 		}
+		w.emit(Output{Traces: traces})
 	}
 	if len(failed) > 0 {
 		return &ReplayFailedError{Dir: o.ReplayDir, Segments: failed}
@@ -489,14 +492,12 @@ func (r *running) serveHTTP() error {
 	hs := &httpapi.Server{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
 		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && r.lease.Held()
 	}}
-	if o.Report != nil {
-		hs.Report = o.Report(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
-			if !r.ready.Load() { // r.js is set before ready
-				return nil, errors.New("worker still starting: NATS not ready")
-			}
-			return fleet.ReadAggregateFor(ctx, r.js, o.Subjects, window)
-		})
-	}
+	hs.Report = reportHandler(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
+		if !r.ready.Load() { // r.js is set before ready
+			return nil, errors.New("worker still starting: NATS not ready")
+		}
+		return fleet.ReadAggregateFor(ctx, r.js, o.Subjects, window)
+	}, reportTTL, o.Version, o.Logger)
 	addr, err := hs.Listen()
 	if err != nil {
 		return inputError(fmt.Errorf("--http %s: %w", o.HTTPAddr, err))
@@ -526,14 +527,12 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		return nil, err
 	}
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
-		Files: o.Files(r.roots), Replies: o.Replies, Models: o.Models, Allowed: o.AllowModels, Judge: o.Judge,
+		Files: &confine.Reader{Roots: r.roots, MaxBytes: o.FilesMaxBytes, Timeout: o.FilesTimeout}, Replies: o.Replies, Models: o.Models, Allowed: o.AllowModels, Judge: o.Judge,
 		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))
-			if o.OnResult != nil {
-				o.OnResult(req, res)
-			}
+			r.w.emit(Output{Eval: &EvalOutput{Request: req, Result: res}})
 		}})
 	if err := r.start.do(ctx, "partition consumers", func(ctx context.Context) (err error) {
 		r.fleet, err = fleet.New(ctx, r.js, r.traces, fleet.Options{Subjects: o.Subjects, Instance: o.Instance,
@@ -734,7 +733,8 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 	// waits for a segment the gateway is still writing instead of
 	// failing it.
 	if o.ReplayDir != "" && !o.Follow {
-		st, err := o.Replay(ctx, r.js, o.Subjects, o.ReplayDir)
+		st, err := segpub.Publish(ctx, r.js, o.Subjects.Traces, o.ReplayDir, segpub.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger,
+			Progress: func(n int) { r.w.emit(Output{ReplayRows: n}) }})
 		if err != nil {
 			if segment.IsError(err) {
 				return nil, inputError(fmt.Errorf("--replay: %w", err))
@@ -742,6 +742,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 			return nil, serviceError(fmt.Errorf("--replay %s: %w", o.ReplayDir, err))
 		}
 		failedSegs = st.Failed
+		r.w.emit(Output{Replay: &st})
 		o.Logger.Info("replayed", "dir", o.ReplayDir, "segments", st.Segments, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates, "failed", len(st.Failed))
 	}
 	for _, f := range o.EvalRequestFiles {

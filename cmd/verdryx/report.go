@@ -3,24 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/outcome"
-
+	"github.com/verdryx/verdryx/internal/window"
 	htmlreport "github.com/verdryx/verdryx/report"
-	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -49,7 +41,7 @@ func newReportCmd(g *globals) *cobra.Command {
 		if len(pos) > 0 {
 			return usageErrorf("report: unexpected argument %q", pos[0])
 		}
-		from, err := parseWhen("--since", *since, false)
+		from, err := window.When("--since", *since, false)
 		if err != nil {
 			return usageErrorf("report: %v", err)
 		}
@@ -110,52 +102,6 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// reportHandler serves the report of the worker's store at /report: eval
-// runs and baselines, and cost and SLOs from the trace calls the worker
-// has stored; rendered on request and cached for ttl.
-func reportHandler(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error), ttl time.Duration, logger *slog.Logger) http.Handler {
-	return htmlreport.NewHandler(func(ctx context.Context, w io.Writer, q url.Values) error {
-		opts, err := windowOptions("", q.Get("from"), q.Get("to"), q.Get("last"))
-		if err != nil {
-			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
-		}
-		in, err := htmlreport.Load(ctx, st, time.Time{}, 0)
-		if err != nil {
-			return err
-		}
-		agg, err := traces(ctx, opts) // the window's day tables only
-		if errors.Is(err, fleet.ErrWindowNotWholeHours) {
-			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
-		}
-		if err != nil {
-			return fmt.Errorf("report: trace partitions: %w", err)
-		}
-		r, err := agg.Reducer(opts)
-		if errors.Is(err, fleet.ErrWindowNotWholeHours) || errors.Is(err, fleet.ErrWindowCutsWholeDay) || errors.Is(err, fleet.ErrUndatedState) {
-			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
-		}
-		if err != nil {
-			return err
-		}
-		in.Traces, in.TraceSource = r, "the merged trace partitions of the fleet"+windowNote(opts)
-		in.Sources = []string{"store " + st.Path() + " (verdryx serve)"}
-		return htmlreport.Render(ctx, w, in, htmlreport.Options{Version: version()})
-	}, htmlreport.HandlerOptions{TTL: ttl, Logger: logger, Params: []string{"from", "to", "last"}})
-}
-
-// windowNote names a window of the calls for a report's trace source.
-func windowNote(o outcome.Options) string {
-	switch {
-	case o.From.IsZero() && o.To.IsZero():
-		return ""
-	case o.To.IsZero():
-		return ", calls from " + o.From.UTC().Format(time.RFC3339)
-	case o.From.IsZero():
-		return ", calls before " + o.To.UTC().Format(time.RFC3339)
-	}
-	return ", calls from " + o.From.UTC().Format(time.RFC3339) + " to " + o.To.UTC().Format(time.RFC3339)
 }
 
 // reportTraceFlags are report's trace inputs for the cost and SLO

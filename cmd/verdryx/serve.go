@@ -9,12 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +27,7 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/internal/window"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/provider/openai"
@@ -36,7 +35,6 @@ import (
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/segpub"
-	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/worker"
 )
@@ -279,7 +277,7 @@ func checkListen(flag, addr string) error {
 
 // options maps the flags to the worker's options; typed is the typed
 // grader of --typed-url (nil: eval requests with typed cases are refused).
-func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io.Writer, typed *grading.Typed) (worker.Options, error) {
+func (f *serveFlags) options(data string, logger *slog.Logger, typed *grading.Typed) (worker.Options, error) {
 	client, err := f.nats.clientOptions()
 	if err != nil {
 		return worker.Options{}, err
@@ -293,7 +291,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	case "":
 		return worker.Options{}, usageErrorf("--hours-kept is empty: want a duration (36h, 7d), retention or off")
 	default:
-		d, err := parseLast("--hours-kept", *f.hoursKept)
+		d, err := window.Last("--hours-kept", *f.hoursKept)
 		if err != nil {
 			return worker.Options{}, usageErrorf("%v, retention or off", err)
 		}
@@ -308,41 +306,15 @@ func (f *serveFlags) options(data string, logger *slog.Logger, stdout, stderr io
 	default:
 		return worker.Options{}, usageErrorf("--huge-pages %q: want on, off or auto", *f.hugePages)
 	}
-	printed := &printedRequests{ids: map[string]bool{}}
-	asJSON := *f.asJSON
 	o := worker.Options{
 		DataDir: data, NATSURL: *f.nats.url, Listen: *f.listen, Security: f.sec.sec, HTTPPublic: f.sec.httpPublic,
 		NATSOptions: append(f.sec.clientAuth(), client...),
 		DBPath:      *f.db, EventsPath: *f.events, Instance: *f.instance, HTTPAddr: *f.http, OTLPEndpoint: *f.otlp,
 		TailPath: *f.tail, ReplayDir: *f.replay, Follow: *f.follow, Settle: *f.settle, SLOEvery: sloEvery(*f.sloEvery), SLOWindow: *f.sloWindow, EvalRequestFiles: f.evalFiles, RAGCorpus: *f.corpus, Roots: f.roots,
 		Once: *f.once, HugePages: hugePages, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
-		Files:   f.sec.files,
-		Replies: f.sec.replyPolicy(*f.subjects),
-		Report: func(st *store.Store, traces func(context.Context, outcome.Options) (*fleet.Aggregate, error)) http.Handler {
-			return reportHandler(st, traces, 5*time.Second, logger)
-		},
-		OnResult: func(req evalreq.Request, res evalrun.Result) {
-			printed.add(req.RequestID)
-			printEvalResult(stdout, req, res, false, asJSON)
-		},
-		Replay: func(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string) (segpub.Stats, error) {
-			st, err := replayWithProgress(ctx, js, s, dir, false, stderr, logger)
-			if err == nil {
-				if asJSON {
-					err = writeJSON(stdout, newReplayJSON(st, dir, s))
-				} else {
-					printReplayStats(stdout, st, dir, s)
-				}
-			}
-			return st, err
-		},
+		FilesMaxBytes: f.sec.maxBytes, FilesTimeout: f.sec.fileTimeout,
+		Replies:   f.sec.replyPolicy(*f.subjects),
 		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
-		Drained: func(ctx context.Context, st *store.Store, traces *fleet.Aggregate) error {
-			if err := printDoneRequests(ctx, st, f.evalFiles, printed, stdout, asJSON); err != nil {
-				return err
-			}
-			return printTraceReport(traces, stdout, asJSON)
-		},
 	}
 	if err := f.modelOptions(&o); err != nil {
 		return worker.Options{}, err
@@ -424,7 +396,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err := f.sec.check(*f.nats.url == "", *f.listen, *f.http, logger); err != nil {
 			return err
 		}
-		opts, err := f.options(g.data, logger, stdout, stderr, typed)
+		opts, err := f.options(g.data, logger, typed)
 		if err != nil {
 			return err
 		}
@@ -438,7 +410,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		}
 		w, err := worker.New(opts)
 		if err == nil {
-			err = w.Run(ctx)
+			err = runPrinting(ctx, w, *f.asJSON, stdout, stderr)
 		}
 		var failed *worker.ReplayFailedError
 		switch {
@@ -508,52 +480,43 @@ func followDir(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 	return err
 }
 
-// printedRequests are the eval requests serve printed a result line for.
-type printedRequests struct {
-	mu  sync.Mutex
-	ids map[string]bool
-}
-
-func (p *printedRequests) add(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.ids[id] = true
-}
-
-func (p *printedRequests) has(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ids[id]
-}
-
-// printDoneRequests prints, for each --eval-request file whose request
-// was done before this run (JetStream dropped the re-published request as
-// a duplicate, or the worker answered it from the store), the stored
-// result, saying so.
-func printDoneRequests(ctx context.Context, st *store.Store, files []string, printed *printedRequests, w io.Writer, asJSON bool) error {
-	for _, path := range files {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return inputError(fmt.Errorf("--eval-request %s: %w", path, err))
+// runPrinting runs w until it returns, printing what it reports: the
+// replay's progress bar (on a terminal stderr) and what it published,
+// each eval result, and, at the end of a --once run, the trace report.
+func runPrinting(ctx context.Context, w *worker.Worker, asJSON bool, stdout, stderr io.Writer) error {
+	outs := w.Outputs()
+	printed := make(chan error, 1)
+	go func() {
+		var err error
+		var bar *progressbar.ProgressBar
+		o := w.Options()
+		for out := range outs {
+			switch {
+			case out.ReplayRows > 0 && isTerminal(stderr):
+				if bar == nil {
+					bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
+						progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
+				}
+				_ = bar.Set(out.ReplayRows)
+			case out.Replay != nil:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				if asJSON {
+					err = errors.Join(err, writeJSON(stdout, newReplayJSON(*out.Replay, o.ReplayDir, o.Subjects)))
+				} else {
+					printReplayStats(stdout, *out.Replay, o.ReplayDir, o.Subjects)
+				}
+			case out.Eval != nil:
+				printEvalResult(stdout, out.Eval.Request, out.Eval.Result, out.Eval.Earlier, asJSON)
+			case out.Traces != nil:
+				err = errors.Join(err, printTraceReport(out.Traces, stdout, asJSON))
+			}
 		}
-		var req evalreq.Request
-		if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" || printed.has(req.RequestID) {
-			continue
-		}
-		rec, ok, err := st.EvalRequestState(ctx, req.RequestID)
-		if err != nil {
-			return err
-		}
-		if !ok || rec.State != store.RequestDone {
-			continue
-		}
-		var res evalrun.Result
-		if err := json.Unmarshal(rec.Result, &res); err != nil {
-			return fmt.Errorf("stored result of eval request %s: %w", req.RequestID, err)
-		}
-		printEvalResult(w, req, res, true, asJSON)
-	}
-	return nil
+		printed <- err
+	}()
+	err := w.Run(ctx)
+	return errors.Join(err, <-printed)
 }
 
 // replayJSON is replay's --json output.

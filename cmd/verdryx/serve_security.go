@@ -66,11 +66,6 @@ func (s *securityFlags) check(ownServer bool, listen, httpAddr string, logger *s
 	return nil
 }
 
-// files returns the confined reader messages' files are read through.
-func (s *securityFlags) files(roots confine.Roots) *confine.Reader {
-	return &confine.Reader{Roots: roots, MaxBytes: s.maxBytes, Timeout: s.fileTimeout}
-}
-
 // replyPolicy returns where eval replies may go.
 func (s *securityFlags) replyPolicy(subjects streams.Subjects) streams.ReplyPolicy {
 	p := streams.ReplyPolicy{Forbidden: subjects.StreamSubjects()}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,7 +149,7 @@ func serveOptions(t *testing.T, args ...string) (worker.Options, error) {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	f := addServeFlags(fs)
 	require.NoError(t, fs.Parse(args))
-	return f.options(t.TempDir(), slog.New(slog.DiscardHandler), io.Discard, io.Discard, nil)
+	return f.options(t.TempDir(), slog.New(slog.DiscardHandler), nil)
 }
 
 // TestServeHugePagesFollowOnce: --huge-pages auto hints the heap for a
@@ -195,22 +193,5 @@ func TestServeHoursKept(t *testing.T) {
 	for _, v := range []string{"", "0d", "always"} {
 		_, err := serveOptions(t, "--hours-kept="+v)
 		require.ErrorContains(t, err, "--hours-kept", "%q", v)
-	}
-}
-
-// TestParseLast: units, and a count of days or weeks past what a Duration
-// holds clamps to the longest one (it wrapped to a later start before).
-func TestParseLast(t *testing.T) {
-	for v, want := range map[string]time.Duration{
-		"90m": 90 * time.Minute, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour,
-		"100000w": time.Duration(math.MaxInt64), "20000000d": time.Duration(math.MaxInt64),
-	} {
-		got, err := parseLast("--last", v)
-		require.NoError(t, err, v)
-		require.Equal(t, want, got, v)
-	}
-	for _, v := range []string{"0d", "-1w", "3y", "d", "soon"} {
-		_, err := parseLast("--last", v)
-		require.Error(t, err, v)
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/fleet"
+	"github.com/verdryx/verdryx/internal/window"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/producer"
@@ -77,27 +76,6 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	return r, nil
 }
 
-// parseLast parses a --last duration: Go's units (90m, 24h) or whole days
-// (7d) and weeks (2w).
-func parseLast(name, v string) (time.Duration, error) {
-	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'w': 7 * 24 * time.Hour}
-	if u, ok := unit[v[len(v)-1]]; ok {
-		n, err := strconv.Atoi(v[:len(v)-1])
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%s %q: want a positive duration (90m, 24h, 7d, 2w)", name, v)
-		}
-		if n > int(math.MaxInt64/u) {
-			return math.MaxInt64, nil // ~292 years: further back than any call
-		}
-		return time.Duration(n) * u, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s %q: want a positive duration (90m, 24h, 7d, 2w)", name, v)
-	}
-	return d, nil
-}
-
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -119,63 +97,16 @@ func (t *traceFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&t.procs, "procs", runtime.GOMAXPROCS(0), "row groups of --traces reduced in parallel, 0 = GOMAXPROCS (the report is the same for any value)")
 }
 
-// parseWhen parses an RFC 3339 time or a YYYY-MM-DD date; endOfDay moves a
-// bare date to the next midnight (an exclusive end). name is the flag (or
-// query parameter) for the error.
-func parseWhen(name, v string, endOfDay bool) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
-	}
-	d, err := time.Parse(time.DateOnly, v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s %q: want RFC 3339 (2026-11-30T12:00:00Z) or a date (2026-11-30)", name, v)
-	}
-	if endOfDay {
-		d = d.AddDate(0, 0, 1)
-	}
-	return d, nil
-}
-
 // options returns the reduction's options of the flags; a --last window
 // is named on stderr (it starts on the hour).
 func (t *traceFlags) options(by string, stderr io.Writer) (outcome.Options, error) {
-	o, err := windowOptions("--", t.from, t.to, t.last)
+	o, err := window.Parse("--", t.from, t.to, t.last, time.Now())
 	o.By = by
 	if err == nil && t.last != "" {
 		fmt.Fprintf(stderr, "verdryx: --last %s starts at %s, on the hour before (the fleet keeps its state by the hour; --traces and --input count the same window)\n",
 			t.last, o.From.UTC().Format(time.RFC3339))
 	}
 	return o, err
-}
-
-// windowOptions parses a window of the calls (from, to, last as the flags
-// --from, --to and --last take them; prefix "--" for flags, "" for query
-// parameters, naming them in errors). --last starts on the hour before,
-// over a directory as over the fleet (which keeps its state per hour), so
-// that both give the same report.
-func windowOptions(prefix, fromS, toS, last string) (outcome.Options, error) {
-	from, err := parseWhen(prefix+"from", fromS, false)
-	if err != nil {
-		return outcome.Options{}, err
-	}
-	if last != "" {
-		if fromS != "" || toS != "" {
-			return outcome.Options{}, fmt.Errorf("%slast: give it alone, not with %sfrom or %sto", prefix, prefix, prefix)
-		}
-		d, err := parseLast(prefix+"last", last)
-		if err != nil {
-			return outcome.Options{}, err
-		}
-		from = time.Now().UTC().Add(-d).Truncate(time.Hour)
-	}
-	to, err := parseWhen(prefix+"to", toS, true)
-	if err != nil {
-		return outcome.Options{}, err
-	}
-	return outcome.Options{From: from, To: to}, nil
 }
 
 // reduceGCPercent is the GOGC a directory's reduction runs with.
