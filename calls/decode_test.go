@@ -53,12 +53,16 @@ func checkSame(t testing.TB, data []byte) {
 	var plain CallRecord
 	refErr := DecodeStrict(data, &plain)
 	var r Record
-	var d RecordDecoder
+	d := NewRecordDecoder(ColCallID) // CallRecord's call_id is the decoder's extra key
 	ok := d.Decode(data, &r)
 	if ok != (refErr == nil) {
 		t.Fatalf("CallRecord %q: fast accepted=%v, encoding/json error %v", data, ok, refErr)
 	}
 	if ok {
+		if string(r.Ext[0]) != plain.CallID {
+			t.Fatalf("CallRecord %q: call_id %q, want %q", data, r.Ext[0], plain.CallID)
+		}
+		plain.CallID = ""
 		requireSameRecord(t, data, plain, r.CallRecord())
 	}
 	ext := NewRecordDecoder("call_id", "segment")

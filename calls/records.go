@@ -38,6 +38,10 @@ type CallRecord struct {
 	// Attributes carries free-form data with a record; verdryx ignores it.
 	// Any other unknown key is an error naming it.
 	Attributes json.RawMessage `json:"attributes,omitempty"`
+	// CallID, when set, identifies the call for deduplication on the
+	// traces subjects (tracemsg.RecordKey); other readers accept and
+	// ignore it.
+	CallID string `json:"call_id,omitempty"`
 }
 
 // Deref returns *p, or T's zero value when p is nil.
@@ -224,14 +228,11 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 // errors when the fast path refuses it.
 func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 	if !d.Decode(b, rec) {
-		var ref struct {
-			CallRecord
-			CallID *string `json:"call_id"`
-		}
+		var ref CallRecord
 		if err := DecodeStrict(b, &ref); err != nil {
 			return err
 		}
-		rec.SetFrom(&ref.CallRecord) // never expected: the fast path is tested to agree
+		rec.SetFrom(&ref) // never expected: the fast path is tested to agree
 	}
 	return rec.Check()
 }

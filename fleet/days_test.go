@@ -31,7 +31,7 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 	t.Helper()
 	ctx := jstest.Ctx(t, 10*time.Second)
 	for i, c := range cs {
-		rec := tracemsg.RecordOf(c)
+		rec := calls.RecordOf(c)
 		rec.CallID = ids[i]
 		b, err := json.Marshal(rec)
 		require.NoError(t, err)

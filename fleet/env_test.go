@@ -12,7 +12,6 @@ import (
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/jstest/jsenv"
 	"github.com/verdryx/verdryx/partstate"
-	"github.com/verdryx/verdryx/tracemsg"
 )
 
 func TestMain(m *testing.M) { jstest.VerifyMain(m) }
@@ -26,7 +25,7 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 	e.T.Helper()
 	ctx := jstest.Ctx(e.T, 10*time.Second)
 	for i, c := range cl {
-		b, err := json.Marshal(tracemsg.RecordOf(c))
+		b, err := json.Marshal(calls.RecordOf(c))
 		require.NoError(e.T, err)
 		_, err = e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
 		require.NoError(e.T, err)

@@ -47,7 +47,7 @@ func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callP
 	ctx := jstest.Ctx(e.T, 20*time.Second)
 	n := e.Subjects.PartitionCount()
 	for i, c := range cl {
-		rec := tracemsg.RecordOf(c)
+		rec := calls.RecordOf(c)
 		if callPrefix != "" {
 			rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
 		}

@@ -398,12 +398,9 @@ func (h *partHandler) applyBatch(s *partstate.State, data []byte, seq uint64) er
 	return nil
 }
 
-func (h *partHandler) applyRecord(s *partstate.State, rec *tracemsg.CallRecord, hdr nats.Header, seq uint64) error {
+func (h *partHandler) applyRecord(s *partstate.State, rec *calls.CallRecord, hdr nats.Header, seq uint64) error {
 	msgID := tracemsg.MsgID(hdr)
-	c, err := rec.Call()
-	if err != nil {
-		return pull.Permanent("invalid trace record", err)
-	}
+	c := rec.Call()
 	key, err := tracemsg.RecordKey(rec, msgID)
 	if err != nil {
 		return pull.Permanent("invalid trace record", err)

@@ -76,9 +76,6 @@ func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
 	if err != nil {
 		return nil, &routeError{"malformed trace record", err}
 	}
-	if _, err := rec.Call(); err != nil {
-		return nil, &routeError{"invalid trace record", err}
-	}
 	p, err := tracemsg.RecordPartition(&rec, id, n)
 	if err != nil {
 		return nil, &routeError{"invalid trace record", err}

@@ -108,10 +108,6 @@ func (f *Forwarder) handle(ctx context.Context, l tail.Line) error {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}
-	if _, err := rec.Call(); err != nil {
-		f.count("invalid")
-		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
-	}
 	f.count("record")
 	n := f.subjects.PartitionCount()
 	p, err := tracemsg.RecordPartition(&rec, id, n)

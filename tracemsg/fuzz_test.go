@@ -18,7 +18,7 @@ import (
 // panics the decoder, and an accepted record has a valid agent_id and
 // converts to a call.
 func FuzzDecodeCallRecord(f *testing.F) {
-	b, _ := json.Marshal(RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
+	b, _ := json.Marshal(calls.RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
 	f.Add(b)
 	f.Add([]byte(`{"call_id":"c1","decision":"allow"}`))
 	f.Add([]byte(`{"run_id":"r","cost_micro_usd":1}`))
@@ -28,6 +28,6 @@ func FuzzDecodeCallRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, _ = rec.Call()
+		_ = rec.Call()
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/envelope"
 )
 
@@ -43,7 +44,7 @@ func MsgIDKey(id string) string { return "msg:" + id }
 // RecordKey returns the dedupe key of a decoded per-call record message:
 // its call_id, else its message id, else the digest of its canonical
 // bytes. It fails only for attributes that are not valid JSON.
-func RecordKey(rec *CallRecord, msgID string) (string, error) {
+func RecordKey(rec *calls.CallRecord, msgID string) (string, error) {
 	switch {
 	case rec.CallID != "":
 		run := ""
@@ -67,7 +68,7 @@ func RecordKey(rec *CallRecord, msgID string) (string, error) {
 }
 
 // recordDigest hashes the canonical bytes of a record (see the keys above).
-func recordDigest(rec *CallRecord) ([sha256.Size]byte, error) {
+func recordDigest(rec *calls.CallRecord) ([sha256.Size]byte, error) {
 	b := make([]byte, 0, 512) // on the stack for the usual record
 	str := func(p *string) {
 		if p == nil {
@@ -107,7 +108,7 @@ func recordDigest(rec *CallRecord) ([sha256.Size]byte, error) {
 			num(true, uint64(*p))
 		}
 	}
-	r := &rec.CallRecord
+	r := rec
 	b = append(b, "verdryx-call-v1"...)
 	i64(r.TSMillis)
 	str(r.RunID)

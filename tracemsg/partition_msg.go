@@ -1,5 +1,7 @@
 package tracemsg
 
+import "github.com/verdryx/verdryx/calls"
+
 // Partitioning of trace records by run.
 //
 // A trace record goes to the subject <Subjects.Traces>.<p>, where p is
@@ -38,7 +40,7 @@ func PartitionOf(key string, n int) int {
 
 // RecordPartition returns the partition of a decoded per-call record
 // published with message id msgID: by run id, else by its dedupe key.
-func RecordPartition(rec *CallRecord, msgID string, n int) (int, error) {
+func RecordPartition(rec *calls.CallRecord, msgID string, n int) (int, error) {
 	if rec.RunID != nil {
 		return PartitionOf(*rec.RunID, n), nil
 	}

@@ -6,26 +6,6 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// CallRecord is the JSON shape of one per-call trace message: the Parquet
-// row's columns by name (calls.CallRecord; without run_id an independent
-// per-call record, without step encounter order applies). CallID, when
-// set, identifies the call for deduplication (see RecordKey). The other
-// message on the traces subjects is the row batch (calls/rowbatch).
-type CallRecord struct {
-	calls.CallRecord
-	CallID string `json:"call_id,omitempty"`
-}
-
-// Call converts the record (calls.CallRecord.Call): every field is
-// optional, as on every other path (docs/traces.md); a missing decision is
-// an allowed call.
-func (r *CallRecord) Call() (calls.Call, error) {
-	return r.CallRecord.Call(), nil
-}
-
-// RecordOf returns the message form of a call.
-func RecordOf(c calls.Call) CallRecord { return CallRecord{CallRecord: calls.RecordOf(c)} }
-
 // HeaderRouted marks a trace record the worker routed from the bare traces
 // subject to its partition: its Nats-Msg-Id is the routing's own, and its
 // identity is HeaderOrigMsgID (possibly empty).
@@ -48,10 +28,10 @@ func MsgID(h nats.Header) string {
 // trailing data are errors; free-form data goes in "attributes". It is the
 // record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
 // DecodeStrict's errors.
-func DecodeCallRecord(data []byte) (CallRecord, error) {
-	var rec CallRecord
-	if err := calls.DecodeRecordInto(data, &rec, &rec.CallRecord,
-		calls.Ext{Key: "call_id", Dst: &rec.CallID}); err != nil {
+func DecodeCallRecord(data []byte) (calls.CallRecord, error) {
+	var rec calls.CallRecord
+	if err := calls.DecodeRecordInto(data, &rec, &rec,
+		calls.Ext{Key: calls.ColCallID, Dst: &rec.CallID}); err != nil {
 		return rec, err
 	}
 	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
