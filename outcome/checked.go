@@ -4,26 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/verdryx/verdryx/internal/wire"
 )
 
 // ErrOverflow marks a cost sum that would overflow int64 micro-USD: the
 // reducer refuses to report a wrapped total.
 var ErrOverflow = errors.New("cost sum overflows int64 micro-USD")
 
-// addInt64 returns a+b and whether it did not overflow.
-func addInt64(a, b int64) (int64, bool) {
-	s := a + b
-	if (b > 0 && s < a) || (b < 0 && s > a) {
-		return 0, false
-	}
-	return s, true
-}
-
 // addCost adds v to *dst with checked arithmetic. On overflow *dst
 // saturates and the first overflow is kept as the reducer's error, naming
 // the run (run < 0 for an independent call).
 func (r *Reducer) addCost(dst *int64, v int64, run int32) {
-	s, ok := addInt64(*dst, v)
+	s, ok := wire.AddInt64(*dst, v)
 	if ok {
 		*dst = s
 		return
@@ -62,7 +55,7 @@ func (r *Reducer) CheckedReport() (*Report, error) {
 
 // sumCost adds v to *dst, keeping the first overflow in *errp.
 func sumCost(errp *error, dst *int64, v int64) {
-	s, ok := addInt64(*dst, v)
+	s, ok := wire.AddInt64(*dst, v)
 	if ok {
 		*dst = s
 		return

@@ -1,8 +1,9 @@
 package outcome
 
 import (
-	"github.com/verdryx/verdryx/calls"
 	"time"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/verdryx/verdryx/envelope"
 )

@@ -3,9 +3,11 @@ package outcome
 import (
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/internal/hugepage"
 	"time"
 	"unsafe"
+
+	"github.com/verdryx/verdryx/internal/hugepage"
+	"github.com/verdryx/verdryx/internal/wire"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/prefetch"
@@ -408,7 +410,7 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		}
 		if cls == calls.ClassBlocked {
 			rs.blocked++
-		} else if s, ok := addInt64(rs.cost, cost[i]); ok {
+		} else if s, ok := wire.AddInt64(rs.cost, cost[i]); ok {
 			rs.cost = s
 		} else {
 			r.addCost(&rs.cost, cost[i], run[i])

@@ -1,13 +1,14 @@
 package outcome
 
 import (
-	"github.com/verdryx/verdryx/calls"
 	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/stretchr/testify/require"
 )

@@ -1,10 +1,11 @@
 package outcome
 
 import (
-	"github.com/verdryx/verdryx/calls"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/stretchr/testify/require"
 

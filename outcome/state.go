@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/verdryx/verdryx/internal/wire"
 )
 
 // State encoding (MarshalBinary), version 1. All integers are varints
@@ -257,49 +259,34 @@ func (r *Reducer) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-// decoder reads the varint encoding, keeping the first error.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (d *decoder) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("%s: bad varint", what)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint(what string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("%s: bad varint", what)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+// decoder reads the varint encoding, keeping the first error, which
+// names what was being read.
+type decoder struct{ wire.Reader }
 
 // bounded reads a uvarint that must be at most limit.
+// named runs read, naming what in the first error it causes.
+func named[T any](d *decoder, what string, read func() T) T {
+	if d.Err != nil {
+		var zero T
+		return zero
+	}
+	v := read()
+	if d.Err != nil {
+		d.Err = fmt.Errorf("%s: %w", what, d.Err)
+	}
+	return v
+}
+
+func (d *decoder) uvarint(what string) uint64 { return named(d, what, d.Uvarint) }
+
+func (d *decoder) varint(what string) int64 { return named(d, what, d.Varint) }
+
+func (d *decoder) byte(what string) byte { return named(d, what, d.Byte) }
+
 func (d *decoder) bounded(what string, limit uint64) uint64 {
 	v := d.uvarint(what)
 	if v > limit {
-		d.fail("%s: %d out of range [0, %d]", what, v, limit)
+		d.Fail("%s: %d out of range [0, %d]", what, v, limit)
 		return 0
 	}
 	return v
@@ -308,8 +295,8 @@ func (d *decoder) bounded(what string, limit uint64) uint64 {
 // count reads a list length: each entry takes at least one byte.
 func (d *decoder) count(what string) int {
 	v := d.uvarint(what)
-	if v > uint64(len(d.b)) {
-		d.fail("%s: %d, more than the %d bytes left", what, v, len(d.b))
+	if v > uint64(len(d.B)) {
+		d.Fail("%s: %d, more than the %d bytes left", what, v, len(d.B))
 		return 0
 	}
 	return int(v)
@@ -317,25 +304,12 @@ func (d *decoder) count(what string) int {
 
 func (d *decoder) str(what string) string {
 	n := d.count(what)
-	if d.err != nil {
+	if d.Err != nil {
 		return ""
 	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
+	s := string(d.B[:n])
+	d.B = d.B[n:]
 	return s
-}
-
-func (d *decoder) byte(what string) byte {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b) == 0 {
-		d.fail("%s: truncated", what)
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
 }
 
 func (d *decoder) time(what string) time.Time {
@@ -347,11 +321,11 @@ func (d *decoder) time(what string) time.Time {
 		nsec := d.bounded(what, 999_999_999)
 		t := time.Unix(sec, int64(nsec)).UTC()
 		if t.IsZero() {
-			d.fail("%s: the zero time marked as set", what)
+			d.Fail("%s: the zero time marked as set", what)
 		}
 		return t
 	}
-	d.fail("%s: bad flag", what)
+	d.Fail("%s: bad flag", what)
 	return time.Time{}
 }
 
@@ -360,8 +334,8 @@ func (d *decoder) runBody(rs *runState, syms []int32) {
 	rs.calls = uint32(d.bounded("calls", math.MaxUint32))
 	rs.blocked = uint32(d.bounded("blocked calls", uint64(rs.calls)))
 	rs.refused = uint32(d.bounded("refused calls", uint64(rs.calls)))
-	if d.err == nil && (rs.calls == 0 || rs.refused < rs.blocked) {
-		d.fail("run counts: %d calls, %d blocked, %d refused", rs.calls, rs.blocked, rs.refused)
+	if d.Err == nil && (rs.calls == 0 || rs.refused < rs.blocked) {
+		d.Fail("run counts: %d calls, %d blocked, %d refused", rs.calls, rs.blocked, rs.refused)
 	}
 	rs.cost = d.varint("cost")
 	rs.lastTS = d.varint("last ts_millis")
@@ -379,13 +353,13 @@ func (d *decoder) runBody(rs *runState, syms []int32) {
 
 // decodeState decodes the body after magic and version into a new reducer.
 func decodeState(body []byte) (*Reducer, error) {
-	d := &decoder{b: body}
+	d := &decoder{wire.Reader{B: body}}
 	var opts Options
 	opts.By = d.str("by")
 	opts.From = d.time("from")
 	opts.To = d.time("to")
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	r, err := NewReducer(opts)
 	if err != nil {
@@ -404,32 +378,32 @@ func decodeState(body []byte) (*Reducer, error) {
 	prev := ""
 	for i := range n {
 		s := d.str("symbol")
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
 		if s == "" || (i > 0 && s <= prev) {
-			d.fail("symbols: not sorted, unique and non-empty at %d", i)
+			d.Fail("symbols: not sorted, unique and non-empty at %d", i)
 			break
 		}
 		prev = s
 		syms = append(syms, r.syms.InternString(s))
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	r.sync()
 
 	nRuns := d.count("runs")
 	prev = ""
-	for i := 0; i < nRuns && d.err == nil; i++ {
+	for i := 0; i < nRuns && d.Err == nil; i++ {
 		shared := int(d.bounded("run id prefix", uint64(len(prev))))
 		rest := d.str("run id")
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
 		name := prev[:shared] + rest
 		if i > 0 && name <= prev {
-			d.fail("runs: not sorted and unique at %d", i)
+			d.Fail("runs: not sorted and unique at %d", i)
 			break
 		}
 		prev = name
@@ -442,10 +416,10 @@ func decodeState(body []byte) (*Reducer, error) {
 		}
 		ng := d.count("groups")
 		last := uint64(0)
-		for j := 0; j < ng && d.err == nil; j++ {
+		for j := 0; j < ng && d.Err == nil; j++ {
 			ref := d.bounded("group symbol", uint64(len(syms)-1))
 			if j > 0 && ref <= last {
-				d.fail("run %q: groups not sorted and unique", name)
+				d.Fail("run %q: groups not sorted and unique", name)
 				break
 			}
 			last = ref
@@ -457,7 +431,7 @@ func decodeState(body []byte) (*Reducer, error) {
 		}
 	}
 	nAnon := d.count("independent calls")
-	for i := 0; i < nAnon && d.err == nil; i++ {
+	for i := 0; i < nAnon && d.Err == nil; i++ {
 		var rs runState
 		grp := syms[d.bounded("group symbol", uint64(len(syms)-1))]
 		d.runBody(&rs, syms)
@@ -465,17 +439,17 @@ func decodeState(body []byte) (*Reducer, error) {
 		r.anonGrp = append(r.anonGrp, grp)
 	}
 	nFlat := d.count("flat records")
-	for i := 0; i < nFlat && d.err == nil; i++ {
+	for i := 0; i < nFlat && d.Err == nil; i++ {
 		rs := runState{calls: 1}
 		rs.outcome = syms[d.bounded("record outcome", uint64(len(syms)-1))]
 		rs.cost = d.varint("record cost")
 		r.flat = append(r.flat, rs)
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.fail("%d trailing bytes", len(d.b))
+	if d.Err == nil && len(d.B) > 0 {
+		d.Fail("%d trailing bytes", len(d.B))
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	r.sync()
 	return r, nil

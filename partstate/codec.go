@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/verdryx/verdryx/internal/wire"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -39,7 +40,7 @@ func appendOrder(b []byte, o Order) []byte {
 func (d *decoder) order() Order {
 	var o Order
 	for i := range o {
-		o[i] = d.uvarint()
+		o[i] = d.Uvarint()
 	}
 	return o
 }
@@ -50,76 +51,33 @@ func appendString(b []byte, s string) []byte {
 }
 
 // decoder reads what the encoders above wrote; the first error sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errors.New("truncated or malformed varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errors.New("truncated or malformed varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.err = fmt.Errorf("a length of %d past the end", n)
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
+type decoder struct{ wire.Reader }
 
 func (d *decoder) uint32() uint32 {
-	v := d.uvarint()
-	if v > 1<<32-1 && d.err == nil {
-		d.err = fmt.Errorf("%d overflows uint32", v)
+	v := d.Uvarint()
+	if v > 1<<32-1 && d.Err == nil {
+		d.Err = fmt.Errorf("%d overflows uint32", v)
 	}
 	return uint32(v)
 }
 
 func decodeRunAgg(b []byte) (runAgg, error) {
-	d := decoder{b: b}
+	d := decoder{wire.Reader{B: b}}
 	var a runAgg
-	a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
-	a.cost, a.lastTS = d.varint(), d.varint()
-	a.outcome = string(d.bytes())
+	a.calls, a.blocked, a.refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
+	a.cost, a.lastTS = d.Varint(), d.Varint()
+	a.outcome = string(d.Bytes(math.MaxUint64))
 	a.outStep, a.outOrder = d.uint32(), d.order()
-	a.agent = string(d.bytes())
+	a.agent = string(d.Bytes(math.MaxUint64))
 	a.agentStep, a.agentOrder = d.uint32(), d.order()
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	if d.Err == nil && len(d.B) != 0 {
+		d.Err = fmt.Errorf("%d trailing bytes", len(d.B))
 	}
-	if d.err == nil && (a.blocked > a.refused || a.refused > a.calls) {
-		d.err = errors.New("inconsistent call counts")
+	if d.Err == nil && (a.blocked > a.refused || a.refused > a.calls) {
+		d.Err = errors.New("inconsistent call counts")
 	}
-	if d.err != nil {
-		return runAgg{}, fmt.Errorf("run state: %w", d.err)
+	if d.Err != nil {
+		return runAgg{}, fmt.Errorf("run state: %w", d.Err)
 	}
 	return a, nil
 }
@@ -273,9 +231,9 @@ func checkMagic(what string, b, magic []byte) ([]byte, error) {
 
 // day reads a zig-zag day number.
 func (d *decoder) day() int32 {
-	v := d.varint()
-	if d.err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
-		d.err = fmt.Errorf("day %d out of range", v)
+	v := d.Varint()
+	if d.Err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
+		d.Err = fmt.Errorf("day %d out of range", v)
 	}
 	return int32(v)
 }
@@ -286,7 +244,7 @@ func DecodeState(b []byte) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: body}
+	d := decoder{wire.Reader{B: body}}
 	s, err := d.head()
 	if err != nil {
 		return nil, err
@@ -299,38 +257,38 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, err
 	}
 	d.keys(s)
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	if d.Err == nil && len(d.B) != 0 {
+		d.Err = fmt.Errorf("%d trailing bytes", len(d.B))
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("partition %d snapshot: %w", s.Part, d.err)
+	if d.Err != nil {
+		return nil, fmt.Errorf("partition %d snapshot: %w", s.Part, d.Err)
 	}
 	return s, nil
 }
 
 // head reads what appendHead wrote into a new state.
 func (d *decoder) head() (*State, error) {
-	part, parts := d.uvarint(), d.uvarint()
-	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
-		d.err = fmt.Errorf("partition %d of %d", part, parts)
+	part, parts := d.Uvarint(), d.Uvarint()
+	if d.Err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
+		d.Err = fmt.Errorf("partition %d of %d", part, parts)
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("partition snapshot: %w", d.err)
+	if d.Err != nil {
+		return nil, fmt.Errorf("partition snapshot: %w", d.Err)
 	}
 	s := NewState(int(part), int(parts))
-	s.LastSeq = d.uvarint()
-	s.watermark, s.late = d.varint(), d.uvarint()
+	s.LastSeq = d.Uvarint()
+	s.watermark, s.late = d.Varint(), d.Uvarint()
 	return s, nil
 }
 
 // runs reads what appendRuns wrote into s.
 func (d *decoder) runs(s *State) error {
-	n := d.uvarint()
-	for i := uint64(0); i < n && d.err == nil; i++ {
+	n := d.Uvarint()
+	for i := uint64(0); i < n && d.Err == nil; i++ {
 		day := d.day()
-		name := string(d.bytes())
-		st := d.bytes()
-		if d.err != nil {
+		name := string(d.Bytes(math.MaxUint64))
+		st := d.Bytes(math.MaxUint64)
+		if d.Err != nil {
 			break
 		}
 		a, err := decodeRunAgg(st)
@@ -344,36 +302,36 @@ func (d *decoder) runs(s *State) error {
 
 // days reads what appendDays wrote into s.
 func (d *decoder) days(s *State) {
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
 		day := d.day()
-		s.dropped[day] = d.uvarint()
+		s.dropped[day] = d.Uvarint()
 	}
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
 		day := d.day()
-		r := &DayRef{Rev: d.uint32(), calls: d.uvarint(), written: d.varint()}
-		r.Blob.Prefix = string(d.bytes())
+		r := &DayRef{Rev: d.uint32(), calls: d.Uvarint(), written: d.Varint()}
+		r.Blob.Prefix = string(d.Bytes(math.MaxUint64))
 		r.Blob.Chunks = int(d.uint32())
-		r.Blob.SHA256 = string(d.bytes())
+		r.Blob.SHA256 = string(d.Bytes(math.MaxUint64))
 		r.Blob.Size = int(d.uint32())
 		s.Folded[day] = r
 	}
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
 		s.Pruned = append(s.Pruned, dayRange{d.day(), d.day()})
 	}
 }
 
 // segs reads what appendSegs wrote into s.
 func (d *decoder) segs(s *State) error {
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
-		if len(d.b) < 32 {
-			d.err = errors.New("truncated segment digest")
+	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
+		if len(d.B) < 32 {
+			d.Err = errors.New("truncated segment digest")
 			break
 		}
-		digest := [32]byte(d.b[:32])
-		d.b = d.b[32:]
-		st := d.bytes()
+		digest := [32]byte(d.B[:32])
+		d.B = d.B[32:]
+		st := d.Bytes(math.MaxUint64)
 		days := [2]int32{d.day(), d.day()}
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
 		r, err := decodeRowSet(st)
@@ -391,17 +349,17 @@ func (d *decoder) segs(s *State) error {
 // keys reads what appendKeys wrote into s (appended to its days' keys;
 // keys s has already are skipped).
 func (d *decoder) keys(s *State) {
-	for i, n := uint64(0), d.uvarint(); i < n && d.err == nil; i++ {
+	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
 		day := d.day()
-		nk := d.uvarint()
-		if d.err == nil && nk > uint64(len(d.b))/tracemsg.KeySize {
-			d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+		nk := d.Uvarint()
+		if d.Err == nil && nk > uint64(len(d.B))/tracemsg.KeySize {
+			d.Err = fmt.Errorf("%d keys in %d bytes", nk, len(d.B))
 		}
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
-		kb := d.b[:nk*tracemsg.KeySize]
-		d.b = d.b[nk*tracemsg.KeySize:]
+		kb := d.B[:nk*tracemsg.KeySize]
+		d.B = d.B[nk*tracemsg.KeySize:]
 		if s.dayKeys[day] == nil {
 			s.dayKeys[day] = make([]byte, 0, len(kb))
 		}

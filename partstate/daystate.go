@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verdryx/verdryx/internal/wire"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -36,7 +37,7 @@ func (a *runAgg) merge(b *runAgg) error {
 	if b.calls == 0 {
 		return nil
 	}
-	cost, ok := addInt64(a.cost, b.cost)
+	cost, ok := wire.AddInt64(a.cost, b.cost)
 	if !ok {
 		return fmt.Errorf("field cost_microusd: %w", errOverflow)
 	}
@@ -215,28 +216,28 @@ func checkDayTable(b []byte) (body []byte, err error) {
 
 // dayTableHead reads a table's header up to its keys.
 func dayTableHead(d *decoder) (t *DayTable) {
-	part, parts := d.uvarint(), d.uvarint()
-	day := d.varint()
-	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts || day < math.MinInt32 || day > math.MaxInt32) {
-		d.err = fmt.Errorf("partition %d of %d, day %d", part, parts, day)
+	part, parts := d.Uvarint(), d.Uvarint()
+	day := d.Varint()
+	if d.Err == nil && (parts == 0 || parts > 1<<16 || part >= parts || day < math.MinInt32 || day > math.MaxInt32) {
+		d.Err = fmt.Errorf("partition %d of %d, day %d", part, parts, day)
 	}
 	t = newDayTable(int(part), int(parts), int32(day))
 	t.rev = d.uint32()
-	t.dropped = d.uvarint()
+	t.dropped = d.Uvarint()
 	return t
 }
 
 // dayKeysOf reads a table's key count and keys (aliasing d's buffer).
 func dayKeysOf(d *decoder) []byte {
-	nk := d.uvarint()
-	if d.err == nil && nk > uint64(len(d.b))/tracemsg.KeySize {
-		d.err = fmt.Errorf("%d keys in %d bytes", nk, len(d.b))
+	nk := d.Uvarint()
+	if d.Err == nil && nk > uint64(len(d.B))/tracemsg.KeySize {
+		d.Err = fmt.Errorf("%d keys in %d bytes", nk, len(d.B))
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return nil
 	}
-	k := d.b[: nk*tracemsg.KeySize : nk*tracemsg.KeySize]
-	d.b = d.b[nk*tracemsg.KeySize:]
+	k := d.B[: nk*tracemsg.KeySize : nk*tracemsg.KeySize]
+	d.B = d.B[nk*tracemsg.KeySize:]
 	return k
 }
 
@@ -246,7 +247,7 @@ func DecodeDayTable(b []byte) (*DayTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: body}
+	d := decoder{wire.Reader{B: body}}
 	t := dayTableHead(&d)
 	t.keys = append([]byte(nil), dayKeysOf(&d)...)
 	var states []runAgg
@@ -275,11 +276,11 @@ func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, drop
 	if err != nil {
 		return 0, 0, err
 	}
-	d := decoder{b: body}
+	d := decoder{wire.Reader{B: body}}
 	t := dayTableHead(&d)
 	dayKeysOf(&d)
 	// The rest of the body as one string: each name is a slice of it.
-	rest := string(d.b)
+	rest := string(d.B)
 	err = eachDayRun(&d, t.Day, nil, func(_ int, name []byte, after int, a *runAgg) {
 		end := len(rest) - after
 		fn(rest[end-len(name):end], a)
@@ -296,11 +297,11 @@ func eachDayTableRun(b []byte, fn func(name string, a *runAgg)) (day int32, drop
 func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []byte, after int, a *runAgg)) error {
 	strs := make([]string, d.count(1))
 	for i := range strs {
-		strs[i] = string(d.bytes())
+		strs[i] = string(d.Bytes(math.MaxUint64))
 	}
 	pres := make([][3]uint64, d.count(3))
 	for i := range pres {
-		pres[i] = [3]uint64{d.uvarint(), d.uvarint(), d.uvarint()}
+		pres[i] = [3]uint64{d.Uvarint(), d.Uvarint(), d.Uvarint()}
 	}
 	n := d.count(7)
 	if start != nil {
@@ -308,11 +309,11 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 	}
 	dayStart := int64(day) * DayMillis
 	ref := func(step *uint32, order *Order) string {
-		si, st, pi, last := d.uvarint(), d.uint32(), d.uvarint(), d.uvarint()
-		if d.err == nil && (si >= uint64(len(strs)) || pi >= uint64(len(pres))) {
-			d.err = fmt.Errorf("string %d of %d, order prefix %d of %d", si, len(strs), pi, len(pres))
+		si, st, pi, last := d.Uvarint(), d.uint32(), d.Uvarint(), d.Uvarint()
+		if d.Err == nil && (si >= uint64(len(strs)) || pi >= uint64(len(pres))) {
+			d.Err = fmt.Errorf("string %d of %d, order prefix %d of %d", si, len(strs), pi, len(pres))
 		}
-		if d.err != nil {
+		if d.Err != nil {
 			return ""
 		}
 		p := pres[pi]
@@ -321,36 +322,36 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 	}
 	var a runAgg
 	for i := range n {
-		name := d.bytes()
-		at := len(d.b)
+		name := d.Bytes(math.MaxUint64)
+		at := len(d.B)
 		a = runAgg{}
-		flags := d.uvarint()
-		a.calls, a.blocked, a.refused = d.uvarint(), d.uvarint(), d.uvarint()
-		a.cost, a.lastTS = d.varint(), d.varint()+dayStart
+		flags := d.Uvarint()
+		a.calls, a.blocked, a.refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
+		a.cost, a.lastTS = d.Varint(), d.Varint()+dayStart
 		if flags&1 != 0 {
 			a.outcome = ref(&a.outStep, &a.outOrder)
 		}
 		if flags&2 != 0 {
 			a.agent = ref(&a.agentStep, &a.agentOrder)
 		}
-		if d.err == nil && (flags > 3 || a.calls == 0 || a.refused < a.blocked || a.calls < a.refused) {
-			d.err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.calls, a.refused, a.blocked)
+		if d.Err == nil && (flags > 3 || a.calls == 0 || a.refused < a.blocked || a.calls < a.refused) {
+			d.Err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.calls, a.refused, a.blocked)
 		}
 		// An outcome or agent is written only when there is one: an empty
 		// one flagged is not a table this build wrote.
-		if d.err == nil && (flags&1 != 0 && a.outcome == "" || flags&2 != 0 && a.agent == "") {
-			d.err = fmt.Errorf("run %q: an empty outcome or agent flagged", name)
+		if d.Err == nil && (flags&1 != 0 && a.outcome == "" || flags&2 != 0 && a.agent == "") {
+			d.Err = fmt.Errorf("run %q: an empty outcome or agent flagged", name)
 		}
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
 		fn(i, name, at, &a)
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.err = fmt.Errorf("%d bytes after the runs", len(d.b))
+	if d.Err == nil && len(d.B) > 0 {
+		d.Err = fmt.Errorf("%d bytes after the runs", len(d.B))
 	}
-	if d.err != nil {
-		return fmt.Errorf("day table: %w", d.err)
+	if d.Err != nil {
+		return fmt.Errorf("day table: %w", d.Err)
 	}
 	return nil
 }
@@ -358,11 +359,11 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 // count reads a count of items that take at least size bytes each, and
 // fails (returning 0) when the rest of the buffer cannot hold them.
 func (d *decoder) count(size int) int {
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)/size) {
-		d.err = fmt.Errorf("%d items of at least %d bytes in %d bytes", n, size, len(d.b))
+	n := d.Uvarint()
+	if d.Err == nil && n > uint64(len(d.B)/size) {
+		d.Err = fmt.Errorf("%d items of at least %d bytes in %d bytes", n, size, len(d.B))
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return 0
 	}
 	return int(n)
@@ -376,11 +377,11 @@ func DayTableKeys(b []byte) (part int, day int32, rev uint32, keys []byte, err e
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
-	d := decoder{b: body}
+	d := decoder{wire.Reader{B: body}}
 	t := dayTableHead(&d)
 	keys = dayKeysOf(&d)
-	if d.err != nil {
-		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.err)
+	if d.Err != nil {
+		return 0, 0, 0, nil, fmt.Errorf("day table: %w", d.Err)
 	}
 	return t.part, t.Day, t.rev, keys, nil
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/verdryx/verdryx/internal/wire"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -119,7 +120,7 @@ func decodeDelta(b []byte) (*State, []int32, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d := decoder{b: body}
+	d := decoder{wire.Reader{B: body}}
 	s, err := d.head()
 	if err != nil {
 		return nil, nil, err
@@ -127,12 +128,12 @@ func decodeDelta(b []byte) (*State, []int32, error) {
 	if err := d.runs(s); err != nil {
 		return nil, nil, err
 	}
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%d days in %d bytes", n, len(d.b))
+	n := d.Uvarint()
+	if d.Err == nil && n > uint64(len(d.B)) {
+		d.Err = fmt.Errorf("%d days in %d bytes", n, len(d.B))
 	}
 	open := make([]int32, 0, min(n, 1<<10))
-	for i := uint64(0); i < n && d.err == nil; i++ {
+	for i := uint64(0); i < n && d.Err == nil; i++ {
 		open = append(open, d.day())
 	}
 	d.days(s)
@@ -140,11 +141,11 @@ func decodeDelta(b []byte) (*State, []int32, error) {
 		return nil, nil, err
 	}
 	d.keys(s)
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	if d.Err == nil && len(d.B) != 0 {
+		d.Err = fmt.Errorf("%d trailing bytes", len(d.B))
 	}
-	if d.err != nil {
-		return nil, nil, fmt.Errorf("partition %d delta: %w", s.Part, d.err)
+	if d.Err != nil {
+		return nil, nil, fmt.Errorf("partition %d delta: %w", s.Part, d.Err)
 	}
 	return s, open, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/wire"
 	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -87,7 +88,7 @@ func (a *runAgg) add(c *calls.Call, order Order) error {
 	cost := a.cost
 	if cls != calls.ClassBlocked {
 		var ok bool
-		if cost, ok = addInt64(a.cost, c.CostMicroUSD); !ok {
+		if cost, ok = wire.AddInt64(a.cost, c.CostMicroUSD); !ok {
 			return fmt.Errorf("run %q: field cost_microusd %d: %w", c.RunID, c.CostMicroUSD, errOverflow)
 		}
 	}
@@ -587,12 +588,3 @@ func (s *State) Settle(committed bool) {
 // errOverflow marks a record whose cost or tokens would overflow the
 // stored totals.
 var errOverflow = errors.New("sum overflows int64")
-
-// addInt64 returns a+b and whether it did not overflow.
-func addInt64(a, b int64) (int64, bool) {
-	s := a + b
-	if (b > 0 && s < a) || (b < 0 && s > a) {
-		return 0, false
-	}
-	return s, true
-}

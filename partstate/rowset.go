@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/verdryx/verdryx/internal/wire"
 )
 
 // rowSet is the set of a segment's rows a partition has applied, as sorted,
@@ -78,27 +80,27 @@ func decodeRowSet(b []byte) (rowSet, error) {
 	if len(b) == 0 || b[0] != rowSetVersion {
 		return nil, errors.New("segment rows: unknown format")
 	}
-	d := decoder{b: b[1:]}
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%d spans", n)
+	d := decoder{wire.Reader{B: b[1:]}}
+	n := d.Uvarint()
+	if d.Err == nil && n > uint64(len(d.B)) {
+		d.Err = fmt.Errorf("%d spans", n)
 	}
 	var r rowSet
 	prev := uint64(0)
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		gap, width := d.uvarint(), d.uvarint()
+	for i := uint64(0); i < n && d.Err == nil; i++ {
+		gap, width := d.Uvarint(), d.Uvarint()
 		lo := prev + gap
-		if d.err == nil && (lo < prev || (i > 0 && gap < 2) || lo+width < lo) {
-			d.err = errors.New("spans out of order")
+		if d.Err == nil && (lo < prev || (i > 0 && gap < 2) || lo+width < lo) {
+			d.Err = errors.New("spans out of order")
 		}
 		r = append(r, rowSpan{lo, lo + width})
 		prev = lo + width
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	if d.Err == nil && len(d.B) != 0 {
+		d.Err = fmt.Errorf("%d trailing bytes", len(d.B))
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("segment rows: %w", d.err)
+	if d.Err != nil {
+		return nil, fmt.Errorf("segment rows: %w", d.Err)
 	}
 	return r, nil
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/wire"
 )
 
 // Magic starts every encoded batch; the byte after it is Version.
@@ -154,63 +155,63 @@ func Decode(b []byte, into *Batch) error {
 	if v := b[len(Magic)]; v != Version {
 		return fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, v, Version)
 	}
-	d := dec{b: b[len(Magic)+1:]}
-	if len(d.b) < 32 {
+	d := dec{wire.Reader{B: b[len(Magic)+1:]}}
+	if len(d.B) < 32 {
 		return fmt.Errorf("%w: truncated digest", ErrFormat)
 	}
-	copy(into.Digest[:], d.b[:32])
-	d.b = d.b[32:]
-	name := d.bytes(maxSegmentName)
+	copy(into.Digest[:], d.B[:32])
+	d.B = d.B[32:]
+	name := d.Bytes(maxSegmentName)
 	into.Segment = string(name)
-	parts, part := d.uvarint(), d.uvarint()
-	if d.err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
-		d.fail("partition %d of %d", part, parts)
+	parts, part := d.Uvarint(), d.Uvarint()
+	if d.Err == nil && (parts == 0 || parts > 1<<16 || part >= parts) {
+		d.Fail("partition %d of %d", part, parts)
 	}
 	into.Parts, into.Part = int(parts), int(part)
-	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > MaxRows || n > uint64(len(d.b))) {
-		d.fail("%d rows", n)
+	n := d.Uvarint()
+	if d.Err == nil && (n == 0 || n > MaxRows || n > uint64(len(d.B))) {
+		d.Fail("%d rows", n)
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return d.wrap("header")
 	}
 	rows := grow(into.Rows, int(n))
-	row := d.uvarint()
+	row := d.Uvarint()
 	rows[0] = row
-	for i := 1; i < int(n) && d.err == nil; i++ {
-		gap := d.uvarint()
+	for i := 1; i < int(n) && d.Err == nil; i++ {
+		gap := d.Uvarint()
 		if gap == 0 || row+gap < row {
-			d.fail("row %d: gap %d", i, gap)
+			d.Fail("row %d: gap %d", i, gap)
 		}
 		row += gap
 		rows[i] = row
 	}
 	into.Rows = rows
-	fields := calls.FieldSet(d.uvarint())
-	if d.err == nil && fields&^calls.AllFields != 0 {
-		d.fail("fields %#x", uint32(fields))
+	fields := calls.FieldSet(d.Uvarint())
+	if d.Err == nil && fields&^calls.AllFields != 0 {
+		d.Fail("fields %#x", uint32(fields))
 	}
 	into.Fields = fields
-	if d.err != nil {
+	if d.Err != nil {
 		return d.wrap("rows")
 	}
-	nd := d.uvarint()
-	if d.err == nil && nd > uint64(len(d.b)) {
-		d.fail("%d dictionary strings", nd)
+	nd := d.Uvarint()
+	if d.Err == nil && nd > uint64(len(d.B)) {
+		d.Fail("%d dictionary strings", nd)
 	}
 	// The dictionary is copied into one string, its entries substrings of
 	// it: one allocation per batch, not one per string.
-	region := d.b
-	spans := make([][2]int, 0, int(min(nd, uint64(len(d.b)))))
-	for i := uint64(0); i < nd && d.err == nil; i++ {
-		v := d.bytes(len(d.b))
-		off := len(region) - len(d.b) - len(v)
+	region := d.B
+	spans := make([][2]int, 0, int(min(nd, uint64(len(d.B)))))
+	for i := uint64(0); i < nd && d.Err == nil; i++ {
+		v := d.Bytes(uint64(len(d.B)))
+		off := len(region) - len(d.B) - len(v)
 		spans = append(spans, [2]int{off, off + len(v)})
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return d.wrap("dictionary")
 	}
-	all := string(region[:len(region)-len(d.b)])
+	all := string(region[:len(region)-len(d.B)])
 	dict := make([]string, len(spans))
 	for i, sp := range spans {
 		dict[i] = all[sp[0]:sp[1]]
@@ -240,12 +241,12 @@ func Decode(b []byte, into *Batch) error {
 			continue
 		}
 		d.column(f, cs, dict, into)
-		if d.err != nil {
+		if d.Err != nil {
 			return d.wrap("column " + f.Name())
 		}
 	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrFormat, len(d.b))
+	if len(d.B) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrFormat, len(d.B))
 	}
 	return nil
 }
@@ -261,8 +262,8 @@ func grow[T any](s []T, n int) []T {
 // when set, but for run_id): the column's values first, into a reused
 // array, then each field by a loop of its own.
 func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch) {
-	mode := d.byte()
-	if d.err != nil {
+	mode := d.Byte()
+	if d.Err != nil {
 		return
 	}
 	nullable := f == calls.FieldStep || f == calls.FieldToolCalls
@@ -271,7 +272,7 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 	case modeConst, modePlain:
 	case modeNull, modeSome:
 		if !nullable {
-			d.fail("mode %d on a column that is never null", mode)
+			d.Fail("mode %d on a column that is never null", mode)
 			return
 		}
 		present = grow(into.present, len(cs))
@@ -279,24 +280,24 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 		clear(present)
 		if mode == modeSome {
 			nb := (len(cs) + 7) / 8
-			if len(d.b) < nb {
-				d.fail("truncated null bitmap")
+			if len(d.B) < nb {
+				d.Fail("truncated null bitmap")
 				return
 			}
 			for i := range cs {
-				present[i] = d.b[i/8]&(1<<(i%8)) != 0
+				present[i] = d.B[i/8]&(1<<(i%8)) != 0
 			}
-			d.b = d.b[nb:]
+			d.B = d.B[nb:]
 		}
 	default:
-		d.fail("mode %d", mode)
+		d.Fail("mode %d", mode)
 		return
 	}
 	vals := grow(into.vals, len(cs))
 	into.vals = vals
 	switch mode {
 	case modeConst:
-		v := d.uvarint()
+		v := d.Uvarint()
 		for i := range vals {
 			vals[i] = v
 		}
@@ -306,13 +307,13 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 		for i := range vals {
 			vals[i] = 0
 			if present[i] {
-				vals[i] = d.uvarint()
+				vals[i] = d.Uvarint()
 			}
 		}
 	case modeNull:
 		clear(vals)
 	}
-	if d.err != nil {
+	if d.Err != nil {
 		return
 	}
 	switch f {
@@ -351,7 +352,7 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 				continue
 			}
 			if vals[i] > 1<<32-1 {
-				d.fail("row %d: step %d overflows uint32", i, vals[i])
+				d.Fail("row %d: step %d overflows uint32", i, vals[i])
 				return
 			}
 			cs[i].Step = uint32(vals[i])
@@ -363,7 +364,7 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 				continue
 			}
 			if vals[i] > 1<<32-1 {
-				d.fail("row %d: tool_calls %d overflows uint32", i, vals[i])
+				d.Fail("row %d: tool_calls %d overflows uint32", i, vals[i])
 				return
 			}
 			v := uint32(vals[i])
@@ -372,7 +373,7 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 	default:
 		for i, v := range vals {
 			if v >= uint64(len(dict)) {
-				d.fail("row %d: string %d of a dictionary of %d", i, v, len(dict))
+				d.Fail("row %d: string %d of a dictionary of %d", i, v, len(dict))
 				return
 			}
 		}
@@ -416,10 +417,10 @@ func (d *dec) column(f calls.Field, cs []calls.Call, dict []string, into *Batch)
 // uvarints decodes len(vals) uvarints into vals, one and two bytes
 // without the general loop.
 func (d *dec) uvarints(vals []uint64) {
-	if d.err != nil {
+	if d.Err != nil {
 		return
 	}
-	b := d.b
+	b := d.B
 	for i := range vals {
 		if len(b) >= 2 {
 			if b0 := b[0]; b0 < 0x80 {
@@ -432,13 +433,13 @@ func (d *dec) uvarints(vals []uint64) {
 		}
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
-			d.b = b
-			d.fail("truncated or malformed varint")
+			d.B = b
+			d.Fail("truncated or malformed varint")
 			return
 		}
 		vals[i], b = v, b[n:]
 	}
-	d.b = b
+	d.B = b
 }
 
 // stringField returns the string field f of c.
@@ -470,66 +471,6 @@ func zig(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // dec reads what the encoder wrote; the first error sticks.
-type dec struct {
-	b   []byte
-	err error
-}
+type dec struct{ wire.Reader }
 
-func (d *dec) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (d *dec) wrap(where string) error { return fmt.Errorf("%w: %s: %v", ErrFormat, where, d.err) }
-
-func (d *dec) byte() byte {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b) == 0 {
-		d.fail("truncated")
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *dec) uvarint() uint64 {
-	// One or two bytes (most values, dictionary indexes of a few
-	// thousand strings included) without the general loop.
-	if len(d.b) >= 2 && d.err == nil {
-		if b0 := d.b[0]; b0 < 0x80 {
-			d.b = d.b[1:]
-			return uint64(b0)
-		} else if b1 := d.b[1]; b1 < 0x80 {
-			d.b = d.b[2:]
-			return uint64(b0&0x7f) | uint64(b1)<<7
-		}
-	}
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("truncated or malformed varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) bytes(limit int) []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) || n > uint64(limit) {
-		d.fail("a string of %d bytes", n)
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) wrap(where string) error { return fmt.Errorf("%w: %s: %v", ErrFormat, where, d.Err) }
