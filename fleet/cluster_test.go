@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
@@ -146,6 +147,6 @@ func TestClusterFleetMatchesDirectReduction(t *testing.T) {
 		require.NoError(t, err)
 		_, err = segfold.ReduceDir(ctx, dir, direct, segfold.DirOptions{})
 		require.NoError(t, err)
-		require.JSONEq(t, string(reportJSON(t, direct)), string(reportJSON(t, r)), "window %v-%v", opts.From, opts.To)
+		require.JSONEq(t, string(calltest.ReportJSON(t, direct)), string(calltest.ReportJSON(t, r)), "window %v-%v", opts.From, opts.To)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/partstate"
@@ -96,15 +97,15 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	var clock func() time.Time // nil: now, months after the calls
 	if hourly {
-		clock = func() time.Time { return day0.AddDate(0, 0, 5) }
+		clock = func() time.Time { return calltest.Day0.AddDate(0, 0, 5) }
 	}
-	cs := randomDayCalls(rng, 600, 4)
+	cs := calltest.RandomDayCalls(rng, 600, 4)
 	ids := callIDs(len(cs))
 	// Days 0-3 in ts order, but for 60 calls of days 0 and 1 held back.
 	slices.SortFunc(cs, func(a, b calls.Call) int { return cmp.Compare(a.TSMillis, b.TSMillis) })
 	var first, late []int
 	for i, c := range cs {
-		if partstate.DayOf(c.TSMillis) <= partstate.DayOf(day0.UnixMilli())+1 && len(late) < 60 && rng.IntN(4) == 0 {
+		if partstate.DayOf(c.TSMillis) <= partstate.DayOf(calltest.Day0.UnixMilli())+1 && len(late) < 60 && rng.IntN(4) == 0 {
 			late = append(late, i)
 			continue
 		}
@@ -157,7 +158,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 		}
 		for _, s := range a.Parts {
 			for d := range s.Runs {
-				if int64(d+1)*partstate.DayMillis <= day0.UnixMilli()+2*partstate.DayMillis {
+				if int64(d+1)*partstate.DayMillis <= calltest.Day0.UnixMilli()+2*partstate.DayMillis {
 					return fmt.Errorf("partition %d: day %s still in memory", s.Part, partstate.DayString(d))
 				}
 			}
@@ -184,15 +185,15 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 		for _, w := range [][2]int{{0, 0}, {0, 1}, {1, 2}, {0, 2}, {2, 4}} {
 			opts := outcome.Options{}
 			if w != [2]int{0, 0} {
-				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
+				opts.From, opts.To = calltest.Day0.AddDate(0, 0, w[0]), calltest.Day0.AddDate(0, 0, w[1])
 			}
 			windows = append(windows, opts)
 		}
-		cut := outcome.Options{From: day0.Add(5 * time.Hour), To: day0.Add(53 * time.Hour)}
+		cut := outcome.Options{From: calltest.Day0.Add(5 * time.Hour), To: calltest.Day0.Add(53 * time.Hour)}
 		if hourly {
-			windows = append(windows, cut, outcome.Options{From: day0.Add(30 * time.Hour)}, outcome.Options{To: day0.Add(71 * time.Hour)})
+			windows = append(windows, cut, outcome.Options{From: calltest.Day0.Add(30 * time.Hour)}, outcome.Options{To: calltest.Day0.Add(71 * time.Hour)})
 			for range 10 {
-				from := day0.Add(time.Duration(rng.IntN(96)) * time.Hour)
+				from := calltest.Day0.Add(time.Duration(rng.IntN(96)) * time.Hour)
 				windows = append(windows, outcome.Options{From: from, To: from.Add(time.Duration(1+rng.IntN(30)) * time.Hour)})
 			}
 		} else {
@@ -202,7 +203,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 		for _, opts := range windows {
 			r, err := agg.Reducer(opts)
 			require.NoError(t, err)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v-%v", opts.From, opts.To)
+			require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "window %v-%v", opts.From, opts.To)
 		}
 	}
 	check(agg)
@@ -212,7 +213,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 	// A new worker on a fresh store takes every partition over.
 	startFleet(t, e.JS, e.Subjects, "b", Options{FoldAfter: time.Millisecond, Now: clock, HoursKept: 7 * 24 * time.Hour})
 	publishIDs(t, e, c1[:2], i1[:2], "again-b")
-	c3 := calls.Call{TSMillis: day0.UnixMilli() + 3*partstate.DayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
+	c3 := calls.Call{TSMillis: calltest.Day0.UnixMilli() + 3*partstate.DayMillis + 5, RunID: "fresh", HasRunID: true, Decision: "allow", CostMicroUSD: 1, Step: 1, HasStep: true}
 	publishIDs(t, e, []calls.Call{c3}, []string{"fresh-1"}, "fresh")
 	cs = append(cs, c3)
 	check(waitAggregate(t, e, func(a *partstate.Aggregate) error {
@@ -231,7 +232,7 @@ func testWorkersFoldDays(t *testing.T, hourly bool) {
 func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(31, 7))
-	cs := randomDayCalls(rng, 300, 1)
+	cs := calltest.RandomDayCalls(rng, 300, 1)
 	ids := callIDs(len(cs))
 	startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, cs, ids, "rec")
@@ -261,7 +262,7 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 	dir := t.TempDir()
 	opts := tracegen.DefaultFleetOptions()
 	opts.Rows, opts.SegmentRows, opts.RowGroupRows, opts.Concurrent, opts.MeanCallsPerRun = 4000, 2000, 1000, 50, 10
-	opts.Start, opts.Span = day0.AddDate(0, 0, 3), 12*time.Hour
+	opts.Start, opts.Span = calltest.Day0.AddDate(0, 0, 3), 12*time.Hour
 	_, err = tracegen.GenerateFleet(dir, opts)
 	require.NoError(t, err)
 	_, err = segpub.Publish(ctx, e.JS, e.Subjects.Traces, dir, segpub.Options{})
@@ -292,16 +293,16 @@ func TestAnAggregateWrittenApartIsDeletedOnceTheSnapshotServes(t *testing.T) {
 func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	e := newEnv(t)
 	var clock atomic.Int64
-	clock.Store(day0.AddDate(0, 0, 2).UnixNano())
+	clock.Store(calltest.Day0.AddDate(0, 0, 2).UnixNano())
 	subjects := e.Subjects
 	subjects.Retention = time.Hour
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
 	w := startFleet(t, e.JS, subjects, "a", Options{FoldAfter: time.Millisecond, Now: now})
 	rng := rand.New(rand.NewPCG(5, 5))
-	cs := randomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
+	cs := calltest.RandomDayCalls(rng, 200, 2) // days 0 and 1: day 0 folds
 	ids := callIDs(len(cs))
 	publishIDs(t, e, cs, ids, "idle")
-	d0 := partstate.DayOf(day0.UnixMilli())
+	d0 := partstate.DayOf(calltest.Day0.UnixMilli())
 	var folded []int
 	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if got := a.Calls(); got != int64(len(cs)) {
@@ -369,7 +370,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	jstest.CheckFor(t, 30*time.Second, 20*time.Millisecond, dayGone)
 	// A call of day 0 now is late.
 	late := cs[:1]
-	late[0].TSMillis = day0.UnixMilli() + 10
+	late[0].TSMillis = calltest.Day0.UnixMilli() + 10
 	publishIDs(t, e, late, []string{"late-1"}, "late")
 	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if a.Late() != 1 {
@@ -388,7 +389,7 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 	startFleet(t, e.JS, subjects, "b", Options{FoldAfter: time.Millisecond, Now: now})
 	n := e.Subjects.PartitionCount()
 	for _, p := range folded {
-		c := calls.Call{TSMillis: day0.UnixMilli() + partstate.DayMillis + 20, Decision: "allow", CostMicroUSD: 1, HasRunID: true}
+		c := calls.Call{TSMillis: calltest.Day0.UnixMilli() + partstate.DayMillis + 20, Decision: "allow", CostMicroUSD: 1, HasRunID: true}
 		for i := 0; c.RunID == "" || tracemsg.PartitionOf(c.RunID, n) != p; i++ {
 			c.RunID = fmt.Sprintf("sweep-%d-%d", p, i)
 		}
@@ -403,14 +404,14 @@ func TestAnIdlePartitionPrunesItsDays(t *testing.T) {
 func TestAnOpenDayWaitsToBeFoldedBeforeItIsPruned(t *testing.T) {
 	s := partstate.NewState(0, 1)
 	at := func(day int, minute int64) int64 {
-		return day0.UnixMilli() + int64(day)*partstate.DayMillis + minute*60_000
+		return calltest.Day0.UnixMilli() + int64(day)*partstate.DayMillis + minute*60_000
 	}
 	applyAll(t, s, []calls.Call{
 		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10},
 		{TSMillis: at(3, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
 	}, 0)
 	loads := memLoad{}
-	t0 := day0.AddDate(0, 0, 10)
+	t0 := calltest.Day0.AddDate(0, 0, 10)
 	tables, _ := s.FoldDays(t0, time.Hour, loads.load)
 	loads.keep(tables)
 	d0 := partstate.DayOf(at(0, 0))
@@ -463,11 +464,11 @@ func bucketSubjects(t *testing.T, e *env) (subjects []string, markers int) {
 func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 	e := newEnv(t)
 	rng := rand.New(rand.NewPCG(41, 3))
-	cs := randomDayCalls(rng, 500, 4)
+	cs := calltest.RandomDayCalls(rng, 500, 4)
 	ids := callIDs(len(cs))
 	// A call of day 4 moves every partition's horizon past day 3, so days
 	// 0 to 3 fold.
-	last := calls.Call{TSMillis: day0.UnixMilli() + 4*partstate.DayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
+	last := calls.Call{TSMillis: calltest.Day0.UnixMilli() + 4*partstate.DayMillis + 5, RunID: "late-day", HasRunID: true, Decision: "allow", CostMicroUSD: 1}
 	w := startFleet(t, e.JS, e.Subjects, "a", Options{FoldAfter: time.Millisecond})
 	publishIDs(t, e, cs, ids, "c")
 	for p := range e.Subjects.PartitionCount() {
@@ -478,7 +479,7 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 		cs = append(cs, c)
 		publishIDs(t, e, []calls.Call{c}, []string{c.RunID}, "last-"+strconv.Itoa(p))
 	}
-	d0 := partstate.DayOf(day0.UnixMilli())
+	d0 := partstate.DayOf(calltest.Day0.UnixMilli())
 	waitAggregate(t, e, func(a *partstate.Aggregate) error {
 		if err := callsAre(len(cs))(a); err != nil {
 			return err
@@ -497,7 +498,7 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 
 	ctx := jstest.Ctx(t, 30*time.Second)
 	win := func(from, to int) outcome.Options {
-		return outcome.Options{From: day0.AddDate(0, 0, from), To: day0.AddDate(0, 0, to)}
+		return outcome.Options{From: calltest.Day0.AddDate(0, 0, from), To: calltest.Day0.AddDate(0, 0, to)}
 	}
 	// Before anything is removed: every window read for itself holds the
 	// tables of its days only, and reports as the direct reduction.
@@ -512,7 +513,7 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 		}
 		r, err := agg.Reducer(opts)
 		require.NoError(t, err)
-		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", w)
+		require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "window %v", w)
 	}
 
 	// Every table of day 0 leaves the bucket.
@@ -527,26 +528,26 @@ func TestAWindowedReadReadsOnlyItsDays(t *testing.T) {
 
 	_, err = ReadAggregate(ctx, e.JS, e.Subjects)
 	require.Error(t, err, "an all-time read needs day 0's tables")
-	for _, opts := range []outcome.Options{win(1, 4), {From: day0.AddDate(0, 0, 2)}} {
+	for _, opts := range []outcome.Options{win(1, 4), {From: calltest.Day0.AddDate(0, 0, 2)}} {
 		agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
 		require.NoError(t, err)
 		r, err := agg.Reducer(opts)
 		require.NoError(t, err)
-		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "window %v", opts)
+		require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "window %v", opts)
 	}
 	agg, err := ReadAggregateFor(ctx, e.JS, e.Subjects, win(1, 4))
 	require.NoError(t, err)
-	for _, opts := range []outcome.Options{{}, win(0, 2), win(1, 5), {To: day0.AddDate(0, 0, 3)}} {
+	for _, opts := range []outcome.Options{{}, win(0, 2), win(1, 5), {To: calltest.Day0.AddDate(0, 0, 3)}} {
 		_, err := agg.Reducer(opts)
 		require.ErrorContains(t, err, "holding the tables of", "window %v", opts)
 	}
 	_, err = agg.Runs()
 	require.Error(t, err, "all runs from a windowed read")
-	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: day0.Add(90 * time.Minute)})
+	_, err = ReadAggregateFor(ctx, e.JS, e.Subjects, outcome.Options{From: calltest.Day0.Add(90 * time.Minute)})
 	require.ErrorIs(t, err, partstate.ErrWindowNotWholeHours)
 	// These calls are months older than the clock: kept by the day, so a
 	// window cutting one of their days is refused.
-	opts := outcome.Options{From: day0.Add(26 * time.Hour)}
+	opts := outcome.Options{From: calltest.Day0.Add(26 * time.Hour)}
 	agg, err = ReadAggregateFor(ctx, e.JS, e.Subjects, opts)
 	require.NoError(t, err)
 	_, err = agg.Reducer(opts)

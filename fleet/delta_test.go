@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 
@@ -58,7 +59,7 @@ func deltasNamed(t *testing.T, e *env) (perPart map[int]int, stray []string) {
 // runCalls returns n random calls of one day in runs runs (round robin)
 // and a distinct call id for each.
 func runCalls(rng *rand.Rand, n, runs int) ([]calls.Call, []string) {
-	cs := randomDayCalls(rng, n, 1)
+	cs := calltest.RandomDayCalls(rng, n, 1)
 	ids := make([]string, len(cs))
 	for i := range cs {
 		cs[i].RunID, cs[i].HasRunID = fmt.Sprintf("run-%03d", i%runs), true
@@ -81,7 +82,7 @@ func TestDeltaSnapshotsTakeOverExactly(t *testing.T) {
 		t.Helper()
 		r, err := agg.Reducer(outcome.Options{})
 		require.NoError(t, err)
-		require.JSONEq(t, string(direct(t, cs[:n], outcome.Options{})), string(reportJSON(t, r)))
+		require.JSONEq(t, string(calltest.Direct(t, cs[:n], outcome.Options{})), string(calltest.ReportJSON(t, r)))
 	}
 	a := startFleet(t, e.JS, e.Subjects, "a", Options{SnapshotEvery: 50 * time.Millisecond})
 	// trickle publishes calls [from, to) a few at a time, each checked
@@ -145,7 +146,7 @@ func TestTakeoverRemovesBlobsNoPointerNames(t *testing.T) {
 		t.Helper()
 		r, err := waitAggregate(t, e, callsAre(n)).Reducer(outcome.Options{})
 		require.NoError(t, err)
-		require.JSONEq(t, string(direct(t, cs[:n], outcome.Options{})), string(reportJSON(t, r)))
+		require.JSONEq(t, string(calltest.Direct(t, cs[:n], outcome.Options{})), string(calltest.ReportJSON(t, r)))
 	}
 	ctx := jstest.Ctx(t, 60*time.Second)
 	a := startFleet(t, e.JS, e.Subjects, "a", Options{SnapshotEvery: 50 * time.Millisecond})

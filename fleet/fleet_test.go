@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
@@ -87,21 +88,7 @@ func fleetDirN(t *testing.T, rows int64, seed uint64, segs int64) (dir string, w
 	require.NoError(t, err)
 	_, err = segfold.ReduceDir(context.Background(), dir, r, segfold.DirOptions{})
 	require.NoError(t, err)
-	return dir, reportJSON(t, r)
-}
-
-func reportJSON(t *testing.T, r *outcome.Reducer) []byte {
-	t.Helper()
-	rep, err := r.CheckedReport()
-	require.NoError(t, err)
-	slo, err := r.SLO(outcome.DefaultSLOOptions(), func(string) bool { return true })
-	require.NoError(t, err)
-	b, err := json.MarshalIndent(struct {
-		Cost *outcome.Report    `json:"cost"`
-		SLO  *outcome.SLOReport `json:"slo"`
-	}{rep, slo}, "", " ")
-	require.NoError(t, err)
-	return b
+	return dir, calltest.ReportJSON(t, r)
 }
 
 // fleetWorker runs a Fleet over its own store until stop.
@@ -194,7 +181,7 @@ func mergedJSON(t *testing.T, js jetstream.JetStream, s streams.Subjects) []byte
 	require.NoError(t, err)
 	r, err := agg.Reducer(outcome.Options{})
 	require.NoError(t, err)
-	return reportJSON(t, r)
+	return calltest.ReportJSON(t, r)
 }
 
 // TestFleetOneWorkerMatchesDirectReduction: a directory replayed twice to

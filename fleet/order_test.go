@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
@@ -51,7 +52,7 @@ func splitDirs(t *testing.T) (dirA, dirB string, want []byte) {
 	require.NoError(t, err)
 	_, err = segfold.ReduceDir(context.Background(), union, r, segfold.DirOptions{})
 	require.NoError(t, err)
-	return dirA, dirB, reportJSON(t, r)
+	return dirA, dirB, calltest.ReportJSON(t, r)
 }
 
 // TestSplitReplayGivesTheReportOfTheUnion: a directory split in two,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
@@ -46,7 +47,7 @@ func TestReplayAppliesBackpressureAndCountsDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	_, err = segfold.ReduceDir(ctx, dir, r, segfold.DirOptions{})
 	require.NoError(t, err)
-	require.JSONEq(t, string(reportJSON(t, r)), string(mergedJSON(t, e.JS, e.Subjects)))
+	require.JSONEq(t, string(calltest.ReportJSON(t, r)), string(mergedJSON(t, e.JS, e.Subjects)))
 }
 
 // stallingJS refuses every fifth asynchronous publish as stalled.

@@ -1,7 +1,6 @@
 package partstate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,35 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracemsg"
 )
-
-// day0 is the midnight the days of these tests start at.
-var day0 = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-
-// randomDayCalls draws n calls of runs (and untagged and tagged
-// independent calls) spread over days days, some runs spanning several.
-// Steps are unique (the call's index, shuffled): "the last outcome by
-// step" needs no tie-break by the records' order, which a reducer fed in
-// slice order and a partition applying records by ts see differently.
-func randomDayCalls(rng *rand.Rand, n, days int) []calls.Call {
-	outcomes := []string{"", "", "", "case_resolved", "escalated", "abandoned"}
-	agents := []string{"", "agent://t/a", "agent://t/b"}
-	decisions := []string{"allow", "allow", "allow", "budget_exceeded", "wardryx_deny", "cache_hit"}
-	out := make([]calls.Call, n)
-	steps := rng.Perm(n)
-	for i := range out {
-		c := calls.Call{TSMillis: day0.UnixMilli() + rng.Int64N(int64(days)*DayMillis), Decision: decisions[rng.IntN(len(decisions))],
-			CostMicroUSD: rng.Int64N(5000), Step: uint32(steps[i]), HasStep: true,
-			Outcome: outcomes[rng.IntN(len(outcomes))], AgentID: agents[rng.IntN(len(agents))], Model: "m"}
-		if rng.IntN(10) != 0 {
-			c.RunID, c.HasRunID = fmt.Sprintf("run-%03d", rng.IntN(60)), true
-		}
-		out[i] = c
-	}
-	return out
-}
 
 // applyAll applies cs to s as records (key i), one message each.
 func applyAll(t *testing.T, s *State, cs []calls.Call, from int) {
@@ -52,31 +26,6 @@ func applyAll(t *testing.T, s *State, cs []calls.Call, from int) {
 		require.NoError(t, s.Apply(tracemsg.HashKey(key), &c, RecordOrder(c.TSMillis, key)))
 	}
 	s.Settle(true)
-}
-
-// direct reduces cs with opts.
-func direct(t *testing.T, cs []calls.Call, opts outcome.Options) []byte {
-	t.Helper()
-	r, err := outcome.NewReducer(opts)
-	require.NoError(t, err)
-	for _, c := range cs {
-		r.Add(c)
-	}
-	return reportJSON(t, r)
-}
-
-func reportJSON(t *testing.T, r *outcome.Reducer) []byte {
-	t.Helper()
-	rep, err := r.CheckedReport()
-	require.NoError(t, err)
-	slo, err := r.SLO(outcome.DefaultSLOOptions(), func(string) bool { return true })
-	require.NoError(t, err)
-	b, err := json.MarshalIndent(struct {
-		Cost *outcome.Report    `json:"cost"`
-		SLO  *outcome.SLOReport `json:"slo"`
-	}{rep, slo}, "", " ")
-	require.NoError(t, err)
-	return b
 }
 
 // memLoad is a day-table loader over tables kept by the test.
@@ -134,12 +83,12 @@ func (m memLoad) aggregate(t *testing.T, s *State) *Aggregate {
 func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 	for seed := range uint64(6) {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		cs := randomDayCalls(rng, 900, 5)
+		cs := calltest.RandomDayCalls(rng, 900, 5)
 		// The first 700 calls, then late ones.
 		s := NewState(0, 1)
 		applyAll(t, s, cs[:700], 0)
 		loads := memLoad{}
-		now := day0.Add(30 * 24 * time.Hour)
+		now := calltest.Day0.Add(30 * 24 * time.Hour)
 		tables := loads.fold(t, s, now)
 		require.NotEmpty(t, tables, "seed %d: days before the newest call less the grace fold", seed)
 		for _, tb := range tables {
@@ -171,23 +120,23 @@ func TestFoldedDaysAndLateCallsReportExactly(t *testing.T) {
 		for _, w := range windows {
 			opts := outcome.Options{}
 			if w != [2]int{0, 0} {
-				opts.From, opts.To = day0.AddDate(0, 0, w[0]), day0.AddDate(0, 0, w[1])
+				opts.From, opts.To = calltest.Day0.AddDate(0, 0, w[0]), calltest.Day0.AddDate(0, 0, w[1])
 			}
 			r, err := agg.Reducer(opts)
 			require.NoError(t, err)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v", seed, w)
+			require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "seed %d window %v", seed, w)
 		}
 	}
 }
 
 func TestAWindowOffTheHourIsRefused(t *testing.T) {
 	agg := &Aggregate{Parts: map[int]*State{0: NewState(0, 1)}}
-	_, err := agg.Reducer(outcome.Options{From: day0.Add(90 * time.Minute)})
+	_, err := agg.Reducer(outcome.Options{From: calltest.Day0.Add(90 * time.Minute)})
 	require.ErrorIs(t, err, ErrWindowNotWholeHours)
 	require.ErrorContains(t, err, "on the hour")
-	_, err = agg.Reducer(outcome.Options{To: day0.Add(time.Millisecond)})
+	_, err = agg.Reducer(outcome.Options{To: calltest.Day0.Add(time.Millisecond)})
 	require.ErrorContains(t, err, "--to")
-	for _, opts := range []outcome.Options{{From: day0, To: day0.AddDate(0, 0, 2)}, {From: day0.Add(time.Hour)}, {To: day0.Add(-5 * time.Hour)}} {
+	for _, opts := range []outcome.Options{{From: calltest.Day0, To: calltest.Day0.AddDate(0, 0, 2)}, {From: calltest.Day0.Add(time.Hour)}, {To: calltest.Day0.Add(-5 * time.Hour)}} {
 		_, err = agg.Reducer(opts)
 		require.NoError(t, err)
 	}
@@ -201,7 +150,7 @@ func TestAWindowOffTheHourIsRefused(t *testing.T) {
 func TestWindowsAtTheEndsOfTime(t *testing.T) {
 	lastDay := int64(math.MaxInt32) * DayMillis
 	cs := []calls.Call{
-		{TSMillis: day0.UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5, Outcome: "case_resolved"},
+		{TSMillis: calltest.Day0.UnixMilli(), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 5, Outcome: "case_resolved"},
 		{TSMillis: lastDay + 3*hourMillis, RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 7, Outcome: "escalated"},
 	}
 	s := NewState(0, 1)
@@ -212,18 +161,18 @@ func TestWindowsAtTheEndsOfTime(t *testing.T) {
 		{To: time.UnixMilli(lastDay + 5*hourMillis).UTC()},
 		{To: time.UnixMilli(lastDay + 2*hourMillis).UTC()},
 		{To: time.UnixMilli(lastDay + DayMillis).UTC()},
-		{From: day0},
+		{From: calltest.Day0},
 		{From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{From: day0, To: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{From: calltest.Day0, To: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		r, err := agg.Reducer(opts)
 		require.NoError(t, err, "%v-%v", opts.From, opts.To)
-		require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "%v-%v", opts.From, opts.To)
+		require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "%v-%v", opts.From, opts.To)
 	}
 
 	before := s.openDays()
 	s.Begin()
-	_, err := s.fold([]byte("rnew"), &calls.Call{TSMillis: day0.AddDate(0, 0, 3).UnixMilli(), Decision: "allow"}, Order{})
+	_, err := s.fold([]byte("rnew"), &calls.Call{TSMillis: calltest.Day0.AddDate(0, 0, 3).UnixMilli(), Decision: "allow"}, Order{})
 	require.NoError(t, err)
 	s.Rollback()
 	require.Equal(t, before, s.openDays(), "the rolled-back day is not open")
@@ -240,10 +189,10 @@ func TestWindowsAtTheEndsOfTime(t *testing.T) {
 func TestHourWindowsReportExactly(t *testing.T) {
 	for seed := range uint64(4) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		cs := randomDayCalls(rng, 1200, 5)
+		cs := calltest.RandomDayCalls(rng, 1200, 5)
 		// Mid-day horizons: a day holds calls of both kinds.
-		first := day0.Add(29*time.Hour).UnixMilli() + rng.Int64N(hourMillis)
-		second := day0.Add(52 * time.Hour).UnixMilli()
+		first := calltest.Day0.Add(29*time.Hour).UnixMilli() + rng.Int64N(hourMillis)
+		second := calltest.Day0.Add(52 * time.Hour).UnixMilli()
 		whole := map[int32]bool{} // days with a call kept by the day
 		s := NewState(0, 1)
 		s.HoursOn, s.HoursFrom = true, first
@@ -254,7 +203,7 @@ func TestHourWindowsReportExactly(t *testing.T) {
 		}
 		applyAll(t, s, cs[:900], 0)
 		loads := memLoad{}
-		now := day0.Add(30 * 24 * time.Hour)
+		now := calltest.Day0.Add(30 * 24 * time.Hour)
 		tables := loads.fold(t, s, now)
 		require.NotEmpty(t, tables)
 		snap, _, _ := s.EncodeBoth(nil)
@@ -291,7 +240,7 @@ func TestHourWindowsReportExactly(t *testing.T) {
 
 		refused, exact := 0, 0
 		for range 120 {
-			from := day0.Add(time.Duration(rng.IntN(6*24)-12) * time.Hour)
+			from := calltest.Day0.Add(time.Duration(rng.IntN(6*24)-12) * time.Hour)
 			to := from.Add(time.Duration(1+rng.IntN(72)) * time.Hour)
 			opts := outcome.Options{From: from, To: to}
 			switch rng.IntN(4) {
@@ -313,7 +262,7 @@ func TestHourWindowsReportExactly(t *testing.T) {
 				continue
 			}
 			require.NoError(t, err, "seed %d window %v-%v", seed, opts.From, opts.To)
-			require.JSONEq(t, string(direct(t, cs, opts)), string(reportJSON(t, r)), "seed %d window %v-%v", seed, opts.From, opts.To)
+			require.JSONEq(t, string(calltest.Direct(t, cs, opts)), string(calltest.ReportJSON(t, r)), "seed %d window %v-%v", seed, opts.From, opts.To)
 			exact++
 		}
 		require.Positive(t, refused, "seed %d: some windows cut a day kept whole", seed)
@@ -326,7 +275,9 @@ func TestHourWindowsReportExactly(t *testing.T) {
 // too, and a call of it is counted late, never applied.
 func TestPrunedDaysCountLateCalls(t *testing.T) {
 	s := NewState(0, 1)
-	at := func(day int, minute int64) int64 { return day0.UnixMilli() + int64(day)*DayMillis + minute*60_000 }
+	at := func(day int, minute int64) int64 {
+		return calltest.Day0.UnixMilli() + int64(day)*DayMillis + minute*60_000
+	}
 	cs := []calls.Call{
 		{TSMillis: at(0, 5), RunID: "a", HasRunID: true, Decision: "allow", CostMicroUSD: 10, Outcome: "case_resolved"},
 		{TSMillis: at(1, 5), RunID: "b", HasRunID: true, Decision: "allow", CostMicroUSD: 20},
@@ -348,7 +299,7 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 	s.Settle(true)
 
 	loads := memLoad{}
-	t0 := day0.AddDate(0, 0, 10)
+	t0 := calltest.Day0.AddDate(0, 0, 10)
 	tables, _ := s.FoldDays(t0, time.Hour, loads.load)
 	loads.keep(tables)
 	require.Len(t, s.Folded, 2, "days 0 and 1 folded, day 3 open")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -69,7 +70,7 @@ func viewOf(s *State) stateView {
 func TestDeltaChainRebuildsTheState(t *testing.T) {
 	for seed := range uint64(8) {
 		rng := rand.New(rand.NewPCG(seed, 41))
-		cs := randomDayCalls(rng, 2400, 6)
+		cs := calltest.RandomDayCalls(rng, 2400, 6)
 		slices.SortFunc(cs, func(a, b calls.Call) int { return int(a.TSMillis>>20) - int(b.TSMillis>>20) })
 		for i := range cs { // a tenth arrive late: swapped with a call far later
 			if j := i + 200 + rng.IntN(400); rng.IntN(10) == 0 && j < len(cs) {
@@ -81,7 +82,7 @@ func TestDeltaChainRebuildsTheState(t *testing.T) {
 		var base []byte
 		var chain [][]byte
 		deltas, bases := 0, 0
-		now := day0
+		now := calltest.Day0
 		for from, step := 0, 0; from < len(cs); step++ {
 			n := min(len(cs)-from, 1+rng.IntN(120))
 			for i := from; i < from+n; i++ {
@@ -143,7 +144,7 @@ func TestDeltaChainRebuildsTheState(t *testing.T) {
 func TestADeltaCostsWhatChanged(t *testing.T) {
 	s := NewState(0, 1)
 	rng := rand.New(rand.NewPCG(3, 3))
-	cs := randomDayCalls(rng, 5000, 1)
+	cs := calltest.RandomDayCalls(rng, 5000, 1)
 	for i := range cs {
 		cs[i].RunID, cs[i].HasRunID = fmt.Sprintf("run-%05d", i), true
 	}
