@@ -187,6 +187,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newRunsCmd(g),
 		newReportCmd(g),
 		newMutateCmd(),
+		newGoldenCmd(g),
 		newServeCmd(g),
 		newReplayCmd(),
 		newTailCmd(),

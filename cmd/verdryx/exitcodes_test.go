@@ -153,6 +153,10 @@ func TestExitCodes(t *testing.T) {
 
 		{"mutate", []string{"mutate", evalset}, exitOK, ""},
 		{"mutate empty set", []string{"mutate", empty}, exitUsage, "eval set " + empty + " is empty"},
+		{"golden draft", []string{"golden", "draft", "--corpus", corpus, "--chunk", "verdigris-dose-amber"}, exitOK, ""},
+		{"golden draft empty corpus", []string{"golden", "draft", "--corpus", empty, "--all"}, exitUsage, "corpus " + empty + " is empty"},
+		{"golden draft unknown chunk", []string{"golden", "draft", "--corpus", corpus, "--chunk", "nope"}, exitUsage, `--chunk "nope"`},
+		{"golden without a subcommand", []string{"golden"}, exitUsage, ""},
 
 		{"eval ok", []string{"eval", "--db", db, v1}, exitOK, ""},
 		{"eval fail-under", []string{"eval", "--db", db, "--fail-under", "0.5", v2}, exitFailure, ""},

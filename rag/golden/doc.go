@@ -32,4 +32,7 @@
 //
 // Paths are relative to the eval-set file. LoadEvalSet resolves and
 // validates all of it.
+//
+// Draft writes skeleton cases for chosen chunks (verdryx golden draft); their
+// questions open with DraftMarker, which Parse refuses until replaced.
 package golden

@@ -160,6 +160,8 @@ func parseCase(b []byte) (Case, error) {
 		return gc, field("case_id", "must be a non-blank string")
 	case strings.TrimSpace(gc.Question) == "":
 		return gc, field("question", "must be a non-blank string")
+	case strings.Contains(gc.Question, DraftMarker):
+		return gc, field("question", fmt.Sprintf("still the placeholder of verdryx golden draft (%s): write the question the case's chunk answers", DraftMarker))
 	case len(gc.ExpectedRankedIDs) == 0 && !gc.ExpectAbstention:
 		return gc, field("expected_ranked_ids", "must list at least the expected rank-1 id (a prefix of the ranking)")
 	case gc.ExpectedRetrievedID != "" && len(gc.ExpectedRankedIDs) > 0 && gc.ExpectedRetrievedID != gc.ExpectedRankedIDs[0]:
