@@ -84,7 +84,9 @@ func hashDims(model string) (int, bool) {
 // generation id of store ("active" or "" for the active one), rebuilds
 // the embedder that built it (EmbedderOf, with p), reads the corpus it
 // recorded and its stored vectors, verified, and returns the pipeline over
-// them with gen. Only questions are embedded, one call per ask; the
+// them with gen, ranking by the retrieval the generation records (none
+// means RetrievalVector; opts.Retrieval is overridden, an unknown value is
+// ErrCorrupt). Only questions are embedded, one call per ask; the
 // corpus is never embedded again. It makes no network call. Errors: those
 // of index.Store.Generation and LoadGeneration (index.ErrNoActive,
 // ErrCorrupt, ...), ErrEmbedder.
@@ -103,6 +105,14 @@ func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts 
 	}
 	if c.Digest() != m.CorpusDigest {
 		return nil, fmt.Errorf("%w: generation %s records a corpus of digest %s, its manifest names %s", index.ErrCorrupt, m.ID, c.Digest(), m.CorpusDigest)
+	}
+	switch m.Retrieval {
+	case "":
+		opts.Retrieval = RetrievalVector
+	case RetrievalVector, RetrievalHybrid:
+		opts.Retrieval = m.Retrieval
+	default:
+		return nil, fmt.Errorf("%w: generation %s records retrieval %q, want %s or %s", index.ErrCorrupt, m.ID, m.Retrieval, RetrievalVector, RetrievalHybrid)
 	}
 	idx, err := store.LoadGeneration(m)
 	if err != nil {
