@@ -418,15 +418,12 @@ func (t *topK) hits() []Hit {
 	return out
 }
 
-// ScanFloor reads every stored component once, split across goroutines the
-// way Search splits rows, and returns their sum. It does no ranking: its
-// run time is the memory-bandwidth floor a single-query float32 scan of this
-// matrix can approach, measured on the same machine and the same memory.
-func (x *Index) ScanFloor() float32 { return x.ScanFloorBytes(x.MatrixBytes()) }
-
-// ScanFloorBytes is ScanFloor over the first b bytes of the matrix (at most
-// all of it, whole components): the floor of any pass that reads b bytes,
-// such as the int8 pass (ReducedBytes) or a float16 copy (MatrixBytes/2).
+// ScanFloorBytes reads the first b bytes of the matrix (at most all of it,
+// whole components) once, split across goroutines the way Search splits
+// rows, and returns their sum. It does no ranking: its run time is the
+// memory-bandwidth floor of any pass that reads b bytes on the same machine
+// and memory: a single-query float32 scan (MatrixBytes), the int8 pass
+// (ReducedBytes) or a float16 copy (MatrixBytes/2).
 func (x *Index) ScanFloorBytes(b int64) float32 {
 	total := int(min(b, x.MatrixBytes()) / 4)
 	workers := runtime.GOMAXPROCS(0)

@@ -150,9 +150,6 @@ func (p *Pipeline) Embedder() string { return p.emb.Name() + "/" + p.emb.Model()
 // Generation returns the index generation id answers come from.
 func (p *Pipeline) Generation() string { return p.generation }
 
-// Retrieval returns the pipeline's retrieval mode.
-func (p *Pipeline) Retrieval() string { return p.retrieval }
-
 // Retrieve embeds question and returns the top-k chunks, best first.
 func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, error) {
 	return p.retrieve(ctx, question, p.topK, nil)

@@ -67,8 +67,8 @@ var ErrFilter = errors.New("rag: bad filter")
 // "headings") holding such an element.
 type Filter map[string]string
 
-// String is the filter as "k=v,k=v", keys sorted.
-func (f Filter) String() string {
+// filterText is the filter as "k=v,k=v", keys sorted.
+func filterText(f Filter) string {
 	keys := make([]string, 0, len(f))
 	for k := range f {
 		keys = append(keys, k)
@@ -79,27 +79,6 @@ func (f Filter) String() string {
 		parts[i] = k + "=" + f[k]
 	}
 	return strings.Join(parts, ",")
-}
-
-// ParseFilter reads "key=value" terms (the --filter flag, repeatable) into
-// a Filter. A term without "=", with an empty key or value, or repeating a
-// key is an error naming it.
-func ParseFilter(terms []string) (Filter, error) {
-	if len(terms) == 0 {
-		return nil, nil
-	}
-	f := Filter{}
-	for _, t := range terms {
-		k, v, ok := strings.Cut(t, "=")
-		if !ok || strings.TrimSpace(k) == "" || v == "" {
-			return nil, fmt.Errorf("%w: %q: want key=value", ErrFilter, t)
-		}
-		if _, dup := f[k]; dup {
-			return nil, fmt.Errorf("%w: key %q given twice", ErrFilter, k)
-		}
-		f[k] = v
-	}
-	return f, nil
 }
 
 // metaMatches reports whether metadata value v matches want.
@@ -147,7 +126,7 @@ func (p *Pipeline) candidates(filter Filter) ([]int, error) {
 		}
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("%w: no chunk matches %s", ErrFilter, filter)
+		return nil, fmt.Errorf("%w: no chunk matches %s", ErrFilter, filterText(filter))
 	}
 	return rows, nil
 }

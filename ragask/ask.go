@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,7 +182,12 @@ func spanData(rec rag.Record, o rag.AskOptions) map[string]any {
 	d := map[string]any{"top_k": o.TopK, "index_generation": rec.IndexGeneration, "embedder": rec.Embedder,
 		"generator": rec.Generator, "retrieved_ids": strings.Join(rec.RetrievedIDs, ",")}
 	if len(o.Filter) > 0 {
-		d["filter"] = o.Filter.String()
+		keys := make([]string, 0, len(o.Filter))
+		for k, v := range o.Filter {
+			keys = append(keys, k+"="+v)
+		}
+		slices.Sort(keys)
+		d["filter"] = strings.Join(keys, ",")
 	}
 	return d
 }
