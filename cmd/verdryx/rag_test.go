@@ -411,7 +411,7 @@ func TestAskRetrievalTopKFilter(t *testing.T) {
 	out, errOut, code = ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "vector")
 	require.Equal(t, exitOK, code, errOut)
 	assert.NotContains(t, out, "reused", "another retrieval is another generation")
-	out, errOut, code = ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "hybrid")
+	_, errOut, code = ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "hybrid")
 	require.Equal(t, exitOK, code, errOut)
 
 	const q = "How long do the batteries last?"
