@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +259,35 @@ func TestStoredRetrieval(t *testing.T) {
 	r, err = ResolveRetrieval("", false)
 	require.NoError(t, err)
 	require.Equal(t, RetrievalVector, r)
+}
+
+// TestHybridConcurrentAsks: one hybrid pipeline answers concurrent asks,
+// filtered or not, exactly as it answers them one at a time (run with
+// -race: retrieval shares only read-only state).
+func TestHybridConcurrentAsks(t *testing.T) {
+	c, qs := loadRetrievalFixture(t)
+	p, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid})
+	require.NoError(t, err)
+	opts := func(i int) AskOptions {
+		if i%2 == 0 {
+			return AskOptions{TopK: 3}
+		}
+		return AskOptions{TopK: 2, Filter: Filter{"source": c.Source(c.Entries[i%len(c.Entries)])}}
+	}
+	want := make([]Record, len(qs.Answerable))
+	for i, q := range qs.Answerable {
+		want[i], err = p.AskWith(context.Background(), q.Question, opts(i))
+		require.NoError(t, err)
+	}
+	have := make([]Record, len(qs.Answerable))
+	errs := make([]error, len(qs.Answerable))
+	var wg sync.WaitGroup
+	for i, q := range qs.Answerable {
+		wg.Go(func() { have[i], errs[i] = p.AskWith(context.Background(), q.Question, opts(i)) })
+	}
+	wg.Wait()
+	for i := range want {
+		require.NoError(t, errs[i])
+		require.Equal(t, want[i], have[i], "question %d", i)
+	}
 }
