@@ -244,12 +244,19 @@ func TestStoredRetrieval(t *testing.T) {
 		if tc.err != "" {
 			require.ErrorIs(t, err, index.ErrCorrupt)
 			require.ErrorContains(t, err, tc.err)
+			_, err = Open(store, c, emb, NewExtractive(0), Options{})
+			require.ErrorIs(t, err, index.ErrCorrupt)
 			continue
 		}
 		require.NoError(t, err)
 		rec, err := p.Ask(context.Background(), "How many parking spaces are there?")
 		require.NoError(t, err)
 		require.Equal(t, tc.want, rec.Retrieval)
+		p, err = Open(store, c, emb, NewExtractive(0), Options{Retrieval: RetrievalHybrid})
+		require.NoError(t, err)
+		rec, err = p.Ask(context.Background(), "How many parking spaces are there?")
+		require.NoError(t, err)
+		require.Equal(t, tc.want, rec.Retrieval, "Open honours the generation's retrieval")
 	}
 	_, err = New(c, idx, "x", emb, NewExtractive(0), Options{Retrieval: "bm42"})
 	require.ErrorContains(t, err, `retrieval "bm42": want vector or hybrid`)

@@ -106,17 +106,24 @@ func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts 
 	if c.Digest() != m.CorpusDigest {
 		return nil, fmt.Errorf("%w: generation %s records a corpus of digest %s, its manifest names %s", index.ErrCorrupt, m.ID, c.Digest(), m.CorpusDigest)
 	}
-	switch m.Retrieval {
-	case "":
-		opts.Retrieval = RetrievalVector
-	case RetrievalVector, RetrievalHybrid:
-		opts.Retrieval = m.Retrieval
-	default:
-		return nil, fmt.Errorf("%w: generation %s records retrieval %q, want %s or %s", index.ErrCorrupt, m.ID, m.Retrieval, RetrievalVector, RetrievalHybrid)
+	if opts.Retrieval, err = retrievalOf(m); err != nil {
+		return nil, err
 	}
 	idx, err := store.LoadGeneration(m)
 	if err != nil {
 		return nil, err
 	}
 	return New(c, idx, m.ID, emb, gen, opts)
+}
+
+// retrievalOf is the retrieval generation m records: RetrievalVector when
+// it records none, ErrCorrupt for a value this build does not know.
+func retrievalOf(m index.Manifest) (string, error) {
+	switch m.Retrieval {
+	case "":
+		return RetrievalVector, nil
+	case RetrievalVector, RetrievalHybrid:
+		return m.Retrieval, nil
+	}
+	return "", fmt.Errorf("%w: generation %s records retrieval %q, want %s or %s", index.ErrCorrupt, m.ID, m.Retrieval, RetrievalVector, RetrievalHybrid)
 }
