@@ -38,7 +38,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d/floor", n), func(b *testing.B) {
 			b.SetBytes(idx.MatrixBytes())
 			for b.Loop() {
-				idx.ScanFloor()
+				idx.ScanFloorBytes(idx.MatrixBytes())
 			}
 		})
 	}

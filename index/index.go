@@ -418,15 +418,12 @@ func (t *topK) hits() []Hit {
 	return out
 }
 
-// ScanFloor reads every stored component once, split across goroutines the
-// way Search splits rows, and returns their sum. It does no ranking: its
-// run time is the memory-bandwidth floor a single-query float32 scan of this
-// matrix can approach, measured on the same machine and the same memory.
-func (x *Index) ScanFloor() float32 { return x.ScanFloorBytes(x.MatrixBytes()) }
-
-// ScanFloorBytes is ScanFloor over the first b bytes of the matrix (at most
-// all of it, whole components): the floor of any pass that reads b bytes,
-// such as the int8 pass (ReducedBytes) or a float16 copy (MatrixBytes/2).
+// ScanFloorBytes reads the first b bytes of the matrix (at most all of it,
+// whole components) once, split across goroutines the way Search splits
+// rows, and returns their sum. It does no ranking: its run time is the
+// memory-bandwidth floor of any pass that reads b bytes on the same machine
+// and memory: a single-query float32 scan (MatrixBytes), the int8 pass
+// (ReducedBytes) or a float16 copy (MatrixBytes/2).
 func (x *Index) ScanFloorBytes(b int64) float32 {
 	total := int(min(b, x.MatrixBytes()) / 4)
 	workers := runtime.GOMAXPROCS(0)
@@ -467,4 +464,37 @@ func sumGeneric(a []float32) float32 {
 		s0 += a[i]
 	}
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// SearchRows is Search restricted to rows (indexes into the matrix, each
+// in [0, Len()); repeats are scored once): the k of them most similar to
+// query, ranked as Search ranks, with the same float32 similarities. It
+// scores every listed row exactly, on the calling goroutine, so it costs
+// len(rows) dot products: the way to search the subset a metadata filter
+// leaves.
+func (x *Index) SearchRows(query []float32, rows []int, k int) ([]Hit, error) {
+	if k <= 0 {
+		return nil, fmt.Errorf("index: k must be positive, have %d", k)
+	}
+	if len(query) != x.dims {
+		return nil, fmt.Errorf("%w: query 0 has %d components, index has %d", ErrDimension, len(query), x.dims)
+	}
+	q, err := Normalize(query)
+	if err != nil {
+		return nil, fmt.Errorf("query 0: %w", err)
+	}
+	top := newTopK(min(k, len(rows)), x.ids)
+	seen := make(map[int]bool, len(rows))
+	d := x.dims
+	for _, r := range rows {
+		if r < 0 || r >= len(x.ids) {
+			return nil, fmt.Errorf("index: row %d outside [0, %d)", r, len(x.ids))
+		}
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+	}
+	return top.hits(), nil
 }

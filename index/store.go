@@ -75,6 +75,11 @@ func InfoOf(e Embedder) EmbedderInfo { return EmbedderInfo{Name: e.Name(), Model
 type Corpus struct {
 	Digest string
 	File   []byte
+	// Retrieval is how the generation's chunks are ranked for a question,
+	// recorded as Manifest.Retrieval; the index stores it and never reads
+	// it (package rag names the modes: "vector", "hybrid"). "" records
+	// none, which readers take as "vector".
+	Retrieval string
 }
 
 // Manifest describes one generation. Fingerprint covers every field except
@@ -95,9 +100,12 @@ type Manifest struct {
 	// Reduced describes the int8 copy of the vectors (vectors.i8) that
 	// single-query searches scan first; nil for a generation saved before
 	// generations stored one, whose copy is rebuilt at load.
-	Reduced     *ReducedInfo `json:"reduced,omitempty"`
-	IDs         []string     `json:"ids"`
-	Fingerprint string       `json:"fingerprint"`
+	Reduced *ReducedInfo `json:"reduced,omitempty"`
+	// Retrieval is how questions rank the chunks (Corpus.Retrieval);
+	// absent means "vector". Covered by the fingerprint.
+	Retrieval   string   `json:"retrieval,omitempty"`
+	IDs         []string `json:"ids"`
+	Fingerprint string   `json:"fingerprint"`
 }
 
 // ReducedInfo names the encoding and digest of a generation's int8 copy.
@@ -119,8 +127,9 @@ func (m *Manifest) computeFingerprint() string {
 		CorpusSHA256  string       `json:"corpus_sha256,omitempty"`
 		VectorsSHA256 string       `json:"vectors_sha256"`
 		Reduced       *ReducedInfo `json:"reduced,omitempty"`
+		Retrieval     string       `json:"retrieval,omitempty"`
 		IDs           []string     `json:"ids"`
-	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.Reduced, m.IDs})
+	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.Reduced, m.Retrieval, m.IDs})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -130,6 +139,10 @@ func (m *Manifest) computeFingerprint() string {
 type Expect struct {
 	CorpusDigest string
 	Embedder     EmbedderInfo
+	// Retrieval is compared by Reusable only ("" and "vector" are the
+	// same); Check and Load ignore it, since a generation is asked with
+	// the retrieval it records.
+	Retrieval string
 }
 
 // Store persists indexes as immutable generations under <data>/index. Saves
@@ -251,6 +264,7 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		Embedder:      emb,
 		CorpusDigest:  corpus.Digest,
 		VectorsSHA256: vectorsDigest(idx.data),
+		Retrieval:     corpus.Retrieval,
 		IDs:           idx.IDs(),
 	}
 	if idx.red != nil {
@@ -529,7 +543,8 @@ func (s *Store) Check(want Expect) (Manifest, error) {
 // Reusable reports whether the active generation can stand for a new build
 // of the same corpus with the same embedder: its corpus digest and embedder
 // (name and model, which for the built-in embedders encodes the dimensions)
-// equal want's, dims (when positive) equals its dimensions, it records its
+// equal want's, dims (when positive) equals its dimensions, its retrieval
+// equals want's ("" meaning "vector"), it records its
 // corpus file, and that file and its vectors verify (Generation, Load).
 // When it cannot, why says so (no active generation, stale, corrupt, ...)
 // and a new build is in order; err is only for failures to read the store
@@ -544,10 +559,21 @@ func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err err
 	if dims > 0 && m.Dims != dims {
 		return Manifest{}, fmt.Sprintf("generation %s has %d dimensions, want %d", m.ID, m.Dims, dims), nil
 	}
+	if retrievalOrVector(m.Retrieval) != retrievalOrVector(want.Retrieval) {
+		return Manifest{}, fmt.Sprintf("generation %s retrieves by %s, want %s", m.ID, retrievalOrVector(m.Retrieval), retrievalOrVector(want.Retrieval)), nil
+	}
 	if _, _, err := s.Generation(""); err != nil {
 		return Manifest{}, err.Error(), nil
 	}
 	return m, "", nil
+}
+
+// retrievalOrVector is r, or "vector" for a generation that records none.
+func retrievalOrVector(r string) string {
+	if r == "" {
+		return "vector"
+	}
+	return r
 }
 
 // Generation returns the validated manifest of generation id ("active",

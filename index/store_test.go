@@ -484,15 +484,34 @@ func TestStoreReusable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, why)
 	assert.Equal(t, m.ID, got.ID)
+	got, why, err = s.Reusable(Expect{CorpusDigest: testDigest, Embedder: testEmb, Retrieval: "vector"}, 0)
+	require.NoError(t, err)
+	assert.Empty(t, why, "a generation recording no retrieval is a vector one")
+	assert.Equal(t, m.ID, got.ID)
+
+	// The retrieval is recorded and covered by the fingerprint.
+	h, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`), Retrieval: "hybrid"}, testEmb, time.Unix(100, 0))
+	require.NoError(t, err)
+	assert.Equal(t, "hybrid", h.Retrieval)
+	assert.NotEqual(t, m.Fingerprint, h.Fingerprint)
+	hm, _, err := s.Generation(h.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "hybrid", hm.Retrieval)
+	_, why, err = s.Reusable(want, 0)
+	require.NoError(t, err)
+	assert.Contains(t, why, "retrieves by hybrid, want vector")
+	m, err = s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
+	require.NoError(t, err)
 
 	for name, tc := range map[string]struct {
 		want Expect
 		dims int
 	}{
-		"other corpus":   {Expect{CorpusDigest: "sha256:corpus-b", Embedder: testEmb}, 0},
-		"other embedder": {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: "openai", Model: "text-embedding-3-small"}}, 0},
-		"other model":    {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: testEmb.Name, Model: "hash-v1/d8"}}, 0},
-		"other dims":     {want, 8},
+		"other corpus":    {Expect{CorpusDigest: "sha256:corpus-b", Embedder: testEmb}, 0},
+		"other embedder":  {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: "openai", Model: "text-embedding-3-small"}}, 0},
+		"other model":     {Expect{CorpusDigest: testDigest, Embedder: EmbedderInfo{Name: testEmb.Name, Model: "hash-v1/d8"}}, 0},
+		"other dims":      {want, 8},
+		"other retrieval": {Expect{CorpusDigest: testDigest, Embedder: testEmb, Retrieval: "hybrid"}, 0},
 	} {
 		_, why, err := s.Reusable(tc.want, tc.dims)
 		require.NoError(t, err, name)

@@ -51,6 +51,14 @@ const DefaultSupportThreshold = 0.5
 // then copies, verbatim and in order, the sentences of that chunk sharing a
 // focus or subject term with the question.
 //
+// A question asking for an amount ("how long", "how many", "when", "what
+// time", or naming a minimum, maximum, limit, deadline, cost, price,
+// amount or number) is answered only from a chunk stating a number, and
+// light words ("get", "each", "kind", ...) are no focus terms. A stated
+// number matches an amount noun. When the only focus terms left are the
+// words after "how" (how long is <subject>?), the number is the support and
+// the sentences stating a number are the answer.
+//
 // Its failure modes are real: synonyms that share no word stem with the
 // evidence lower support, and a question whose focus words happen to occur
 // in an unrelated sentence of the subject's chunk is answered.
@@ -84,8 +92,14 @@ func (g *Extractive) Generate(ctx context.Context, req Request) (string, error) 
 }
 
 func (g *Extractive) generate(req Request) string {
-	q := termSet(req.Question)
-	if len(q) == 0 || len(req.Chunks) == 0 {
+	q, cues, amount := questionTerms(req.Question)
+	nouns := map[string]bool{} // amount nouns: a stated number matches them
+	for _, w := range index.Tokenize(req.Question) {
+		if amountNouns[w] {
+			nouns[stem(w)] = true
+		}
+	}
+	if (len(q) == 0 && !amount) || len(req.Chunks) == 0 {
 		return Abstention
 	}
 	cands := req.Chunks
@@ -114,17 +128,25 @@ func (g *Extractive) generate(req Request) string {
 	var bestFocus []string
 	for i, c := range cands {
 		focus := focusTerms(q, c, req)
-		if len(focus) == 0 {
+		if amount && !hasDigit(c.Text) {
+			continue // asked for an amount, states none
+		}
+		if len(focus) == 0 && !amount {
 			continue
 		}
 		text := termSet(c.Text)
-		matched := 0
+		matched, onlyCues := 0, true
 		for _, f := range focus {
-			if matchesAny(f, text) {
+			if matchesAny(f, text) || (nouns[f] && hasDigit(c.Text)) {
 				matched++
 			}
+			onlyCues = onlyCues && slices.Contains(cues, f)
 		}
-		if s := float64(matched) / float64(len(focus)); s > bestSupport {
+		s := 1.0 // only the amount of the subject was asked, and it is stated
+		if !onlyCues {
+			s = float64(matched) / float64(len(focus))
+		}
+		if s > bestSupport {
 			best, bestSupport, bestFocus = i, s, focus
 		}
 	}
@@ -142,6 +164,11 @@ func (g *Extractive) generate(req Request) string {
 		}
 		for _, f := range subject {
 			hit = hit || matchesAny(f, st)
+		}
+		// A question asking only for an amount is answered by the
+		// sentences stating one.
+		if amount && containsAll(cues, bestFocus) {
+			hit = hit || hasDigit(s)
 		}
 		if hit {
 			kept = append(kept, s)
@@ -168,6 +195,64 @@ func focusTerms(q []string, c Chunk, req Request) []string {
 		}
 	}
 	return out
+}
+
+// amountCues are the words after "how" that ask for a quantity (how long,
+// how many, ...), and the nouns that name one (the minimum, the deadline):
+// no evidence repeats them, it states a number.
+var amountCues = map[string]bool{
+	"long": true, "many": true, "much": true, "far": true, "soon": true, "often": true,
+	"quickly": true, "old": true, "big": true, "large": true, "high": true, "late": true,
+	"early": true, "frequently": true,
+}
+
+// amountNouns name a quantity wherever they stand in a question; a chunk
+// stating a number matches them.
+var amountNouns = map[string]bool{
+	"minimum": true, "maximum": true, "limit": true, "deadline": true, "cost": true,
+	"price": true, "amount": true, "number": true,
+}
+
+// lightWords are question words that carry no topic and that evidence
+// rarely repeats (what a reader does to the fact, not the fact).
+var lightWords = map[string]bool{
+	"get": true, "gets": true, "got": true, "need": true, "needs": true, "happen": true,
+	"happens": true, "kind": true, "type": true, "each": true, "every": true, "also": true,
+	"tell": true, "know": true, "m": true, "ll": true, "ve": true, "s": true, "t": true,
+}
+
+// questionTerms returns the question's content terms (termSet, minus
+// light words) and those of them that are amount cues: a cue word after
+// "how" (how long, how many), an amount noun (the minimum, the deadline)
+// or "time" after "what"; amount also reports "when". A question asking
+// for an amount is answered only from a chunk stating a number, and when
+// its cues are all that is left to match (how long is <subject>?), the
+// number is the match.
+func questionTerms(question string) (terms, cues []string, amount bool) {
+	words := index.Tokenize(question)
+	for i, w := range words {
+		if index.IsStopword(w) || lightWords[w] {
+			amount = amount || w == "when"
+			continue
+		}
+		t := stem(w)
+		cue := amountNouns[w] || (amountCues[w] && i > 0 && words[i-1] == "how") || (w == "time" && i > 0 && words[i-1] == "what")
+		if cue {
+			amount = true
+			if !slices.Contains(cues, t) {
+				cues = append(cues, t)
+			}
+		}
+		if !slices.Contains(terms, t) {
+			terms = append(terms, t)
+		}
+	}
+	return terms, cues, amount
+}
+
+// hasDigit reports whether s holds a decimal digit.
+func hasDigit(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r >= '0' && r <= '9' })
 }
 
 // termSet returns the distinct stemmed content terms of s, in order.

@@ -18,6 +18,9 @@ const DefaultTopK = 2
 type Options struct {
 	// TopK is the number of chunks retrieved; zero means DefaultTopK.
 	TopK int
+	// Retrieval is RetrievalVector or RetrievalHybrid; "" means
+	// RetrievalVector. OpenStored sets it from the generation.
+	Retrieval string
 	// Logger receives debug lines (ids and sizes only, never text); nil
 	// discards.
 	Logger *slog.Logger
@@ -25,9 +28,15 @@ type Options struct {
 
 // Pipeline answers questions over one corpus and one index. It is immutable
 // and safe for concurrent use; Ask blocks on the embedder and generator.
+// With RetrievalHybrid its BM25 statistics are computed from the corpus
+// when it is built (New), never stored.
 type Pipeline struct {
 	corpus     Corpus
 	byID       map[string]Entry
+	rows       []Entry         // by index row
+	metaKeys   map[string]bool // every metadata key of some chunk
+	retrieval  string
+	bm25       *bm25 // nil unless hybrid
 	digest     string
 	idx        *index.Index
 	generation string
@@ -44,13 +53,33 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 		return nil, fmt.Errorf("rag: index has %d rows, corpus %q has %d entries", idx.Len(), c.ID, len(c.Entries))
 	}
 	byID := make(map[string]Entry, len(c.Entries))
+	metaKeys := map[string]bool{}
 	for _, e := range c.Entries {
 		byID[e.ID] = e
+		for k := range e.Metadata {
+			metaKeys[k] = true
+		}
 	}
-	for _, id := range idx.IDs() {
-		if _, ok := byID[id]; !ok {
+	ids := idx.IDs()
+	rows := make([]Entry, len(ids))
+	for r, id := range ids {
+		e, ok := byID[id]
+		if !ok {
 			return nil, fmt.Errorf("rag: index row %q is not in corpus %q", id, c.ID)
 		}
+		rows[r] = e
+	}
+	retrieval, err := ResolveRetrieval(opts.Retrieval, false)
+	if err != nil {
+		return nil, fmt.Errorf("rag: %w", err)
+	}
+	var lex *bm25
+	if retrieval == RetrievalHybrid {
+		texts := make([]string, len(rows))
+		for r, e := range rows {
+			texts[r] = e.Text
+		}
+		lex = newBM25(texts)
 	}
 	if opts.TopK == 0 {
 		opts.TopK = DefaultTopK
@@ -62,7 +91,8 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pipeline{
-		corpus: c, byID: byID, digest: c.Digest(), idx: idx, generation: generation,
+		corpus: c, byID: byID, rows: rows, metaKeys: metaKeys, retrieval: retrieval, bm25: lex,
+		digest: c.Digest(), idx: idx, generation: generation,
 		emb: emb, gen: gen, topK: opts.TopK, logger: opts.Logger.With("component", "rag"),
 	}, nil
 }
@@ -99,12 +129,16 @@ func NewOffline(ctx context.Context, corpusPath string, opts Options) (*Pipeline
 	return Build(ctx, c, index.NewHashEmbedder(0), NewExtractive(0), opts)
 }
 
-// Open loads the active generation of store for corpus c and embedder emb.
-// A generation built from another corpus or embedder is refused with
-// index.ErrStale before emb or gen is called.
+// Open loads the active generation of store for corpus c and embedder emb,
+// ranking by the retrieval it records (as OpenStored; opts.Retrieval is
+// overridden). A generation built from another corpus or embedder is
+// refused with index.ErrStale before emb or gen is called.
 func Open(store *index.Store, c Corpus, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
 	idx, m, err := store.Load(index.Expect{CorpusDigest: c.Digest(), Embedder: index.InfoOf(emb)})
 	if err != nil {
+		return nil, err
+	}
+	if opts.Retrieval, err = retrievalOf(m); err != nil {
 		return nil, err
 	}
 	return New(c, idx, m.ID, emb, gen, opts)
@@ -122,10 +156,16 @@ func (p *Pipeline) Generation() string { return p.generation }
 
 // Retrieve embeds question and returns the top-k chunks, best first.
 func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, error) {
-	return p.retrieve(ctx, question, p.topK)
+	return p.retrieve(ctx, question, p.topK, nil)
 }
 
-func (p *Pipeline) retrieve(ctx context.Context, question string, topK int) ([]Chunk, error) {
+// retrieve returns the topK best chunks among those filter allows.
+// Filtering restricts the candidates before either ranking.
+func (p *Pipeline) retrieve(ctx context.Context, question string, topK int, filter Filter) ([]Chunk, error) {
+	rows, err := p.candidates(filter)
+	if err != nil {
+		return nil, err
+	}
 	vecs, err := p.emb.Embed(ctx, []string{question})
 	if err != nil {
 		return nil, fmt.Errorf("embed question: %w", err)
@@ -133,14 +173,14 @@ func (p *Pipeline) retrieve(ctx context.Context, question string, topK int) ([]C
 	if len(vecs) != 1 {
 		return nil, fmt.Errorf("embed question: %d vectors for 1 text", len(vecs))
 	}
-	hits, err := p.idx.Search(vecs[0], topK)
+	hits, err := p.rank(question, vecs[0], rows, topK)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
 	chunks := make([]Chunk, len(hits))
 	for i, h := range hits {
-		e := p.byID[h.ID]
-		chunks[i] = Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Similarity: h.Similarity, Distance: h.Distance}
+		e := p.rows[h.row]
+		chunks[i] = Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Score: h.score, Similarity: h.sim, Distance: 1 - h.sim}
 	}
 	return chunks, nil
 }
@@ -169,24 +209,39 @@ func Messages(c Corpus, question, payload string) []Message {
 // Ask retrieves, builds the prompt, generates and returns the validated
 // record. The answer is kept exactly as the generator returned it.
 func (p *Pipeline) Ask(ctx context.Context, question string) (Record, error) {
-	return p.AskTopK(ctx, question, p.topK)
+	return p.AskWith(ctx, question, AskOptions{})
 }
 
-// AskTopK is Ask retrieving topK chunks instead of the pipeline's
-// Options.TopK; topK must be positive.
-func (p *Pipeline) AskTopK(ctx context.Context, question string, topK int) (Record, error) {
+// AskOptions tune one ask.
+type AskOptions struct {
+	// TopK is the number of chunks retrieved; 0 means the pipeline's
+	// Options.TopK, a negative value is an error.
+	TopK int
+	// Filter restricts the chunks retrieved (see Filter); an error
+	// wrapping ErrFilter when a key is on no chunk or nothing matches.
+	Filter Filter
+}
+
+// AskWith is Ask with o's top-k and filter.
+func (p *Pipeline) AskWith(ctx context.Context, question string, o AskOptions) (Record, error) {
 	if strings.TrimSpace(question) == "" {
 		return Record{}, errors.New("rag: empty question")
 	}
-	if topK <= 0 {
+	topK := o.TopK
+	if topK == 0 {
+		topK = p.topK
+	}
+	if topK < 0 {
 		return Record{}, fmt.Errorf("rag: top-k must be positive, have %d", topK)
 	}
-	chunks, err := p.retrieve(ctx, question, topK)
+	chunks, err := p.retrieve(ctx, question, topK, o.Filter)
 	if err != nil {
 		return Record{}, err
 	}
 	rec := Record{
 		Question:        question,
+		Retrieval:       p.retrieval,
+		Filter:          maps.Clone(o.Filter),
 		Chunks:          chunks,
 		IndexGeneration: p.generation,
 		CorpusDigest:    p.digest,

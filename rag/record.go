@@ -14,18 +14,26 @@ type Message struct {
 
 // Chunk is one retrieved chunk, in rank order.
 type Chunk struct {
-	ID         string         `json:"id"`
-	Text       string         `json:"text"`
-	Metadata   map[string]any `json:"metadata"`
-	Similarity float64        `json:"similarity"`
-	Distance   float64        `json:"distance"`
+	ID       string         `json:"id"`
+	Text     string         `json:"text"`
+	Metadata map[string]any `json:"metadata"`
+	// Score is what ranked the chunk: its similarity under vector
+	// retrieval, its reciprocal-rank-fusion score under hybrid.
+	Score      float64 `json:"score"`
+	Similarity float64 `json:"similarity"`
+	Distance   float64 `json:"distance"`
 }
 
 // Record captures one ask end to end: what was retrieved, with which
 // scores, the exact prompt bytes and the answer, and which index generation
 // and corpus it came from.
 type Record struct {
-	Question       string    `json:"question"`
+	Question string `json:"question"`
+	// Retrieval is the retrieval mode that ranked the chunks
+	// (RetrievalVector, RetrievalHybrid).
+	Retrieval string `json:"retrieval,omitempty"`
+	// Filter is the metadata filter the chunks were restricted to.
+	Filter         Filter    `json:"filter,omitempty"`
 	RetrievedIDs   []string  `json:"retrieved_ids"`
 	Chunks         []Chunk   `json:"retrieved_chunks"`
 	Distances      []float64 `json:"distances"`
@@ -47,7 +55,9 @@ const distanceTolerance = 1e-12
 // Validate checks the record's internal consistency without changing it:
 // ranks aligned across ids, chunks, distances and similarities; every metric
 // finite; similarity in [-1, 1], distance in [0, 2]; distance equal to
-// 1 - similarity within 1e-12; and non-empty question and answer.
+// 1 - similarity within 1e-12; scores non-increasing and, unless the
+// retrieval is hybrid, similarities non-increasing; and non-empty question
+// and answer.
 func (r Record) Validate() error {
 	n := len(r.RetrievedIDs)
 	if n == 0 {
@@ -78,7 +88,13 @@ func (r Record) Validate() error {
 		if math.Abs(d-(1-s)) > distanceTolerance {
 			return fmt.Errorf("record: rank %d: distance %v is not 1 - similarity (%v)", i, d, 1-s)
 		}
-		if i > 0 && s > r.Similarities[i-1] {
+		if math.IsNaN(c.Score) || math.IsInf(c.Score, 0) {
+			return fmt.Errorf("record: rank %d: non-finite score %v", i, c.Score)
+		}
+		if i > 0 && c.Score > r.Chunks[i-1].Score {
+			return fmt.Errorf("record: rank %d: score %v above rank %d's %v", i, c.Score, i-1, r.Chunks[i-1].Score)
+		}
+		if i > 0 && r.Retrieval != RetrievalHybrid && s > r.Similarities[i-1] {
 			return fmt.Errorf("record: rank %d: similarity %v above rank %d's %v", i, s, i-1, r.Similarities[i-1])
 		}
 	}

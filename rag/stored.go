@@ -84,7 +84,9 @@ func hashDims(model string) (int, bool) {
 // generation id of store ("active" or "" for the active one), rebuilds
 // the embedder that built it (EmbedderOf, with p), reads the corpus it
 // recorded and its stored vectors, verified, and returns the pipeline over
-// them with gen. Only questions are embedded, one call per ask; the
+// them with gen, ranking by the retrieval the generation records (none
+// means RetrievalVector; opts.Retrieval is overridden, an unknown value is
+// ErrCorrupt). Only questions are embedded, one call per ask; the
 // corpus is never embedded again. It makes no network call. Errors: those
 // of index.Store.Generation and LoadGeneration (index.ErrNoActive,
 // ErrCorrupt, ...), ErrEmbedder.
@@ -104,9 +106,24 @@ func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts 
 	if c.Digest() != m.CorpusDigest {
 		return nil, fmt.Errorf("%w: generation %s records a corpus of digest %s, its manifest names %s", index.ErrCorrupt, m.ID, c.Digest(), m.CorpusDigest)
 	}
+	if opts.Retrieval, err = retrievalOf(m); err != nil {
+		return nil, err
+	}
 	idx, err := store.LoadGeneration(m)
 	if err != nil {
 		return nil, err
 	}
 	return New(c, idx, m.ID, emb, gen, opts)
+}
+
+// retrievalOf is the retrieval generation m records: RetrievalVector when
+// it records none, ErrCorrupt for a value this build does not know.
+func retrievalOf(m index.Manifest) (string, error) {
+	switch m.Retrieval {
+	case "":
+		return RetrievalVector, nil
+	case RetrievalVector, RetrievalHybrid:
+		return m.Retrieval, nil
+	}
+	return "", fmt.Errorf("%w: generation %s records retrieval %q, want %s or %s", index.ErrCorrupt, m.ID, m.Retrieval, RetrievalVector, RetrievalHybrid)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 
 // Asker answers RAG questions (rag.Pipeline implements it).
 type Asker interface {
-	// AskTopK answers question from the topK best chunks.
-	AskTopK(ctx context.Context, question string, topK int) (rag.Record, error)
+	// AskWith answers question from the o.TopK best chunks o.Filter
+	// allows.
+	AskWith(ctx context.Context, question string, o rag.AskOptions) (rag.Record, error)
 }
 
 var _ Asker = (*rag.Pipeline)(nil)
@@ -32,6 +34,10 @@ type Request struct {
 	// TopK is the number of chunks retrieved: 1 to MaxTopK, 0 (absent)
 	// means rag.DefaultTopK.
 	TopK int `json:"top_k,omitempty"`
+	// Filter restricts retrieval to the chunks whose metadata match every
+	// key (rag.Filter): {"source": "manual/locks.md"}. A key no chunk
+	// has, an empty key or value, or a filter nothing matches is refused.
+	Filter map[string]string `json:"filter,omitempty"`
 }
 
 // MaxTopK bounds an ask's top_k.
@@ -149,7 +155,7 @@ func (a *Server) Run(ctx context.Context) error {
 }
 
 func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration) Reply {
-	q, topK, err := parseQuestion(data)
+	q, o, err := parseQuestion(data)
 	if err != nil {
 		return Reply{Error: err.Error()}
 	}
@@ -160,9 +166,9 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 		start := a.opts.Now()
 		actx, end = a.opts.Tracer.StartRun(actx, SpanAsk, grading.NewID("ask", start), "", start)
 	}
-	rec, err := a.asker.AskTopK(actx, q, topK)
+	rec, err := a.asker.AskWith(actx, q, o)
 	if end != nil {
-		end(a.opts.Now(), spanData(rec, topK), err)
+		end(a.opts.Now(), spanData(rec, o), err)
 	}
 	if err != nil {
 		return Reply{Error: err.Error()}
@@ -172,33 +178,51 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 
 // spanData is what an ask's span says: what answered it and what was
 // retrieved (never the question or the answer).
-func spanData(rec rag.Record, topK int) map[string]any {
-	return map[string]any{"top_k": topK, "index_generation": rec.IndexGeneration, "embedder": rec.Embedder,
+func spanData(rec rag.Record, o rag.AskOptions) map[string]any {
+	d := map[string]any{"top_k": o.TopK, "index_generation": rec.IndexGeneration, "embedder": rec.Embedder,
 		"generator": rec.Generator, "retrieved_ids": strings.Join(rec.RetrievedIDs, ",")}
+	if len(o.Filter) > 0 {
+		keys := make([]string, 0, len(o.Filter))
+		for k, v := range o.Filter {
+			keys = append(keys, k+"="+v)
+		}
+		slices.Sort(keys)
+		d["filter"] = strings.Join(keys, ",")
+	}
+	return d
 }
 
-// parseQuestion returns the question of an ask and its top_k (defaulted).
-func parseQuestion(data []byte) (string, int, error) {
+// parseQuestion returns the question of an ask, its top_k (defaulted)
+// and its filter.
+func parseQuestion(data []byte) (string, rag.AskOptions, error) {
+	o := rag.AskOptions{TopK: rag.DefaultTopK}
 	if len(data) > maxQuestionBytes {
-		return "", 0, errors.New("question longer than 8 KiB")
+		return "", o, errors.New("question longer than 8 KiB")
 	}
 	s := strings.TrimSpace(string(data))
-	topK := rag.DefaultTopK
 	if strings.HasPrefix(s, "{") {
 		var req Request
 		if err := calls.DecodeStrict(data, &req); err != nil {
-			return "", 0, errors.New("malformed ask: " + err.Error())
+			return "", o, errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)
 		switch {
 		case req.TopK < 0 || req.TopK > MaxTopK:
-			return "", 0, fmt.Errorf("field top_k: %d, want 1 to %d", req.TopK, MaxTopK)
+			return "", o, fmt.Errorf("field top_k: %d, want 1 to %d", req.TopK, MaxTopK)
 		case req.TopK > 0:
-			topK = req.TopK
+			o.TopK = req.TopK
+		}
+		for k, v := range req.Filter {
+			if strings.TrimSpace(k) == "" || v == "" {
+				return "", o, fmt.Errorf("field filter: %q: want a non-empty key and value", k+"="+v)
+			}
+		}
+		if len(req.Filter) > 0 {
+			o.Filter = req.Filter
 		}
 	}
 	if s == "" {
-		return "", 0, errors.New("field question: missing or empty")
+		return "", o, errors.New("field question: missing or empty")
 	}
-	return s, topK, nil
+	return s, o, nil
 }

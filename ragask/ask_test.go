@@ -3,6 +3,7 @@ package ragask
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,10 @@ func TestAskTopKAndDeadLetter(t *testing.T) {
 		{`{` + q + `,"top_k":5}`, 5, ""},
 		{`{` + q + `,"top_k":21}`, 0, "field top_k: 21, want 1 to 20"},
 		{`{` + q + `,"top_k":-1}`, 0, "field top_k"},
+		{`{` + q + `,"top_k":3,"filter":{"grimoire_id":"GRIM-NOCTURNE"}}`, 1, ""},
+		{`{` + q + `,"filter":{"colour":"red"}}`, 0, `key "colour": no chunk has it`},
+		{`{` + q + `,"filter":{"grimoire_id":""}}`, 0, "field filter"},
+		{`{` + q + `,"filter":["grimoire_id"]}`, 0, "malformed ask"},
 	} {
 		rep := ask(tc.body)
 		if tc.err != "" {
@@ -103,6 +108,11 @@ func TestAskTopKAndDeadLetter(t *testing.T) {
 		}
 		require.Empty(t, rep.Error, tc.body)
 		require.Len(t, rep.Record.RetrievedIDs, tc.n, tc.body)
+		if strings.Contains(tc.body, "filter") {
+			for _, c := range rep.Record.Chunks {
+				require.Equal(t, "GRIM-NOCTURNE", c.Metadata["grimoire_id"], tc.body)
+			}
+		}
 	}
 
 	require.NoError(t, e.NC.PublishRequest(e.Subjects.RAGAsk, "my.inbox", []byte(`{`+q+`}`)))

@@ -15,7 +15,7 @@ import (
 // here (the generation's embedder has no key, say).
 type refusedAsker struct{ err error }
 
-func (a refusedAsker) AskTopK(context.Context, string, int) (rag.Record, error) {
+func (a refusedAsker) AskWith(context.Context, string, rag.AskOptions) (rag.Record, error) {
 	return rag.Record{}, a.err
 }
 

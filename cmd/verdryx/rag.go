@@ -22,6 +22,7 @@ import (
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
+	"github.com/verdryx/verdryx/ragask"
 )
 
 // Defaults of the RAG commands. The data directory is --data, else
@@ -45,6 +46,7 @@ type ragFlags struct {
 	genModel   string
 	dims       int
 	timeout    time.Duration
+	retrieval  string // index build: --retrieval
 }
 
 func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
@@ -62,6 +64,9 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
 	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
 	fs.DurationVar(&f.timeout, "timeout", openai.DefaultTimeout, "timeout of each provider call (no retries)")
+	if !withGenerator {
+		fs.StringVar(&f.retrieval, "retrieval", "", "how questions rank the chunks, stored with the generation: vector, or hybrid (BM25 fused with vector by reciprocal rank fusion); default vector for --corpus, "+rag.DefaultRetrievalForDocs+" for documents")
+	}
 	if withGenerator {
 		fs.StringVar(&f.generator, "generator", "offline", "generator: offline (extractive, no network) or openai (paid, opt-in)")
 		fs.StringVar(&f.genModel, "gen-model", defaultGenModel, "chat model for --generator openai")
@@ -79,7 +84,18 @@ func (f *ragFlags) providerError(err error) error {
 
 // check validates the flags before any work starts.
 func (f *ragFlags) check() error {
+	if _, err := rag.ResolveRetrieval(f.retrieval, false); err != nil {
+		return usageErrorf("--retrieval: %v", err)
+	}
 	return checkURL("--openai-base-url ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)", f.baseURL, "http", "https")
+}
+
+// retrievalMode is the retrieval index build records: --retrieval, else
+// the default of the input (rag.ResolveRetrieval; docs for an index of
+// documents). check has refused an unknown --retrieval.
+func (f *ragFlags) retrievalMode(docs bool) string {
+	r, _ := rag.ResolveRetrieval(f.retrieval, docs)
+	return r
 }
 
 func (f *ragFlags) newEmbedder() (index.Embedder, error) {
@@ -189,7 +205,7 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 			return inputError(err)
 		}
 		if !*force {
-			m, why, err := store.Reusable(index.Expect{CorpusDigest: corpus.Digest(), Embedder: index.InfoOf(emb)}, rf.dims)
+			m, why, err := store.Reusable(index.Expect{CorpusDigest: corpus.Digest(), Embedder: index.InfoOf(emb), Retrieval: rf.retrievalMode(false)}, rf.dims)
 			if err != nil {
 				return inputError(err)
 			}
@@ -205,7 +221,7 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return rf.providerError(err)
 		}
-		m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file}, index.InfoOf(emb), time.Now())
+		m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file, Retrieval: rf.retrievalMode(false)}, index.InfoOf(emb), time.Now())
 		if err != nil {
 			return err
 		}
@@ -218,7 +234,7 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 			}{m, store.Dir(), corpus.ID, time.Since(start).Seconds()})
 		}
 		fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
-		fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, retrieval %s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, m.Retrieval, time.Since(start).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
 		return nil
 	}
@@ -326,18 +342,21 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// newAskCmd makes the ask command, which answers one question and prints the
-// full record.
+// newAskCmd makes the ask command, which answers one question and prints
+// the answer and its sources, or the full record.
 func newAskCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ask QUESTION",
-		Short: "ask the RAG pipeline a question and print the full record",
-		Long:  "ask the RAG pipeline a question and print the full record",
+		Short: "ask the RAG pipeline a question and print the answer and its sources",
+		Long: "Ask the RAG pipeline a question and print the answer and its sources (each retrieved chunk: rank, id,\n" +
+			"source, headings and span when its metadata has them, score); --json prints the full record.",
 	}
 	fs := cmd.Flags()
 	var rf ragFlags
 	rf.register(fs, true)
-	asJSON := fs.Bool("json", false, "print the record as JSON")
+	asJSON := fs.Bool("json", false, "print the full record as JSON")
+	topK := fs.Int("top-k", rag.DefaultTopK, fmt.Sprintf("chunks retrieved, 1 to %d", ragask.MaxTopK))
+	filters := fs.StringArray("filter", nil, "key=value: retrieve only chunks whose metadata key equals value (an array field: holds it); repeatable, keys ANDed")
 	memory := fs.Bool("memory", false, "build the index in memory instead of loading the active generation")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
@@ -351,6 +370,10 @@ func newAskCmd(g *globals) *cobra.Command {
 		}
 		if strings.TrimSpace(pos[0]) == "" {
 			return usageErrorf("ask: the question is empty")
+		}
+		opts, err := askOptions(*topK, *filters)
+		if err != nil {
+			return err
 		}
 		store := index.NewStore(rf.data, index.StoreOptions{})
 		corpusPath, err := askCorpusPath(store, rf, *memory)
@@ -380,14 +403,17 @@ func newAskCmd(g *globals) *cobra.Command {
 				return err
 			}
 		}
-		rec, err := p.Ask(ctx, pos[0])
+		rec, err := p.AskWith(ctx, pos[0], opts)
+		if errors.Is(err, rag.ErrFilter) {
+			return usageErrorf("ask: --filter: %v", err)
+		}
 		if err != nil {
 			return rf.providerError(err)
 		}
 		if *asJSON {
 			return writeJSON(stdout, rec)
 		}
-		printRecord(stdout, rec)
+		printAnswer(stdout, rec)
 		return nil
 	}
 	return cmd
@@ -439,27 +465,64 @@ func (f *ragFlags) providers() rag.Providers {
 	return rag.Providers{OpenAIBaseURL: f.baseURL, OpenAIKey: openai.KeyFromEnv(os.Getenv), Timeout: f.timeout}
 }
 
-func printRecord(w io.Writer, rec rag.Record) {
-	fmt.Fprintf(w, "question:   %s\n", rec.Question)
-	fmt.Fprintf(w, "generation: %s\n", rec.IndexGeneration)
-	fmt.Fprintf(w, "corpus:     %s\n", rec.CorpusDigest)
-	fmt.Fprintf(w, "embedder:   %s\n", rec.Embedder)
-	fmt.Fprintf(w, "generator:  %s\n\n", rec.Generator)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANK\tID\tSIMILARITY\tDISTANCE\tMETADATA")
+// askOptions checks --top-k (1 to ragask.MaxTopK) and reads the --filter
+// terms (key=value, a key at most once).
+func askOptions(topK int, filters []string) (rag.AskOptions, error) {
+	if topK < 1 || topK > ragask.MaxTopK {
+		return rag.AskOptions{}, usageErrorf("ask: --top-k %d: want 1 to %d", topK, ragask.MaxTopK)
+	}
+	var f rag.Filter
+	for _, t := range filters {
+		k, v, ok := strings.Cut(t, "=")
+		if !ok || strings.TrimSpace(k) == "" || v == "" {
+			return rag.AskOptions{}, usageErrorf("ask: --filter %q: want key=value", t)
+		}
+		if _, dup := f[k]; dup {
+			return rag.AskOptions{}, usageErrorf("ask: --filter: key %q given twice", k)
+		}
+		if f == nil {
+			f = rag.Filter{}
+		}
+		f[k] = v
+	}
+	return rag.AskOptions{TopK: topK, Filter: f}, nil
+}
+
+// printAnswer writes the answer and its sources: one line per retrieved
+// chunk, best first, with its id, score and where it comes from.
+func printAnswer(w io.Writer, rec rag.Record) {
+	fmt.Fprintf(w, "%s\n\nsources (%s retrieval, generation %s):\n", rec.Answer, rec.Retrieval, rec.IndexGeneration)
 	for i, c := range rec.Chunks {
-		var md bytes.Buffer
-		enc := json.NewEncoder(&md)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(c.Metadata)
-		fmt.Fprintf(tw, "%d\t%s\t%.6f\t%.6f\t%s\n", i+1, c.ID, c.Similarity, c.Distance, bytes.TrimSpace(md.Bytes()))
+		fmt.Fprintf(w, "  %d. %s  score %.6f  similarity %.6f  %s\n", i+1, c.ID, c.Score, c.Similarity, chunkOrigin(c.Metadata))
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "\ncontext payload:\n%s\n", rec.ContextPayload)
-	for _, m := range rec.Messages {
-		fmt.Fprintf(w, "\nmessage (%s):\n%s\n", m.Role, m.Content)
+}
+
+// chunkOrigin says where a chunk comes from: its source, headings and
+// span ([start,end) bytes) when its metadata has them, else the metadata
+// as JSON.
+func chunkOrigin(md map[string]any) string {
+	var parts []string
+	if s, ok := md["source"].(string); ok {
+		parts = append(parts, s)
 	}
-	fmt.Fprintf(w, "\nanswer:\n%s\n", rec.Answer)
+	if hs, ok := md["headings"].([]any); ok && len(hs) > 0 {
+		names := make([]string, len(hs))
+		for i, h := range hs {
+			names[i] = fmt.Sprint(h)
+		}
+		parts = append(parts, "§ "+strings.Join(names, " > "))
+	}
+	if sp, ok := md["span"].([]any); ok && len(sp) == 2 {
+		parts = append(parts, fmt.Sprintf("bytes [%v,%v)", sp[0], sp[1]))
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, "  ")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(md)
+	return string(bytes.TrimSpace(b.Bytes()))
 }
 
 // askCorpusPath is the corpus ask answers from: --corpus, else the copy

@@ -90,8 +90,7 @@ func TestIndexBuildListAskGC(t *testing.T) {
 
 	out, _, code = ragRun(t, "ask", "--corpus", ragCorpusPath, "--data", data, "How long does moonpetal dew bottled with pearl salt keep on the shelf before it spoils?")
 	require.Equal(t, 0, code)
-	assert.True(t, strings.HasSuffix(out, "answer:\nINSUFFICIENT_CONTEXT\n"), out)
-	assert.Contains(t, out, "context payload:\n[CONTEXT id=")
+	assert.True(t, strings.HasPrefix(out, "INSUFFICIENT_CONTEXT\n\nsources (vector retrieval, generation "+first[1]+"):\n  1. "), out)
 
 	for range 2 {
 		out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
@@ -397,4 +396,65 @@ func TestOpenAIProvidersByFlag(t *testing.T) {
 	_, errOut, code = ragRun(t, "index", "build", "--data", data, "--corpus", ragCorpusPath, "--embedder", "openai")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "OPENAI_API_KEY is not set")
+}
+
+// TestAskRetrievalTopKFilter: index build --retrieval hybrid records the
+// mode, ask honours it, --top-k and --filter; ask prints the answer and
+// each source by default and the full record, chunks with their metadata,
+// with --json. Bad flags are usage errors naming what was wrong.
+func TestAskRetrievalTopKFilter(t *testing.T) {
+	data := t.TempDir()
+	corpus := "../../rag/testdata/retrieval/corpus.json"
+	out, errOut, code := ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "hybrid")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "retrieval hybrid")
+	out, errOut, code = ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "vector")
+	require.Equal(t, exitOK, code, errOut)
+	assert.NotContains(t, out, "reused", "another retrieval is another generation")
+	_, errOut, code = ragRun(t, "index", "build", "--corpus", corpus, "--data", data, "--retrieval", "hybrid")
+	require.Equal(t, exitOK, code, errOut)
+
+	const q = "How long do the batteries last?"
+	out, errOut, code = ragRun(t, "ask", "--data", data, "--top-k", "3", q)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `(?s)^.+ \[[a-z-]+\] \(source: manual/[a-z]+\.md\)\n\nsources \(hybrid retrieval, generation [0-9a-f]{32}\):\n`, out)
+	assert.Equal(t, 3, strings.Count(out, "  score "), out)
+	assert.Contains(t, out, "manual/lock.md  § Smart lock > Battery")
+
+	out, errOut, code = ragRun(t, "ask", "--data", data, "--json", "--top-k", "5", "--filter", "source=manual/thermostat.md", "--filter", "headings=Battery", q)
+	require.Equal(t, exitOK, code, errOut)
+	var rec struct {
+		Retrieval string            `json:"retrieval"`
+		Filter    map[string]string `json:"filter"`
+		Chunks    []struct {
+			ID       string         `json:"id"`
+			Score    float64        `json:"score"`
+			Metadata map[string]any `json:"metadata"`
+		} `json:"retrieved_chunks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	assert.Equal(t, "hybrid", rec.Retrieval)
+	assert.Equal(t, map[string]string{"source": "manual/thermostat.md", "headings": "Battery"}, rec.Filter)
+	require.Len(t, rec.Chunks, 1)
+	assert.Equal(t, "thermo-battery", rec.Chunks[0].ID)
+	assert.Equal(t, "manual/thermostat.md", rec.Chunks[0].Metadata["source"])
+	assert.Equal(t, []any{"Thermostat", "Battery"}, rec.Chunks[0].Metadata["headings"])
+	assert.Positive(t, rec.Chunks[0].Score)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ask", "--data", data, "--filter", "colour=red", q}, `key "colour": no chunk has it`},
+		{[]string{"ask", "--data", data, "--filter", "source", q}, `--filter "source": want key=value`},
+		{[]string{"ask", "--data", data, "--filter", "source=a", "--filter", "source=b", q}, `key "source" given twice`},
+		{[]string{"ask", "--data", data, "--filter", "source=nope.md", q}, "no chunk matches source=nope.md"},
+		{[]string{"ask", "--data", data, "--top-k", "0", q}, "--top-k 0: want 1 to 20"},
+		{[]string{"ask", "--data", data, "--top-k", "21", q}, "--top-k 21: want 1 to 20"},
+		{[]string{"index", "build", "--corpus", corpus, "--data", data, "--retrieval", "bm25"}, `--retrieval: retrieval "bm25": want vector or hybrid`},
+	} {
+		_, errOut, code := ragRun(t, tc.args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/worker"
@@ -130,7 +131,7 @@ func TestServeAskCorpus(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, a)
 	assert.Regexp(t, `msg="rag asks answered from the active index generation" generation=[0-9a-f]{32} corpus=grimoire-v1 embedder=offline-hash/hash-v1/d4096/w1-b2-c3..5 generator=offline-extractive`, logs.String())
-	rec, err := a.AskTopK(ctx, "How many grains of pearl salt for moonpetal?", 3)
+	rec, err := a.AskWith(ctx, "How many grains of pearl salt for moonpetal?", rag.AskOptions{TopK: 3})
 	require.NoError(t, err)
 	assert.Len(t, rec.RetrievedIDs, 3)
 

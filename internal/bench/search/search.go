@@ -123,11 +123,11 @@ func measure(n, dim, batch, reps int) (r Row, f32, i8 string, err error) {
 	}
 	r.ReducedBytes = idx.ReducedBytes()
 	f32, i8 = idx.Kernels()
-	idx.ScanFloor() // warm up
+	idx.ScanFloorBytes(idx.MatrixBytes()) // warm up
 	var floor, f16, fi8, single []time.Duration
 	reranked := 0
 	for i := range reps {
-		floor = append(floor, timed(func() { idx.ScanFloor() }))
+		floor = append(floor, timed(func() { idx.ScanFloorBytes(idx.MatrixBytes()) }))
 		f16 = append(f16, timed(func() { idx.ScanFloorBytes(idx.MatrixBytes() / 2) }))
 		fi8 = append(fi8, timed(func() { idx.ScanFloorBytes(idx.MatrixBytes() / 4) }))
 		var st index.Stats
