@@ -208,6 +208,17 @@ func (p *packer) size(i, j int) int {
 	return n
 }
 
+// heading reports whether atoms [i, j) are all of heading units (a
+// chunk is never a heading alone when text follows it).
+func (p *packer) heading(i, j int) bool {
+	for k := i; k < j; k++ {
+		if p.units[p.atoms[k].u].level == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // text returns the chunk text of atoms [i, j) and its source span.
 func (p *packer) text(src []byte, i, j int) (string, [2]int) {
 	a, b := p.atoms[i], p.atoms[j-1]
@@ -237,8 +248,9 @@ func (p *packer) text(src []byte, i, j int) (string, [2]int) {
 // whole units are packed while the chunk stays within limit bytes; a unit
 // that does not fit in an otherwise empty chunk is cut between atoms.
 // Each chunk after the first starts with the trailing atoms of the one
-// before, as many as fit in overlap bytes, dropped first when they keep
-// the next unit out.
+// before, as many as fit in overlap bytes (never the whole of it); they
+// are dropped, first to last, when they keep out a next unit that would
+// fit whole, or even its first atom.
 func (p *packer) pack(limit, overlap int) [][2]int {
 	var out [][2]int
 	n := len(p.atoms)
@@ -254,17 +266,23 @@ func (p *packer) pack(limit, overlap int) [][2]int {
 				end = ue
 				continue
 			}
-			if end > pos {
+			if end > pos && !p.heading(start, end) {
 				break
 			}
-			if start < pos {
+			if end == pos && start < pos && p.atoms[pos-1].u != p.atoms[pos].u && p.size(pos, ue) <= limit {
+				start++ // the unit fits whole without the overlap
+				continue
+			}
+			for end < ue && p.size(start, end+1) <= limit {
+				end++
+			}
+			if end == pos && start < pos {
 				start++
 				continue
 			}
-			for end < n && p.size(start, end+1) <= limit {
-				end++
+			if end == pos {
+				end = pos + 1
 			}
-			end = max(end, pos+1)
 			break
 		}
 		out = append(out, [2]int{start, end})
