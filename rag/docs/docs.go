@@ -137,7 +137,8 @@ type Result struct {
 	// Corpus holds one entry per chunk, files in lexical path order and
 	// chunks in document order.
 	Corpus rag.Corpus
-	// JSON is the corpus file of Corpus (rag.ParseCorpus of it is Corpus).
+	// JSON is the corpus file of Corpus: rag.ParseCorpus of it equals
+	// Corpus.
 	JSON []byte
 	// Files are the documents read, Skipped the paths that were not.
 	Files   []File
@@ -217,12 +218,9 @@ func Load(dir string, opts Options) (Result, error) {
 	if len(chunks) == 0 {
 		return Result{}, fmt.Errorf("docs: no text found under %s (%d documents read, %d paths skipped)", dir, len(res.Files), len(res.Skipped))
 	}
-	res.JSON, err = encodeCorpus(corpusID(root), chunks)
+	res.Corpus, res.JSON, err = buildCorpus(corpusID(root), chunks)
 	if err != nil {
 		return Result{}, err
-	}
-	if res.Corpus, err = rag.ParseCorpus(res.JSON); err != nil {
-		return Result{}, fmt.Errorf("docs: generated corpus: %w", err)
 	}
 	return res, nil
 }
@@ -249,43 +247,61 @@ func sectionLabel(headings []string) any {
 	return r.Replace(strings.Join(headings, " > "))
 }
 
-// encodeCorpus writes the corpus file: label fields source and section,
-// source field source, one entry per chunk with id, text, source,
-// section, headings and span. Ids repeated across documents (two paths of
-// one slug) get "~2", "~3", ... in order.
-func encodeCorpus(id string, chunks []sourced) ([]byte, error) {
+// buildCorpus returns the corpus of chunks and its file: label fields
+// source and section, source field source, one entry per chunk with id,
+// text, source, section, headings and span. Ids repeated across
+// documents (two paths of one slug) get "~2", "~3", ... in order. The
+// entries' metadata has the types rag.ParseCorpus gives the file's
+// (span numbers as json.Number, headings as []any), so the corpus equals
+// the file's and has its digest without decoding it again.
+func buildCorpus(id string, chunks []sourced) (rag.Corpus, []byte, error) {
+	c := rag.Corpus{ID: id, LabelFields: []string{"source", "section"}, SourceField: "source", Entries: make([]rag.Entry, 0, len(chunks))}
 	var b bytes.Buffer
-	head, _ := json.Marshal(map[string]any{"id": id, "label_fields": []string{"source", "section"}, "source_field": "source"})
+	head, _ := json.Marshal(struct {
+		ID          string   `json:"id"`
+		LabelFields []string `json:"label_fields"`
+		SourceField string   `json:"source_field"`
+	}{c.ID, c.LabelFields, c.SourceField})
 	b.Write(head[:len(head)-1])
 	b.WriteString(`,"entries":[`)
 	seen := make(map[string]int, len(chunks))
 	for i, sc := range chunks {
-		c := sc.chunk
-		cid := c.ID
+		ch := sc.chunk
+		cid := ch.ID
 		if seen[cid] > 0 {
 			for k := 2; ; k++ {
-				if alt := fmt.Sprintf("%s~%d", c.ID, k); seen[alt] == 0 {
+				if alt := fmt.Sprintf("%s~%d", ch.ID, k); seen[alt] == 0 {
 					cid = alt
 					break
 				}
 			}
 		}
 		seen[cid]++
-		hs := c.Headings
-		if hs == nil {
-			hs = []string{}
+		hs := make([]any, len(ch.Headings))
+		for j, h := range ch.Headings {
+			hs[j] = h
 		}
-		eb, err := json.Marshal(map[string]any{"id": cid, "text": c.Text, "source": sc.source,
-			"section": sectionLabel(c.Headings), "headings": hs, "span": c.Span})
+		span := []any{json.Number(itoa(ch.Span[0])), json.Number(itoa(ch.Span[1]))}
+		section := sectionLabel(ch.Headings)
+		eb, err := json.Marshal(struct {
+			ID       string `json:"id"`
+			Text     string `json:"text"`
+			Source   string `json:"source"`
+			Section  any    `json:"section"`
+			Headings []any  `json:"headings"`
+			Span     []any  `json:"span"`
+		}{cid, ch.Text, sc.source, section, hs, span})
 		if err != nil {
-			return nil, fmt.Errorf("docs: encode chunk %s: %w", cid, err)
+			return rag.Corpus{}, nil, fmt.Errorf("docs: encode chunk %s: %w", cid, err)
 		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n")
 		b.Write(eb)
+		c.Entries = append(c.Entries, rag.Entry{ID: cid, Text: ch.Text, Metadata: map[string]any{
+			"source": sc.source, "section": section, "headings": hs, "span": span}})
 	}
 	b.WriteString("\n]}\n")
-	return b.Bytes(), nil
+	return c, b.Bytes(), nil
 }

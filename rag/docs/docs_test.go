@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/rag"
 )
 
 const manual = "testdata/manual"
@@ -329,4 +330,20 @@ func TestOptionsRefused(t *testing.T) {
 		_, err := Load(manual, o)
 		assert.Error(t, err, "%+v", o)
 	}
+}
+
+// TestCorpusFileRoundTrips: the corpus file Load returns parses to the
+// very corpus it returns (so a generation that records it reloads with
+// the digest it was built with).
+func TestCorpusFileRoundTrips(t *testing.T) {
+	res := load(t, manual, Options{ChunkTokens: 40, ChunkOverlap: 8})
+	parsed, err := rag.ParseCorpus(res.JSON)
+	require.NoError(t, err)
+	assert.Equal(t, res.Corpus, parsed)
+	assert.Equal(t, res.Corpus.Digest(), parsed.Digest())
+	assert.Equal(t, "docs-manual", parsed.ID)
+	assert.Equal(t, []string{"source", "section"}, parsed.LabelFields)
+	e, ok := parsed.Entry("faq.html#frequently-asked-questions/how-many-leases-can-one-node-hold-1")
+	require.True(t, ok, "ids: %v", parsed.IDs())
+	assert.Equal(t, "[CONTEXT id=faq.html#frequently-asked-questions/how-many-leases-can-one-node-hold-1 source='faq.html' section='Frequently asked questions > How many leases can one node hold?']", parsed.Label(e))
 }
