@@ -180,3 +180,33 @@ func TestIndexBuildDocsRefusals(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "locks/latin1.txt: docs: not valid UTF-8 at byte 3")
 }
+
+// TestBenchIngestDocsSmall runs bench ingest-docs on 1 MB: every figure
+// is there and positive, the chunks cover the folder.
+func TestBenchIngestDocsSmall(t *testing.T) {
+	out, errOut, code := ragRun(t, "bench", "ingest-docs", "--sizes", "1", "--file-kb", "100", "--dims", "64", "--json")
+	require.Equal(t, exitOK, code, errOut)
+	var res []struct {
+		Files      int     `json:"files"`
+		Bytes      int64   `json:"bytes"`
+		Chunks     int     `json:"chunks"`
+		ChunkBytes int64   `json:"chunk_bytes"`
+		ParseMBps  float64 `json:"parse_chunk_mb_per_s"`
+		EmbedMBps  float64 `json:"embed_mb_per_s"`
+		IndexBytes int64   `json:"index_bytes"`
+		Requests   int     `json:"embed_requests"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Len(t, res, 1)
+	r := res[0]
+	assert.Equal(t, 10, r.Files)
+	assert.InDelta(t, 1e6, float64(r.Bytes), 1e5)
+	assert.Greater(t, r.ChunkBytes, r.Bytes*9/10, "chunks cover the folder")
+	assert.Greater(t, r.Chunks, 500)
+	assert.Positive(t, r.ParseMBps)
+	assert.Positive(t, r.EmbedMBps)
+	assert.Greater(t, r.IndexBytes, int64(r.Chunks)*64*4)
+	assert.GreaterOrEqual(t, r.Requests, 1)
+	_, _, code = ragRun(t, "bench", "ingest-docs", "--file-kb", "0")
+	assert.Equal(t, exitUsage, code)
+}
