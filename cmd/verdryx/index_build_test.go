@@ -178,7 +178,7 @@ func TestIndexBuildDocsRefusals(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "locks", "latin1.txt"), []byte("caf\xe9 au lait"), 0o644))
 	_, errOut, code := ragRun(t, "index", "build", "--data", data, "--docs", dir)
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, errOut, "locks/latin1.txt: docs: not valid UTF-8 at byte 3")
+	assert.Contains(t, errOut, "docs: not valid UTF-8: locks/latin1.txt at byte 3")
 }
 
 // TestBenchIngestDocsSmall runs bench ingest-docs on 1 MB: every figure

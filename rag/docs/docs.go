@@ -84,7 +84,7 @@ func Split(source string, src []byte, opts Options) ([]Chunk, error) {
 			}
 			off += n
 		}
-		return nil, fmt.Errorf("%s: %w at byte %d", source, ErrNotUTF8, off)
+		return nil, fmt.Errorf("%w: %s at byte %d", ErrNotUTF8, source, off)
 	}
 	// A byte order mark is not text: parse after it, spans stay file offsets.
 	base := 0
@@ -101,11 +101,11 @@ func Split(source string, src []byte, opts Options) ([]Chunk, error) {
 	case "html":
 		var err error
 		if units, err = parseHTML(src[base:]); err != nil {
-			return nil, fmt.Errorf("%s: parse HTML: %w", source, err)
+			return nil, fmt.Errorf("docs: %s: parse HTML: %w", source, err)
 		}
 		raw = false
 	default:
-		return nil, fmt.Errorf("%s: not a Markdown, HTML or text file", source)
+		return nil, fmt.Errorf("docs: %s: not a Markdown, HTML or text file", source)
 	}
 	for i := range units {
 		units[i].start += base
@@ -204,7 +204,7 @@ func Load(dir string, opts Options) (Result, error) {
 		}
 		cs, err := Split(rel, src, opts)
 		if err != nil {
-			return fmt.Errorf("docs: %w", err)
+			return err
 		}
 		res.Files = append(res.Files, File{Source: rel, Kind: Kind(rel), Bytes: len(src), Chunks: len(cs)})
 		for _, c := range cs {
