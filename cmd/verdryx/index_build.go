@@ -210,3 +210,34 @@ func writeBuildJSON(w io.Writer, m index.Manifest, store *index.Store, src build
 	}
 	return writeJSON(w, out)
 }
+
+// pruneCache removes the embedding cache entries that no retained
+// generation uses: an entry is kept when its key is that of a text of a
+// valid generation's recorded corpus under that generation's embedder.
+// A generation that cannot be read keeps nothing (the cache only saves
+// embedding calls).
+func pruneCache(data string) (int, error) {
+	store := index.NewStore(data, index.StoreOptions{})
+	list, err := store.List()
+	if err != nil {
+		return 0, err
+	}
+	keep := map[string]bool{}
+	for _, l := range list {
+		if l.Err != nil {
+			continue
+		}
+		_, path, err := store.Generation(l.ID)
+		if err != nil {
+			continue
+		}
+		c, err := rag.LoadCorpus(path)
+		if err != nil {
+			continue
+		}
+		for _, t := range c.Texts() {
+			keep[cache.Key(l.Embedder, t)] = true
+		}
+	}
+	return cache.New(data).Prune(keep)
+}

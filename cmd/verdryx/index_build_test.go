@@ -125,6 +125,15 @@ func TestIndexBuildDocs(t *testing.T) {
 	assert.Contains(t, sent[0], "never supported")
 	assert.Contains(t, out, "embedded 1, from cache "+itoaT(len(chunks)-1))
 
+	// gc drops the first generation and the one cache entry only it used
+	// (the section before the edit); what the active one uses stays.
+	out, errOut, code = ragRun(t, "index", "gc", "--keep", "0", "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "2 generation(s) removed, 1 embedding cache entr(ies) no retained generation uses")
+	_, errOut, code = ragRun(t, append(build, "--force")...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Empty(t, rec.take(), "gc kept every entry the active generation uses")
+
 	out, errOut, code = ragRun(t, "ask", "--json", "--data", data, "--openai-base-url", url, "Which port do peers connect on?")
 	require.Equal(t, exitOK, code, errOut)
 	var record struct {

@@ -210,7 +210,8 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "remove old index generations",
-		Long:  "remove retained generations, keeping the active one and the --keep most recent others",
+		Long: "remove retained generations, keeping the active one and the --keep most recent others, then the\n" +
+			"embedding cache entries (<data>/index/cache) of texts no retained generation holds",
 	}
 	fs := cmd.Flags()
 	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
@@ -224,11 +225,15 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 			return usageErrorf("index gc: --keep must not be negative")
 		}
 		removed, err := index.NewStore(g.data, index.StoreOptions{}).Prune(*keep)
+		entries := 0
+		if err == nil {
+			entries, err = pruneCache(g.data)
+		}
 		if *asJSON {
 			if removed == nil {
 				removed = []string{}
 			}
-			if jerr := writeJSON(stdout, map[string]any{"removed": removed}); jerr != nil || err != nil {
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "cache_entries_removed": entries}); jerr != nil || err != nil {
 				return errors.Join(err, jerr)
 			}
 			return nil
@@ -239,7 +244,7 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%d generation(s) removed\n", len(removed))
+		fmt.Fprintf(stdout, "%d generation(s) removed, %d embedding cache entr(ies) no retained generation uses\n", len(removed), entries)
 		return nil
 	}
 	return cmd

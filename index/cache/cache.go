@@ -33,6 +33,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/verdryx/verdryx/index"
@@ -393,4 +394,51 @@ func (c *Cache) Preflight() error {
 		return fmt.Errorf("%w: %s is a symbolic link or not a directory", index.ErrUnsafePath, c.dir)
 	}
 	return nil
+}
+
+// Prune removes every entry (and stray temporary file) of the cache
+// whose key is not in keep, and the directories it empties; it returns
+// how many entries it removed. An entry written by a build running at
+// the same time may be removed: that build's generation is complete
+// without it, only the saving on its next rebuild is lost.
+func (c *Cache) Prune(keep map[string]bool) (int, error) {
+	if err := c.Preflight(); err != nil {
+		return 0, err
+	}
+	subs, err := os.ReadDir(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedding cache: %w", err)
+	}
+	removed := 0
+	for _, sub := range subs {
+		if !sub.IsDir() {
+			continue
+		}
+		dir := filepath.Join(c.dir, sub.Name())
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return removed, fmt.Errorf("embedding cache: %w", err)
+		}
+		left := len(entries)
+		for _, e := range entries {
+			key, ok := strings.CutSuffix(e.Name(), ".vec")
+			if ok && keep[key] {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return removed, fmt.Errorf("embedding cache: %w", err)
+			}
+			left--
+			if ok {
+				removed++
+			}
+		}
+		if left == 0 {
+			_ = os.Remove(dir) // a concurrent writer may have refilled it
+		}
+	}
+	return removed, nil
 }

@@ -235,3 +235,30 @@ func TestCorruptEntriesAreReembedded(t *testing.T) {
 	assert.ErrorIs(t, c.Preflight(), index.ErrUnsafePath)
 	assert.Equal(t, filepath.Join(dir, "index", "cache"), c.Dir())
 }
+
+// TestPrune: entries whose key is not kept and stray temporary files are
+// removed, kept ones stay readable, emptied directories go.
+func TestPrune(t *testing.T) {
+	c := New(t.TempDir())
+	emb := index.NewHashEmbedder(16)
+	in := texts(40, "prune")
+	_, _, err := Embed(context.Background(), emb, in, Options{Cache: c})
+	require.NoError(t, err)
+	keep := map[string]bool{}
+	for _, s := range in[:10] {
+		keep[Key(index.InfoOf(emb), s)] = true
+	}
+	stray := filepath.Join(filepath.Dir(c.path(Key(index.InfoOf(emb), in[0]))), ".tmp-123")
+	require.NoError(t, os.WriteFile(stray, []byte("x"), 0o644))
+	n, err := c.Prune(keep)
+	require.NoError(t, err)
+	assert.Equal(t, 30, n)
+	assert.NoFileExists(t, stray)
+	_, st, err := Embed(context.Background(), emb, in, Options{Cache: c})
+	require.NoError(t, err)
+	assert.Equal(t, 10, st.Cached)
+	assert.Equal(t, 30, st.Embedded)
+	n, err = New(t.TempDir()).Prune(nil)
+	assert.NoError(t, err)
+	assert.Zero(t, n)
+}
