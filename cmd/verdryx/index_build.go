@@ -148,7 +148,7 @@ func runIndexBuild(ctx context.Context, stdout io.Writer, f *indexBuildFlags) er
 	if err != nil {
 		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
 	}
-	idx, err := index.New(src.corpus.IDs(), vecs)
+	idx, err := cache.NewIndex(src.corpus.IDs(), vecs)
 	if err != nil {
 		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
 	}

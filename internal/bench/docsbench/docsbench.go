@@ -135,7 +135,7 @@ func measure(ctx context.Context, o Options, mb int, dir, data string, stage fun
 	s.Requests = st.Requests
 	stage(mb, "saving")
 	t0 = time.Now()
-	idx, err := index.New(res.Corpus.IDs(), vecs)
+	idx, err := cache.NewIndex(res.Corpus.IDs(), vecs)
 	if err != nil {
 		return s, err
 	}
