@@ -53,7 +53,7 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	if withGenerator {
 		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (default: the corpus the active index generation recorded; required with --memory)")
 	} else {
-		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (required; the generation records a copy)")
+		fs.StringVar(&f.corpus, "corpus", "", "corpus JSON file (this or --docs; the generation records a copy)")
 	}
 	fs.StringVar(&f.embedder, "embedder", "offline", "embedder: offline (feature hashing, no network) or openai (paid, opt-in)")
 	what := "--embedder openai"
@@ -160,87 +160,6 @@ func newIndexCmd(g *globals) *cobra.Command {
 		newIndexBuildCmd(g), newIndexListCmd(g), newIndexGCCmd(g))
 }
 
-func newIndexBuildCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "build",
-		Short: "embed a corpus and publish it as the active index generation",
-		Long: "Embed a corpus and publish it as the active index generation.\n" +
-			"When the active generation was built from the same corpus digest with the same embedder (name, model,\n" +
-			"dimensions) and verifies, it is reused and nothing is embedded; --force builds a new generation anyway.",
-	}
-	fs := cmd.Flags()
-	var rf ragFlags
-	rf.register(fs, false)
-	asJSON := fs.Bool("json", false, "print the generation's manifest as JSON")
-	force := fs.Bool("force", false, "build a new generation even when the active one matches the corpus and embedder")
-	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
-		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-		if len(pos) > 0 {
-			return usageErrorf("index build: unexpected argument %q", pos[0])
-		}
-		rf.data = g.data
-		if err := rf.check(); err != nil {
-			return err
-		}
-		if rf.corpus == "" {
-			return usageErrorf("index build: --corpus is required")
-		}
-		if err := checkNotEmpty(rf.corpus, "--corpus"); err != nil {
-			return err
-		}
-		file, err := os.ReadFile(rf.corpus)
-		if err != nil {
-			return inputError(fmt.Errorf("read corpus: %w", err))
-		}
-		corpus, err := rag.ParseCorpus(file)
-		if err != nil {
-			return inputError(fmt.Errorf("%s: %w", rf.corpus, err))
-		}
-		emb, err := rf.newEmbedder()
-		if err != nil {
-			return inputError(err)
-		}
-		store := index.NewStore(rf.data, index.StoreOptions{})
-		if err := store.Preflight(); err != nil { // before paying for embeddings
-			return inputError(err)
-		}
-		if !*force {
-			m, why, err := store.Reusable(index.Expect{CorpusDigest: corpus.Digest(), Embedder: index.InfoOf(emb), Retrieval: rf.retrievalMode(false)}, rf.dims)
-			if err != nil {
-				return inputError(err)
-			}
-			if why == "" {
-				fmt.Fprintf(stdout, "generation %s reused in %s: same corpus digest and embedder (--force builds a new one)\n", m.ID, store.Dir())
-				fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model)
-				fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
-				return nil
-			}
-		}
-		start := time.Now()
-		idx, err := rag.BuildIndex(ctx, corpus, emb)
-		if err != nil {
-			return rf.providerError(err)
-		}
-		m, err := store.Save(idx, index.Corpus{Digest: corpus.Digest(), File: file, Retrieval: rf.retrievalMode(false)}, index.InfoOf(emb), time.Now())
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return writeJSON(stdout, struct {
-				index.Manifest
-				Dir          string  `json:"dir"`
-				CorpusID     string  `json:"corpus_id"`
-				BuildSeconds float64 `json:"build_seconds"`
-			}{m, store.Dir(), corpus.ID, time.Since(start).Seconds()})
-		}
-		fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
-		fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, retrieval %s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, m.Retrieval, time.Since(start).Round(time.Millisecond))
-		fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", corpus.ID, m.CorpusDigest, m.Fingerprint)
-		return nil
-	}
-	return cmd
-}
-
 func newIndexListCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls",
@@ -307,7 +226,8 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "remove old index generations",
-		Long:  "remove retained generations, keeping the active one and the --keep most recent others",
+		Long: "remove retained generations, keeping the active one and the --keep most recent others, then the\n" +
+			"embedding cache entries (<data>/index/cache) of texts no retained generation holds",
 	}
 	fs := cmd.Flags()
 	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
@@ -321,11 +241,15 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 			return usageErrorf("index gc: --keep must not be negative")
 		}
 		removed, err := index.NewStore(g.data, index.StoreOptions{}).Prune(*keep)
+		entries := 0
+		if err == nil {
+			entries, err = pruneCache(g.data)
+		}
 		if *asJSON {
 			if removed == nil {
 				removed = []string{}
 			}
-			if jerr := writeJSON(stdout, map[string]any{"removed": removed}); jerr != nil || err != nil {
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "cache_entries_removed": entries}); jerr != nil || err != nil {
 				return errors.Join(err, jerr)
 			}
 			return nil
@@ -336,7 +260,7 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%d generation(s) removed\n", len(removed))
+		fmt.Fprintf(stdout, "%d generation(s) removed, %d embedding cache entr(ies) no retained generation uses\n", len(removed), entries)
 		return nil
 	}
 	return cmd
