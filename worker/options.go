@@ -109,9 +109,12 @@ type Options struct {
 	// eval requests naming an index): the OpenAI-compatible root, key and
 	// per-call timeout.
 	Providers rag.Providers
-	// Models resolves the model and judge ids eval requests name
-	// (llm.Models with the operator's keys); nil accepts only "stub".
-	Models func(id string) (llm.Model, error)
+	// Models configures the model registry (llm.Models) that resolves the
+	// model and judge ids eval requests name: provider roots, per-call
+	// timeout and the operator's keys (Keys; its Getenv is not read by the
+	// worker's checks alone: give keys in Keys). The zero value resolves
+	// "stub" and refuses every provider model for want of a key.
+	Models llm.ModelsOptions
 	// AllowModels are the model ids eval requests may name as model or
 	// judge besides "stub" (serve --allow-model). A request naming another
 	// is refused, with a reply listing these, before anything is claimed

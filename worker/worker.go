@@ -116,10 +116,7 @@ func (w *Worker) check() error {
 		if o.MaxCostUSD > 0 && !prices.Priced(id) {
 			return fmt.Errorf("model %s (--allow-model, --judge) has no price, so --max-cost-usd cannot bound its spend (give it one with --prices)", id)
 		}
-		if o.Models == nil {
-			return fmt.Errorf("--allow-model %s: no model registry configured", id)
-		}
-		if _, err := o.Models(id); err != nil {
+		if _, err := llm.Models(o.Models)(id); err != nil {
 			return fmt.Errorf("model %s (--allow-model, --judge): %w", id, err)
 		}
 	}
@@ -527,7 +524,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		return nil, err
 	}
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
-		Files: &confine.Reader{Roots: r.roots, MaxBytes: o.FilesMaxBytes, Timeout: o.FilesTimeout}, Replies: o.Replies, Models: o.Models, Allowed: o.AllowModels, Judge: o.Judge,
+		Files: &confine.Reader{Roots: r.roots, MaxBytes: o.FilesMaxBytes, Timeout: o.FilesTimeout}, Replies: o.Replies, Models: llm.Models(o.Models), Allowed: o.AllowModels, Judge: o.Judge,
 		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()

@@ -94,11 +94,28 @@ func (m *modelFlags) getenv() (func(string) string, error) {
 // resolver returns the model registry of the flags (llm.Models) and the
 // getenv it reads keys with.
 func (m *modelFlags) resolver() (func(id string) (llm.Model, error), func(string) string, error) {
-	getenv, err := m.getenv()
+	opts, getenv, err := m.modelsOptions()
 	if err != nil {
 		return nil, nil, err
 	}
-	return llm.Models(llm.ModelsOptions{AnthropicBaseURL: *m.anthropicBase, OpenAIBaseURL: *m.openaiBase, Timeout: *m.timeout, Getenv: getenv}), getenv, nil
+	return llm.Models(opts), getenv, nil
+}
+
+// modelsOptions returns the registry's options of the flags, every key
+// read (from the key files or the environment) into Keys, and the getenv
+// the keys were read with.
+func (m *modelFlags) modelsOptions() (llm.ModelsOptions, func(string) string, error) {
+	getenv, err := m.getenv()
+	if err != nil {
+		return llm.ModelsOptions{}, nil, err
+	}
+	keys := map[string]string{}
+	for _, name := range []string{openai.EnvAPIKey, envAnthropicKey} {
+		if k := getenv(name); k != "" {
+			keys[name] = k
+		}
+	}
+	return llm.ModelsOptions{AnthropicBaseURL: *m.anthropicBase, OpenAIBaseURL: *m.openaiBase, Timeout: *m.timeout, Keys: keys}, getenv, nil
 }
 
 // maxKeyFile bounds a key file: a key is a line, not a document.

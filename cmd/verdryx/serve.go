@@ -328,7 +328,7 @@ func (f *serveFlags) modelOptions(o *worker.Options) error {
 	if err := f.models.check(); err != nil {
 		return err
 	}
-	resolve, getenv, err := f.models.resolver()
+	models, getenv, err := f.models.modelsOptions()
 	if err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (f *serveFlags) modelOptions(o *worker.Options) error {
 			return inputError(fmt.Errorf("--prices ($VERDRYX_PRICES): %w", err))
 		}
 	}
-	o.Models, o.AllowModels, o.Judge, o.Providers, o.Generator = resolve, f.allowModels, *f.models.judge, providers, gen
+	o.Models, o.AllowModels, o.Judge, o.Providers, o.Generator = models, f.allowModels, *f.models.judge, providers, gen
 	o.Prices, o.MaxCostUSD = prices, *f.maxCost
 	return nil
 }

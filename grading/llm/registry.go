@@ -16,8 +16,11 @@ type ModelsOptions struct {
 	// Timeout bounds each call of every model built; calls are never
 	// retried. Zero means each provider's default.
 	Timeout time.Duration
-	// Getenv reads the provider keys (ANTHROPIC_API_KEY, OPENAI_API_KEY);
-	// nil reads nothing, so only keyless servers work.
+	// Keys holds provider keys by the name of their environment variable
+	// (ANTHROPIC_API_KEY, OPENAI_API_KEY), read before Getenv.
+	Keys map[string]string
+	// Getenv reads the provider keys Keys does not hold; nil reads
+	// nothing, so only keyless servers work.
 	Getenv func(string) string
 }
 
@@ -27,9 +30,14 @@ type ModelsOptions struct {
 // model. Each call builds a new adapter and makes no network call; a
 // missing key is ErrNoKey.
 func Models(opts ModelsOptions) func(id string) (Model, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
+	getenv := func(name string) string {
+		if k, ok := opts.Keys[name]; ok {
+			return k
+		}
+		if opts.Getenv != nil {
+			return opts.Getenv(name)
+		}
+		return ""
 	}
 	return func(id string) (Model, error) {
 		switch {
