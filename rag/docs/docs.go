@@ -95,6 +95,7 @@ func Split(source string, src []byte, opts Options) ([]Chunk, error) {
 	raw := true
 	switch Kind(source) {
 	case "markdown":
+		base += frontMatterLen(src[base:])
 		units = parseMarkdown(src[base:])
 	case "text":
 		units = parseText(src[base:])

@@ -347,3 +347,43 @@ func TestCorpusFileRoundTrips(t *testing.T) {
 	require.True(t, ok, "ids: %v", parsed.IDs())
 	assert.Equal(t, "[CONTEXT id=faq.html#frequently-asked-questions/how-many-leases-can-one-node-hold-1 source='faq.html' section='Frequently asked questions > How many leases can one node hold?']", parsed.Label(e))
 }
+
+// TestFrontMatterIsNotChunked: a Markdown file's YAML or TOML front
+// matter is skipped, spans stay offsets of the file, and a leading
+// thematic break with no closing marker is Markdown.
+func TestFrontMatterIsNotChunked(t *testing.T) {
+	body := "# Leases\n\nA lease lasts 30 seconds unless renewed.\n"
+	for name, fm := range map[string]string{
+		"yaml":        "---\ntitle: Leases\ntags:\n  - locks\n\ndraft: false\n---\n",
+		"yaml-dots":   "---\ntitle: Leases\n...\n",
+		"toml":        "+++\ntitle = \"Leases\"\n+++\n",
+		"crlf":        "---\r\ntitle: Leases\r\n---\r\n",
+		"bom":         "\uFEFF---\ntitle: Leases\n---\n",
+		"empty-block": "---\n---\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := []byte(fm + body)
+			cs, err := Split("leases.md", src, DefaultOptions())
+			require.NoError(t, err)
+			require.Len(t, cs, 1)
+			assert.NotContains(t, cs[0].Text, "title")
+			assert.NotContains(t, cs[0].Text, "locks")
+			assert.Equal(t, []string{"Leases"}, cs[0].Headings)
+			assert.Equal(t, cs[0].Text, string(src[cs[0].Span[0]:cs[0].Span[1]]))
+			assert.Equal(t, len(fm), cs[0].Span[0])
+		})
+	}
+	t.Run("thematic break", func(t *testing.T) {
+		src := []byte("---\n\nAn opening rule, then text that is read.\n")
+		cs, err := Split("rule.md", src, DefaultOptions())
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		assert.Contains(t, cs[0].Text, "text that is read")
+	})
+	t.Run("text files keep it", func(t *testing.T) {
+		src := []byte("---\ntitle: x\n---\n\nplain words\n")
+		cs, err := Split("notes.txt", src, DefaultOptions())
+		require.NoError(t, err)
+		assert.Contains(t, cs[0].Text, "title: x")
+	})
+}

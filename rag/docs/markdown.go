@@ -8,6 +8,39 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
+// frontMatterLen returns the length of the front matter block that
+// begins src, or 0 if there is none. Front matter (Jekyll, Hugo, MkDocs)
+// is a first line of exactly "---" (YAML) or "+++" (TOML) and the lines up
+// to and including the next line that is the same marker ("..." also
+// closes YAML). Without a closing line, the first line is Markdown (a
+// thematic break) and nothing is skipped. Front matter is metadata for a
+// site generator, not text a reader asks about, so it is never chunked.
+func frontMatterLen(src []byte) int {
+	first, rest, ok := bytes.Cut(src, []byte("\n"))
+	if !ok {
+		return 0
+	}
+	marker := string(bytes.TrimRight(first, " \t\r"))
+	if marker != "---" && marker != "+++" {
+		return 0
+	}
+	off := len(first) + 1
+	for len(rest) > 0 {
+		line, next, _ := bytes.Cut(rest, []byte("\n"))
+		n := len(line) + 1
+		if n > len(rest) {
+			n = len(rest)
+		}
+		l := string(bytes.TrimRight(line, " \t\r"))
+		if l == marker || (marker == "---" && l == "...") {
+			return off + n
+		}
+		off += n
+		rest = next
+	}
+	return 0
+}
+
 // parseMarkdown parses src as CommonMark (goldmark) and returns its
 // units: each heading of the document's top level, each list item of a
 // top-level list and each other top-level block. A unit's span is the
