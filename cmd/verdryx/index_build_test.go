@@ -106,6 +106,11 @@ func TestIndexBuildDocs(t *testing.T) {
 	require.Greater(t, len(chunks), 8)
 	assert.Contains(t, out, "embedded "+itoaT(len(chunks))+", from cache 0")
 
+	out, errOut, code = ragRun(t, "index", "ls", "--data", data)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Regexp(t, `RETRIEVAL`, out)
+	assert.Regexp(t, `openai/fake\s+hybrid\s`, out, "a --docs index ranks hybrid by default, and ls says so")
+
 	out, errOut, code = ragRun(t, append(build, "--force")...)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Empty(t, rec.take(), "an unchanged rebuild embeds nothing")

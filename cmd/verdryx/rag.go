@@ -197,18 +197,22 @@ func newIndexListCmd(g *globals) *cobra.Command {
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ACTIVE\tGENERATION\tCREATED\tROWS\tDIMS\tEMBEDDER\tCORPUS")
+		fmt.Fprintln(tw, "ACTIVE\tGENERATION\tCREATED\tROWS\tDIMS\tEMBEDDER\tRETRIEVAL\tCORPUS")
 		for _, l := range list {
 			mark := ""
 			if l.Active {
 				mark = "*"
 			}
 			if l.Err != nil {
-				fmt.Fprintf(tw, "%s\t%s\tinvalid: %v\t\t\t\t\n", mark, l.ID, l.Err)
+				fmt.Fprintf(tw, "%s\t%s\tinvalid: %v\t\t\t\t\t\n", mark, l.ID, l.Err)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s/%s\t%s\n", mark, l.ID, l.CreatedAt.Format(time.RFC3339), l.Count, l.Dims,
-				l.Embedder.Name, l.Embedder.Model, ragShortDigest(l.CorpusDigest))
+			retrieval := l.Retrieval
+			if retrieval == "" {
+				retrieval = rag.RetrievalVector
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s/%s\t%s\t%s\n", mark, l.ID, l.CreatedAt.Format(time.RFC3339), l.Count, l.Dims,
+				l.Embedder.Name, l.Embedder.Model, retrieval, ragShortDigest(l.CorpusDigest))
 		}
 		return tw.Flush()
 	}

@@ -100,6 +100,7 @@ func TestIndexBuildListAskGC(t *testing.T) {
 	out, _, code = ragRun(t, "index", "ls", "--data", data)
 	require.Equal(t, 0, code)
 	assert.Equal(t, 2, strings.Count(out, "\n"), out) // header + 1 generation
+	assert.Regexp(t, `\svector\s`, out, "a --corpus index ranks by vector")
 	out, errOut, code = ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data, "--force")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "reused")
