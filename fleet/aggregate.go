@@ -33,8 +33,10 @@ func (e *MissingPartitionsError) Error() string {
 // the Bucket buckets and returns their union. A partition with
 // no aggregate and no record in the stream counts as empty; one with
 // records but no aggregate fails the read (MissingPartitionsError). The
-// aggregates are as of each owner's last snapshot (at most
-// DefaultSnapshotEvery behind what it has acked: nothing acked is missing).
+// aggregates are as of each owner's last snapshot (at most SnapshotEvery
+// behind what it has applied, five times that while its partition has a
+// backlog; it acks only what a snapshot holds, so nothing acked is
+// missing).
 // It only reads.
 func ReadAggregate(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (*Aggregate, error) {
 	return ReadAggregateFor(ctx, js, s, outcome.Options{})

@@ -5,8 +5,8 @@
 // pruned), how a call is folded into it and undone, its encodings (the
 // snapshot VDXSNAP1, the delta VDXDLTA1, the day table VDXDAY01; see
 // docs/formats.md), and the Aggregate that merges the partitions' states
-// into an outcome.Reducer for a report. It imports no NATS and no SQL
-// (TestImportsNoNATSAndNoSQL): package fleet consumes the stream, feeds
+// into an outcome.Reducer for a report. It links no NATS, no SQL and no
+// Parquet, directly or not (TestImportsNoNATSAndNoSQL): package fleet consumes the stream, feeds
 // the state, persists its encodings to the KV bucket and acks.
 //
 // Contracts. A State, a DayTable and an Aggregate are not safe for

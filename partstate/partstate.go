@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/segname"
 	"github.com/verdryx/verdryx/internal/wire"
-	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -57,7 +57,7 @@ func (o Order) Compare(p Order) int {
 // content digest breaking ties between files whose names do not parse as
 // TokenFuse segment names).
 func SegmentOrder(base, digest string, row uint64) Order {
-	if pid, nanos, seq, ok := segment.ParseName(base); ok {
+	if pid, nanos, seq, ok := segname.Parse(base); ok {
 		return Order{nanos, seq, pid, row}
 	}
 	sum := sha256.Sum256([]byte(digest))
@@ -185,7 +185,7 @@ type dayKey struct {
 // segments' row sets, and the highest stream sequence applied. Days past
 // the fold grace are folded out of memory into day tables (FoldDays), and
 // day tables past the retention are pruned (PruneDays): memory holds the
-// open days, and the store and the KV bucket the retained ones. Not safe
+// open days, and the KV bucket (package fleet) the retained ones. Not safe
 // for concurrent use.
 type State struct {
 	// Part is the partition of Parts the state is of; LastSeq the highest
@@ -306,7 +306,7 @@ func NewState(part, parts int) *State {
 		segDays: map[[32]byte][2]int32{}, Folded: map[int32]*DayRef{}}
 }
 
-// loadKey adds a key of a loaded state (a snapshot, the store) of day to
+// loadKey adds a key of a loaded state (a snapshot or a delta) of day to
 // the committed keys.
 func (s *State) loadKey(k tracemsg.Key, day int32) {
 	if _, ok := s.Keys[k]; ok {
@@ -573,7 +573,7 @@ func (s *State) ChangedSince(before uint64) bool {
 
 // Settle ends what was applied since the last settle: committed appends
 // its keys to their days' key lists (a snapshot encodes them); otherwise
-// the state no longer matches the store and the caller must drop it.
+// the state no longer matches its last snapshot and the caller must drop it.
 func (s *State) Settle(committed bool) {
 	s.Keep()
 	if committed {

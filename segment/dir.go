@@ -7,10 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/segname"
 )
 
 // Segment is one TokenFuse segment file of a directory. A segment named
@@ -23,67 +22,6 @@ type Segment struct {
 	Seq    uint64
 	Size   int64
 	Legacy bool
-}
-
-// ParseName parses a TokenFuse segment file name, either naming
-// (contracts.md section 2):
-//
-//   - calls-{pid:x}-{nanos:x}-{seq:08}.parquet, the current gateway's (pid
-//     and nanos lowercase hex, seq decimal of at least 8 digits);
-//   - calls-{seq:08}.parquet, earlier gateways' (a counter per process from
-//     0), returned with pid and nanos 0.
-//
-// Ordering names by (nanos, seq, pid), as List does, puts the earlier
-// naming first, by its counter, and the current one after it by the
-// time in its name: the order the gateways wrote them in, since a
-// directory only gains current names once its gateway is upgraded.
-func ParseName(base string) (pid, nanos, seq uint64, ok bool) {
-	rest, found := strings.CutPrefix(base, "calls-")
-	if !found {
-		return 0, 0, 0, false
-	}
-	rest, found = strings.CutSuffix(rest, ".parquet")
-	if !found {
-		return 0, 0, 0, false
-	}
-	isDec := func(s string) bool {
-		return len(s) >= 8 && strings.Trim(s, "0123456789") == ""
-	}
-	parts := strings.Split(rest, "-")
-	if len(parts) == 1 {
-		if !isDec(parts[0]) {
-			return 0, 0, 0, false
-		}
-		seq, err := strconv.ParseUint(parts[0], 10, 64)
-		return 0, 0, seq, err == nil
-	}
-	if len(parts) != 3 || !isDec(parts[2]) {
-		return 0, 0, 0, false
-	}
-	isHex := func(s string) bool {
-		return s != "" && strings.Trim(s, "0123456789abcdef") == ""
-	}
-	if !isHex(parts[0]) || !isHex(parts[1]) {
-		return 0, 0, 0, false
-	}
-	var err error
-	if pid, err = strconv.ParseUint(parts[0], 16, 64); err != nil {
-		return 0, 0, 0, false
-	}
-	if nanos, err = strconv.ParseUint(parts[1], 16, 64); err != nil {
-		return 0, 0, 0, false
-	}
-	if seq, err = strconv.ParseUint(parts[2], 10, 64); err != nil {
-		return 0, 0, 0, false
-	}
-	return pid, nanos, seq, true
-}
-
-// IsLegacyName reports whether base is a segment named the earlier way,
-// calls-{seq:08}.parquet.
-func IsLegacyName(base string) bool {
-	_, _, _, ok := ParseName(base)
-	return ok && strings.Count(base, "-") == 1
 }
 
 // Compare orders segments as the gateway wrote them: by the nanos in their
@@ -99,7 +37,7 @@ func Compare(a, b Segment) int {
 // is not a segment name.
 func Stat(path string) (seg Segment, ok bool, err error) {
 	base := filepath.Base(path)
-	pid, nanos, seq, ok := ParseName(base)
+	pid, nanos, seq, ok := segname.Parse(base)
 	if !ok {
 		return Segment{}, false, nil
 	}
@@ -107,7 +45,7 @@ func Stat(path string) (seg Segment, ok bool, err error) {
 	if err != nil {
 		return Segment{}, true, fmt.Errorf("stat segment %s: %w", base, err)
 	}
-	return Segment{Path: path, PID: pid, Nanos: nanos, Seq: seq, Size: info.Size(), Legacy: IsLegacyName(base)}, true, nil
+	return Segment{Path: path, PID: pid, Nanos: nanos, Seq: seq, Size: info.Size(), Legacy: segname.IsLegacy(base)}, true, nil
 }
 
 // List returns the segment files of dir, of either naming, in replay
@@ -119,7 +57,7 @@ func List(dir string) (segs []Segment, ignored int, err error) {
 		return nil, 0, fmt.Errorf("list trace directory: %w", err)
 	}
 	for _, e := range entries {
-		pid, nanos, seq, ok := ParseName(e.Name())
+		pid, nanos, seq, ok := segname.Parse(e.Name())
 		if !ok || e.IsDir() {
 			ignored++
 			continue
@@ -129,7 +67,7 @@ func List(dir string) (segs []Segment, ignored int, err error) {
 			return nil, 0, fmt.Errorf("stat segment %s: %w", e.Name(), err)
 		}
 		segs = append(segs, Segment{Path: filepath.Join(dir, e.Name()), PID: pid, Nanos: nanos, Seq: seq,
-			Size: info.Size(), Legacy: IsLegacyName(e.Name())})
+			Size: info.Size(), Legacy: segname.IsLegacy(e.Name())})
 	}
 	slices.SortFunc(segs, Compare)
 	return segs, ignored, nil

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/require"
@@ -136,40 +137,6 @@ func TestReadSegmentStopsOnCallbackError(t *testing.T) {
 	})
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, n)
-}
-
-func TestParseSegmentName(t *testing.T) {
-	cases := []struct {
-		name            string
-		ok              bool
-		pid, nanos, seq uint64
-	}{
-		{"calls-1a2b-187a0000-00000000.parquet", true, 0x1a2b, 0x187a0000, 0},
-		{"calls-ff-100-00000012.parquet", true, 0xff, 0x100, 12},
-		{"calls-1-2-123456789.parquet", true, 1, 2, 123456789},
-		{"calls-1-2-3.parquet", false, 0, 0, 0},
-		{"calls-ZZ-2-00000003.parquet", false, 0, 0, 0},
-		{"calls-1-2-00000003.parquet.tmp", false, 0, 0, 0},
-		{"other-1-2-00000003.parquet", false, 0, 0, 0},
-		{"calls-1-2-0000000x.parquet", false, 0, 0, 0},
-		// Earlier gateways: calls-{seq:08}.parquet, pid and nanos 0.
-		{"calls-00000000.parquet", true, 0, 0, 0},
-		{"calls-00000042.parquet", true, 0, 0, 42},
-		{"calls-123456789.parquet", true, 0, 0, 123456789},
-		{"calls-0000042.parquet", false, 0, 0, 0},
-		{"calls-0000004a.parquet", false, 0, 0, 0},
-		{"calls--00000042.parquet", false, 0, 0, 0},
-		{"calls-1-00000042.parquet", false, 0, 0, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pid, nanos, seq, ok := ParseName(tc.name)
-			require.Equal(t, tc.ok, ok)
-			if ok {
-				require.Equal(t, []uint64{tc.pid, tc.nanos, tc.seq}, []uint64{pid, nanos, seq})
-			}
-		})
-	}
 }
 
 // TestSegmentCorruptionSweep flips bytes all through a multi-row-group

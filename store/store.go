@@ -67,10 +67,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
-	// A new file gets 64 KiB pages: the worker replaces partition states
-	// of megabytes at every snapshot, and SQLite reads an overflow chain
-	// page by page to free it (with 4 KiB pages, most of a snapshot's
-	// store time). An existing file keeps its page size. The WAL is
+	// A new file gets 64 KiB pages: eval runs store their scores and
+	// answers as large rows, and SQLite reads an overflow chain page by
+	// page (fewer, larger pages read it in fewer steps). An existing file
+	// keeps its page size. The WAL is
 	// checkpointed every 64 pages (4 MiB, as 1,000 pages of 4 KiB were)
 	// and truncated to 4 MiB after, so it does not grow with the pages.
 	dsn := fmt.Sprintf("%s?_pragma=page_size(%d)&_pragma=wal_autocheckpoint(64)&_pragma=journal_size_limit(%d)"+

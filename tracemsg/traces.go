@@ -2,8 +2,6 @@ package tracemsg
 
 import (
 	"github.com/verdryx/verdryx/calls"
-
-	"github.com/nats-io/nats.go"
 )
 
 // HeaderRouted marks a trace record the worker routed from the bare traces
@@ -11,17 +9,26 @@ import (
 // identity is HeaderOrigMsgID (possibly empty).
 const HeaderRouted = "Verdryx-Routed"
 
+// HeaderMsgID is JetStream's deduplication header (nats.MsgIdHdr), named
+// here so that the trace identity rules do not import the NATS client.
+const HeaderMsgID = "Nats-Msg-Id"
+
+// Headers is what MsgID reads of a message's headers; nats.Header has it.
+type Headers interface {
+	Get(key string) string
+}
+
 // MsgID returns the message id a trace message's identity uses: the
 // original id of a re-driven dead letter or a routed record, else its
 // Nats-Msg-Id (never a routing id).
-func MsgID(h nats.Header) string {
+func MsgID(h Headers) string {
 	if id := h.Get(HeaderOrigMsgID); id != "" {
 		return id
 	}
 	if h.Get(HeaderRouted) != "" {
 		return ""
 	}
-	return h.Get(nats.MsgIdHdr)
+	return h.Get(HeaderMsgID)
 }
 
 // DecodeCallRecord decodes a trace message strictly: unknown fields and
