@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/verdryx/verdryx/index"
@@ -67,7 +68,7 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 		case f.embedBatch < 1 || f.embedBatch > cache.MaxInputs:
 			return usageErrorf("index build: --embed-batch %d: want 1..%d", f.embedBatch, cache.MaxInputs)
 		}
-		return runIndexBuild(cmd.Context(), cmd.OutOrStdout(), &f)
+		return runIndexBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f)
 	}
 	return cmd
 }
@@ -105,7 +106,7 @@ func (f *indexBuildFlags) source() (buildSource, error) {
 
 // runIndexBuild reads the source, reuses the active generation when it
 // matches, else embeds through the cache in batches and saves a new one.
-func runIndexBuild(ctx context.Context, stdout io.Writer, f *indexBuildFlags) error {
+func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildFlags) error {
 	src, err := f.source()
 	if err != nil {
 		return err
@@ -145,7 +146,8 @@ func runIndexBuild(ctx context.Context, stdout io.Writer, f *indexBuildFlags) er
 	if f.rf.embedder == "offline" {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	vecs, st, err := cache.Embed(ctx, emb, src.corpus.Texts(), cache.Options{Cache: vc, MaxInputs: f.embedBatch, Workers: workers})
+	vecs, st, err := cache.Embed(ctx, emb, src.corpus.Texts(), cache.Options{Cache: vc, MaxInputs: f.embedBatch, Workers: workers,
+		Progress: embedProgress(stderr)})
 	if err != nil {
 		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
 	}
@@ -241,4 +243,20 @@ func pruneCache(data string) (int, error) {
 		}
 	}
 	return cache.New(data).Prune(keep)
+}
+
+// embedProgress returns a progress bar of the texts embedded for
+// cache.Options.Progress when stderr is a terminal, else nil.
+func embedProgress(stderr io.Writer) func(done, total int) {
+	if !isTerminal(stderr) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("embedding"),
+				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		}
+		_ = bar.Set(done)
+	}
 }

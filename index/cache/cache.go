@@ -82,6 +82,11 @@ type Options struct {
 	MaxBytes int
 	// Workers is how many calls may be in flight at once; 0 means 1.
 	Workers int
+	// Progress, if set, is called after each answered call with how many
+	// texts have been embedded so far and how many are to be (the texts
+	// the cache did not hold, equal texts once). Calls are serialized and
+	// done grows; it is not called when nothing is to be embedded.
+	Progress func(done, total int)
 }
 
 // Stats count what Embed did.
@@ -172,7 +177,7 @@ func Embed(ctx context.Context, emb index.Embedder, texts []string, opts Options
 		}
 	}
 	for len(pending) > 0 {
-		if err := embedPending(ctx, emb, texts, pending, out, opts, &st); err != nil {
+		if err := embedPending(ctx, emb, texts, pending, out, opts, &st, st.Embedded+len(pending)); err != nil {
 			return nil, st, err
 		}
 		if dims == 0 {
@@ -198,8 +203,9 @@ func Embed(ctx context.Context, emb index.Embedder, texts []string, opts Options
 }
 
 // embedPending embeds texts[i] for i in idx in batches, checks and caches
-// the vectors and stores them in out.
-func embedPending(ctx context.Context, emb index.Embedder, texts []string, idx []int, out [][]float32, opts Options, st *Stats) error {
+// the vectors and stores them in out; total is what opts.Progress counts
+// up to.
+func embedPending(ctx context.Context, emb index.Embedder, texts []string, idx []int, out [][]float32, opts Options, st *Stats, total int) error {
 	batch := make([]string, len(idx))
 	for j, i := range idx {
 		batch[j] = texts[i]
@@ -223,6 +229,9 @@ func embedPending(ctx context.Context, emb index.Embedder, texts []string, idx [
 				st.Requests++
 				if err == nil {
 					st.Embedded += r[1] - r[0]
+					if opts.Progress != nil {
+						opts.Progress(st.Embedded, total)
+					}
 				} else if firstErr == nil {
 					firstErr = err
 					cancel()

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -281,4 +282,48 @@ func TestNewIndex(t *testing.T) {
 	assert.Equal(t, "c", res[0].ID)
 	_, err = NewIndex(ids[:2], want)
 	assert.Error(t, err)
+}
+
+// TestProgressCountsWhatIsEmbedded: Progress is called once per answered
+// request with a growing count that ends at the texts the cache did not
+// hold, from concurrent workers one call at a time; an all-cached run
+// reports nothing.
+func TestProgressCountsWhatIsEmbedded(t *testing.T) {
+	c := New(t.TempDir())
+	emb := index.NewHashEmbedder(32)
+	in := texts(250, "progress")
+	in = append(in, in[3]) // a repeat counts once
+	var (
+		seen       [][2]int // unguarded: the race detector sees concurrent calls
+		inUse      atomic.Bool
+		concurrent atomic.Bool
+	)
+	progress := func(done, total int) {
+		if !inUse.CompareAndSwap(false, true) {
+			concurrent.Store(true)
+		}
+		seen = append(seen, [2]int{done, total})
+		runtime.Gosched()
+		inUse.Store(false)
+	}
+	_, st, err := Embed(context.Background(), emb, in[:40], Options{Cache: c, MaxInputs: 100})
+	require.NoError(t, err)
+	require.Equal(t, 40, st.Embedded)
+	_, st, err = Embed(context.Background(), emb, in, Options{Cache: c, MaxInputs: 30, Workers: 4, Progress: progress})
+	require.NoError(t, err)
+	require.Equal(t, 210, st.Embedded)
+	require.False(t, concurrent.Load(), "Progress called concurrently")
+	require.Len(t, seen, st.Requests)
+	for i, s := range seen {
+		assert.Equal(t, 210, s[1], "total is what the cache did not hold")
+		if i > 0 {
+			assert.Greater(t, s[0], seen[i-1][0], "done grows")
+		}
+	}
+	assert.Equal(t, 210, seen[len(seen)-1][0])
+
+	seen = nil
+	_, _, err = Embed(context.Background(), emb, in, Options{Cache: c, Progress: progress})
+	require.NoError(t, err)
+	assert.Empty(t, seen, "nothing embedded, nothing reported")
 }
