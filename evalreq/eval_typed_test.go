@@ -16,9 +16,9 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
-	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
 	"github.com/verdryx/verdryx/store"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/provider/typryx"
-	"github.com/verdryx/verdryx/provider/typryx/typryxtest"
 	"github.com/verdryx/verdryx/store"
 )
 
