@@ -202,13 +202,34 @@ func (c Corpus) Entry(id string) (Entry, bool) {
 	return Entry{}, false
 }
 
-// Texts returns the entry texts in order.
-func (c Corpus) Texts() []string {
+// SearchTexts returns what retrieval reads of each entry, in order: the
+// texts embedded for the index and ranked by BM25 (searchText).
+func (c Corpus) SearchTexts() []string {
 	out := make([]string, len(c.Entries))
 	for i, e := range c.Entries {
-		out[i] = e.Text
+		out[i] = searchText(e)
 	}
 	return out
+}
+
+// searchText is e's text after the path of headings above it (metadata
+// "headings", outermost first, joined by " / ") on a line of its own, or
+// e's text alone when it has none. A chunk cut from the middle of a
+// section still carries the words of its section's titles, which a
+// reader's question often uses. Only retrieval reads it: the text cited,
+// shown, spanned and given to the generator is e.Text.
+func searchText(e Entry) string {
+	hs, _ := e.Metadata["headings"].([]any)
+	var parts []string
+	for _, h := range hs {
+		if s, ok := h.(string); ok && strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return e.Text
+	}
+	return strings.Join(parts, " / ") + "\n" + e.Text
 }
 
 // IDs returns the entry ids in order.

@@ -77,7 +77,7 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 	if retrieval == RetrievalHybrid {
 		texts := make([]string, len(rows))
 		for r, e := range rows {
-			texts[r] = e.Text
+			texts[r] = searchText(e)
 		}
 		lex = newBM25(texts)
 	}
@@ -100,7 +100,7 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 // BuildIndex embeds every corpus entry with emb and returns the in-memory
 // index, rows in corpus order.
 func BuildIndex(ctx context.Context, c Corpus, emb index.Embedder) (*index.Index, error) {
-	vecs, err := emb.Embed(ctx, c.Texts())
+	vecs, err := emb.Embed(ctx, c.SearchTexts())
 	if err != nil {
 		return nil, fmt.Errorf("embed corpus %q: %w", c.ID, err)
 	}

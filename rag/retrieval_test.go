@@ -298,3 +298,40 @@ func TestHybridConcurrentAsks(t *testing.T) {
 		require.Equal(t, want[i], have[i], "question %d", i)
 	}
 }
+
+// TestHeadingsAreSearched: a chunk cut from the middle of a section is
+// found by the words of its section's titles (its "headings" metadata),
+// with either retrieval, while what is cited and generated from stays the
+// chunk's own text; a corpus without headings searches its texts alone.
+func TestHeadingsAreSearched(t *testing.T) {
+	entry := func(id, text string, headings ...any) string {
+		b, err := json.Marshal(map[string]any{"id": id, "text": text, "source": "manual.md", "headings": headings})
+		require.NoError(t, err)
+		return string(b)
+	}
+	corpus, err := ParseCorpus([]byte(`{"id": "h", "label_fields": ["source"], "source_field": "source", "entries": [` + strings.Join([]string{
+		entry("rotation-2", "Each grant carries a number that only grows, checked by every writer before it writes.", "Locks", "Fencing tokens"),
+		entry("rotation-1", "Writers hold a grant for a number of seconds and renew it before it runs out.", "Locks", "Grants"),
+		entry("backup-1", "Snapshots are written to the bucket every hour and kept for a week.", "Operations", "Backups"),
+	}, ",") + `]}`))
+	require.NoError(t, err)
+	texts := corpus.SearchTexts()
+	require.Equal(t, "Locks / Fencing tokens\n"+corpus.Entries[0].Text, texts[0])
+	for _, mode := range []string{RetrievalVector, RetrievalHybrid} {
+		p, err := Build(context.Background(), corpus, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: mode, TopK: 1})
+		require.NoError(t, err)
+		rec, err := p.Ask(context.Background(), "What are fencing tokens for?")
+		require.NoError(t, err)
+		require.Equal(t, []string{"rotation-2"}, rec.RetrievedIDs, mode)
+		require.Equal(t, corpus.Entries[0].Text, rec.Chunks[0].Text, "the cited text is the chunk's own")
+		if mode == RetrievalHybrid {
+			lex := p.bm25.rank("fencing tokens", nil, 3)
+			require.NotEmpty(t, lex, "BM25 reads the headings")
+			require.Equal(t, "rotation-2", p.rows[lex[0]].ID)
+		}
+	}
+	plain, err := ParseCorpus([]byte(`{"id": "p", "label_fields": ["source"], "source_field": "source", "entries": [` +
+		`{"id": "a", "text": "alpha", "source": "a.md"}, {"id": "b", "text": "beta", "source": "b.md", "headings": []}]}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"alpha", "beta"}, plain.SearchTexts())
+}

@@ -146,7 +146,7 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 	if f.rf.embedder == "offline" {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	vecs, st, err := cache.Embed(ctx, emb, src.corpus.Texts(), cache.Options{Cache: vc, MaxInputs: f.embedBatch, Workers: workers,
+	vecs, st, err := cache.Embed(ctx, emb, src.corpus.SearchTexts(), cache.Options{Cache: vc, MaxInputs: f.embedBatch, Workers: workers,
 		Progress: embedProgress(stderr)})
 	if err != nil {
 		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
@@ -238,7 +238,7 @@ func pruneCache(data string) (int, error) {
 		if err != nil {
 			continue
 		}
-		for _, t := range c.Texts() {
+		for _, t := range c.SearchTexts() {
 			keep[cache.Key(l.Embedder, t)] = true
 		}
 	}

@@ -53,7 +53,7 @@ type Checker struct {
 // citation keys of its ids.
 func NewChecker(c rag.Corpus) *Checker {
 	k := &Checker{corpus: c, units: newUnits(c.Units), byKey: map[string]string{}, held: map[string][]Quantity{}}
-	k.units.observe(c.Texts())
+	k.units.observe(c)
 	for _, e := range c.Entries {
 		if _, dup := k.byKey[Key(e.ID)]; !dup {
 			k.byKey[Key(e.ID)] = e.ID

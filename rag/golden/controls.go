@@ -161,7 +161,7 @@ func Controls(gc Case, c rag.Corpus) []Control {
 	// The expected value as a word and with its unit abbreviated.
 	if gc.ExpectedValue != "" && strings.Contains(text, gc.ExpectedValue) {
 		u := newUnits(c.Units)
-		u.observe(c.Texts())
+		u.observe(c)
 		f := foldText(gc.ExpectedValue).s
 		if qs := u.parse(f); len(qs) == 1 {
 			q := qs[0]

@@ -28,7 +28,7 @@ const DraftMarker = "TODO(golden draft)"
 // not in c, a repeated id, and a chunk without a source.
 func Draft(c rag.Corpus, ids []string) ([]Case, error) {
 	u := newUnits(c.Units)
-	u.observe(c.Texts())
+	u.observe(c)
 	seen := map[string]bool{}
 	out := make([]Case, 0, len(ids))
 	for _, id := range ids {

@@ -227,7 +227,7 @@ func dodges(gc Case, rec rag.Record, c rag.Corpus) []Mutation {
 	}
 
 	u := newUnits(c.Units)
-	u.observe(c.Texts())
+	u.observe(c)
 	// Sibling values in other forms, in place of the expected value (or
 	// injected when the case has none).
 	place := func(text string) string {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verdryx/verdryx/rag"
 )
 
 // Quantity is a number read from text as a value, with its unit.
@@ -126,11 +128,12 @@ func newUnits(declared map[string][]string) *units {
 	return u
 }
 
-// observe adds the unit words the texts write after digits, so "seven
-// moon-phases" reads as a quantity in a corpus that writes "7 moon-phases".
-func (u *units) observe(texts []string) {
-	for _, t := range texts {
-		for _, q := range u.parse(foldText(t).s) {
+// observe adds the unit words the corpus's texts write after digits, so
+// "seven moon-phases" reads as a quantity in a corpus that writes "7
+// moon-phases".
+func (u *units) observe(c rag.Corpus) {
+	for _, e := range c.Entries {
+		for _, q := range u.parse(foldText(e.Text).s) {
 			if q.Unit != "" {
 				u.words[q.Unit] = true
 			}

@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/verdryx/verdryx/rag"
 )
 
 func TestParseQuantities(t *testing.T) {
 	u := newUnits(map[string][]string{"moon-phase": {"mp"}})
-	u.observe([]string{"A shadeglass orchid may be harvested after 7 moon-phases."})
+	u.observe(rag.Corpus{Entries: []rag.Entry{{ID: "a", Text: "A shadeglass orchid may be harvested after 7 moon-phases."}}})
 	for _, tc := range []struct {
 		text string
 		want []string // Quantity.String() of each

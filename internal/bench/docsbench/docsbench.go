@@ -117,7 +117,7 @@ func measure(ctx context.Context, o Options, mb int, dir, data string, stage fun
 		return s, err
 	}
 	s.ParseSeconds = time.Since(t0).Seconds()
-	texts := res.Corpus.Texts()
+	texts := res.Corpus.SearchTexts()
 	s.Chunks = len(texts)
 	for _, t := range texts {
 		s.ChunkBytes += int64(len(t))
