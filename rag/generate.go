@@ -3,6 +3,7 @@ package rag
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -21,6 +22,51 @@ type Request struct {
 	// SourceField and SubjectField are the corpus's citation schema.
 	SourceField  string
 	SubjectField string
+	// terms are the corpus's term statistics, when the pipeline has them:
+	// the extractive generator weighs focus terms by their rarity.
+	terms *termStats
+}
+
+// termStats counts, per term (termsOf), the corpus entries that hold it.
+// Read-only once built.
+type termStats struct {
+	df map[string]int
+	n  int
+}
+
+// newTermStats counts the terms of texts.
+func newTermStats(texts []string) *termStats {
+	s := &termStats{df: map[string]int{}, n: len(texts)}
+	seen := map[string]bool{}
+	for _, t := range texts {
+		clear(seen)
+		for _, w := range termsOf(t) {
+			if !seen[w] {
+				seen[w] = true
+				s.df[w]++
+			}
+		}
+	}
+	return s
+}
+
+// weight is a term's inverse document frequency, ln(1 + n/(1 + df)), df
+// being the most entries any term it matches (termMatch) is in: a term no
+// entry holds weighs most, one every entry holds least. Nil stats weigh
+// every term 1.
+func (s *termStats) weight(t string) float64 {
+	if s == nil {
+		return 1
+	}
+	df, ok := s.df[t]
+	if !ok {
+		for k, d := range s.df {
+			if d > df && termMatch(t, k) {
+				df = d
+			}
+		}
+	}
+	return math.Log(1 + float64(s.n)/float64(1+df))
 }
 
 // Generator produces an answer. Implementations must be safe for concurrent
@@ -32,9 +78,10 @@ type Generator interface {
 	Generate(ctx context.Context, req Request) (string, error)
 }
 
-// DefaultSupportThreshold is the share of the question's focus terms a
-// chunk must contain for the extractive generator to answer from it.
-const DefaultSupportThreshold = 0.5
+// DefaultSupportThreshold is the share of the weight of the question's
+// focus terms a chunk must contain for the extractive generator to answer
+// from it (see Extractive).
+const DefaultSupportThreshold = 0.3
 
 // Extractive is the offline deterministic generator. It answers only with
 // sentences copied from one retrieved chunk, followed by the chunk's
@@ -45,7 +92,11 @@ const DefaultSupportThreshold = 0.5
 // those whose subject terms all occur in the question are preferred. The
 // question's focus terms are its content words (function words dropped,
 // light suffix stemming) minus the chunk's subject and source terms; the
-// chunk's support is the share of focus terms found in its text. Below the
+// chunk's support is the share of their weight found in its text, a term
+// weighing its rarity in the corpus, ln(1 + N/(1 + df)) over the N entries
+// of which df hold it (over the retrieved chunks when the request carries
+// no corpus; a pipeline's requests carry theirs). A word every entry uses
+// counts little, one no entry uses counts most. Below the
 // threshold, or with no focus terms at all, it abstains: a chunk about the
 // right subject that does not speak to what was asked is no support. It
 // then copies, verbatim and in order, the sentences of that chunk sharing a
@@ -124,6 +175,23 @@ func (g *Extractive) generate(req Request) string {
 			cands = subj
 		}
 	}
+	stats := req.terms
+	if stats == nil {
+		texts := make([]string, len(req.Chunks))
+		for i, c := range req.Chunks {
+			texts[i] = c.Text
+		}
+		stats = newTermStats(texts)
+	}
+	weights := map[string]float64{}
+	weight := func(t string) float64 {
+		w, ok := weights[t]
+		if !ok {
+			w = stats.weight(t)
+			weights[t] = w
+		}
+		return w
+	}
 	best, bestSupport := -1, 0.0
 	var bestFocus []string
 	for i, c := range cands {
@@ -135,16 +203,18 @@ func (g *Extractive) generate(req Request) string {
 			continue
 		}
 		text := termSet(c.Text)
-		matched, onlyCues := 0, true
+		matched, total, onlyCues := 0.0, 0.0, true
 		for _, f := range focus {
+			w := weight(f)
+			total += w
 			if matchesAny(f, text) || (nouns[f] && hasDigit(c.Text)) {
-				matched++
+				matched += w
 			}
 			onlyCues = onlyCues && slices.Contains(cues, f)
 		}
 		s := 1.0 // only the amount of the subject was asked, and it is stated
 		if !onlyCues {
-			s = float64(matched) / float64(len(focus))
+			s = matched / total
 		}
 		if s > bestSupport {
 			best, bestSupport, bestFocus = i, s, focus

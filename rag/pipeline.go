@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/verdryx/verdryx/index"
 )
@@ -31,12 +32,16 @@ type Options struct {
 // With RetrievalHybrid its BM25 statistics are computed from the corpus
 // when it is built (New), never stored.
 type Pipeline struct {
-	corpus     Corpus
-	byID       map[string]Entry
-	rows       []Entry         // by index row
-	metaKeys   map[string]bool // every metadata key of some chunk
-	retrieval  string
-	bm25       *bm25 // nil unless hybrid
+	corpus    Corpus
+	byID      map[string]Entry
+	rows      []Entry         // by index row
+	metaKeys  map[string]bool // every metadata key of some chunk
+	retrieval string
+	bm25      *bm25 // nil unless hybrid
+	// terms weigh the generator's focus terms: the BM25 statistics, or
+	// counted on the first ask (termsOnce) for a vector pipeline.
+	terms      *termStats
+	termsOnce  sync.Once
 	digest     string
 	idx        *index.Index
 	generation string
@@ -256,7 +261,7 @@ func (p *Pipeline) AskWith(ctx context.Context, question string, o AskOptions) (
 	rec.ContextPayload = p.ContextPayload(chunks)
 	rec.Messages = Messages(p.corpus, question, rec.ContextPayload)
 	p.logger.Debug("retrieved", "ids", rec.RetrievedIDs, "generation", p.generation)
-	answer, err := p.gen.Generate(ctx, Request{Question: question, Chunks: chunks, Messages: rec.Messages, SourceField: p.corpus.SourceField, SubjectField: p.corpus.SubjectField})
+	answer, err := p.gen.Generate(ctx, Request{Question: question, Chunks: chunks, Messages: rec.Messages, SourceField: p.corpus.SourceField, SubjectField: p.corpus.SubjectField, terms: p.termStats()})
 	if err != nil {
 		return Record{}, fmt.Errorf("generate: %w", err)
 	}
@@ -265,4 +270,21 @@ func (p *Pipeline) AskWith(ctx context.Context, question string, o AskOptions) (
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// termStats returns the corpus's term statistics, counting them on first
+// use when the pipeline has no BM25 ranking. Safe for concurrent use.
+func (p *Pipeline) termStats() *termStats {
+	p.termsOnce.Do(func() {
+		if p.bm25 != nil {
+			p.terms = p.bm25.stats()
+			return
+		}
+		texts := make([]string, len(p.rows))
+		for r, e := range p.rows {
+			texts[r] = searchText(e)
+		}
+		p.terms = newTermStats(texts)
+	})
+	return p.terms
 }

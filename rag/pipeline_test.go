@@ -77,6 +77,10 @@ func TestAskIsSafeForConcurrentUse(t *testing.T) {
 		want[i], err = p.Ask(context.Background(), gc.Question)
 		require.NoError(t, err)
 	}
+	// A fresh pipeline whose first asks are concurrent: what it computes
+	// on first use (the generator's term statistics) is computed once.
+	p, err = rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8*len(es.Cases))
 	for range 8 {

@@ -180,6 +180,16 @@ func newBM25(texts []string) *bm25 {
 	return b
 }
 
+// stats returns the document frequencies of its terms (the extractive
+// generator's weights over the search texts).
+func (b *bm25) stats() *termStats {
+	s := &termStats{df: make(map[string]int, len(b.postings)), n: len(b.lens)}
+	for w, ps := range b.postings {
+		s.df[w] = len(ps)
+	}
+	return s
+}
+
 // rank returns the rows with a positive score for query, best first (ties
 // by row), at most depth of them, restricted to allowed when it is non-nil.
 func (b *bm25) rank(query string, allowed map[int]bool, depth int) []int {
