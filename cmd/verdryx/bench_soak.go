@@ -122,7 +122,11 @@ func printSoakEnd(w io.Writer, res soak.Result) {
 			c.LastDay, c.FirstDay, secs(c.LastMedian), secs(c.FirstMedian), c.Ratio, verdict, c.PSlower)
 	}
 	for _, d := range res.DayReports {
-		fmt.Fprintf(w, "day %d alone: fleet %d calls, direct %d, exact: %v\n", d.Day, d.FleetCalls, d.DirectCalls, d.Exact)
+		note := ""
+		if d.Inconclusive {
+			note = " (inconclusive: checked after the day's retention could have passed)"
+		}
+		fmt.Fprintf(w, "day %d alone: fleet %d calls, direct %d, exact: %v%s\n", d.Day, d.FleetCalls, d.DirectCalls, d.Exact, note)
 	}
 	for _, p := range res.Problems {
 		fmt.Fprintln(w, "problem:", p)

