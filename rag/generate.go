@@ -52,12 +52,8 @@ func newTermStats(texts []string) *termStats {
 
 // weight is a term's inverse document frequency, ln(1 + n/(1 + df)), df
 // being the most entries any term it matches (termMatch) is in: a term no
-// entry holds weighs most, one every entry holds least. Nil stats weigh
-// every term 1.
+// entry holds weighs most, one every entry holds least.
 func (s *termStats) weight(t string) float64 {
-	if s == nil {
-		return 1
-	}
 	df, ok := s.df[t]
 	if !ok {
 		for k, d := range s.df {
