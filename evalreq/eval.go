@@ -167,7 +167,8 @@ type Options struct {
 	// besides "stub" (serve --allow-model); a request naming another is
 	// refused before anything is claimed or stored.
 	Allowed []string
-	// Judge is the judge id of a request that names none; "" means stub.
+	// Judge is the judge id of a request that names none; "" means the
+	// request's model (stub for stub), as eval judges.
 	// It need not be in Allowed: the operator chose it.
 	Judge string
 	// Index is the index store a request's "index" field opens
@@ -421,6 +422,9 @@ func (h *Handler) requestDeps(req Request) (evalrun.Deps, error) {
 	judgeID := req.Judge
 	if judgeID == "" {
 		judgeID = h.opts.Judge
+	}
+	if judgeID == "" {
+		judgeID = req.Model // as eval judges: the model under evaluation
 	}
 	if judgeID != "" && judgeID != llm.StubID {
 		if h.opts.Models == nil {

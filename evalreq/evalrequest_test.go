@@ -44,7 +44,7 @@ func fillDistinct(t *testing.T, v any) {
 }
 
 // TestEvalRequestKeepsEveryField: every field of evalrun.Request but the
-// in-process Set has a field of the same name, type and JSON key in
+// in-process ones (json:"-") has a field of the same name, type and JSON key in
 // Request, survives the JSON a requester sends (strictly decoded), and
 // reaches evalrun.Request unchanged.
 func TestEvalRequestKeepsEveryField(t *testing.T) {
@@ -62,8 +62,8 @@ func TestEvalRequestKeepsEveryField(t *testing.T) {
 	gv, ev := reflect.ValueOf(g), reflect.ValueOf(req)
 	for i := range gt.NumField() {
 		gf := gt.Field(i)
-		if gf.Name == "Set" {
-			continue // in-process only, never sent
+		if gf.Tag.Get("json") == "-" {
+			continue // in-process only, never sent (Set, RunID)
 		}
 		ef, ok := et.FieldByName(gf.Name)
 		require.True(t, ok, "evalrun.Request.%s has no EvalRequest field", gf.Name)

@@ -190,11 +190,11 @@ func (r *Runner) gradeRAG(ctx context.Context, set *EvalSet, c *Case, s Score) S
 	}
 	s.CostUSD, _ = prices.Cost(r.Model.ID(), u.in, u.out)
 	if errors.Is(err, llm.ErrCostLimit) {
-		s.Unmeasured = llm.ReasonCostLimit
+		s.Reason, s.Unmeasured = llm.ReasonCostLimit, llm.ReasonCostLimit
 		return s
 	}
 	if err != nil {
-		s.Unmeasured = fmt.Sprintf("rag ask: %v", err)
+		s.Reason, s.Unmeasured = ReasonRAGError, fmt.Sprintf("rag ask: %v", err)
 		return s
 	}
 	s.Output = rec.Answer

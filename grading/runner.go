@@ -365,8 +365,8 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 // typed case (ErrTypedService).
 func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID string) (Score, error) {
 	s := Score{CaseID: c.ID, Grader: c.Kind()}
-	unmeasured := func(format string, args ...any) (Score, error) {
-		s.Unmeasured = fmt.Sprintf(format, args...)
+	unmeasured := func(reason, format string, args ...any) (Score, error) {
+		s.Reason, s.Unmeasured = reason, fmt.Sprintf(format, args...)
 		s.Value = 0
 		return s, nil
 	}
@@ -377,16 +377,16 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		return s, nil
 	case GraderRAG:
 		if r.RAG == nil || set.rag == nil {
-			return unmeasured("no rag pipeline for model %s", r.Model.ID())
+			return unmeasured(ReasonNoRAGPipeline, "no rag pipeline for model %s", r.Model.ID())
 		}
 		return r.gradeRAG(llm.WithRole(ctx, "model"), set, c, s), nil
 	}
 	comp, err := r.Model.Complete(llm.WithRole(ctx, "model"), llm.Call{Prompt: c.Prompt, Tools: c.Tools})
 	if errors.Is(err, llm.ErrCostLimit) {
-		return unmeasured(llm.ReasonCostLimit)
+		return unmeasured(llm.ReasonCostLimit, llm.ReasonCostLimit)
 	}
 	if err != nil {
-		return unmeasured("model %s: %v", r.Model.ID(), err)
+		return unmeasured(ReasonModelError, "model %s: %v", r.Model.ID(), err)
 	}
 	s.Output = comp.Text
 	s.Tokens = comp.InputTokens + comp.OutputTokens
@@ -405,22 +405,22 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		s.Value, s.Checks = grader.GradeToolTrace(*c.ExpectedTools, comp.ToolCalls)
 	case GraderLLMJudge:
 		if r.Judge == nil {
-			return unmeasured("no judge configured")
+			return unmeasured(ReasonNoJudge, "no judge configured")
 		}
 		jr, err := r.Judge.Grade(ctx, c.Rubric, c.Prompt, comp.Text)
 		s.Tokens += jr.Tokens
 		s.CostUSD += jr.CostUSD
 		if errors.Is(err, llm.ErrCostLimit) {
-			return unmeasured(llm.ReasonCostLimit)
+			return unmeasured(llm.ReasonCostLimit, llm.ReasonCostLimit)
 		}
 		if err != nil {
 			s.Checks = jr.Checks
-			return unmeasured("%v", err)
+			return unmeasured(ReasonJudgeError, "%v", err)
 		}
 		s.Value, s.Checks = jr.Value, jr.Checks
 	case GraderTyped:
 		if r.typed == nil {
-			return unmeasured("typed grader not enabled (typryx: --typed-url)")
+			return unmeasured(ReasonTypedDisabled, "typed grader not enabled (typryx: --typed-url)")
 		}
 		return r.typed.grade(llm.WithRole(ctx, "typed"), c, comp.Text, runID, s)
 	}

@@ -210,7 +210,10 @@ func (p *typedPlan) grade(ctx context.Context, c *Case, output, runID string, s 
 	s.Typed = &v
 	s.CostUSD += ans.CostUSD
 	if ans.Unanswered {
-		s.Unmeasured = "typryx unanswered: " + ans.Reason
+		s.Reason, s.Unmeasured = ans.Reason, "typryx unanswered: "+ans.Reason
+		if s.Reason == "" {
+			s.Reason = ReasonUnanswered
+		}
 		s.Value = 0
 		return s, nil
 	}

@@ -5,11 +5,13 @@
 // ResolvePath resolves where the file is. Partition state is not here: its
 // one persisted copy is the KV bucket (docs/architecture.md).
 //
-// The schema (schema.go) is version 1, stamped in PRAGMA user_version when
-// the file is created; a file of another version is refused on open. The
-// file runs in WAL mode with foreign keys on and a busy timeout, and every
-// write is one transaction: a crash mid-save leaves no half-saved run. A
-// Store is safe for concurrent use.
+// The schema (schema.go, docs/formats.md) is the Python verdryx's with
+// verdryx's added: the stack's console and a Python verdryx read and write
+// the same file. Open migrates a store the Python verdryx wrote in place,
+// after a copy; a file of any other shape is refused untouched. The file
+// runs in WAL mode with foreign keys on and a busy timeout, and every write
+// is one transaction: a crash mid-save leaves no half-saved run. A Store is
+// safe for concurrent use.
 package store
 
 import (
@@ -18,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -29,13 +32,16 @@ import (
 
 // Errors callers test with errors.Is.
 var (
-	// ErrSchemaVersion: the file's schema is not the one this build
-	// reads (SchemaVersion).
-	ErrSchemaVersion = errors.New("store: schema version is not this build's")
-	ErrNotFound      = errors.New("store: not found")
-	ErrUnmeasured    = errors.New("store: run has no graded case")
-	// ErrLabelTaken: the baseline label names a baseline of another run.
-	ErrLabelTaken = errors.New("store: baseline label is taken")
+	// ErrSchemaVersion: a newer build (or a newer Python verdryx) wrote
+	// the file.
+	ErrSchemaVersion = errors.New("store: schema version is newer than this build's")
+	// ErrNeedsMigration: a read-only open of a store the Python verdryx
+	// wrote; a write open (or verdryx store migrate) migrates it.
+	ErrNeedsMigration = errors.New("store: written by the Python verdryx, not migrated yet")
+	ErrNotFound       = errors.New("store: not found")
+	ErrUnmeasured     = errors.New("store: run has no graded case")
+	// ErrBadLabel: a baseline label of the shape of a baseline id.
+	ErrBadLabel = errors.New("store: labels may not start with \"bl-\" (baseline ids do)")
 )
 
 // Options tune Open.
@@ -43,23 +49,68 @@ type Options struct {
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection or process; 0 means 5 s.
 	BusyTimeout time.Duration
+	// ReadOnly opens the file read-only (SQLite mode=ro): nothing is
+	// created, migrated or written. A missing file, an empty one and a
+	// Python verdryx's store not yet migrated (ErrNeedsMigration) are
+	// refused.
+	ReadOnly bool
+
+	// beforeCommit, when set, runs inside the schema transaction just
+	// before its commit (tests interrupt a migration there).
+	beforeCommit func()
+}
+
+// Migration is what Open did to a store the Python verdryx wrote.
+type Migration struct {
+	// From is the file's shape before.
+	From Shape `json:"from"`
+	// Backup is the copy of the file made before anything changed.
+	Backup string `json:"backup"`
+	// Runs, Scores, Unanswered and Baselines count the rows kept.
+	Runs       int `json:"runs"`
+	Scores     int `json:"scores"`
+	Unanswered int `json:"unanswered"`
+	Baselines  int `json:"baselines"`
 }
 
 // Store is an open eval store. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	path string
+	db       *sql.DB
+	path     string
+	readOnly bool
+	migrated *Migration
 }
 
-// SchemaVersion is the user_version this build writes and reads.
+// SchemaVersion is verdryx's own schema version (table verdryx_schema);
+// PRAGMA user_version stays the Python verdryx's 1.
 func SchemaVersion() int { return schemaVersion }
 
 // pageSize is the page size of a store file created by this build.
 const pageSize = 64 << 10
 
-// Open opens (creating the file, never a directory) the store at path and
-// creates its schema in a new file. A store whose user_version is another
-// than SchemaVersion is refused with ErrSchemaVersion and left untouched.
+// dsn is the driver's name of the file: a file: URI (so mode=ro is
+// SQLite's), with the connection pragmas.
+func dsn(path string, readOnly bool, busy time.Duration) string {
+	uri := "file:" + strings.ReplaceAll(path, "%", "%25")
+	if readOnly {
+		return fmt.Sprintf("%s?mode=ro&_pragma=foreign_keys(1)&_pragma=busy_timeout(%d)", uri, busy.Milliseconds())
+	}
+	// A new file gets 64 KiB pages: eval runs store their scores and
+	// answers as large rows, and SQLite reads an overflow chain page by
+	// page (fewer, larger pages read it in fewer steps). An existing file
+	// keeps its page size. The WAL is checkpointed every 64 pages (4 MiB,
+	// as 1,000 pages of 4 KiB were) and truncated to 4 MiB after, so it
+	// does not grow with the pages.
+	return fmt.Sprintf("%s?_pragma=page_size(%d)&_pragma=wal_autocheckpoint(64)&_pragma=journal_size_limit(%d)"+
+		"&_pragma=foreign_keys(1)&_pragma=busy_timeout(%d)&_txlock=immediate",
+		uri, pageSize, 4<<20, busy.Milliseconds())
+}
+
+// Open opens the store at path. For writing (the default) it creates the
+// file (never a directory) and the schema in an empty file, migrates a
+// Python verdryx's store in place (Migration says how), and refuses any
+// other shape (ErrSchemaVersion, ErrUnknownShape) leaving it untouched.
+// With ReadOnly it only reads: see Options.ReadOnly.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open store %s: path may not contain '?' or '#'", path)
@@ -67,21 +118,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
-	// A new file gets 64 KiB pages: eval runs store their scores and
-	// answers as large rows, and SQLite reads an overflow chain page by
-	// page (fewer, larger pages read it in fewer steps). An existing file
-	// keeps its page size. The WAL is
-	// checkpointed every 64 pages (4 MiB, as 1,000 pages of 4 KiB were)
-	// and truncated to 4 MiB after, so it does not grow with the pages.
-	dsn := fmt.Sprintf("%s?_pragma=page_size(%d)&_pragma=wal_autocheckpoint(64)&_pragma=journal_size_limit(%d)"+
-		"&_pragma=foreign_keys(1)&_pragma=busy_timeout(%d)&_txlock=immediate",
-		path, pageSize, 4<<20, opts.BusyTimeout.Milliseconds())
-	db, err := sql.Open("sqlite", dsn)
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	name := dsn(path, opts.ReadOnly, opts.BusyTimeout)
+	db, err := sql.Open("sqlite", name)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
-	if err := s.ensureSchema(ctx); err != nil {
+	s := &Store{db: db, path: path, readOnly: opts.ReadOnly}
+	if opts.ReadOnly {
+		err = s.checkReadable(ctx)
+	} else {
+		err = s.ensureSchema(ctx, opts.beforeCommit)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -91,45 +144,142 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Path returns the file the store was opened at.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Migrated returns what Open migrated, nil when the file was not a Python
+// verdryx's store.
+func (s *Store) Migrated() *Migration { return s.migrated }
 
-// ensureSchema creates the schema in a file without one (user_version 0)
-// and refuses a file of another version.
-func (s *Store) ensureSchema(ctx context.Context) error {
-	var have int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+// Close closes the database. A store opened for writing is then left
+// checkpointed, in rollback-journal mode when no other connection has it
+// open, so a read-only reader needs neither the WAL nor write access; the
+// next open for writing turns WAL on again.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.readOnly {
+		return err
 	}
-	switch have {
-	case schemaVersion:
-	case 0:
-	default:
-		return fmt.Errorf("%w: the file is version %d, this build reads version %d only (a store of an unreleased build: move it aside)",
-			ErrSchemaVersion, have, schemaVersion)
+	// Busy timeout 0: when anyone else has the file open, the switch fails
+	// at once and the file stays in WAL mode for them.
+	settle, oerr := sql.Open("sqlite", dsn(s.path, false, 0))
+	if oerr == nil {
+		settle.SetMaxOpenConns(1)
+		_, _ = settle.Exec("PRAGMA journal_mode=DELETE")
+		settle.Close()
 	}
-	if _, err := s.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
-		return fmt.Errorf("enable wal: %w", err)
+	return err
+}
+
+// checkReadable refuses a read-only open of anything but this build's
+// schema.
+func (s *Store) checkReadable(ctx context.Context) error {
+	sh, err := inspect(ctx, s.db)
+	if err != nil {
+		return err
 	}
-	if have == schemaVersion {
+	switch sh.Kind {
+	case KindCurrent:
 		return nil
+	case KindPython:
+		return fmt.Errorf("%w: the first verdryx command that writes to it (eval, baseline, serve) or verdryx store migrate migrates it in place, after a copy; read-only commands leave it as it is", ErrNeedsMigration)
+	case KindEmpty:
+		return fmt.Errorf("%w: the file holds no tables yet", ErrUnknownShape)
+	}
+	return errShape(sh)
+}
+
+// ensureSchema creates the schema in an empty file, migrates a Python
+// verdryx's store after copying it, and refuses any other shape. The
+// shape is read again inside the write transaction, so two processes
+// opening one file at once migrate it once.
+func (s *Store) ensureSchema(ctx context.Context, beforeCommit func()) error {
+	sh, err := inspect(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	switch sh.Kind {
+	case KindCurrent:
+		return s.enableWAL(ctx)
+	case KindUnknown:
+		return errShape(sh)
+	}
+	var m *Migration
+	if sh.Kind == KindPython {
+		m = &Migration{From: sh}
+		if m.Backup, err = s.backup(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.enableWAL(ctx); err != nil {
+		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create schema: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		tx.Rollback()
-		return fmt.Errorf("create schema: %w", err)
+	defer tx.Rollback()
+	now, err := inspect(ctx, tx)
+	if err != nil {
+		return err
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-		tx.Rollback()
-		return fmt.Errorf("create schema: %w", err)
+	switch {
+	case now.Kind == KindCurrent:
+		return nil // another process did it first
+	case now.Kind == KindUnknown:
+		return errShape(now)
+	case now.Kind == KindPython && m == nil:
+		return errors.New("the file changed while it was opened (a Python verdryx's store appeared); open it again")
+	}
+	if err := upgrade(ctx, tx); err != nil {
+		return err
+	}
+	if m != nil {
+		for _, c := range []struct {
+			n     *int
+			table string
+		}{{&m.Runs, "eval_runs"}, {&m.Scores, "scores"}, {&m.Unanswered, "unanswered"}, {&m.Baselines, "baselines"}} {
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+c.table).Scan(c.n); err != nil {
+				return fmt.Errorf("migrate: count %s: %w", c.table, err)
+			}
+		}
+	}
+	if beforeCommit != nil {
+		beforeCommit()
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create schema: %w", err)
+		return fmt.Errorf("create schema: commit: %w", err)
+	}
+	s.migrated = m
+	return nil
+}
+
+func (s *Store) enableWAL(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return fmt.Errorf("enable wal: %w", err)
 	}
 	return nil
+}
+
+// backup copies the file, as it is, beside it (VACUUM INTO a temporary
+// name, synced, then renamed) and returns the copy's path.
+func (s *Store) backup(ctx context.Context) (string, error) {
+	final := fmt.Sprintf("%s.python-%s.bak", s.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	tmp := final + ".tmp"
+	if _, err := s.db.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("copy before migrating: %w", err)
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("copy before migrating: %w", err)
+	}
+	return final, nil
 }
 
 // RunsByRequest counts the stored eval runs of each request id (runs
@@ -155,11 +305,36 @@ func (s *Store) RunsByRequest(ctx context.Context) (map[string]int, error) {
 	return runs, nil
 }
 
-const timeFormat = "2006-01-02T15:04:05.000000000Z"
+// formatTime writes a time as the Python verdryx does
+// (datetime.astimezone(UTC).isoformat()): microseconds, omitted when zero,
+// and +00:00, e.g. 2026-07-17T10:00:00.123456+00:00. In one store the
+// strings sort as the times do.
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/1000 == 0 {
+		return t.Format("2006-01-02T15:04:05-07:00")
+	}
+	return t.Format("2006-01-02T15:04:05.000000-07:00")
+}
 
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+// parseTime reads a stored time: RFC 3339 with any fraction and offset
+// (what the Python verdryx and formatTime write).
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
 
-func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }
+// parseNullTime reads a time that may be NULL (finished_at of a run the
+// Python verdryx had in flight): the zero time.
+func parseNullTime(s sql.NullString) (time.Time, error) {
+	if !s.Valid {
+		return time.Time{}, nil
+	}
+	return parseTime(s.String)
+}
 
 // SaveRun stores a run and all its scores in one transaction: either all of
 // it is saved or none of it.
@@ -182,17 +357,19 @@ func (s *Store) SaveRun(ctx context.Context, run grading.Run) (err error) {
 	return nil
 }
 
-// saveRun inserts a run and its scores inside tx.
+// saveRun inserts a run and its scores inside tx: the measured cases in
+// scores, the unmeasured ones in unanswered with their reason code and
+// detail, each with its position in the set (seq).
 func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 	prov, err := json.Marshal(run.Provenance)
 	if err != nil {
 		return fmt.Errorf("save run %s: provenance: %w", run.ID, err)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO eval_runs
-		(id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance)
+		(id, model, started_at, finished_at, eval_set_id, eval_set_digest, agent_id, judge_id, verdryx_version, request_id, provenance)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		run.ID, run.EvalSetID, run.EvalSetDigest, run.AgentID, run.Model, run.Judge, run.Version, run.RequestID,
-		formatTime(run.StartedAt), formatTime(run.FinishedAt), string(prov))
+		run.ID, run.Model, formatTime(run.StartedAt), formatTime(run.FinishedAt), run.EvalSetID, run.EvalSetDigest,
+		run.AgentID, run.Judge, run.Version, run.RequestID, string(prov))
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
@@ -201,30 +378,116 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 		if merr != nil {
 			return fmt.Errorf("save run %s: case %s checks: %w", run.ID, sc.CaseID, merr)
 		}
-		typed := ""
+		typed, answerID := "", ""
 		if sc.Typed != nil {
 			b, merr := json.Marshal(sc.Typed)
 			if merr != nil {
 				return fmt.Errorf("save run %s: case %s typed verdict: %w", run.ID, sc.CaseID, merr)
 			}
-			typed = string(b)
+			typed, answerID = string(b), sc.Typed.AnswerID
 		}
 		if sc.Graded() {
+			if !(sc.Value >= 0 && sc.Value <= 1) {
+				return fmt.Errorf("save run %s: case %s: value %v is not a score in [0, 1]", run.ID, sc.CaseID, sc.Value)
+			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO scores
-				(run_id, seq, case_id, grader, value, tokens, cost_usd, duration_ns, checks, output, typed)
+				(run_id, case_id, value, tokens, cost_usd, seq, grader, duration_ns, checks, output, typed)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i, sc.CaseID, sc.Grader, sc.Value, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output, typed)
+				run.ID, sc.CaseID, sc.Value, sc.Tokens, sc.CostUSD, i, sc.Grader, int64(sc.Duration), string(checks), sc.Output, typed)
 		} else {
-			_, err = tx.ExecContext(ctx, `INSERT INTO unmeasured
-				(run_id, seq, case_id, grader, reason, tokens, cost_usd, duration_ns, checks, output, typed)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i, sc.CaseID, sc.Grader, sc.Unmeasured, sc.Tokens, sc.CostUSD, int64(sc.Duration), string(checks), sc.Output, typed)
+			reason := sc.Reason
+			if reason == "" {
+				reason = grading.ReasonUnmeasured
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO unanswered
+				(run_id, case_id, answer_id, reason, tokens, cost_usd, detail, seq, grader, duration_ns, checks, output, typed)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, sc.CaseID, answerID, reason, sc.Tokens, sc.CostUSD, sc.Unmeasured, i, sc.Grader, int64(sc.Duration), string(checks), sc.Output, typed)
 		}
 		if err != nil {
 			return fmt.Errorf("save run %s: case %s: %w", run.ID, sc.CaseID, err)
 		}
 	}
 	return nil
+}
+
+// runColumns are the columns scanRun reads, in its order.
+const runColumns = `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance`
+
+// scanRun reads one eval_runs row of runColumns. A run the Python verdryx
+// wrote has no eval set, no provenance, and may have no finish time.
+func scanRun(scan func(...any) error) (grading.Run, error) {
+	var run grading.Run
+	var started, prov string
+	var finished sql.NullString
+	if err := scan(&run.ID, &run.EvalSetID, &run.EvalSetDigest, &run.AgentID, &run.Model, &run.Judge,
+		&run.Version, &run.RequestID, &started, &finished, &prov); err != nil {
+		return grading.Run{}, err
+	}
+	var err error
+	if run.StartedAt, err = parseTime(started); err != nil {
+		return grading.Run{}, fmt.Errorf("run %s started_at: %w", run.ID, err)
+	}
+	if run.FinishedAt, err = parseNullTime(finished); err != nil {
+		return grading.Run{}, fmt.Errorf("run %s finished_at: %w", run.ID, err)
+	}
+	if prov != "" {
+		if err := json.Unmarshal([]byte(prov), &run.Provenance); err != nil {
+			return grading.Run{}, fmt.Errorf("run %s provenance: %w", run.ID, err)
+		}
+	}
+	return run, nil
+}
+
+// caseColumns selects a run's cases from scores and unanswered alike
+// (%[1]s: an optional WHERE), in set order: seq, and for the Python
+// verdryx's rows (seq NULL) scores before unanswered, each by id.
+const caseColumns = `SELECT run_id, seq IS NULL, seq, 0 AS src, id, case_id, grader, value, '' AS reason, '' AS detail, '' AS answer_id,
+		tokens, cost_usd, duration_ns, checks, output, typed FROM scores %[1]s
+	UNION ALL
+	SELECT run_id, seq IS NULL, seq, 1, id, case_id, grader, 0, reason, detail, answer_id,
+		tokens, cost_usd, duration_ns, checks, output, typed FROM unanswered %[1]s
+	ORDER BY 1, 2, 3, 4, 5`
+
+// scanCase reads one row of caseColumns; Checks are decoded when
+// decodeChecks(runID) says so (nil: always), else left nil.
+func scanCase(scan func(...any) error, decodeChecks func(runID string) bool) (runID string, sc grading.Score, err error) {
+	var noSeq, src, id int64
+	var seq sql.NullInt64
+	var dur int64
+	var checks, typed, detail, answerID string
+	if err := scan(&runID, &noSeq, &seq, &src, &id, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Reason, &detail, &answerID,
+		&sc.Tokens, &sc.CostUSD, &dur, &checks, &sc.Output, &typed); err != nil {
+		return "", grading.Score{}, err
+	}
+	sc.Duration = time.Duration(dur)
+	if src == 1 {
+		sc.Value = 0
+		sc.Unmeasured = detail
+		if sc.Unmeasured == "" {
+			sc.Unmeasured = sc.Reason
+		}
+	}
+	if (decodeChecks == nil || decodeChecks(runID)) && checks != "" && checks != "null" && checks != "[]" {
+		if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
+			return "", grading.Score{}, fmt.Errorf("case %s checks: %w", sc.CaseID, err)
+		}
+	}
+	switch {
+	case typed != "":
+		sc.Typed = &grading.TypedVerdict{}
+		if err := json.Unmarshal([]byte(typed), sc.Typed); err != nil {
+			return "", grading.Score{}, fmt.Errorf("case %s typed verdict: %w", sc.CaseID, err)
+		}
+	case src == 1 && answerID != "":
+		// The Python verdryx's record of a typed case typryx left
+		// unanswered: its answer id and reason.
+		sc.Typed = &grading.TypedVerdict{AnswerID: answerID, Unanswered: true, Reason: sc.Reason}
+		if sc.Grader == "" {
+			sc.Grader = grading.GraderTyped
+		}
+	}
+	return runID, sc, nil
 }
 
 // RunInfo is one row of the run list.
@@ -247,10 +510,10 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at,
 			(SELECT COUNT(*) FROM scores WHERE run_id = r.id),
-			(SELECT COUNT(*) FROM unmeasured WHERE run_id = r.id),
+			(SELECT COUNT(*) FROM unanswered WHERE run_id = r.id),
 			(SELECT AVG(value) FROM scores WHERE run_id = r.id),
 			(SELECT COALESCE(SUM(cost_usd), 0) FROM scores WHERE run_id = r.id) +
-			(SELECT COALESCE(SUM(cost_usd), 0) FROM unmeasured WHERE run_id = r.id)
+			(SELECT COALESCE(SUM(cost_usd), 0) FROM unanswered WHERE run_id = r.id)
 		FROM eval_runs r ORDER BY r.started_at DESC, r.rowid DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -280,53 +543,22 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 // Run loads one run with every score, graded and unmeasured, in case order.
 // A missing run is ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
-	var run grading.Run
-	var started, finished, prov string
-	err := s.db.QueryRowContext(ctx, `SELECT id, eval_set_id, eval_set_digest, agent_id, model, judge_id,
-		verdryx_version, request_id, started_at, finished_at, provenance FROM eval_runs WHERE id = ?`, id).
-		Scan(&run.ID, &run.EvalSetID, &run.EvalSetDigest, &run.AgentID, &run.Model, &run.Judge,
-			&run.Version, &run.RequestID, &started, &finished, &prov)
+	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM eval_runs WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return grading.Run{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return grading.Run{}, fmt.Errorf("load run %s: %w", id, err)
 	}
-	if run.StartedAt, err = parseTime(started); err != nil {
-		return grading.Run{}, fmt.Errorf("load run %s: started_at: %w", id, err)
-	}
-	if run.FinishedAt, err = parseTime(finished); err != nil {
-		return grading.Run{}, fmt.Errorf("load run %s: finished_at: %w", id, err)
-	}
-	if err := json.Unmarshal([]byte(prov), &run.Provenance); err != nil {
-		return grading.Run{}, fmt.Errorf("load run %s: provenance: %w", id, err)
-	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT seq, case_id, grader, value, '' AS reason, tokens, cost_usd, duration_ns, checks, output, typed FROM scores WHERE run_id = ?
-		UNION ALL
-		SELECT seq, case_id, grader, 0, reason, tokens, cost_usd, duration_ns, checks, output, typed FROM unmeasured WHERE run_id = ?
-		ORDER BY seq`, id, id)
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(caseColumns, "WHERE run_id = ?1"), id)
 	if err != nil {
 		return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var sc grading.Score
-		var seq int
-		var dur int64
-		var checks, typed string
-		if err := rows.Scan(&seq, &sc.CaseID, &sc.Grader, &sc.Value, &sc.Unmeasured, &sc.Tokens, &sc.CostUSD, &dur, &checks, &sc.Output, &typed); err != nil {
-			return grading.Run{}, fmt.Errorf("load run %s scores: %w", id, err)
-		}
-		sc.Duration = time.Duration(dur)
-		if err := json.Unmarshal([]byte(checks), &sc.Checks); err != nil {
-			return grading.Run{}, fmt.Errorf("load run %s case %s checks: %w", id, sc.CaseID, err)
-		}
-		if typed != "" {
-			sc.Typed = &grading.TypedVerdict{}
-			if err := json.Unmarshal([]byte(typed), sc.Typed); err != nil {
-				return grading.Run{}, fmt.Errorf("load run %s case %s typed verdict: %w", id, sc.CaseID, err)
-			}
+		_, sc, err := scanCase(rows.Scan, nil)
+		if err != nil {
+			return grading.Run{}, fmt.Errorf("load run %s: %w", id, err)
 		}
 		run.Scores = append(run.Scores, sc)
 	}
@@ -337,9 +569,11 @@ func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
 }
 
 // RecentRuns returns up to n runs of the eval set and model, most recent
-// first, skipping the run ids in exclude.
+// first, skipping the run ids in exclude. An evalSetID of "" (a run the
+// Python verdryx wrote records no eval set) takes the model's runs of any
+// set, as the Python verdryx's drift window did.
 func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM eval_runs WHERE eval_set_id = ? AND model = ?
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
 		ORDER BY started_at DESC, rowid DESC`, evalSetID, model)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
@@ -374,108 +608,117 @@ func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, 
 	return out, nil
 }
 
-// CreateBaseline is PutBaseline without Force, for callers that need
-// only the baseline.
+// CreateBaseline is PutBaseline for callers that need only the baseline.
 func (s *Store) CreateBaseline(ctx context.Context, runID, label string, now time.Time) (drift.Baseline, error) {
-	b, _, err := s.PutBaseline(ctx, BaselineSpec{RunID: runID, Label: label}, now)
-	return b, err
+	p, err := s.PutBaseline(ctx, BaselineSpec{RunID: runID, Label: label}, now)
+	return p.Baseline, err
 }
 
 // BaselineSpec names the baseline PutBaseline makes.
 type BaselineSpec struct {
 	RunID string
-	// Label, when set, names the baseline; a label names at most one
-	// baseline in the store. "" makes an unlabelled baseline.
+	// Label, when set, names the baseline: a label names the newest
+	// baseline that carries it. "" makes an unlabelled baseline.
 	Label string
-	// Force moves Label from the run it names to RunID.
-	Force bool
+}
+
+// Put is what PutBaseline did.
+type Put struct {
+	drift.Baseline
+	// Created is false when the baseline already existed.
+	Created bool `json:"created"`
+	// Previous is the baseline of another run the label named before
+	// (it keeps its id and label), nil when none.
+	Previous *drift.Baseline `json:"previous,omitempty"`
 }
 
 // PutBaseline snapshots a stored run's mean as a baseline, idempotently:
 //
-//   - a label that already names a baseline of the same run returns that
-//     baseline (created false), as does an unlabelled spec for a run that
+//   - a label whose newest baseline is of the same run returns that
+//     baseline (Created false), as does an unlabelled spec for a run that
 //     already has an unlabelled baseline;
-//   - a label that names a baseline of another run is refused with
-//     ErrLabelTaken unless Force, which makes a new baseline with the label
-//     and leaves the old one reachable by its id, unlabelled;
-//   - otherwise a new baseline is made (created true).
+//   - otherwise a new baseline is made (Created true); a label that named
+//     another run's baseline now names the new one (Previous), as the
+//     Python verdryx's labels do (the stack's console labels every
+//     admission of an agent alike).
 //
 // A run with no graded case is refused with ErrUnmeasured: a baseline of
 // an unmeasured mean would be a made-up number. A label that has the shape
 // of a baseline id ("bl-...") is refused: ids and labels share drift's
 // --baseline. It runs in one transaction.
-func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Time) (b drift.Baseline, created bool, err error) {
+func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Time) (Put, error) {
 	if strings.HasPrefix(spec.Label, "bl-") {
-		return drift.Baseline{}, false, fmt.Errorf("baseline label %q: labels may not start with \"bl-\" (baseline ids do)", spec.Label)
+		return Put{}, fmt.Errorf("baseline label %q: %w", spec.Label, ErrBadLabel)
 	}
 	run, err := s.Run(ctx, spec.RunID)
 	if err != nil {
-		return drift.Baseline{}, false, err
+		return Put{}, err
 	}
 	mean, ok := run.Mean()
 	if !ok {
-		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", spec.RunID, ErrUnmeasured, len(run.Scores))
+		return Put{}, fmt.Errorf("baseline of run %s: %w (%d cases, all unmeasured)", spec.RunID, ErrUnmeasured, len(run.Scores))
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	defer tx.Rollback()
-	var existing drift.Baseline
-	var createdAt string
 	var q *sql.Row
 	if spec.Label != "" {
-		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines WHERE label = ?`, spec.Label)
+		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
+			WHERE label = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`, spec.Label)
 	} else {
 		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
 			WHERE eval_run_id = ? AND label = '' ORDER BY created_at, rowid LIMIT 1`, spec.RunID)
 	}
-	err = q.Scan(&existing.ID, &existing.RunID, &existing.MeanScore, &createdAt, &existing.Label)
+	existing, err := scanBaseline(q.Scan)
+	var p Put
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	case existing.RunID == spec.RunID:
-		if existing.CreatedAt, err = parseTime(createdAt); err != nil {
-			return drift.Baseline{}, false, fmt.Errorf("load baseline %s: created_at: %w", existing.ID, err)
-		}
-		return existing, false, nil
-	case !spec.Force:
-		return drift.Baseline{}, false, fmt.Errorf("baseline label %q: %w: it names %s (run %s); pass --force to move it to run %s",
-			spec.Label, ErrLabelTaken, existing.ID, existing.RunID, spec.RunID)
+		return Put{Baseline: existing}, nil
 	default:
-		if _, err := tx.ExecContext(ctx, `UPDATE baselines SET label = '' WHERE id = ?`, existing.ID); err != nil {
-			return drift.Baseline{}, false, fmt.Errorf("baseline label %q: release from %s: %w", spec.Label, existing.ID, err)
-		}
+		p.Previous = &existing
 	}
-	b = drift.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC(), Label: spec.Label}
+	p.Baseline = drift.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC().Truncate(time.Microsecond), Label: spec.Label}
+	p.Created = true
 	if _, err := tx.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
-		b.ID, b.RunID, b.MeanScore, formatTime(b.CreatedAt), b.Label); err != nil {
-		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		p.ID, p.RunID, p.MeanScore, formatTime(p.CreatedAt), p.Label); err != nil {
+		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return drift.Baseline{}, false, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
-	return b, true, nil
+	return p, nil
 }
 
-// Baseline loads a baseline by id, else by label; neither is ErrNotFound.
-// An id wins over an equal label (labels cannot take the "bl-" id shape).
-func (s *Store) Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error) {
+// scanBaseline reads one baselines row (id, eval_run_id, mean_score,
+// created_at, label).
+func scanBaseline(scan func(...any) error) (drift.Baseline, error) {
 	var b drift.Baseline
 	var created string
-	err := s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
-		WHERE id = ?1 OR (label = ?1 AND label <> '') ORDER BY id = ?1 DESC LIMIT 1`, idOrLabel).
-		Scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label)
+	if err := scan(&b.ID, &b.RunID, &b.MeanScore, &created, &b.Label); err != nil {
+		return drift.Baseline{}, err
+	}
+	var err error
+	if b.CreatedAt, err = parseTime(created); err != nil {
+		return drift.Baseline{}, fmt.Errorf("baseline %s created_at: %w", b.ID, err)
+	}
+	return b, nil
+}
+
+// Baseline loads a baseline by id, else the newest baseline with that
+// label; neither is ErrNotFound. An id wins over an equal label.
+func (s *Store) Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error) {
+	b, err := scanBaseline(s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
+		WHERE id = ?1 OR (label = ?1 AND label <> '') ORDER BY id = ?1 DESC, created_at DESC, rowid DESC LIMIT 1`, idOrLabel).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return drift.Baseline{}, fmt.Errorf("baseline %q (no baseline has this id or label; verdryx baselines lists them): %w", idOrLabel, ErrNotFound)
 	}
 	if err != nil {
 		return drift.Baseline{}, fmt.Errorf("load baseline %s: %w", idOrLabel, err)
-	}
-	if b.CreatedAt, err = parseTime(created); err != nil {
-		return drift.Baseline{}, fmt.Errorf("load baseline %s: created_at: %w", b.ID, err)
 	}
 	return b, nil
 }
@@ -491,7 +734,7 @@ type BaselineInfo struct {
 // insertion order), with its run's case count. It only reads.
 func (s *Store) BaselineList(ctx context.Context) ([]BaselineInfo, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT b.id, b.eval_run_id, b.mean_score, b.created_at, b.label,
-		(SELECT COUNT(*) FROM scores WHERE run_id = b.eval_run_id) + (SELECT COUNT(*) FROM unmeasured WHERE run_id = b.eval_run_id)
+		(SELECT COUNT(*) FROM scores WHERE run_id = b.eval_run_id) + (SELECT COUNT(*) FROM unanswered WHERE run_id = b.eval_run_id)
 		FROM baselines b ORDER BY b.created_at, b.rowid`)
 	if err != nil {
 		return nil, fmt.Errorf("list baselines: %w", err)
@@ -520,7 +763,7 @@ func (s *Store) BaselineList(ctx context.Context) ([]BaselineInfo, error) {
 // out), in run then case order.
 func (s *Store) AgentScores(ctx context.Context) (map[string][]float64, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT r.agent_id, sc.value FROM scores sc JOIN eval_runs r ON r.id = sc.run_id
-		WHERE r.agent_id <> '' ORDER BY r.started_at, r.rowid, sc.seq`)
+		WHERE r.agent_id <> '' ORDER BY r.started_at, r.rowid, sc.id`)
 	if err != nil {
 		return nil, fmt.Errorf("agent scores: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ func TestOpenConfiguresAndMigrates(t *testing.T) {
 	ctx := context.Background()
 	var v int
 	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v))
+	assert.Equal(t, 1, v, "the Python verdryx's user_version, which it checks")
+	require.NoError(t, st.db.QueryRowContext(ctx, "SELECT version FROM verdryx_schema").Scan(&v))
 	assert.Equal(t, SchemaVersion(), v)
 	var mode string
 	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
@@ -80,7 +83,7 @@ func TestOpenIsIdempotentAndRefusesNewer(t *testing.T) {
 
 	_, err = Open(ctx, path, Options{})
 	require.ErrorIs(t, err, ErrSchemaVersion)
-	assert.Contains(t, err.Error(), "the file is version 99, this build reads version 1 only")
+	assert.Contains(t, err.Error(), "user_version 99 is newer")
 
 	raw, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
@@ -90,21 +93,20 @@ func TestOpenIsIdempotentAndRefusesNewer(t *testing.T) {
 	assert.Equal(t, 99, v, "a refused store is left as it was")
 }
 
-func TestOpenCreatesTheSchemaInAFileWithoutOne(t *testing.T) {
-	// A file at version 0 (another program's tables, none of verdryx's)
-	// gets the schema.
-	path := filepath.Join(t.TempDir(), "old.db")
+func TestOpenRefusesAFileOfAnotherShape(t *testing.T) {
+	// Another program's tables: refused by name, nothing added.
+	path := filepath.Join(t.TempDir(), "other.db")
 	raw, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
+	defer raw.Close()
 	_, err = raw.Exec("CREATE TABLE unrelated (x INTEGER)")
 	require.NoError(t, err)
-	require.NoError(t, raw.Close())
-	st, err := Open(context.Background(), path, Options{})
-	require.NoError(t, err)
-	defer st.Close()
+	_, err = Open(context.Background(), path, Options{})
+	require.ErrorIs(t, err, ErrUnknownShape)
+	assert.Contains(t, err.Error(), "table unrelated is neither")
 	var n int
-	require.NoError(t, st.db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE name IN ('eval_runs','scores','unmeasured','baselines','unrelated')").Scan(&n))
-	assert.Equal(t, 5, n)
+	require.NoError(t, raw.QueryRow("SELECT COUNT(*) FROM sqlite_master").Scan(&n))
+	assert.Equal(t, 1, n, "nothing was added")
 }
 
 func TestSaveAndLoadRun(t *testing.T) {
@@ -112,6 +114,7 @@ func TestSaveAndLoadRun(t *testing.T) {
 	st, _ := openTest(t)
 	run := sampleRun("r1", "agent://a.example/b", t0, 1, 0.5, 0)
 	run.Scores[1].Unmeasured = "judge: unparseable"
+	run.Scores[1].Reason = grading.ReasonJudgeError
 	run.Scores[1].Value = 0
 	run.Provenance.CorpusDigest = "sha256:c"
 	run.Provenance.IndexGeneration = "gen-1"
@@ -140,18 +143,18 @@ func TestSaveRunIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openTest(t)
 	run := sampleRun("r1", "", t0, 1, 1, 1, 1)
-	run.Scores[3].CaseID = run.Scores[0].CaseID // the fourth insert fails mid-save
+	run.Scores[3].Value = math.NaN() // the fourth insert fails mid-save
 	err := st.SaveRun(ctx, run)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "case a")
-	for _, table := range []string{"eval_runs", "scores", "unmeasured"} {
+	assert.Contains(t, err.Error(), "case d")
+	for _, table := range []string{"eval_runs", "scores", "unanswered"} {
 		var n int
 		require.NoError(t, st.db.QueryRow("SELECT COUNT(*) FROM "+table).Scan(&n))
 		assert.Zero(t, n, "%s keeps nothing of the failed save", table)
 	}
 
 	bad := sampleRun("r2", "", t0, 1)
-	bad.Scores[0].Value = 1.5 // violates the CHECK after the run row went in
+	bad.Scores[0].Value = 1.5 // refused after the run row went in
 	require.Error(t, st.SaveRun(ctx, bad))
 	_, err = st.Run(ctx, "r2")
 	assert.ErrorIs(t, err, ErrNotFound)
@@ -193,7 +196,7 @@ func TestRecentRunsAndBaselines(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotFound)
 
 	unmeasured := sampleRun("r5", "", t0, 0)
-	unmeasured.Scores[0].Unmeasured = "down"
+	unmeasured.Scores[0].Unmeasured, unmeasured.Scores[0].Reason = "down", grading.ReasonModelError
 	require.NoError(t, st.SaveRun(ctx, unmeasured))
 	_, err = st.CreateBaseline(ctx, "r5", "", t0)
 	assert.ErrorIs(t, err, ErrUnmeasured, "no baseline of an unmeasured mean")
@@ -205,7 +208,7 @@ func TestAgentScores(t *testing.T) {
 	require.NoError(t, st.SaveRun(ctx, sampleRun("r1", "agent://a.example/x", t0, 1, 0.5)))
 	require.NoError(t, st.SaveRun(ctx, sampleRun("r2", "", t0, 0, 0)))
 	r3 := sampleRun("r3", "agent://a.example/x", t0.Add(time.Minute), 0.25, 1)
-	r3.Scores[1].Unmeasured = "down"
+	r3.Scores[1].Unmeasured, r3.Scores[1].Reason = "down", grading.ReasonModelError
 	require.NoError(t, st.SaveRun(ctx, r3))
 	require.NoError(t, st.SaveRun(ctx, sampleRun("r4", "agent://a.example/y", t0, 0.75)))
 	got, err := st.AgentScores(ctx)
@@ -273,18 +276,31 @@ func TestRunsByRequest(t *testing.T) {
 	require.Equal(t, map[string]int{"req-a": 2, "req-b": 1}, have)
 }
 
-func TestTimesAreStoredInTheStoreTimeFormat(t *testing.T) {
+func TestTimesAreStoredAsThePythonVerdryxWritesThem(t *testing.T) {
 	st, _ := openTest(t)
 	ctx := context.Background()
-	at := time.Date(2026, 11, 30, 13, 4, 5, 120, time.FixedZone("X", 3600))
-	_, err := st.ClaimRequest(ctx, "req-t", "run-t", at)
-	require.NoError(t, err)
-	var raw string
-	require.NoError(t, st.db.QueryRowContext(ctx, `SELECT done_at FROM eval_requests WHERE request_id = 'req-t'`).Scan(&raw))
-	require.Equal(t, "2026-11-30T12:04:05.000000120Z", raw)
-	back, err := parseTime(raw)
-	require.NoError(t, err)
-	require.True(t, at.Equal(back))
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 30, 13, 4, 5, 120, time.FixedZone("X", 3600)), "2026-11-30T12:04:05+00:00"},
+		{time.Date(2026, 11, 30, 12, 4, 5, 123456789, time.UTC), "2026-11-30T12:04:05.123456+00:00"},
+		{time.Date(2026, 11, 30, 12, 4, 5, 120000, time.UTC), "2026-11-30T12:04:05.000120+00:00"},
+	} {
+		id := "req-" + tc.want
+		_, err := st.ClaimRequest(ctx, id, "run-t", tc.at)
+		require.NoError(t, err)
+		var raw string
+		require.NoError(t, st.db.QueryRowContext(ctx, `SELECT done_at FROM eval_requests WHERE request_id = ?`, id).Scan(&raw))
+		require.Equal(t, tc.want, raw, "datetime.astimezone(UTC).isoformat()")
+		back, err := parseTime(raw)
+		require.NoError(t, err)
+		require.True(t, tc.at.Truncate(time.Microsecond).Equal(back))
+	}
+	// In one store the strings sort as the times do, with or without
+	// microseconds.
+	assert.Less(t, formatTime(t0), formatTime(t0.Add(time.Microsecond)))
+	assert.Less(t, formatTime(t0.Add(time.Microsecond)), formatTime(t0.Add(time.Second)))
 }
 
 func TestBaselineLabels(t *testing.T) {
@@ -294,57 +310,49 @@ func TestBaselineLabels(t *testing.T) {
 		require.NoError(t, st.SaveRun(ctx, sampleRun(id, "", t0.Add(time.Duration(i)*time.Minute), 1, 0.5, 0)))
 	}
 
-	b1, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0)
+	p1, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0)
 	require.NoError(t, err)
-	assert.True(t, created)
-	again, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0.Add(time.Hour))
+	assert.True(t, p1.Created)
+	again, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0.Add(time.Hour))
 	require.NoError(t, err)
-	assert.False(t, created, "same run, same label: idempotent")
-	assert.Equal(t, b1, again, "the same baseline id")
+	assert.False(t, again.Created, "same run, same label: idempotent")
+	assert.Equal(t, p1.Baseline, again.Baseline, "the same baseline id")
 
-	_, _, err = st.PutBaseline(ctx, BaselineSpec{RunID: "r2", Label: "prod"}, t0)
-	require.ErrorIs(t, err, ErrLabelTaken, "a label is not moved silently")
-	assert.Contains(t, err.Error(), "--force")
+	// The console labels every admission of an agent alike: the label
+	// moves to the newest baseline, and the older one keeps id and label.
+	p2, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r2", Label: "prod"}, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, p2.Created)
+	require.NotNil(t, p2.Previous)
+	assert.Equal(t, p1.Baseline, *p2.Previous)
 	byLabel, err := st.Baseline(ctx, "prod")
 	require.NoError(t, err)
-	assert.Equal(t, b1, byLabel, "a label resolves like an id")
+	assert.Equal(t, p2.Baseline, byLabel, "a label names its newest baseline")
+	old, err := st.Baseline(ctx, p1.ID)
+	require.NoError(t, err, "the old baseline stays reachable by id")
+	assert.Equal(t, "prod", old.Label)
 
-	b2, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r2", Label: "prod", Force: true}, t0.Add(time.Minute))
+	back, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "prod"}, t0.Add(2*time.Minute))
 	require.NoError(t, err)
-	assert.True(t, created)
-	assert.NotEqual(t, b1.ID, b2.ID)
+	assert.True(t, back.Created, "the label named r2's baseline: r1 gets a new one")
 	byLabel, err = st.Baseline(ctx, "prod")
 	require.NoError(t, err)
-	assert.Equal(t, "r2", byLabel.RunID, "--force moves the label")
-	old, err := st.Baseline(ctx, b1.ID)
-	require.NoError(t, err, "the old baseline stays reachable by id")
-	assert.Empty(t, old.Label)
+	assert.Equal(t, back.Baseline, byLabel)
 
-	u1, created, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1"}, t0)
+	u1, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1"}, t0)
 	require.NoError(t, err)
-	assert.False(t, created, "r1 already has an unlabelled baseline (the one the label left)")
-	assert.Equal(t, b1.ID, u1.ID)
+	assert.True(t, u1.Created)
+	u2, err := st.PutBaseline(ctx, BaselineSpec{RunID: "r1"}, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, u2.Created, "r1 already has an unlabelled baseline")
+	assert.Equal(t, u1.ID, u2.ID)
 
-	_, _, err = st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "bl-20260101T000000Z-00000000"}, t0)
+	_, err = st.PutBaseline(ctx, BaselineSpec{RunID: "r1", Label: "bl-20260101T000000Z-00000000"}, t0)
 	assert.ErrorContains(t, err, "may not start with")
 
 	list, err := st.BaselineList(ctx)
 	require.NoError(t, err)
-	require.Len(t, list, 2, "no row for the idempotent calls")
-	assert.Equal(t, b1.ID, list[0].ID)
-	assert.Equal(t, b2.ID, list[1].ID)
-	assert.Equal(t, "prod", list[1].Label)
-	assert.Equal(t, "r2", list[1].RunID)
+	require.Len(t, list, 4, "no row for the idempotent calls")
+	assert.Equal(t, p1.ID, list[0].ID)
 	assert.Equal(t, 3, list[1].Cases, "graded and unmeasured cases of the run")
-}
-
-func TestLabelsAreUnique(t *testing.T) {
-	ctx := context.Background()
-	st, _ := openTest(t)
-	require.NoError(t, st.SaveRun(ctx, sampleRun("r1", "", t0, 1)))
-	_, err := st.db.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES
-		('bl-a','r1',1,'x','v1'), ('bl-b','r1',1,'x','')`)
-	require.NoError(t, err)
-	_, err = st.db.ExecContext(ctx, `UPDATE baselines SET label = 'v1' WHERE id = 'bl-b'`)
-	assert.Error(t, err, "a label names one baseline")
 }

@@ -121,7 +121,7 @@ type Options struct {
 	// or stored; New refuses such an --eval-request file.
 	AllowModels []string
 	// Judge is the judge of a request naming none (serve --judge); ""
-	// means stub.
+	// means the request's model (stub for stub), as eval judges.
 	Judge string
 	// Prices prices the calls of eval requests (serve --prices: the file
 	// over the built-in book); nil means llm.DefaultPriceBook.

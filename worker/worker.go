@@ -163,6 +163,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return inputError(err)
 	}
 	defer st.Close()
+	if m := st.Migrated(); m != nil {
+		o.Logger.Warn("migrated the store from the Python verdryx's schema in place", "store", o.DBPath, "runs", m.Runs,
+			"scores", m.Scores, "unanswered", m.Unanswered, "baselines", m.Baselines, "copy", m.Backup)
+	}
 
 	r := &running{w: w, st: st, freed: make(chan struct{}, 1), roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
 		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}

@@ -186,6 +186,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newDriftCmd(g),
 		newRunsCmd(g),
 		newReportCmd(g),
+		newStoreCmd(g),
 		newMutateCmd(),
 		newGoldenCmd(g),
 		newServeCmd(g),

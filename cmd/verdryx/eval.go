@@ -90,13 +90,22 @@ func dbPath(flagDB, data string) string {
 	return store.ResolvePath(flagDB, data, store.Env{})
 }
 
-// openEvalStore opens the store of --db or --data; mustExist refuses to
-// create a file for commands that only read. A store in the data directory
-// creates that directory; a --db in a missing directory is refused with
-// what to do.
-func openEvalStore(ctx context.Context, flagDB, data string, mustExist bool) (*store.Store, error) {
+// storeMode is how a command opens the store.
+type storeMode int
+
+const (
+	storeWrite         storeMode = iota // create the file when missing (eval)
+	storeWriteExisting                  // write to a file that must exist (baseline)
+	storeRead                           // only read, never migrate (runs, baselines, drift, report)
+)
+
+// openEvalStore opens the store of --db or --data. A store in the data
+// directory creates that directory when written; a --db in a missing
+// directory is refused with what to do. Opening for writing migrates a
+// Python verdryx's store, after a copy that is named on stderr.
+func openEvalStore(ctx context.Context, stderr io.Writer, flagDB, data string, mode storeMode) (*store.Store, error) {
 	path := dbPath(flagDB, data)
-	if mustExist {
+	if mode != storeWrite {
 		if _, err := os.Stat(path); err != nil {
 			return nil, inputError(fmt.Errorf("no store at %s (run verdryx eval or the quickstart's verdryx serve first, or pass --data DIR or --db FILE)", path))
 		}
@@ -110,19 +119,28 @@ func openEvalStore(ctx context.Context, flagDB, data string, mustExist bool) (*s
 			return nil, inputError(fmt.Errorf("--data %s: %w", data, err))
 		}
 	}
-	st, err := store.Open(ctx, path, store.Options{})
+	st, err := store.Open(ctx, path, store.Options{ReadOnly: mode == storeRead})
 	if err != nil {
 		return nil, inputError(err)
 	}
+	printMigration(stderr, st)
 	return st, nil
 }
 
-func openEvalSinks(ctx context.Context, c evalFlags, mustExist bool) (*evalSinks, error) {
+// printMigration says on w what Open migrated, if anything.
+func printMigration(w io.Writer, st *store.Store) {
+	if m := st.Migrated(); m != nil {
+		fmt.Fprintf(w, "verdryx: migrated %s from the Python verdryx's schema in place (%d runs, %d scores, %d unanswered, %d baselines kept); the file as it was is at %s\n",
+			st.Path(), m.Runs, m.Scores, m.Unanswered, m.Baselines, m.Backup)
+	}
+}
+
+func openEvalSinks(ctx context.Context, stderr io.Writer, c evalFlags, mode storeMode) (*evalSinks, error) {
 	if err := checkURL(otlpFlagName, *c.otlp, "http", "https"); err != nil {
 		return nil, err
 	}
 	s := &evalSinks{}
-	st, err := openEvalStore(ctx, *c.db, *c.data, mustExist)
+	st, err := openEvalStore(ctx, stderr, *c.db, *c.data, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -277,23 +295,20 @@ func newEvalCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := openEvalSinks(ctx, c, false)
+		s, err := openEvalSinks(ctx, stderr, c, storeWrite)
 		if err != nil {
 			return err
 		}
 		deps := s.deps()
-		deps.Models = em.resolve
+		deps.Models, deps.RAG, deps.Prices, deps.Typed = em.resolve, em.rag, book, typed
 		deps.Judge = &grader.Judge{Model: em.judge, Prices: book}
-		deps.Prices = book
 		deps.Semantic = &grader.Semantic{Model: em.judge, Prices: book, Threshold: *sp.semThreshold}
-		deps.Typed = typed
-		deps.RAG = em.rag
-		deps.Concurrency = *conc
-		deps.Logger = logger
+		deps.Concurrency, deps.Logger = *conc, logger
+		runID := printEvalRunLine(stdout, *c.asJSON, *model, s.store.Path())
 		live := newEvalLive(stdout, stderr, set, *model, em.judge.ID(), *c.asJSON)
 		deps.OnCase = live.onCase
 		res, runErr := evalrun.Execute(ctx, deps, evalrun.Request{
-			Set: set, Model: *model, AgentID: *c.agentID,
+			RunID: runID, Set: set, Model: *model, AgentID: *c.agentID,
 			BaselineID: *baseline, Window: *window, Alpha: *alpha, MaxCostUSD: *sp.costLimit, Semantic: *sp.semantic,
 		})
 		live.finish()
@@ -304,6 +319,17 @@ func newEvalCmd(g *globals) *cobra.Command {
 		return s.finishEval(stdout, stderr, res, closeErr, c, live.printed, *junit, *failUnder, *requireSig)
 	}
 	return cmd
+}
+
+// printEvalRunLine makes the new run's id and, unless asJSON, prints the
+// line the stack's console parses, first, as the Python verdryx prints it:
+// "Eval run <id>  (model=<model>, db=<path>)".
+func printEvalRunLine(w io.Writer, asJSON bool, model, db string) string {
+	id := grading.NewID("run", time.Now())
+	if !asJSON {
+		fmt.Fprintf(w, "Eval run %s  (model=%s, db=%s)\n", id, model, db)
+	}
+	return id
 }
 
 // spendFlags are eval's price, cap and semantic-check flags.
@@ -611,53 +637,55 @@ func newBaselineCmd(g *globals) *cobra.Command {
 		Use:   "baseline RUN_ID",
 		Short: "snapshot a stored run as a baseline",
 		Long: "Snapshot a stored run's mean score as a baseline for drift.\nA run with no graded case is refused: its mean is unmeasured.\n" +
-			"A label names one baseline: the same run and label again answers the existing baseline (no new one);\n" +
-			"a label that names another run's baseline is refused unless --force, which moves it (the old baseline\n" +
-			"stays reachable by its id). drift --baseline takes the id or the label.",
+			"A label names the newest baseline that carries it: the same run and label again answers the existing baseline\n" +
+			"(no new one); a label given to another run moves to the new baseline, and the old one keeps its id and label.\n" +
+			"drift --baseline takes the id or the label. The first line is \"Baseline <id>  (run=<run>, mean_score=<mean>)\",\n" +
+			"as the Python verdryx prints it.",
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
 	label := fs.String("label", "", "a label for the baseline, e.g. v1 (drift --baseline accepts it)")
-	force := fs.Bool("force", false, "move --label to this run when it names another run's baseline")
 	asJSON := fs.Bool("json", false, "print the baseline as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) != 1 {
 			return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
 		}
-		if *force && *label == "" {
-			return usageErrorf("baseline: --force moves a --label; give one")
-		}
-		st, err := openEvalStore(ctx, *db, g.data, true)
+		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, storeWriteExisting)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		b, created, err := st.PutBaseline(ctx, store.BaselineSpec{RunID: pos[0], Label: *label, Force: *force}, time.Now())
+		p, err := st.PutBaseline(ctx, store.BaselineSpec{RunID: pos[0], Label: *label}, time.Now())
 		if err != nil {
-			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) || errors.Is(err, store.ErrLabelTaken) {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) || errors.Is(err, store.ErrBadLabel) {
 				return inputError(err)
 			}
 			return err
 		}
 		if *asJSON {
-			return writeJSON(stdout, struct {
-				drift.Baseline
-				Created bool `json:"created"`
-			}{b, created})
+			return writeJSON(stdout, p)
 		}
-		verb := "baseline"
-		if !created {
-			verb = "existing baseline"
+		fmt.Fprintf(stdout, "Baseline %s  (run=%s, mean_score=%.3f)\n", p.ID, p.RunID, p.MeanScore)
+		switch {
+		case !p.Created:
+			fmt.Fprintf(stdout, "  already stored: this run's baseline%s\n", labelNote(p.Label))
+		case p.Previous != nil:
+			fmt.Fprintf(stdout, "  label %q now names this baseline (it named %s of run %s, which keeps its id)\n", p.Label, p.Previous.ID, p.Previous.RunID)
+		case p.Label != "":
+			fmt.Fprintf(stdout, "  label %q\n", p.Label)
 		}
-		fmt.Fprintf(stdout, "%s %s of run %s: mean score %.3f", verb, b.ID, b.RunID, b.MeanScore)
-		if b.Label != "" {
-			fmt.Fprintf(stdout, " (label %q)", b.Label)
-		}
-		fmt.Fprintln(stdout)
 		return nil
 	}
 	return cmd
+}
+
+// labelNote is " (label "x")", or "" without a label.
+func labelNote(label string) string {
+	if label == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (label %q)", label)
 }
 
 // newBaselinesCmd lists the stored baselines.
@@ -673,7 +701,7 @@ func newBaselinesCmd(g *globals) *cobra.Command {
 	asJSON := fs.Bool("json", false, "print the baselines as JSON")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-		st, err := openEvalStore(ctx, *db, g.data, true)
+		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, storeRead)
 		if err != nil {
 			return err
 		}
@@ -752,7 +780,7 @@ func newDriftCmd(g *globals) *cobra.Command {
 			}
 			seed = &v
 		}
-		s, err := openEvalSinks(ctx, c, true)
+		s, err := openEvalSinks(ctx, cmd.ErrOrStderr(), c, storeRead)
 		if err != nil {
 			return err
 		}
@@ -847,7 +875,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 		if len(pos) != 0 {
 			return usageErrorf("runs: unexpected arguments %q", pos)
 		}
-		st, err := openEvalStore(ctx, *db, g.data, true)
+		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, storeRead)
 		if err != nil {
 			return err
 		}

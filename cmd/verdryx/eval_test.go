@@ -347,7 +347,7 @@ func TestEvalRefusesAStoreOfAnotherSchema(t *testing.T) {
 	bumpUserVersion(t, db, 999)
 	_, stderr, code := runCLI(t, "eval", "--db", db, set)
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "the file is version 999, this build reads version 1 only")
+	assert.Contains(t, stderr, "user_version 999 is newer")
 }
 
 func TestEvalExportsSpans(t *testing.T) {

@@ -175,6 +175,12 @@ func TestExitCodes(t *testing.T) {
 		{"drift without --baseline", []string{"drift", "--db", db}, exitUsage, "--baseline is required"},
 		{"report", []string{"report", "--db", db, "--out", filepath.Join(dir, "r.html")}, exitOK, ""},
 		{"report without a store", []string{"report", "--db", filepath.Join(dir, "none.db")}, exitUsage, "no store at"},
+		{"store check", []string{"store", "check", "--db", db}, exitOK, ""},
+		{"store check without a store", []string{"store", "check", "--db", filepath.Join(dir, "none.db")}, exitUsage, "no such file"},
+		{"store check of an empty file", []string{"store", "check", "--db", empty}, exitOK, ""},
+		{"store migrate of a current store", []string{"store", "migrate", "--db", db}, exitOK, ""},
+		{"store migrate without a store", []string{"store", "migrate", "--db", filepath.Join(dir, "none.db")}, exitUsage, "no store at"},
+		{"store without a subcommand", []string{"store"}, exitUsage, ""},
 
 		{"serve missing replay dir", []string{"serve", "--data", data, "--once", "--replay", absent}, exitUsage, "--replay"},
 		{"serve missing eval request", []string{"serve", "--data", data, "--once", "--eval-request", absent}, exitUsage, "--eval-request"},

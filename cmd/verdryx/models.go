@@ -39,7 +39,7 @@ type modelFlags struct {
 // --openai-key-file, --anthropic-key-file and --timeout on fs.
 func addModelFlags(fs *pflag.FlagSet, timeoutHelp string) *modelFlags {
 	return &modelFlags{
-		judge:         fs.String("judge", llm.StubID, "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>"),
+		judge:         fs.String("judge", "", "judge for llm_judge cases: stub (labelled lexical stand-in), an Anthropic model id, or openai:<id>; default: the model under evaluation, as the Python verdryx judges (stub for stub)"),
 		anthropicBase: fs.String("anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Anthropic API root, e.g. a proxy ($ANTHROPIC_BASE_URL)"),
 		openaiBase: fs.String("openai-base-url", envFirst("", "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
 			"OpenAI-compatible API root (default $VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL, else https://api.openai.com/v1)"),
@@ -185,7 +185,11 @@ func (m *modelFlags) evalModels(model, data, indexGen string) (evalModels, error
 	if _, err := resolve(model); err != nil {
 		return evalModels{}, inputError(fmt.Errorf("--model: %w", err))
 	}
-	judge, err := resolve(*m.judge)
+	judgeID := *m.judge
+	if judgeID == "" {
+		judgeID = model
+	}
+	judge, err := resolve(judgeID)
 	if err != nil {
 		return evalModels{}, inputError(fmt.Errorf("--judge: %w", err))
 	}

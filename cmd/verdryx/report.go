@@ -51,7 +51,7 @@ func newReportCmd(g *globals) *cobra.Command {
 		if *out == "" {
 			return usageErrorf("report: --out is empty")
 		}
-		st, err := openEvalStore(ctx, *db, g.data, true)
+		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, storeRead)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}

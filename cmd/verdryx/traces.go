@@ -380,7 +380,7 @@ func loadScores(ctx context.Context, path string) (map[string][]float64, error) 
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("--scores-db: %w", err)
 	}
-	st, err := store.Open(ctx, path, store.Options{})
+	st, err := store.Open(ctx, path, store.Options{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("--scores-db: %w", err)
 	}

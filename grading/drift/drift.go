@@ -111,6 +111,10 @@ type Report struct {
 	// baseline run's and AllowChangedSet let the check go ahead.
 	ChangedSet   bool     `json:"changed_set"`
 	ChangedCases []string `json:"changed_cases,omitempty"`
+	// PooledByModel is set when the baseline's run records no eval set
+	// (the Python verdryx wrote it): the window is the model's most recent
+	// runs of any set, as the Python verdryx pooled them.
+	PooledByModel bool `json:"pooled_by_model,omitempty"`
 	// Significant says the drop is statistically significant: the
 	// bootstrap CI of the delta lies below 0 (ci_high < 0), or the paired
 	// test's mean delta is negative with p < Alpha. It does not change
@@ -193,9 +197,13 @@ func Compute(baseline Baseline, baseRun grading.Run, window []grading.Run, opts 
 		Seed:          opts.Seed,
 	}
 	changed := map[string]bool{}
+	if baseRun.EvalSetDigest == "" {
+		rep.PooledByModel = true
+		rep.Why = append(rep.Why, fmt.Sprintf("the baseline's run records no eval set (the Python verdryx wrote it): the window pools model %s's most recent runs of any set, as the Python verdryx did", baseRun.Model))
+	}
 	for _, w := range window {
 		rep.WindowRunIDs = append(rep.WindowRunIDs, w.ID)
-		if w.EvalSetDigest == baseRun.EvalSetDigest {
+		if w.EvalSetDigest == baseRun.EvalSetDigest || rep.PooledByModel {
 			continue
 		}
 		cases := grading.ChangedCases(baseRun.Provenance.CaseDigests, w.Provenance.CaseDigests)

@@ -79,6 +79,9 @@ type Request struct {
 	// Semantic adds the faithfulness and answer_relevance checks to every
 	// rag case (as "semantic": true on the eval set does).
 	Semantic bool `json:"semantic,omitempty"`
+	// RunID, when set, is the new run's id (an in-process caller that
+	// prints it before grading); "" makes one. Not serialised.
+	RunID string `json:"-"`
 }
 
 // Deps are the collaborators of Execute. Store, Events and Spans may be nil
@@ -363,7 +366,7 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 		return Result{}, err
 	}
 	gradeEnd := plan.now()
-	res, err := plan.Grade(ctx, "")
+	res, err := plan.Grade(ctx, req.RunID)
 	if err != nil {
 		return res, err
 	}

@@ -70,6 +70,9 @@ type Reply struct {
 	// HeldBack is sent as held_back_fields (the count of state keys the
 	// egress filter dropped), on answered and unanswered results alike.
 	HeldBack int
+	// OmitBackend leaves backend and model out of an answered result (an
+	// unanswered one never has them), as typryx does when they are empty.
+	OmitBackend bool
 	// Raw, when set, is sent as the 200 body verbatim.
 	Raw string
 	// Hang holds the answer until the request is abandoned or the server
@@ -251,7 +254,12 @@ func (s *Server) ask(w http.ResponseWriter, r *http.Request, body []byte) {
 	}
 	out := map[string]any{
 		"answer_id": id, "template": a.Template, "template_version": t["version"], "type": t["type"],
-		"backend": "fake", "model": "fake-1", "latency_ms": 3, "held_back_fields": rep.HeldBack,
+		"latency_ms": 3, "held_back_fields": rep.HeldBack,
+	}
+	// typryx omits an empty backend and model: an unanswered result has
+	// none here, and OmitBackend drops them from an answer too.
+	if rep.Unanswered == "" && !rep.OmitBackend {
+		out["backend"], out["model"] = "fake", "fake-1"
 	}
 	if rep.CostUSD != 0 {
 		out["cost_usd"] = rep.CostUSD

@@ -262,10 +262,12 @@ type Answer struct {
 	// Probabilities maps each option, level ("0".."n-1") or "true"/"false"
 	// to its probability. Nil when unanswered.
 	Probabilities map[string]float64 `json:"probabilities,omitempty"`
-	Backend       string             `json:"backend"`
-	Model         string             `json:"model"`
-	LatencyMS     float64            `json:"latency_ms"`
-	CostUSD       float64            `json:"cost_usd,omitempty"`
+	// Backend, Model and CostUSD may be absent (typryx omits them when
+	// empty or 0, as an unanswered result often is): "" and 0, unknown.
+	Backend   string  `json:"backend,omitempty"`
+	Model     string  `json:"model,omitempty"`
+	LatencyMS float64 `json:"latency_ms"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
 	// HeldBackFields counts the state keys the template's egress filter
 	// dropped before asking its backend.
 	HeldBackFields int    `json:"held_back_fields"`
@@ -489,7 +491,8 @@ func isAnswerID(s string) bool {
 }
 
 // checkAnswer checks an ask's answer against the wire facts: every
-// required member is present, answer_id is 32 lowercase hex digits,
+// required member is present (backend, model and cost_usd are not
+// required), answer_id is 32 lowercase hex digits,
 // held_back_fields is not negative, it names the template asked, an
 // unanswered one has a reason and neither answer nor
 // probabilities (not even null), an answered one has probabilities in
@@ -499,8 +502,9 @@ func checkAnswer(raw []byte, a Answer, template string) error {
 	if err := json.Unmarshal(raw, &present); err != nil {
 		return err
 	}
-	// The members every 200 answer carries, answered or not.
-	for _, k := range [...]string{"answer_id", "template", "template_version", "type", "backend", "model", "latency_ms", "held_back_fields"} {
+	// The members every 200 answer carries, answered or not (backend,
+	// model and cost_usd may be omitted).
+	for _, k := range [...]string{"answer_id", "template", "template_version", "type", "latency_ms", "held_back_fields"} {
 		if _, ok := present[k]; !ok {
 			return fmt.Errorf("no %s", k)
 		}

@@ -195,7 +195,7 @@ func TestAskMalformedAnswers(t *testing.T) {
 		"answer_id not 32 hex digits":   `{"answer_id":"ans-1","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
 		"answer_id in upper case":       `{"answer_id":"0F1E2D3C4B5A69788796A5B4C3D2E1F0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
 		"template_version a number":     `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":3,"type":"noul","backend":"b","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
-		"no backend":                    `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","model":"m","latency_ms":1,"held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
+		"no latency_ms":                 `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","model":"m","held_back_fields":0,"answer":0.5,"probabilities":{"true":0.5,"false":0.5}}`,
 		"unanswered without held_back":  `{"answer_id":"0f1e2d3c4b5a69788796a5b4c3d2e1f0","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"b","model":"m","latency_ms":1,"unanswered":true,"reason":"timeout"}`,
 		"over 1 MiB":                    `{` + base + `,"answer":0.5,"probabilities":{"true":0.5,"false":0.5},"model":"` + strings.Repeat("x", typryx.MaxBody) + `"}`,
 	}
@@ -216,7 +216,12 @@ func TestAskMalformedAnswers(t *testing.T) {
 const (
 	recordedAnswer = `{"answer_id":"9b2f4c1de0a84f6b8c3e57a1d2f09e64","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","answer":0.87,"probabilities":{"true":0.87,"false":0.13},"backend":"openai","model":"gpt-4o-mini-2024-07-18","latency_ms":412,"cost_usd":0.000131,"held_back_fields":2}` + "\n"
 	recordedScore  = `{"answer_id":"5e0c7a9b31d24f8e9a6b0c1d2e3f4a5b","template":"eval.quality","template_version":"b71d04aa","type":"score","answer":3,"probabilities":{"0":0.02,"1":0.08,"2":0.2,"3":0.5,"4":0.2},"backend":"anthropic","model":"claude-haiku-4-5","latency_ms":655,"cost_usd":0.00022,"held_back_fields":0}` + "\n"
-	recordedUnans  = `{"answer_id":"c4d1e8f2a7b34c69b05e1f2a3b4c5d6e","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"openai","model":"gpt-4o-mini-2024-07-18","latency_ms":30001,"held_back_fields":1,"unanswered":true,"reason":"timeout"}` + "\n"
+	recordedUnans  = `{"answer_id":"c4d1e8f2a7b34c69b05e1f2a3b4c5d6e","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","latency_ms":30001,"held_back_fields":1,"unanswered":true,"reason":"timeout"}` + "\n"
+	// typryx omits empty backend, model and cost_usd (omitempty): an
+	// unanswered result that reached a backend names it, an answer from a
+	// cached or rule backend may have none.
+	recordedUnansBackend = `{"answer_id":"d4d1e8f2a7b34c69b05e1f2a3b4c5d6e","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","backend":"openai","model":"gpt-4o-mini-2024-07-18","latency_ms":30001,"held_back_fields":0,"unanswered":true,"reason":"backend_error"}` + "\n"
+	recordedNoBackend    = `{"answer_id":"e4d1e8f2a7b34c69b05e1f2a3b4c5d6e","template":"eval.outcome_met","template_version":"3f9a1c2e","type":"noul","answer":0.25,"probabilities":{"true":0.25,"false":0.75},"latency_ms":2,"held_back_fields":0}` + "\n"
 )
 
 func TestAskDecodesRecordedAnswersVerbatim(t *testing.T) {
@@ -232,10 +237,17 @@ func TestAskDecodesRecordedAnswersVerbatim(t *testing.T) {
 			AnswerID: "5e0c7a9b31d24f8e9a6b0c1d2e3f4a5b", Template: "eval.quality", TemplateVersion: "b71d04aa",
 			Type: typryx.TypeScore, Answer: json.RawMessage(`3`), Probabilities: map[string]float64{"0": 0.02, "1": 0.08, "2": 0.2, "3": 0.5, "4": 0.2},
 			Backend: "anthropic", Model: "claude-haiku-4-5", LatencyMS: 655, CostUSD: 0.00022}},
-		{"unanswered", recordedUnans, typryxtest.Noul, typryx.Answer{
+		{"unanswered, no backend or model", recordedUnans, typryxtest.Noul, typryx.Answer{
 			AnswerID: "c4d1e8f2a7b34c69b05e1f2a3b4c5d6e", Template: "eval.outcome_met", TemplateVersion: "3f9a1c2e",
-			Type: typryx.TypeNoul, Backend: "openai", Model: "gpt-4o-mini-2024-07-18", LatencyMS: 30001, HeldBackFields: 1,
+			Type: typryx.TypeNoul, LatencyMS: 30001, HeldBackFields: 1,
 			Unanswered: true, Reason: "timeout"}},
+		{"unanswered with a backend", recordedUnansBackend, typryxtest.Noul, typryx.Answer{
+			AnswerID: "d4d1e8f2a7b34c69b05e1f2a3b4c5d6e", Template: "eval.outcome_met", TemplateVersion: "3f9a1c2e",
+			Type: typryx.TypeNoul, Backend: "openai", Model: "gpt-4o-mini-2024-07-18", LatencyMS: 30001,
+			Unanswered: true, Reason: "backend_error"}},
+		{"answered, no backend, model or cost", recordedNoBackend, typryxtest.Noul, typryx.Answer{
+			AnswerID: "e4d1e8f2a7b34c69b05e1f2a3b4c5d6e", Template: "eval.outcome_met", TemplateVersion: "3f9a1c2e",
+			Type: typryx.TypeNoul, Answer: json.RawMessage(`0.25`), Probabilities: map[string]float64{"true": 0.25, "false": 0.75}, LatencyMS: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -266,6 +278,7 @@ func TestFakeSendsTheContractShape(t *testing.T) {
 	}{
 		{"answered", recordedAnswer, typryxtest.Reply{Probabilities: map[string]float64{"true": 0.87, "false": 0.13}, CostUSD: 0.000131, HeldBack: 2}},
 		{"unanswered", recordedUnans, typryxtest.Reply{Unanswered: "timeout", HeldBack: 1}},
+		{"answered without backend", recordedNoBackend, typryxtest.Reply{Probabilities: map[string]float64{"true": 0.25, "false": 0.75}, OmitBackend: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := fake(t, func(typryxtest.Ask) typryxtest.Reply { return c.reply })
