@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -350,10 +351,24 @@ func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error)
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: a line longer than %d bytes, the longest read (a record is at most %d bytes)", name, line+1, 16<<20, MaxRecordBytes)
+	} else if err != nil {
 		return fmt.Errorf("%s: after line %d: %w", name, line, err)
 	}
 	return nil
+}
+
+// TestALineOverTheReadLimitIsNamed: a line longer than the scanner reads
+// (50 MB on stdin, as the issue had it) is named by its number, with the
+// limit, not "bufio.Scanner: token too long".
+func TestALineOverTheReadLimitIsNamed(t *testing.T) {
+	good := `{"run_id":"r","model":"m","cost_microusd":5}` + "\n"
+	in := io.MultiReader(strings.NewReader(good+"\n"+good), bytes.NewReader(bytes.Repeat([]byte("x"), 50<<20)))
+	n := 0
+	err := ScanNDJSON(in, "-", func(*Record) error { n++; return nil })
+	require.EqualError(t, err, "-:4: a line longer than 16777216 bytes, the longest read (a record is at most 262144 bytes)")
+	require.Equal(t, 2, n)
 }
 
 // TestReadNDJSONSameAsReference: whole files, valid or not, give the same

@@ -258,7 +258,7 @@ func ReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
 // accepted (a string) and not passed on.
 func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 256*1024), 16<<20)
+	sc.Buffer(make([]byte, 0, 256*1024), maxLineBytes)
 	var (
 		dec  = RecordDecoder{ext: []string{ColCallID}}
 		rec  Record
@@ -280,11 +280,18 @@ func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: a line longer than %d bytes, the longest read (a record is at most %d bytes)", name, line+1, maxLineBytes, MaxRecordBytes)
+	} else if err != nil {
 		return fmt.Errorf("%s: after line %d: %w", name, line, err)
 	}
 	return nil
 }
+
+// maxLineBytes is the longest NDJSON line ScanNDJSON reads: longer than
+// any record may be, so that a record over MaxRecordBytes is refused by
+// its size, named; a longer line stops the read, named by its number.
+const maxLineBytes = 16 << 20
 
 // Ext is a string key a record message carries beyond CallRecord's (the
 // worker's trace messages add call_id and segment), decoded into *Dst. A

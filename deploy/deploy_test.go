@@ -353,6 +353,25 @@ func TestWorkerPods(t *testing.T) {
 	probe("liveness", c.LivenessProbe, "/healthz")
 	probe("readiness", c.ReadinessProbe, "/readyz")
 
+	// A configuration error (exit 2) is not restarted; anything else is.
+	restarts := func(code int32) bool {
+		for _, r := range c.RestartPolicyRules {
+			if r.ExitCodes != nil && r.ExitCodes.Operator == corev1.ContainerRestartRuleOnExitCodesOpIn && slices.Contains(r.ExitCodes.Values, code) ||
+				r.ExitCodes != nil && r.ExitCodes.Operator == corev1.ContainerRestartRuleOnExitCodesOpNotIn && !slices.Contains(r.ExitCodes.Values, code) {
+				return r.Action == corev1.ContainerRestartRuleActionRestart
+			}
+		}
+		return c.RestartPolicy == nil || *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+	}
+	for code, want := range map[int32]bool{0: true, 1: true, 2: false, 3: true, 137: true} {
+		if restarts(code) != want {
+			t.Errorf("exit %d: restarted %v, want %v (exit 2 is a configuration error, which a restart does not fix)", code, !want, want)
+		}
+	}
+	if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("terminationMessagePolicy %q: want FallbackToLogsOnError, so the error of an exit shows in the pod's status", c.TerminationMessagePolicy)
+	}
+
 	// The data directory is the volume claim of each pod.
 	data, ok := flagValue(c.Args, "data")
 	if !ok {
@@ -618,4 +637,30 @@ func ptrValue(p *int32) int32 {
 		return -1
 	}
 	return *p
+}
+
+// TestSystemdUnitDoesNotRestartAConfigurationError holds the unit to
+// Restart=on-failure without restarting on exit 2 (a bad flag or config,
+// which a restart does not fix).
+func TestSystemdUnitDoesNotRestartAConfigurationError(t *testing.T) {
+	b, err := os.ReadFile("systemd/verdryx.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(line, "#") {
+			keys[k] = append(keys[k], v)
+		}
+	}
+	if !slices.Equal(keys["Restart"], []string{"on-failure"}) {
+		t.Errorf("Restart=%v: want on-failure", keys["Restart"])
+	}
+	prevented := false
+	for _, v := range keys["RestartPreventExitStatus"] {
+		prevented = prevented || slices.Contains(strings.Fields(v), "2")
+	}
+	if !prevented {
+		t.Errorf("RestartPreventExitStatus=%v: want 2 among them", keys["RestartPreventExitStatus"])
+	}
 }

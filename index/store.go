@@ -30,16 +30,16 @@ const (
 	manifestFile   = "manifest.json"
 	vectorsFile    = "vectors.f32"
 	reducedFile    = "vectors.i8"
-	// CorpusFile is the copy of the corpus file a generation records, in its
+	// corpusFile is the copy of the corpus file a generation records, in its
 	// generation directory.
-	CorpusFile = "corpus.json"
-	// ManifestFormat is the format tag of manifest.json.
-	ManifestFormat = "verdryx-index/v1"
-	// DTypeFloat32LE is the only vector encoding: little-endian IEEE 754
+	corpusFile = "corpus.json"
+	// manifestFormat is the format tag of manifest.json.
+	manifestFormat = "verdryx-index/v1"
+	// dTypeFloat32LE is the only vector encoding: little-endian IEEE 754
 	// binary32, row-major, no header.
-	DTypeFloat32LE = "float32le"
-	// UnitNormTolerance is how far from 1 the norm of a stored row may be.
-	UnitNormTolerance = 1e-5
+	dTypeFloat32LE = "float32le"
+	// unitNormTolerance is how far from 1 the norm of a stored row may be.
+	unitNormTolerance = 1e-5
 )
 
 // Store errors, matched with errors.Is.
@@ -70,7 +70,7 @@ func InfoOf(e Embedder) EmbedderInfo { return EmbedderInfo{Name: e.Name(), Model
 
 // Corpus is what a generation records of the corpus it was built from: the
 // digest its loader computed (compared by Check) and the bytes of the corpus
-// file, copied into the generation as CorpusFile so that the generation can
+// file, copied into the generation as corpusFile so that the generation can
 // be asked from any working directory.
 type Corpus struct {
 	Digest string
@@ -93,7 +93,7 @@ type Manifest struct {
 	Dims         int          `json:"dims"`
 	Embedder     EmbedderInfo `json:"embedder"`
 	CorpusDigest string       `json:"corpus_digest"`
-	// CorpusSHA256 is the SHA-256 of the recorded corpus file (CorpusFile);
+	// CorpusSHA256 is the SHA-256 of the recorded corpus file (corpusFile);
 	// empty for a generation that records none.
 	CorpusSHA256  string `json:"corpus_sha256,omitempty"`
 	VectorsSHA256 string `json:"vectors_sha256"`
@@ -234,8 +234,9 @@ func validGenerationID(id string) bool {
 }
 
 // Save writes idx as a new generation and activates it, recording corpus
-// (its file as CorpusFile, covered by the fingerprint; nothing when
-// corpus.File is nil). The files are written and fsynced in a writer-unique staging directory, which is fsynced,
+// (its file as corpusFile, covered by the fingerprint; nothing when
+// corpus.File is nil). The files are written and fsynced in a writer-unique staging directory, locked
+// for the save's life (RemoveStale removes it once no save holds it), which is fsynced,
 // renamed to generations/<id> and the parent fsynced; then active.json is
 // replaced by an fsynced temporary file and the index directory fsynced.
 // A crash before the final rename leaves the previous generation active.
@@ -255,10 +256,10 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		return Manifest{}, err
 	}
 	m := Manifest{
-		Format:        ManifestFormat,
+		Format:        manifestFormat,
 		ID:            id,
 		CreatedAt:     now.UTC(),
-		DType:         DTypeFloat32LE,
+		DType:         dTypeFloat32LE,
 		Count:         idx.Len(),
 		Dims:          idx.Dims(),
 		Embedder:      emb,
@@ -278,15 +279,16 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 	}
 	m.Fingerprint = m.computeFingerprint()
 
-	staging, err := os.MkdirTemp(gens, ".staging-")
+	staging, release, err := newStaging(gens)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("create staging directory: %w", err)
+		return Manifest{}, err
 	}
 	published := false
 	defer func() {
 		if !published {
 			os.RemoveAll(staging)
 		}
+		release()
 	}()
 	if err := writeSynced(filepath.Join(staging, vectorsFile), func(w io.Writer) error {
 		return writeVectors(w, idx.data)
@@ -301,7 +303,7 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		}
 	}
 	if corpus.File != nil {
-		if err := writeSynced(filepath.Join(staging, CorpusFile), func(w io.Writer) error {
+		if err := writeSynced(filepath.Join(staging, corpusFile), func(w io.Writer) error {
 			_, err := w.Write(corpus.File)
 			return err
 		}); err != nil {
@@ -490,12 +492,12 @@ func (s *Store) readManifest(id string) (Manifest, error) {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case m.Format != ManifestFormat:
-		return Manifest{}, bad("format %q, want %q", m.Format, ManifestFormat)
+	case m.Format != manifestFormat:
+		return Manifest{}, bad("format %q, want %q", m.Format, manifestFormat)
 	case m.ID != id:
 		return Manifest{}, bad("id %q does not match directory %s", m.ID, id)
-	case m.DType != DTypeFloat32LE:
-		return Manifest{}, bad("dtype %q, want %q", m.DType, DTypeFloat32LE)
+	case m.DType != dTypeFloat32LE:
+		return Manifest{}, bad("dtype %q, want %q", m.DType, dTypeFloat32LE)
 	case m.Dims <= 0:
 		return Manifest{}, bad("dims %d is not positive", m.Dims)
 	case m.Count <= 0 || m.Count != len(m.IDs):
@@ -614,7 +616,7 @@ func (s *Store) recordedCorpus(m Manifest) (string, error) {
 	if m.CorpusSHA256 == "" {
 		return "", fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
 	}
-	path := filepath.Join(s.root, generationsDir, id, CorpusFile)
+	path := filepath.Join(s.root, generationsDir, id, corpusFile)
 	if _, err := checkFile(path); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -630,7 +632,7 @@ func (s *Store) recordedCorpus(m Manifest) (string, error) {
 
 // Load validates the active generation against want (see Check), then reads
 // its vectors and verifies their size, digest, finiteness and unit norm
-// (within UnitNormTolerance) without transforming or rewriting them.
+// (within unitNormTolerance) without transforming or rewriting them.
 func (s *Store) Load(want Expect) (*Index, Manifest, error) {
 	m, err := s.Check(want)
 	if err != nil {
@@ -674,8 +676,8 @@ func (s *Store) loadVectors(m Manifest) (*Index, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s row %d (%s): %v", ErrCorrupt, path, row, m.IDs[row], err)
 		}
-		if dev > UnitNormTolerance {
-			return nil, fmt.Errorf("%w: %s row %d (%s) has norm off 1 by %.3g (tolerance %g)", ErrCorrupt, path, row, m.IDs[row], dev, UnitNormTolerance)
+		if dev > unitNormTolerance {
+			return nil, fmt.Errorf("%w: %s row %d (%s) has norm off 1 by %.3g (tolerance %g)", ErrCorrupt, path, row, m.IDs[row], dev, unitNormTolerance)
 		}
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.VectorsSHA256 {
@@ -755,8 +757,8 @@ type Listing struct {
 }
 
 // List returns the retained generations, newest first. Entries of
-// generations/ that are not 32-hex directories (for example an unfinished
-// writer's staging directory) are skipped.
+// generations/ that are not 32-hex directories (a staging directory and
+// its lock file, see RemoveStale) are skipped.
 func (s *Store) List() ([]Listing, error) {
 	if err := s.Preflight(); err != nil {
 		return nil, err

@@ -1,14 +1,20 @@
 package index
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,7 +273,7 @@ func TestStoreLoadValidates(t *testing.T) {
 			m := saveSmall(t, s, time.Unix(1, 0))
 			if tc.setup == nil {
 				d := append([]float32(nil), good...)
-				d[0] = 1 + 5e-6 // inside UnitNormTolerance: accepted as written
+				d[0] = 1 + 5e-6 // inside unitNormTolerance: accepted as written
 				rewrite(t, s, m, d, nil)
 				idx, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
 				require.NoError(t, err)
@@ -441,7 +447,7 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	am, path, err := s.Generation("")
 	require.NoError(t, err)
 	assert.Equal(t, m.ID, am.ID)
-	assert.Equal(t, filepath.Join(data, "index", "generations", m.ID, CorpusFile), path)
+	assert.Equal(t, filepath.Join(data, "index", "generations", m.ID, corpusFile), path)
 	have, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, file, have)
@@ -534,4 +540,135 @@ func TestStoreReusable(t *testing.T) {
 	_, why, err = s.Reusable(want, 0)
 	require.NoError(t, err)
 	assert.NotEmpty(t, why, "corrupt vectors are not reused")
+}
+
+// TestRemoveStaleKeepsRunningSavesAndGenerations: an interrupted save's
+// staging directory (its lock released as at the process's death) and an
+// older one without a lock file are removed and listed with their sizes;
+// the staging directory of a save still running and every completed
+// generation stay.
+func TestRemoveStaleKeepsRunningSavesAndGenerations(t *testing.T) {
+	data := t.TempDir()
+	s := NewStore(data, StoreOptions{})
+	m := saveSmall(t, s, time.Unix(1, 0))
+	gens := filepath.Join(s.Dir(), generationsDir)
+
+	// A save killed mid-write: its directory and lock file are left, the
+	// lock itself went with the process.
+	dead, release, err := newStaging(gens)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dead, vectorsFile), make([]byte, 1000), 0o644))
+	kill(t, dead, release)
+	// A staging directory of a build from before the locks.
+	legacy := filepath.Join(gens, ".staging-1234567")
+	require.NoError(t, os.Mkdir(legacy, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(legacy, manifestFile), make([]byte, 10), 0o644))
+	// A save running now (in this process: another open file of the lock
+	// conflicts as another process's would).
+	live, releaseLive, err := newStaging(gens)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(live, vectorsFile), []byte("x"), 0o644))
+
+	removed, err := s.RemoveStale()
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{filepath.Base(dead): 1000, ".staging-1234567": 10}, removed)
+	require.NoDirExists(t, dead)
+	require.NoFileExists(t, dead+lockSuffix)
+	require.NoDirExists(t, legacy)
+	require.DirExists(t, live, "a running save's staging directory is kept")
+	require.FileExists(t, live+lockSuffix)
+	list, err := s.List()
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, m.ID, list[0].ID, "a completed generation is never removed")
+	require.NoError(t, list[0].Err)
+
+	// Once that save ends without finishing (its process dies), its
+	// directory is stale too.
+	kill(t, live, releaseLive)
+	removed, err = s.RemoveStale()
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{filepath.Base(live): 1}, removed)
+	removed, err = s.RemoveStale()
+	require.NoError(t, err)
+	require.Empty(t, removed)
+	entries, err := os.ReadDir(gens)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the generation is left: %v", entries)
+}
+
+// kill drops a staging directory's lock as the death of its process
+// would, leaving the directory and the lock file.
+func kill(t *testing.T, dir string, release func()) {
+	t.Helper()
+	lock, err := os.ReadFile(dir + lockSuffix)
+	require.NoError(t, err)
+	release()                                                     // closes the lock and removes the file...
+	require.NoError(t, os.WriteFile(dir+lockSuffix, lock, 0o644)) // ...which a killed process would have left
+}
+
+// TestSaveLeavesNoStaging: a finished save leaves only its generation
+// (no staging directory, no lock file).
+func TestSaveLeavesNoStaging(t *testing.T) {
+	s := NewStore(t.TempDir(), StoreOptions{})
+	m := saveSmall(t, s, time.Unix(1, 0))
+	entries, err := os.ReadDir(filepath.Join(s.Dir(), generationsDir))
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, m.ID, entries[0].Name())
+}
+
+// TestRemoveStaleAfterKill9 starts a save's staging in another process,
+// which then blocks: its directory is kept while the process lives and
+// removed once it is killed with SIGKILL (the kernel dropped its lock).
+func TestRemoveStaleAfterKill9(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("SIGKILL of a helper process")
+	}
+	data := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStagingHelperProcess$")
+	cmd.Env = append(os.Environ(), "VERDRYX_INDEX_STAGING_HELPER="+data)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe() // never closed: the helper blocks on it
+	require.NoError(t, err)
+	t.Cleanup(func() { stdin.Close() })
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the helper names its staging directory")
+	dir := strings.TrimSpace(line)
+	require.DirExists(t, dir)
+
+	s := NewStore(data, StoreOptions{})
+	removed, err := s.RemoveStale()
+	require.NoError(t, err)
+	require.Empty(t, removed, "the staging directory of a live process is kept")
+	require.DirExists(t, dir)
+
+	require.NoError(t, cmd.Process.Kill()) // SIGKILL
+	_ = cmd.Wait()
+	removed, err = s.RemoveStale()
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{filepath.Base(dir): 3}, removed)
+	require.NoDirExists(t, dir)
+	require.NoFileExists(t, dir+lockSuffix)
+}
+
+// TestStagingHelperProcess is the process TestRemoveStaleAfterKill9 kills:
+// it creates a staging directory under the data directory it is given,
+// writes a file into it, prints its path and blocks (reading a stdin
+// never closed) until killed.
+func TestStagingHelperProcess(t *testing.T) {
+	data := os.Getenv("VERDRYX_INDEX_STAGING_HELPER")
+	if data == "" {
+		t.Skip("only as TestRemoveStaleAfterKill9's helper")
+	}
+	gens := filepath.Join(NewStore(data, StoreOptions{}).Dir(), generationsDir)
+	require.NoError(t, os.MkdirAll(gens, 0o755))
+	dir, _, err := newStaging(gens)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, vectorsFile), []byte("abc"), 0o644))
+	fmt.Println(dir)
+	_, _ = io.Copy(io.Discard, os.Stdin) // until SIGKILL
 }

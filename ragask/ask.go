@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +32,9 @@ var _ Asker = (*rag.Pipeline)(nil)
 // question itself.
 type Request struct {
 	Question string `json:"question"`
-	// TopK is the number of chunks retrieved: 1 to MaxTopK, 0 (absent)
-	// means rag.DefaultTopK.
+	// TopK is the number of chunks retrieved: 1 to MaxTopK; absent (0
+	// here, omitted) means rag.DefaultTopK. A top_k of 0 on the wire, or
+	// one that is not a whole number, is refused.
 	TopK int `json:"top_k,omitempty"`
 	// Filter restricts retrieval to the chunks whose metadata match every
 	// key (rag.Filter): {"source": "manual/locks.md"}. A key no chunk
@@ -64,8 +66,13 @@ type Reply struct {
 	Error  string      `json:"error,omitempty"`
 }
 
-// maxQuestionBytes bounds a question (8 KiB).
+// maxQuestionBytes bounds a question (8 KiB), the question itself once
+// trimmed, not the message holding it.
 const maxQuestionBytes = 8 << 10
+
+// maxAskBytes bounds an ask's message: a question of maxQuestionBytes
+// written with JSON escapes, a top_k and a filter fit.
+const maxAskBytes = 8 * maxQuestionBytes
 
 // Server answers RAG asks on a core NATS subject with request/reply, in
 // a queue group so several workers share them.
@@ -196,21 +203,28 @@ func spanData(rec rag.Record, o rag.AskOptions) map[string]any {
 // and its filter.
 func parseQuestion(data []byte) (string, rag.AskOptions, error) {
 	o := rag.AskOptions{TopK: rag.DefaultTopK}
-	if len(data) > maxQuestionBytes {
-		return "", o, errors.New("question longer than 8 KiB")
+	if len(data) > maxAskBytes {
+		return "", o, fmt.Errorf("ask of %d bytes: longer than %d", len(data), maxAskBytes)
 	}
 	s := strings.TrimSpace(string(data))
 	if strings.HasPrefix(s, "{") {
-		var req Request
+		// Request's fields, with top_k as written: 0, 2.5 and "3" are
+		// refused, not taken for absent or quoted as int64's range.
+		var req struct {
+			Question string            `json:"question"`
+			TopK     json.RawMessage   `json:"top_k"`
+			Filter   map[string]string `json:"filter"`
+		}
 		if err := calls.DecodeStrict(data, &req); err != nil {
 			return "", o, errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)
-		switch {
-		case req.TopK < 0 || req.TopK > MaxTopK:
-			return "", o, fmt.Errorf("field top_k: %d, want 1 to %d", req.TopK, MaxTopK)
-		case req.TopK > 0:
-			o.TopK = req.TopK
+		if req.TopK != nil && string(req.TopK) != "null" {
+			k, err := strconv.ParseInt(string(req.TopK), 10, 64)
+			if err != nil || k < 1 || k > MaxTopK {
+				return "", o, fmt.Errorf("field top_k: %s, want a whole number from 1 to %d", req.TopK, MaxTopK)
+			}
+			o.TopK = int(k)
 		}
 		for k, v := range req.Filter {
 			if strings.TrimSpace(k) == "" || v == "" {
@@ -223,6 +237,9 @@ func parseQuestion(data []byte) (string, rag.AskOptions, error) {
 	}
 	if s == "" {
 		return "", o, errors.New("field question: missing or empty")
+	}
+	if len(s) > maxQuestionBytes {
+		return "", o, fmt.Errorf("question of %d bytes: longer than 8 KiB (%d bytes)", len(s), maxQuestionBytes)
 	}
 	return s, o, nil
 }

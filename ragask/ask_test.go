@@ -94,7 +94,7 @@ func TestAskTopKAndDeadLetter(t *testing.T) {
 		{`{` + q + `}`, rag.DefaultTopK, ""},
 		{`{` + q + `,"top_k":1}`, 1, ""},
 		{`{` + q + `,"top_k":5}`, 5, ""},
-		{`{` + q + `,"top_k":21}`, 0, "field top_k: 21, want 1 to 20"},
+		{`{` + q + `,"top_k":21}`, 0, "field top_k: 21, want a whole number from 1 to 20"},
 		{`{` + q + `,"top_k":-1}`, 0, "field top_k"},
 		{`{` + q + `,"top_k":3,"filter":{"grimoire_id":"GRIM-NOCTURNE"}}`, 1, ""},
 		{`{` + q + `,"filter":{"colour":"red"}}`, 0, `key "colour": no chunk has it`},
@@ -123,5 +123,44 @@ func TestAskTopKAndDeadLetter(t *testing.T) {
 		require.Contains(t, d.reason, "my.inbox")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the refused ask was not dead-lettered")
+	}
+}
+
+// TestParseQuestion: top_k 0 is refused like -1, with the range; 2.5 and
+// "3" are refused as not whole numbers (not with int64's range); the
+// 8 KiB limit applies to the question, not to the message holding it.
+func TestParseQuestion(t *testing.T) {
+	q8k := strings.Repeat("q", maxQuestionBytes)
+	for _, tc := range []struct {
+		body string
+		topK int
+		err  string
+	}{
+		{`{"question":"a?"}`, rag.DefaultTopK, ""},
+		{`{"question":"a?","top_k":null}`, rag.DefaultTopK, ""},
+		{`{"question":"a?","top_k":20}`, 20, ""},
+		{`{"question":"a?","top_k":0}`, 0, "field top_k: 0, want a whole number from 1 to 20"},
+		{`{"question":"a?","top_k":-1}`, 0, "field top_k: -1, want a whole number from 1 to 20"},
+		{`{"question":"a?","top_k":2.5}`, 0, "field top_k: 2.5, want a whole number from 1 to 20"},
+		{`{"question":"a?","top_k":"3"}`, 0, `field top_k: "3", want a whole number from 1 to 20`},
+		{`{"question":"a?","top_k":99999999999999999999}`, 0, "field top_k: 99999999999999999999, want a whole number from 1 to 20"},
+		{`{"question":"` + q8k + `","top_k":3}`, 3, ""},
+		{q8k, rag.DefaultTopK, ""},
+		{"  " + q8k + "\n", rag.DefaultTopK, ""},
+		{q8k + "q", 0, "question of 8193 bytes: longer than 8 KiB (8192 bytes)"},
+		{`{"question":"` + q8k + `q"}`, 0, "question of 8193 bytes: longer than 8 KiB (8192 bytes)"},
+	} {
+		name := tc.body
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		q, o, err := parseQuestion([]byte(tc.body))
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err, name)
+			continue
+		}
+		require.NoError(t, err, name)
+		require.Equal(t, tc.topK, o.TopK, name)
+		require.NotEmpty(t, q)
 	}
 }

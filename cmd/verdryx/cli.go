@@ -119,10 +119,15 @@ func oneLine(msg string) string {
 }
 
 // markCommandErrors wraps the RunE of every command under c so that the
-// errors they return are told apart from cobra's parse errors.
+// errors they return are told apart from cobra's parse errors, and so that
+// no command runs with a numeric flag out of its range (exit 2, before
+// any work: a configuration error is never retried as an outage).
 func markCommandErrors(c *cobra.Command) {
 	if f := c.RunE; f != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := checkFlagRanges(cmd); err != nil {
+				return &commandError{err}
+			}
 			if err := f(cmd, args); err != nil {
 				return &commandError{err}
 			}

@@ -437,7 +437,7 @@ func TestDriftSignificanceGate(t *testing.T) {
 
 	_, stderr, code := runCLI(t, append(small, "--alpha", "1.5")...)
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "--alpha must be in (0, 1)")
+	assert.Contains(t, stderr, "--alpha 1.5: want between 0 and 1, exclusive")
 }
 
 // TestDriftRefusesGoldenEdit: removing one forbidden literal from a golden

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -43,7 +44,7 @@ func groupFlags(c *cobra.Command, groups []flagGroup) {
 			return nil
 		}
 		if *config != "" {
-			if err := applyConfig(cmd.Flags(), *config); err != nil {
+			if err := applyConfig(cmd, *config); err != nil {
 				return err
 			}
 		}
@@ -101,16 +102,20 @@ func printGroupedHelp(w io.Writer, c *cobra.Command, groups []flagGroup, all boo
 // path, unless the flag was given on the command line. A value is a
 // scalar, or a sequence for a flag that repeats. An unknown key, a key
 // given twice, a value the flag refuses, or a file that is not a mapping is
-// an input error naming the file, the line and the key.
-func applyConfig(fs *pflag.FlagSet, path string) error {
+// an input error naming the file, the line and the key; so is a numeric
+// value outside the flag's range (see flagRanges) and a file that is not
+// YAML.
+func applyConfig(cmd *cobra.Command, path string) error {
+	fs := cmd.Flags()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return inputError(fmt.Errorf("--config: %w", err))
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return inputError(fmt.Errorf("--config %s: %w", path, err))
+		return yamlError(path, raw, err)
 	}
+	ranges := flagRanges()
 	if len(doc.Content) == 0 {
 		return nil // an empty file sets nothing
 	}
@@ -163,9 +168,43 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 				return inputError(fmt.Errorf("%s: %w", where, err))
 			}
 		}
+		if err := checkFlagRange(ranges, cmd, f, where+": "); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// yamlError places a YAML error of the --config file path at its line:
+// "--config FILE:LINE: what". yaml.v3's own "line N" is not reliable (the
+// start of the enclosing construct, 0-based for parser errors, absent on
+// the first line and for an unknown alias), so the line is the first one
+// at which the file's prefix fails with the same problem.
+func yamlError(path string, raw []byte, err error) error {
+	problem := func(err error) string {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := regexp.MustCompile(`^line \d+: `).FindString(msg); m != "" {
+			msg = msg[len(m):]
+		}
+		return msg
+	}
+	want := problem(err)
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	if len(lines) <= maxConfigLinesSearched {
+		var prefix []byte
+		for i, l := range lines {
+			prefix = append(prefix, l...)
+			var doc yaml.Node
+			if err := yaml.Unmarshal(prefix, &doc); err != nil && problem(err) == want {
+				return inputError(fmt.Errorf("--config %s:%d: %s", path, i+1, want))
+			}
+		}
+	}
+	return inputError(fmt.Errorf("--config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: ")))
+}
+
+// maxConfigLinesSearched bounds the prefixes yamlError parses.
+const maxConfigLinesSearched = 2000
 
 // isRepeatable reports whether f takes a value each time it is given and
 // keeps them all (a string slice or array flag).

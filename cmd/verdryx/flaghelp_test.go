@@ -100,6 +100,9 @@ func TestConfigErrorsNameTheFileLineAndKey(t *testing.T) {
 		"not a mapping":         {"- nats\n", `:1: want a mapping`},
 		"nested":                {"nats:\n  url: x\n", `:1: key "nats": want a value or a list of values`},
 		"config in config":      {"config: other.yaml\n", `:1: key "config": not a flag`},
+		"unclosed list":         {"once: true\nnats: [a\n", `:2: did not find expected ',' or ']'`},
+		"tab":                   {"once: true\nnats: a\n\tx: b\n", `:3: found a tab character`},
+		"unknown alias":         {"once: true\n\nnats: *url\n", `:3: unknown anchor 'url' referenced`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

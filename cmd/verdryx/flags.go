@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/verdryx/verdryx/internal/window"
 )
 
 // logFlags are --log-format and --log-level, on every long-running command.
@@ -147,3 +151,44 @@ func writeJSONLine(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
+
+// daysValue is a duration flag that also reads days and weeks (7d, 2w), as
+// the docs and --last write windows (window.Last).
+type daysValue struct {
+	d    *time.Duration
+	name string
+}
+
+// daysVar defines a duration flag of fs reading days and weeks too.
+func daysVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var(&daysValue{d: p, name: "--" + name}, name, usage)
+}
+
+func (v *daysValue) Set(s string) error {
+	d, err := window.Last(v.name, s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+// String writes whole weeks and days as such, anything else as
+// time.Duration does.
+func (v *daysValue) String() string {
+	const day, week = 24 * time.Hour, 7 * 24 * time.Hour
+	switch d := *v.d; {
+	case d > 0 && d%week == 0:
+		return strconv.FormatInt(int64(d/week), 10) + "w"
+	case d > 0 && d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	default:
+		return d.String()
+	}
+}
+
+func (v *daysValue) Type() string { return "duration" }
+
+// Duration is the value, for the range check.
+func (v *daysValue) Duration() time.Duration { return *v.d }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -122,7 +123,13 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 	if err := vc.Preflight(); err != nil {
 		return inputError(err)
 	}
+	removedStale, err := store.RemoveStale()
+	if err != nil {
+		return err
+	}
+	stale := staleList(removedStale)
 	if !f.asJSON {
+		printStale(stdout, stale)
 		printDocsRead(stdout, f, src.docs)
 	}
 	mode := f.rf.retrievalMode(f.docs != "")
@@ -133,7 +140,7 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 		}
 		if why == "" {
 			if f.asJSON {
-				return writeBuildJSON(stdout, m, store, src, cache.Stats{Texts: len(src.corpus.Entries)}, 0, true)
+				return writeBuildJSON(stdout, m, store, src, cache.Stats{Texts: len(src.corpus.Entries)}, 0, true, stale)
 			}
 			fmt.Fprintf(stdout, "generation %s reused in %s: same corpus digest and embedder (--force builds a new one)\n", m.ID, store.Dir())
 			fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model)
@@ -160,7 +167,7 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 		return err
 	}
 	if f.asJSON {
-		return writeBuildJSON(stdout, m, store, src, st, time.Since(start), false)
+		return writeBuildJSON(stdout, m, store, src, st, time.Since(start), false, stale)
 	}
 	fmt.Fprintf(stdout, "embedded %d, from cache %d (invalid entries replaced %d), in %d request(s) of at most %d texts and %d bytes\n",
 		st.Embedded, st.Cached, st.Rejected, st.Requests, f.embedBatch, cache.DefaultMaxBytes)
@@ -197,7 +204,7 @@ func printDocsRead(w io.Writer, f *indexBuildFlags, res *docs.Result) {
 }
 
 // writeBuildJSON prints the manifest with what the build read and did.
-func writeBuildJSON(w io.Writer, m index.Manifest, store *index.Store, src buildSource, st cache.Stats, took time.Duration, reused bool) error {
+func writeBuildJSON(w io.Writer, m index.Manifest, store *index.Store, src buildSource, st cache.Stats, took time.Duration, reused bool, stale []staleDir) error {
 	out := struct {
 		index.Manifest
 		Dir          string         `json:"dir"`
@@ -207,11 +214,37 @@ func writeBuildJSON(w io.Writer, m index.Manifest, store *index.Store, src build
 		Embedding    cache.Stats    `json:"embedding"`
 		Documents    []docs.File    `json:"documents,omitempty"`
 		Skipped      []docs.Skipped `json:"skipped,omitempty"`
-	}{Manifest: m, Dir: store.Dir(), CorpusID: src.corpus.ID, BuildSeconds: took.Seconds(), Reused: reused, Embedding: st}
+		StaleRemoved []staleDir     `json:"stale_staging_removed"`
+	}{Manifest: m, Dir: store.Dir(), CorpusID: src.corpus.ID, BuildSeconds: took.Seconds(), Reused: reused, Embedding: st, StaleRemoved: stale}
 	if src.docs != nil {
 		out.Documents, out.Skipped = src.docs.Files, src.docs.Skipped
 	}
 	return writeJSON(w, out)
+}
+
+// staleDir is a staging directory of an interrupted build that index
+// build or gc removed (index.Store.RemoveStale).
+type staleDir struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// staleList orders what RemoveStale removed by name (never nil).
+func staleList(removed map[string]int64) []staleDir {
+	out := []staleDir{}
+	for name, n := range removed {
+		out = append(out, staleDir{Name: name, Bytes: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// printStale lists the staging directories of interrupted builds that
+// index build or gc removed.
+func printStale(w io.Writer, stale []staleDir) {
+	for _, s := range stale {
+		fmt.Fprintf(w, "removed generations/%s (%d bytes): the staging directory of an interrupted build\n", s.Name, s.Bytes)
+	}
 }
 
 // pruneCache removes the embedding cache entries that no retained

@@ -224,3 +224,43 @@ func TestBenchIngestDocsSmall(t *testing.T) {
 	_, _, code = ragRun(t, "bench", "ingest-docs", "--file-kb", "0")
 	assert.Equal(t, exitUsage, code)
 }
+
+// TestInterruptedBuildsAreCleanedUp: the staging directories an
+// interrupted build left (one with its lock file, one from before the
+// locks) are removed and listed by the next build, and by index gc; the
+// generations stay.
+func TestInterruptedBuildsAreCleanedUp(t *testing.T) {
+	data := t.TempDir()
+	gens := filepath.Join(data, "index", "generations")
+	leave := func(name string, withLock bool) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Join(gens, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(gens, name, "vectors.f32"), make([]byte, 64), 0o644))
+		if withLock {
+			require.NoError(t, os.WriteFile(filepath.Join(gens, name+".lock"), nil, 0o644))
+		}
+	}
+	leave(".staging-0a0a0a0a0a0a0a0a", true)
+	leave(".staging-123456", false)
+	out, errOut, code := ragRun(t, "index", "build", "--data", data, "--corpus", ragCorpusPath)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "removed generations/.staging-0a0a0a0a0a0a0a0a (64 bytes): the staging directory of an interrupted build\n")
+	assert.Contains(t, out, "removed generations/.staging-123456 (64 bytes)")
+	entries, err := os.ReadDir(gens)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the new generation: %v", entries)
+
+	leave(".staging-0b0b0b0b0b0b0b0b", true)
+	out, errOut, code = ragRun(t, "index", "gc", "--data", data, "--json")
+	require.Equal(t, exitOK, code, errOut)
+	var gc struct {
+		Removed []string   `json:"removed"`
+		Stale   []staleDir `json:"stale_staging_removed"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &gc))
+	require.Equal(t, []staleDir{{Name: ".staging-0b0b0b0b0b0b0b0b", Bytes: 64}}, gc.Stale)
+	require.Empty(t, gc.Removed, "the active generation stays")
+	entries, err = os.ReadDir(gens)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "%v", entries)
+}

@@ -230,8 +230,9 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "remove old index generations",
-		Long: "remove retained generations, keeping the active one and the --keep most recent others, then the\n" +
-			"embedding cache entries (<data>/index/cache) of texts no retained generation holds",
+		Long: "remove the staging directories of interrupted builds (never a running build's), the retained\n" +
+			"generations but the active one and the --keep most recent others, then the embedding cache entries\n" +
+			"(<data>/index/cache) of texts no retained generation holds",
 	}
 	fs := cmd.Flags()
 	keep := fs.Int("keep", 1, "inactive generations to keep besides the active one")
@@ -244,7 +245,13 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		if *keep < 0 {
 			return usageErrorf("index gc: --keep must not be negative")
 		}
-		removed, err := index.NewStore(g.data, index.StoreOptions{}).Prune(*keep)
+		store := index.NewStore(g.data, index.StoreOptions{})
+		removedStale, err := store.RemoveStale()
+		stale := staleList(removedStale)
+		var removed []string
+		if err == nil {
+			removed, err = store.Prune(*keep)
+		}
 		entries := 0
 		if err == nil {
 			entries, err = pruneCache(g.data)
@@ -253,11 +260,12 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 			if removed == nil {
 				removed = []string{}
 			}
-			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "cache_entries_removed": entries}); jerr != nil || err != nil {
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "stale_staging_removed": stale, "cache_entries_removed": entries}); jerr != nil || err != nil {
 				return errors.Join(err, jerr)
 			}
 			return nil
 		}
+		printStale(stdout, stale)
 		for _, id := range removed {
 			fmt.Fprintf(stdout, "removed %s\n", id)
 		}

@@ -111,7 +111,7 @@ func addSubjectFlags(fs *pflag.FlagSet) *streams.Subjects {
 	fs.StringVar(&s.Tail, "subject-tail", s.Tail, "subject tailed envelopes are forwarded to")
 	fs.StringVar(&s.DeadLetter, "subject-deadletter", s.DeadLetter, "dead-letter subject")
 	fs.IntVar(&s.Partitions, "partitions", s.Partitions, "trace partitions: records go to <subject-traces>.<FNV-1a(run_id) mod N>; every worker and publisher must agree")
-	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the streams and buckets created (3 on a three-node cluster; 0 means 1)")
+	fs.IntVar(&s.Replicas, "replicas", max(s.Replicas, 1), "replicas of the streams and buckets created, 1 to 5 (3 on a three-node cluster)")
 	return &s
 }
 
@@ -162,7 +162,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
 	f.settle = fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
-	f.sloWindow = fs.Duration("slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long before now, from the start of its first day (UTC)")
+	f.sloWindow = new(time.Duration)
+	daysVar(fs, f.sloWindow, "slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long (24h, 60d, 2w) before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
@@ -173,8 +174,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(fleet.DefaultHoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
 	f.foldAfter = fs.Duration("fold-after", fleet.DefaultFoldAfter, "a day of trace state leaves memory (folded into a day table in the KV bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
 	f.subjects = addSubjectFlags(fs)
-	fs.DurationVar(&f.subjects.Retention, "retention", streams.DefaultRetention,
-		"the longest the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
+	daysVar(fs, &f.subjects.Retention, "retention", streams.DefaultRetention,
+		"the longest (168h, 7d, 2w) the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
 	fs.DurationVar(&f.subjects.DuplicateWindow, "duplicate-window", streams.DuplicateWindow,
 		"how long the traces, eval and events streams drop a message whose Nats-Msg-Id they already hold (a re-replay later than this is deduplicated by the workers' state instead)")
 	fs.Int64Var(&f.subjects.RetentionBytes, "retention-bytes", 0,

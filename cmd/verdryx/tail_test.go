@@ -107,7 +107,7 @@ func TestTailCommandErrors(t *testing.T) {
 	}{
 		{"no file", []string{"tail"}, "want exactly one FILE"},
 		{"missing file", []string{"tail", "--once", filepath.Join(dir, "nope.ndjson")}, "no such file"},
-		{"bad max line", []string{"tail", "--max-line", "0", "x"}, "must be positive"},
+		{"bad max line", []string{"tail", "--max-line", "0", "x"}, "--max-line 0: want at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, code := runCLI(t, tc.args...)

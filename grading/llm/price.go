@@ -112,7 +112,9 @@ const maxPricesFile = 1 << 20
 // "claude-sonnet-4-5") -> {"input_usd_per_mtok": N, "output_usd_per_mtok":
 // N}, US dollars per million tokens. Decoding is strict: an unknown or
 // missing member, a negative or non-finite price, an empty key or trailing
-// data is an error naming the file and the model key.
+// data is an error naming the file and the model key; a key given twice in
+// one object (a model, or a member of its price) is an error naming the
+// line of each, never the last one silently winning.
 func LoadPrices(path string, base PriceBook) (PriceBook, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -125,6 +127,9 @@ func LoadPrices(path string, base PriceBook) (PriceBook, error) {
 	}
 	if len(raw) > maxPricesFile {
 		return nil, fmt.Errorf("prices %s: more than %d bytes", path, maxPricesFile)
+	}
+	if err := checkDuplicateKeys(raw); err != nil {
+		return nil, fmt.Errorf("prices %s: %w", path, err)
 	}
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -170,4 +175,54 @@ func LoadPrices(path string, base PriceBook) (PriceBook, error) {
 		out[k] = Price{InputPerMTok: *e.Input, OutputPerMTok: *e.Output}
 	}
 	return out, nil
+}
+
+// checkDuplicateKeys refuses a JSON text in which an object has a key
+// twice, naming the key and the line of each. A text that is not valid
+// JSON is left to the decoder to refuse (nil).
+func checkDuplicateKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	lineAt := func(off int64) int { return 1 + bytes.Count(raw[:off], []byte("\n")) }
+	// Each open container: for an object, the line of each key seen and
+	// whether the next token is a key.
+	type frame struct {
+		keys      map[string]int
+		expectKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF, or invalid JSON the decoder reports
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.keys != nil && top.expectKey {
+			if key, ok := tok.(string); ok {
+				line := lineAt(dec.InputOffset())
+				if first, dup := top.keys[key]; dup {
+					return fmt.Errorf("key %q given twice: line %d and line %d", key, first, line)
+				}
+				top.keys[key] = line
+				top.expectKey = false
+				continue
+			}
+		}
+		if top != nil && top.keys != nil {
+			top.expectKey = true // this token is the value (or the object's end)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]int{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+				stack[len(stack)-1].expectKey = true
+			}
+		}
+	}
 }

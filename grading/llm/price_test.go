@@ -85,3 +85,27 @@ func TestLoadPricesRefusesBadFiles(t *testing.T) {
 	_, err := LoadPrices(filepath.Join(t.TempDir(), "none.json"), nil)
 	require.Error(t, err)
 }
+
+// TestLoadPricesRefusesAKeyGivenTwice: a model priced twice (1, then 0)
+// used to keep the last price, which switched a cost cap off.
+func TestLoadPricesRefusesAKeyGivenTwice(t *testing.T) {
+	cases := map[string]struct{ body, want string }{
+		"model": {"{\n  \"openai:m\": {\"input_usd_per_mtok\": 1, \"output_usd_per_mtok\": 1},\n  \"x\": {\"input_usd_per_mtok\": 1, \"output_usd_per_mtok\": 1},\n  \"openai:m\": {\"input_usd_per_mtok\": 0, \"output_usd_per_mtok\": 0}\n}",
+			`key "openai:m" given twice: line 2 and line 4`},
+		"member": {"{\"m\": {\"input_usd_per_mtok\": 1,\n \"output_usd_per_mtok\": 1,\n \"input_usd_per_mtok\": 0}}",
+			`key "input_usd_per_mtok" given twice: line 1 and line 3`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := writePrices(t, c.body)
+			_, err := LoadPrices(p, DefaultPriceBook())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "prices "+p+": "+c.want)
+		})
+	}
+	// The same key in two objects is not a duplicate.
+	_, err := LoadPrices(writePrices(t, `{"a": {"input_usd_per_mtok": 1, "output_usd_per_mtok": 1}, "b": {"input_usd_per_mtok": 1, "output_usd_per_mtok": 1}}`), nil)
+	require.NoError(t, err)
+	_, err = LoadPrices(filepath.Join(t.TempDir(), "none.json"), nil)
+	require.Error(t, err)
+}
