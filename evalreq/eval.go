@@ -259,8 +259,13 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 			return pull.Transient("claim eval request", err)
 		}
 		if cl.State == claimDone {
-			// Graded and emitted by another worker: answer from its claim.
-			h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true})
+			// Graded and emitted by another worker: answer from its claim,
+			// with the warning its own reply carried.
+			var res evalrun.Result
+			if err := json.Unmarshal(cl.Result, &res); err != nil {
+				return pull.Permanent("claimed eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
+			}
+			h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true, Warning: warning(res)})
 			return nil
 		}
 		runID = cl.RunID

@@ -17,6 +17,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/envelope"
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/lease"
@@ -346,4 +347,30 @@ func TestTwoChainWritersCannotForkTheChain(t *testing.T) {
 	require.True(t, rep.OK(), "%+v", rep)
 	require.Equal(t, 2*n, rep.Events)
 	require.Equal(t, 1, rep.Heads)
+}
+
+// TestAnAnswerFromTheClaimKeepsTheWarning: a request another worker
+// graded (every case unmeasured) and marked done is answered from the
+// claim with the warning that worker's own reply carried.
+func TestAnAnswerFromTheClaimKeepsTheWarning(t *testing.T) {
+	e := newEnv(t)
+	ctx := jstest.Ctx(t, 10*time.Second)
+	other, err := NewClaims(ctx, e.JS, "other", 0)
+	require.NoError(t, err)
+	_, err = other.Claim(ctx, "req-warned", "run-warned")
+	require.NoError(t, err)
+	var res evalrun.Result
+	res.Run.ID = "run-warned"
+	res.Run.Scores = []grading.Score{{CaseID: "a", Unmeasured: "model m: down", Reason: grading.ReasonModelError}}
+	want := warning(res)
+	require.NotEmpty(t, want)
+	raw, err := json.Marshal(res)
+	require.NoError(t, err)
+	require.NoError(t, other.Done(ctx, "req-warned", "run-warned", raw))
+
+	startClaimingWorker(t, e, "w")
+	rep := e.request(evalReq("req-warned"))
+	require.True(t, rep.OK, rep.Error)
+	require.True(t, rep.Replayed)
+	require.Equal(t, want, rep.Warning)
 }

@@ -124,7 +124,9 @@ func (r *running) evalSLO(ctx context.Context, g *sloGauges, alerting map[string
 		if alerting[key] {
 			continue
 		}
-		if _, err := r.chain.Append(ctx, ev); err != nil {
+		// Every sink of the worker's events: the chain on NATS and the
+		// --events file.
+		if _, err := r.deps.Events.Append(ctx, ev); err != nil {
 			return err
 		}
 		alerting[key] = true

@@ -532,6 +532,9 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
+			if run := res.Run; !run.FinishedAt.IsZero() {
+				r.metrics.EvalSeconds.Observe(run.FinishedAt.Sub(run.StartedAt).Seconds())
+			}
 			r.metrics.ChainLength.Set(float64(r.chain.Len()))
 			r.w.emit(Output{Eval: &EvalOutput{Request: req, Result: res}})
 		}})

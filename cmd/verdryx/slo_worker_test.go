@@ -20,9 +20,10 @@ import (
 )
 
 // TestServeSLOBurn: a worker whose fleet's traces burn an SLO appends one
-// slo_burn event per alerting indicator to its chain (as many as
-// `verdryx slo --events` writes for the same traces), not one per
-// evaluation, and /metrics has the cost per outcome and the SLO gauges.
+// slo_burn event per alerting indicator to its chain and to its --events
+// file (as many as `verdryx slo --events` writes for the same traces), not
+// one per evaluation, and /metrics has the cost per outcome, the SLO gauges
+// and the duration of the eval request it graded.
 func TestServeSLOBurn(t *testing.T) {
 	dir := t.TempDir()
 	evFile := filepath.Join(dir, "direct.ndjson")
@@ -38,12 +39,17 @@ func TestServeSLOBurn(t *testing.T) {
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	url := ns.ClientURL()
 	addr := freeAddr(t)
+	root := t.TempDir()
+	numberedSet(t, root, "set.json", 3, nil)
+	req := writeRequest(t, root, "req.json", `{"request_id":"r-slo","eval_set_path":"set.json"}`)
+	workerEvents := filepath.Join(dir, "worker.ndjson")
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, logs syncBuf
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--data", filepath.Join(dir, "data"), "--nats", url, "--http", addr, "--rag-corpus", "",
-			"--replay", tracesFixture("slo"), "--slo-every", "200ms", "--slo-window", "87600h", "--log-level", "warn"}, &stdout, &logs)
+			"--replay", tracesFixture("slo"), "--slo-every", "200ms", "--slo-window", "87600h", "--log-level", "warn",
+			"--events", workerEvents, "--root", root, "--eval-request", req}, &stdout, &logs)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
@@ -73,13 +79,27 @@ func TestServeSLOBurn(t *testing.T) {
 	// Later evaluations (every 200 ms) append nothing more.
 	require.Never(t, func() bool { return burns() > direct.EventsWritten }, 2*time.Second, 100*time.Millisecond)
 
-	resp, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	resp.Body.Close()
+	fileBurns := func() int {
+		b, _ := os.ReadFile(workerEvents)
+		return strings.Count(string(b), `"type":"slo_burn"`)
+	}
+	require.Eventually(t, func() bool { return fileBurns() == direct.EventsWritten }, 30*time.Second, 100*time.Millisecond,
+		"the --events file has the slo_burn events the chain has")
+
+	metrics := func() string {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(metrics(), "verdryx_eval_duration_seconds_count 1\n") }, 30*time.Second, 100*time.Millisecond,
+		"the eval request's duration is observed")
+	body := metrics()
 	for _, want := range []string{"verdryx_cost_runs{outcome=", "verdryx_cost_usd{outcome=", "verdryx_slo_budget_remaining{", "verdryx_slo_burn_rate{"} {
-		require.Contains(t, string(body), want)
+		require.Contains(t, body, want)
 	}
 	_ = os.Remove(evFile)
 }
