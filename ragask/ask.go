@@ -175,7 +175,7 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 	}
 	rec, err := a.asker.AskWith(actx, q, o)
 	if end != nil {
-		end(a.opts.Now(), spanData(rec, o), err)
+		end(a.opts.Now(), SpanData(rec, o), err)
 	}
 	if err != nil {
 		return Reply{Error: err.Error()}
@@ -183,9 +183,9 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 	return Reply{Record: &rec}
 }
 
-// spanData is what an ask's span says: what answered it and what was
+// SpanData is what an ask's span says: what answered it and what was
 // retrieved (never the question or the answer).
-func spanData(rec rag.Record, o rag.AskOptions) map[string]any {
+func SpanData(rec rag.Record, o rag.AskOptions) map[string]any {
 	d := map[string]any{"top_k": o.TopK, "index_generation": rec.IndexGeneration, "embedder": rec.Embedder,
 		"generator": rec.Generator, "retrieved_ids": strings.Join(rec.RetrievedIDs, ",")}
 	if len(o.Filter) > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
@@ -294,10 +296,14 @@ func newAskCmd(g *globals) *cobra.Command {
 	topK := fs.Int("top-k", rag.DefaultTopK, fmt.Sprintf("chunks retrieved, 1 to %d", ragask.MaxTopK))
 	filters := fs.StringArray("filter", nil, "key=value: retrieve only chunks whose metadata key equals value (an array field: holds it); repeatable, keys ANDed")
 	memory := fs.Bool("memory", false, "build the index in memory instead of loading the active generation")
+	otlp := addOTLPFlag(fs)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		rf.data = g.data
 		if err := rf.check(); err != nil {
+			return err
+		}
+		if err := checkURL(otlpFlagName, *otlp, "http", "https"); err != nil {
 			return err
 		}
 		var err error
@@ -320,39 +326,74 @@ func newAskCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(err)
 		}
-		var p *rag.Pipeline
-		if *memory {
-			corpus, err := rag.LoadCorpus(corpusPath)
-			if err != nil {
-				return inputError(err)
-			}
-			emb, err := rf.newEmbedder()
-			if err != nil {
-				return inputError(err)
-			}
-			if p, err = rag.Build(ctx, corpus, emb, gen, rag.Options{}); err != nil {
-				return rf.providerError(err)
-			}
-		} else {
-			explicit := cmd.Flags().Changed("embedder") || cmd.Flags().Changed("embed-model") || cmd.Flags().Changed("dims")
-			if p, err = rf.openStored(store, corpusPath, explicit, gen); err != nil {
-				return err
-			}
+		explicit := cmd.Flags().Changed("embedder") || cmd.Flags().Changed("embed-model") || cmd.Flags().Changed("dims")
+		p, err := rf.askPipeline(ctx, store, corpusPath, *memory, explicit, gen)
+		if err != nil {
+			return err
 		}
-		rec, err := p.AskWith(ctx, pos[0], opts)
+		rec, spanErr, err := askTraced(ctx, p, pos[0], opts, *otlp)
 		if errors.Is(err, rag.ErrFilter) {
 			return usageErrorf("ask: --filter: %v", err)
 		}
 		if err != nil {
-			return rf.providerError(err)
+			return errors.Join(rf.providerError(err), spanErr)
 		}
 		if *asJSON {
-			return writeJSON(stdout, rec)
+			if err := writeJSON(stdout, rec); err != nil {
+				return err
+			}
+		} else {
+			printAnswer(stdout, rec)
 		}
-		printAnswer(stdout, rec)
-		return nil
+		return spanErr
 	}
 	return cmd
+}
+
+// askPipeline is ask's pipeline: built in memory from the corpus, or the
+// active generation opened as openStored does.
+func (f *ragFlags) askPipeline(ctx context.Context, store *index.Store, corpusPath string, memory, explicitEmbedder bool, gen rag.Generator) (*rag.Pipeline, error) {
+	if !memory {
+		return f.openStored(store, corpusPath, explicitEmbedder, gen)
+	}
+	corpus, err := rag.LoadCorpus(corpusPath)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	emb, err := f.newEmbedder()
+	if err != nil {
+		return nil, inputError(err)
+	}
+	p, err := rag.Build(ctx, corpus, emb, gen, rag.Options{})
+	if err != nil {
+		return nil, f.providerError(err)
+	}
+	return p, nil
+}
+
+// askTraced asks p, recording the ask's span (ragask.SpanAsk, with the
+// provider calls under it) at the OTLP collector otlp when it is set, as
+// the worker records each ask. The span is exported before it returns;
+// spanErr, an outside service's failure (exit 3), says why it was not.
+func askTraced(ctx context.Context, p *rag.Pipeline, q string, opts rag.AskOptions, otlp string) (rec rag.Record, spanErr, err error) {
+	if otlp == "" {
+		rec, err = p.AskWith(ctx, q, opts)
+		return rec, nil, err
+	}
+	spans, err := producer.NewSpans(ctx, producer.SpanOptions{Endpoint: otlp, ServiceVersion: version()})
+	if err != nil {
+		return rag.Record{}, nil, inputError(fmt.Errorf("--otlp: %w", err))
+	}
+	start := time.Now()
+	actx, end := spans.StartRun(ctx, ragask.SpanAsk, grading.NewID("ask", start), "", start)
+	rec, err = p.AskWith(actx, q, opts)
+	end(time.Now(), ragask.SpanData(rec, opts), err)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if serr := spans.Shutdown(sctx); serr != nil {
+		spanErr = serviceError(fmt.Errorf("--otlp: export spans: %w", serr))
+	}
+	return rec, spanErr, err
 }
 
 // openStored opens the active generation with the embedder that built it

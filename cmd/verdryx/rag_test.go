@@ -19,6 +19,7 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/rag/golden"
+	"github.com/verdryx/verdryx/ragask"
 )
 
 const (
@@ -458,4 +459,40 @@ func TestAskRetrievalTopKFilter(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
 		assert.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
+}
+
+// TestAskExportsItsSpan: with an OTLP collector named ($VERDRYX_OTLP_ENDPOINT
+// or --otlp), ask records its span as the worker does, exported before the
+// command returns; a collector that refuses is exit 3 after the answer.
+func TestAskExportsItsSpan(t *testing.T) {
+	cleanEvalEnv(t)
+	var hits atomic.Int32
+	var body atomic.Value
+	refuse := atomic.Bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			hits.Add(1)
+			body.Store(string(b))
+		}
+		if refuse.Load() {
+			http.Error(w, "no", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer srv.Close()
+	t.Setenv("VERDRYX_OTLP_ENDPOINT", srv.URL)
+	stdout, stderr, code := runCLI(t, "ask", "--memory", "--corpus", ragCorpusPath, "--data", t.TempDir(), "What dose of verdigris elixir treats tarnish fever?")
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotEmpty(t, stdout)
+	assert.EqualValues(t, 1, hits.Load(), "the span was exported before ask returned")
+	assert.Contains(t, body.Load(), ragask.SpanAsk)
+	assert.NotContains(t, body.Load(), "tarnish fever", "the question stays out of the span")
+
+	refuse.Store(true)
+	stdout, stderr, code = runCLI(t, "ask", "--memory", "--corpus", ragCorpusPath, "--data", t.TempDir(), "--otlp", srv.URL, "What dose?")
+	assert.Equal(t, exitService, code, stderr)
+	assert.NotEmpty(t, stdout, "the answer is printed all the same")
+	assert.Contains(t, stderr, "export spans")
 }
