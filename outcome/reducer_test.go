@@ -292,3 +292,36 @@ func readCSV(src io.Reader, name string, r *Reducer) error {
 		return f.fold(&rec)
 	})
 }
+
+// TestSLOCountsFlatRecords: an outcomes export ({outcome, cost_usd}
+// records, no time, no agent) is read by slo as by cost-per-correct: each
+// record a run of the fleet, in every ratio, and with nothing timed the
+// whole input is the burn window.
+func TestSLOCountsFlatRecords(t *testing.T) {
+	r := newReducer(t, Options{})
+	for i := range 25 {
+		tag := "case_resolved"
+		if i%5 == 0 {
+			tag = "abandoned"
+		}
+		r.AddRecord(tag, int64(1000+i))
+	}
+	require.EqualValues(t, 25, r.Report().Groups[0].Overall.Runs, "cost-per-correct counts 25 runs")
+	rep, err := r.SLO(DefaultSLOOptions(), nil)
+	require.NoError(t, err)
+	fleet := rep.Subjects[0]
+	require.EqualValues(t, 25, fleet.Runs)
+	require.EqualValues(t, 25, rep.UnattributedRuns)
+	for _, ind := range fleet.Indicators {
+		switch ind.SLI {
+		case "task_success":
+			require.True(t, ind.Measured, ind.Reason)
+			require.EqualValues(t, 25, ind.Events)
+			require.EqualValues(t, 20, ind.Good)
+			require.NotNil(t, ind.BurnRate, "nothing is timed: the burn window is the whole input")
+		case "containment", "cost_discipline":
+			require.EqualValues(t, 25, ind.Events, ind.SLI)
+		}
+	}
+	require.Empty(t, rep.Window, "no run has a time: no window")
+}

@@ -158,7 +158,7 @@ func (t *tally) add(good, recent bool) {
 
 // SLO computes the four SLIs per agent id and for the fleet over every run
 // reduced so far (independent calls count as runs of one call; flat records
-// carry no time and are left out). validAgent says which subjects may alert
+// count as runs of the fleet with no time, at the window's start). validAgent says which subjects may alert
 // (the canonical agent:// form); nil allows none.
 func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport, error) {
 	if err := opts.Validate(); err != nil {
@@ -194,6 +194,14 @@ func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport
 	if len(runs) > 0 {
 		rep.Window = interval(first, last)
 		rep.BurnWindow = interval(cut, last)
+	}
+	// Flat {outcome, cost_usd} records (an outcomes export) are runs of
+	// the fleet with no time: counted at the window's start, so they are
+	// in every ratio and in the burn window only when nothing has a time
+	// (then there is no window to print).
+	for i := range r.flat {
+		rs := &r.flat[i]
+		runs = append(runs, sloRun{ts: first, outcome: rs.outcome, refused: rs.refused > 0, cost: rs.cost})
 	}
 	var positive []int64
 	for _, run := range runs {
