@@ -20,8 +20,19 @@ type AsyncOptions struct {
 	MaxInFlight int
 	// AckTimeout bounds the wait for one acknowledgement before the
 	// message is published again (with the same message id, so never
-	// stored twice); 0 means 30 s. A message is tried at most 5 times.
+	// stored twice); 0 means 30 s.
 	AckTimeout time.Duration
+	// RetryFor bounds how long a message whose publish fails (a stream
+	// without a leader answers "no response from stream", an ack times
+	// out) is sent again, counted from its first failure, waiting
+	// between tries from 100 ms doubling to 2 s; past it Publish and
+	// Drain return the error. 0 means DefaultRetryFor.
+	RetryFor time.Duration
+	// Healthy, when set, is told false when a publish fails (and is being
+	// retried) and true when an acknowledgement arrives after that: a
+	// readiness signal. It is called from the publishing goroutine, only
+	// on changes.
+	Healthy func(ok bool)
 	// Progress, when set, is called with the running count of
 	// acknowledged messages (rows) each time it passes a multiple of 1024.
 	Progress func(acked int)
@@ -30,6 +41,20 @@ type AsyncOptions struct {
 	// away says so instead of waiting in silence.
 	Logger *slog.Logger
 }
+
+// DefaultRetryFor is AsyncOptions.RetryFor's default. On the in-process
+// three-node cluster a stream whose leader node is stopped (a clean stop,
+// not kill -9) names another leader within 0.2-0.35 s, a KV bucket's in
+// about 2.3 s (docs/benchmarks.md, 2026-12-07 entry); the field report saw
+// more than 4 s with kill -9 under load. Two minutes leaves a wide margin
+// and matches serve --start-timeout.
+const DefaultRetryFor = 2 * time.Minute
+
+// Retry backoff between tries of a failed publish.
+const (
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
 
 // AsyncStats counts what an AsyncPublisher published.
 type AsyncStats struct {
@@ -52,6 +77,8 @@ type AsyncPublisher struct {
 	warn    *ratelog.Log
 	// reported is the acknowledged count last passed to Progress.
 	reported int
+	// failing is true from a failed publish until the next ack.
+	failing bool
 }
 
 type pending struct {
@@ -61,8 +88,8 @@ type pending struct {
 	data    []byte
 	id      string
 	tries   int
-	busy    int // answers "duplicate message id is in process" so far
-	weight  int // what the message counts for in AsyncStats
+	failed  time.Time // first failure; zero while none
+	weight  int       // what the message counts for in AsyncStats
 }
 
 // NewAsyncPublisher returns a publisher to subject through js.
@@ -72,6 +99,9 @@ func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions
 	}
 	if opts.AckTimeout <= 0 {
 		opts.AckTimeout = 30 * time.Second
+	}
+	if opts.RetryFor <= 0 {
+		opts.RetryFor = DefaultRetryFor
 	}
 	// Publish through a JetStream context of our own whose client-side
 	// futures time out after AckTimeout too: without that timeout a future
@@ -165,8 +195,56 @@ func inProcess(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10158
 }
 
+// resendFailed sends again, in order and right after the head, every
+// message behind the head whose publish has failed already (they failed
+// with it, in the same election), so that once the stream has a leader
+// they are stored in one round trip rather than one retry each.
+func (p *AsyncPublisher) resendFailed(ctx context.Context) error {
+	for i := 1; i < len(p.window); i++ {
+		m := &p.window[i]
+		select {
+		case <-m.fut.Err():
+		default:
+			continue
+		}
+		if m.failed.IsZero() {
+			m.failed = time.Now()
+		}
+		m.tries++
+		fut, err := p.send(ctx, m.subject, m.header, m.data, m.id)
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", m.id, err)
+		}
+		m.fut = fut
+	}
+	return nil
+}
+
+// health reports ok to Healthy when it differs from the last report.
+func (p *AsyncPublisher) health(ok bool) {
+	if p.failing == !ok {
+		return
+	}
+	p.failing = !ok
+	if p.opts.Healthy != nil {
+		p.opts.Healthy(ok)
+	}
+}
+
+// backoff is the wait before try n+1 of a message (n >= 1 tries made):
+// retryFirst doubling to retryMax.
+func backoff(n int) time.Duration {
+	d := retryFirst
+	for i := 1; i < n && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
+}
+
 // drain waits for acknowledgements until at most keep publishes are in
-// flight, re-publishing a message whose ack failed or timed out.
+// flight, re-publishing (with backoff, for up to RetryFor from its first
+// failure) a message whose ack failed or timed out. The retried message
+// stays at the head, so order and message ids are kept.
 func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 	for len(p.window) > keep {
 		head := &p.window[0]
@@ -188,31 +266,38 @@ func (p *AsyncPublisher) drain(ctx context.Context, keep int) error {
 		}
 		timer.Stop()
 		if ackErr != nil {
-			// The same id still being stored (a cluster between leaders)
-			// is not a failed try: wait for it, up to about a minute.
-			if inProcess(ackErr) && head.busy < 60 {
-				head.busy++
-				p.warn.Warn("publish: the same message id is still in process; waiting", "id", head.id, "err", ackErr)
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(min(time.Duration(head.busy)*100*time.Millisecond, time.Second)):
-				}
-			} else {
-				if head.tries >= 5 {
-					return fmt.Errorf("publish %s: %d tries: %w", head.id, head.tries, ackErr)
-				}
-				head.tries++
-				p.warn.Warn("publish not acknowledged; sending again", "id", head.id, "try", head.tries, "err", ackErr)
+			p.health(false)
+			now := time.Now()
+			if head.failed.IsZero() {
+				head.failed = now
 			}
+			if waited := now.Sub(head.failed); waited >= p.opts.RetryFor {
+				return fmt.Errorf("publish %s: %d tries over %s (the retry bound): %w", head.id, head.tries, waited.Round(time.Millisecond), ackErr)
+			}
+			wait := backoff(head.tries)
+			if inProcess(ackErr) {
+				// The same id still being stored (a cluster between leaders).
+				p.warn.Warn("publish: the same message id is still in process; waiting", "id", head.id, "try", head.tries, "err", ackErr)
+			} else {
+				p.warn.Warn("publish not acknowledged; sending again", "id", head.id, "try", head.tries, "wait", wait, "err", ackErr)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			head.tries++
 			fut, err := p.send(ctx, head.subject, head.header, head.data, head.id)
 			if err != nil {
 				return fmt.Errorf("publish %s: %w", head.id, err)
 			}
 			head.fut = fut
-			// Keep order: the retried message stays at the head.
+			if err := p.resendFailed(ctx); err != nil {
+				return err
+			}
 			continue
 		}
+		p.health(true)
 		p.window = p.window[1:]
 		if n := p.st.New + p.st.Duplicates; p.opts.Progress != nil && n/1024 != p.reported/1024 {
 			p.reported = n

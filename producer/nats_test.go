@@ -165,8 +165,7 @@ func (j *inProcessJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt)
 }
 
 // TestAsyncPublisherWaitsOnAMessageIDInProcess: a message answered "in
-// process" more times than the tries a failed ack gets is waited on, not
-// failed; it is stored once.
+// process" (six times here) is waited on, not failed; it is stored once.
 func TestAsyncPublisherWaitsOnAMessageIDInProcess(t *testing.T) {
 	_, inner := runJetStream(t)
 	js := &inProcessJS{JetStream: inner, busy: 6, tries: map[string]int{}}
@@ -181,4 +180,85 @@ func TestAsyncPublisherWaitsOnAMessageIDInProcess(t *testing.T) {
 	info, err := inner.Stream(ctx, "T")
 	require.NoError(t, err)
 	require.EqualValues(t, 1, info.CachedInfo().State.Msgs)
+}
+
+// TestAsyncPublisherRidesOutAStreamWithoutLeader: publishes to a subject
+// no stream answers yet ("no response from stream", as while a stream
+// elects a leader) are retried with backoff, not failed after a few
+// tries; once the stream is there every message is stored once, in
+// order, and Healthy heard false then true.
+func TestAsyncPublisherRidesOutAStreamWithoutLeader(t *testing.T) {
+	_, js := runJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	var health []bool
+	down := make(chan struct{})
+	p := NewAsyncPublisher(js, "u.rows", AsyncOptions{MaxInFlight: 16, RetryFor: time.Minute, Healthy: func(ok bool) {
+		health = append(health, ok)
+		if !ok && len(health) == 1 {
+			close(down)
+		}
+	}})
+	const n = 40
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := p.Publish(ctx, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("id-%d", i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- p.Drain(ctx)
+	}()
+	select {
+	case <-down:
+	case err := <-done:
+		t.Fatalf("publishing ended before any failure: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no failure reported")
+	}
+	// Failing for 4 s: past the 5 tries (about 2.5 s: the client itself
+	// waits 2 x 250 ms on "no responders") the publisher once gave up after.
+	start := time.Now()
+	for time.Since(start) < 4*time.Second {
+		select {
+		case err := <-done:
+			t.Fatalf("publishing ended while the stream was away: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "U", Subjects: []string{"u.>"}})
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	require.Equal(t, []bool{false, true}, health)
+	require.Equal(t, n, p.Stats().New+p.Stats().Duplicates)
+	str, err := js.Stream(ctx, "U")
+	require.NoError(t, err)
+	info, err := str.Info(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, n, info.State.Msgs, "each message stored once")
+	for i := range n {
+		m, err := str.GetMsg(ctx, uint64(i+1))
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("row %d", i), string(m.Data), "stored in order")
+	}
+}
+
+// TestAsyncPublisherGivesUpAfterRetryFor: a stream that never answers is
+// retried with backoff (a handful of tries) for RetryFor,
+// then Drain returns the error naming the bound.
+func TestAsyncPublisherGivesUpAfterRetryFor(t *testing.T) {
+	_, js := runJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := NewAsyncPublisher(js, "u.rows", AsyncOptions{RetryFor: 3 * time.Second})
+	start := time.Now()
+	require.NoError(t, p.Publish(ctx, []byte("row"), "id-0"))
+	err := p.Drain(ctx)
+	require.ErrorContains(t, err, "retry bound")
+	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+	require.GreaterOrEqual(t, time.Since(start), 3*time.Second, "retried for RetryFor")
+	// Each failure takes the client about 0.5 s, then 100, 200, 400, 800
+	// ms between tries: at most 6 tries in 3 s.
+	require.LessOrEqual(t, p.window[0].tries, 6, "tries with backoff")
 }

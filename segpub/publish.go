@@ -39,8 +39,15 @@ type Options struct {
 	MaxInFlight int
 	// AckTimeout bounds the wait for one acknowledgement before the row is
 	// published again (with the same message id, so never twice); 0 means
-	// 30 s. A batch is tried at most 5 times.
+	// 30 s.
 	AckTimeout time.Duration
+	// RetryFor bounds how long a batch whose publish fails (a stream
+	// electing a leader) is retried with backoff, from its first failure;
+	// 0 means producer.DefaultRetryFor.
+	RetryFor time.Duration
+	// Healthy, when set, hears false when a publish fails and true when
+	// acknowledgements flow again (producer.AsyncOptions.Healthy).
+	Healthy func(ok bool)
 	// Progress, when set, is called with the running count of acknowledged
 	// rows.
 	Progress func(rows int)
@@ -109,7 +116,8 @@ func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string,
 		opts.MaxInFlight = 64
 	}
 	st := Stats{Ignored: ignored}
-	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout, Progress: opts.Progress, Logger: opts.Logger})
+	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
+		RetryFor: opts.RetryFor, Healthy: opts.Healthy, Progress: opts.Progress, Logger: opts.Logger})
 	// stats is st with the publisher's counts.
 	stats := func() Stats {
 		ps := p.Stats()

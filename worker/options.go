@@ -90,6 +90,11 @@ type Options struct {
 	// (0: segpub.DefaultSettle).
 	Follow bool
 	Settle time.Duration
+	// PublishRetryFor bounds how long a replayed or followed batch whose
+	// publish fails (the traces stream electing a leader) is retried, with
+	// backoff, before the run fails with ErrService; /readyz answers 503
+	// while publishes fail. 0 means producer.DefaultRetryFor.
+	PublishRetryFor time.Duration
 	// SLOEvery is how often the SLOs are evaluated over the fleet's
 	// merged state of the last SLOWindow (sloLoop: gauges on /metrics,
 	// slo_burn events on the chain); 0 means DefaultSLOEvery and

@@ -287,6 +287,9 @@ type running struct {
 	httpErr chan error
 
 	ready, tracesOK, evalOK atomic.Bool
+	// publishFailing is true while the replay or the follower's publishes
+	// fail (retried, see Options.PublishRetryFor).
+	publishFailing atomic.Bool
 }
 
 func (r *running) onClose(f func()) { r.closers = append(r.closers, f) }
@@ -491,7 +494,7 @@ func (r *running) serveHTTP() error {
 		return nil
 	}
 	hs := &httpapi.Server{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
-		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && r.lease.Held()
+		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && !r.publishFailing.Load() && r.lease.Held()
 	}}
 	hs.Report = reportHandler(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
 		if !r.ready.Load() { // r.js is set before ready
@@ -710,7 +713,7 @@ func watchLag(ctx context.Context, consumers map[string]jetstream.Consumer, m *h
 func (r *running) follow(ctx context.Context) error {
 	o := &r.w.opts
 	f := segpub.NewFollower(r.js, o.Subjects.Traces, o.ReplayDir, segpub.FollowOptions{Settle: o.Settle,
-		Options: segpub.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger},
+		Options: segpub.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger, RetryFor: o.PublishRetryFor, Healthy: r.publishHealthy},
 		OnPublished: func(path string, st segpub.Stats) {
 			o.Logger.Info("followed", "segment", filepath.Base(path), "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		}})
@@ -728,6 +731,10 @@ func (r *running) follow(ctx context.Context) error {
 	return nil
 }
 
+// publishHealthy is the replay's and the follower's health signal:
+// readiness is 503 from a failed publish until an ack flows again.
+func (r *running) publishHealthy(ok bool) { r.publishFailing.Store(!ok) }
+
 // publishInputs replays the segment directory and publishes the
 // eval-request files, blocking until JetStream has stored them. It
 // returns the segments that failed.
@@ -738,6 +745,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 	// failing it.
 	if o.ReplayDir != "" && !o.Follow {
 		st, err := segpub.Publish(ctx, r.js, o.Subjects.Traces, o.ReplayDir, segpub.Options{Partitions: o.Subjects.Partitions, Logger: o.Logger,
+			RetryFor: o.PublishRetryFor, Healthy: r.publishHealthy,
 			Progress: func(n int) { r.w.emit(Output{ReplayRows: n}) }})
 		if err != nil {
 			if segment.IsError(err) {

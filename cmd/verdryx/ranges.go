@@ -126,6 +126,7 @@ func flagRanges() map[string]numRange {
 		"serve --slo-window":          posDur(),
 		"serve --snapshot-every":      posDur(),
 		"serve --start-timeout":       posDur(),
+		"serve --publish-retry-for":   posDur(),
 		"slo --confidence":            openUnit(),
 		"slo --cost-multiple":         positive(),
 		"slo --min-events":            atLeast(1),

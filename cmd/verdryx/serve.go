@@ -30,6 +30,7 @@ import (
 	"github.com/verdryx/verdryx/internal/window"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
@@ -128,6 +129,7 @@ type serveFlags struct {
 	subjects                                                       *streams.Subjects
 	sec                                                            *securityFlags
 	pinnedTTL, snapshotEvery, startTimeout, foldAfter              *time.Duration
+	publishRetryFor                                                *time.Duration
 	maxRecord                                                      *int
 	typed                                                          typedFlags
 	models                                                         *modelFlags
@@ -168,6 +170,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
 	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.publishRetryFor = fs.Duration("publish-retry-for", producer.DefaultRetryFor, "how long a replayed or followed batch whose publish fails (the traces stream electing a leader) is retried with backoff: readiness says 503 meanwhile; then exit 3")
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
@@ -315,7 +318,7 @@ func (f *serveFlags) options(data string, logger *slog.Logger, typed *grading.Ty
 		Once: *f.once, HugePages: hugePages, Subjects: *f.subjects, Version: version(), Logger: logger, Typed: typed,
 		FilesMaxBytes: f.sec.maxBytes, FilesTimeout: f.sec.fileTimeout,
 		Replies:   f.sec.replyPolicy(*f.subjects),
-		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, MaxRecordBytes: *f.maxRecord,
+		PinnedTTL: *f.pinnedTTL, SnapshotEvery: *f.snapshotEvery, FoldAfter: *f.foldAfter, HoursKept: hoursKept, StartTimeout: *f.startTimeout, PublishRetryFor: *f.publishRetryFor, MaxRecordBytes: *f.maxRecord,
 	}
 	if err := f.modelOptions(&o); err != nil {
 		return worker.Options{}, err
