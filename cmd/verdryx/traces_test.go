@@ -316,7 +316,7 @@ func TestRecordsSample(t *testing.T) {
 	for _, ind := range rep.Subjects[0].Indicators {
 		events[ind.SLI] = ind.Events
 	}
-	assert.Equal(t, int64(2), events["task_success"], "the two tagged runs of the sample: %s", out)
+	assert.Equal(t, int64(3), events["task_success"], "the three runs cost-per-correct counts, the flat record's included: %s", out)
 
 	_, errOut, code = tracesRun(t, "slo", "--input", sample, "--traces", tracesFixture("slo"))
 	assert.Equal(t, 2, code, "one source at a time")
