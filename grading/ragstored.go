@@ -35,9 +35,9 @@ func StoredRAG(st *index.Store, id string, p rag.Providers, read ReadFileFunc) f
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
-		if c.Digest() != pipe.Corpus().Digest() {
+		if c.Digest() != pipe.CorpusDigest() {
 			return nil, fmt.Errorf("%w: index %s: %w: generation %s was built from corpus %s, the eval set's corpus %s is %s",
-				ErrBadRequest, id, index.ErrStale, pipe.Generation(), pipe.Corpus().Digest(), corpusPath, c.Digest())
+				ErrBadRequest, id, index.ErrStale, pipe.Generation(), pipe.CorpusDigest(), corpusPath, c.Digest())
 		}
 		return pipe, nil
 	}

@@ -20,14 +20,24 @@
 // for bit. The int8 kernel is picked from the CPU at construction
 // (AVX-512 VNNI, AVX-512BW, AVX2, portable); they compute the same integers.
 //
-// A generation lives in <data>/index/generations/<32-hex id>/ (manifest.json,
-// vectors.f32, vectors.i8 (the int8 copy, dTypeInt8RowScale, its digest in
-// the fingerprinted manifest, its bounds re-verified against the float32 rows
-// at load) and corpus.json, the copy of the corpus it was built from) and is
-// published by an atomic rename; <data>/index/active.json
-// names the active one and is replaced atomically. Files and directories are
-// fsynced, so a reader sees either the complete old or the complete new
-// generation while a save runs.
+// A quantized index (NewQuantizedBuilder, and every stored generation)
+// keeps only the int8 copy: its rows are, component by component, the
+// float32 products scale*code, the copy's error bound is that rounding
+// alone, and every score is exact for those rows. A row costs dims + 4
+// bytes on disk instead of 5*dims + 8.
+//
+// A generation lives in <data>/index/generations/<32-hex id>/:
+// manifest.json, vectors.i8 (dTypeQuantized), ids (one a line), corpus.json
+// (the corpus it was built from) and the files its reader adds (package
+// rag: the chunk offsets and the BM25 statistics). The manifest records
+// every file's size and SHA-256 and its fingerprint covers them. A save
+// writes and fsyncs them in a staging directory, publishes it by an atomic
+// rename, reads it back in full (Verify) and only then replaces
+// <data>/index/active.json atomically, so a reader sees either the
+// complete old or the complete new generation. Opening a generation checks
+// what is cheap (the manifest, its fingerprint, every file's size) and
+// reads no digest, so a cold process opens one in the time it takes to
+// read its vectors; Verify (verdryx index verify) checks everything.
 //
 // The package imports nothing else of verdryx.
 package index

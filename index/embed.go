@@ -25,7 +25,7 @@ type Embedder interface {
 const hashEmbedderName = "offline-hash"
 
 // defaultHashDims is the default output size of the hashing embedder.
-const defaultHashDims = 4096
+const defaultHashDims = 1024
 
 // HashEmbedder is the offline deterministic embedder: it hashes word
 // unigrams, word bigrams and character 3- to 5-grams of each word into a

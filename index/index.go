@@ -23,11 +23,14 @@ type Hit struct {
 }
 
 // Index is an immutable exact cosine index over unit float32 rows stored in
-// one contiguous matrix. It is safe for concurrent use.
+// one contiguous matrix, or, for a quantized index (a stored generation:
+// Writer, Store.LoadGeneration), over the rows its int8 copy defines: row r is
+// component by component the float32 product scales[r]*codes[r][j], and
+// every score is exact for that row. It is safe for concurrent use.
 type Index struct {
 	dims int
 	ids  []string
-	data []float32 // len(ids) * dims, row-major, unit rows
+	data []float32 // len(ids) * dims, row-major, unit rows; nil when quantized
 	// red is the int8 copy single-query searches scan first; nil when dims
 	// exceeds maxReducedDims.
 	red *reduced
@@ -117,6 +120,38 @@ func (b *Builder) Build() (*Index, error) {
 	return idx, nil
 }
 
+// newQuantized returns the quantized index of n = len(ids) rows of dims
+// int8 codes and their scales, every row's norm at most norm. It does not
+// copy or check codes and scales (Store.Verify does).
+func newQuantized(dims int, ids []string, codes []int8, scales []float32, norm float64) *Index {
+	errs := make([]float32, len(scales))
+	for r, s := range scales {
+		errs[r] = dequantError(s, dims)
+	}
+	red := &reduced{codes: codes, scales: scales, errs: errs, norm: norm}
+	return &Index{dims: dims, ids: ids, red: red, kernels: kernel()}
+}
+
+// Quantized reports whether the index keeps only its int8 copy.
+func (x *Index) Quantized() bool { return x.data == nil }
+
+// ID returns the id of row r.
+func (x *Index) ID(r int) string { return x.ids[r] }
+
+// rowOf returns row r: a view of the matrix, or, quantized, the row the
+// codes define written into buf (dims long).
+func (x *Index) rowOf(r int, buf []float32) []float32 {
+	d := x.dims
+	if x.data != nil {
+		return x.data[r*d : (r+1)*d]
+	}
+	s := x.red.scales[r]
+	for j, c := range x.red.codes[r*d : (r+1)*d] {
+		buf[j] = s * float32(c)
+	}
+	return buf
+}
+
 // New builds an Index from ids and their vectors (not required to be unit
 // length; they are validated and normalised).
 func New(ids []string, vectors [][]float32) (*Index, error) {
@@ -148,6 +183,7 @@ func (x *Index) Len() int { return len(x.ids) }
 func (x *Index) IDs() []string { return append([]string(nil), x.ids...) }
 
 // MatrixBytes returns the size of the vector matrix in bytes.
+// A quantized index has none: 0.
 func (x *Index) MatrixBytes() int64 { return int64(len(x.data)) * 4 }
 
 // ReducedBytes returns the size of the int8 copy (codes, scales and error
@@ -171,12 +207,14 @@ func (x *Index) Kernels() (f32, i8 string) {
 
 // Row returns a copy of row i.
 func (x *Index) Row(i int) []float32 {
-	return append([]float32(nil), x.data[i*x.dims:(i+1)*x.dims]...)
+	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
+	return append([]float32(nil), x.rowOf(i, make([]float32, x.dims))...)
 }
 
 // Fingerprint returns "sha256:<hex>" over the dimensions, the ids and the
 // little-endian bytes of the matrix. It is computed once, on first use.
 func (x *Index) Fingerprint() string {
+	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	x.fpOnce.Do(func() {
 		h := sha256.New()
 		var buf [8]byte
@@ -189,7 +227,11 @@ func (x *Index) Fingerprint() string {
 			h.Write(buf[:])
 			h.Write([]byte(id))
 		}
-		h.Write([]byte(vectorsDigest(x.data)))
+		if x.data != nil {
+			h.Write([]byte(vectorsDigest(x.data)))
+		} else {
+			_ = writeQuantized(h, x.red) // a hash never fails to write
+		}
 		x.fp = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	})
 	return x.fp
@@ -233,6 +275,7 @@ func (x *Index) Search(query []float32, k int) ([]Hit, error) {
 // tile before moving on, so each row is read from memory once per batch
 // rather than once per query. Results equal those of Search, query by query.
 func (x *Index) SearchBatch(queries [][]float32, k int) ([][]Hit, error) {
+	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	if k <= 0 {
 		return nil, fmt.Errorf("index: k must be positive, have %d", k)
 	}
@@ -295,10 +338,11 @@ func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
 		tops[i] = newTopK(k, x.ids)
 	}
 	d := x.dims
+	buf := make([]float32, d)
 	if len(qs) == 1 {
 		q, top := qs[0], &tops[0]
 		for r := lo; r < hi; r++ {
-			top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+			top.offer(r, x.dot(q, x.rowOf(r, buf)))
 		}
 		return tops
 	}
@@ -311,7 +355,7 @@ func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
 		for ; qi+4 <= len(qs); qi += 4 {
 			copy(group[:], qs[qi:qi+4])
 			for r := t; r < end; r++ {
-				x.dot4(x.data[r*d:(r+1)*d], &group, &sims)
+				x.dot4(x.rowOf(r, buf), &group, &sims)
 				for j, s := range sims {
 					tops[qi+j].offer(r, s)
 				}
@@ -320,7 +364,7 @@ func (x *Index) scan(qs [][]float32, k, lo, hi int) []topK {
 		for ; qi < len(qs); qi++ {
 			q, top := qs[qi], &tops[qi]
 			for r := t; r < end; r++ {
-				top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+				top.offer(r, x.dot(q, x.rowOf(r, buf)))
 			}
 		}
 	}
@@ -473,6 +517,7 @@ func sumGeneric(a []float32) float32 {
 // len(rows) dot products: the way to search the subset a metadata filter
 // leaves.
 func (x *Index) SearchRows(query []float32, rows []int, k int) ([]Hit, error) {
+	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	if k <= 0 {
 		return nil, fmt.Errorf("index: k must be positive, have %d", k)
 	}
@@ -485,7 +530,7 @@ func (x *Index) SearchRows(query []float32, rows []int, k int) ([]Hit, error) {
 	}
 	top := newTopK(min(k, len(rows)), x.ids)
 	seen := make(map[int]bool, len(rows))
-	d := x.dims
+	buf := make([]float32, x.dims)
 	for _, r := range rows {
 		if r < 0 || r >= len(x.ids) {
 			return nil, fmt.Errorf("index: row %d outside [0, %d)", r, len(x.ids))
@@ -494,7 +539,7 @@ func (x *Index) SearchRows(query []float32, rows []int, k int) ([]Hit, error) {
 			continue
 		}
 		seen[r] = true
-		top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+		top.offer(r, x.dot(q, x.rowOf(r, buf)))
 	}
 	return top.hits(), nil
 }

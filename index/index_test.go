@@ -17,7 +17,7 @@ func bruteForce(x *Index, q []float32, k int) []Hit {
 	nq, _ := Normalize(q)
 	all := make([]Hit, x.Len())
 	for r := range all {
-		s := float64(min(max(x.dot(nq, x.data[r*x.dims:(r+1)*x.dims]), -1), 1))
+		s := float64(min(max(x.dot(nq, x.rowOf(r, make([]float32, x.dims))), -1), 1))
 		all[r] = Hit{Row: r, ID: x.ids[r], Similarity: s, Distance: 1 - s}
 	}
 	slices.SortFunc(all, func(a, b Hit) int {

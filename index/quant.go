@@ -33,12 +33,6 @@ const maxReducedDims = 1 << 16
 // float32 dot product of up to 2^24 terms (each at most 2^-150).
 const underflowSlack = 1e-37
 
-// dTypeInt8RowScale is the encoding of the reduced copy: per row, dims
-// signed int8 codes; then per row a little-endian float32 scale; then per
-// row a little-endian float32 bound on the L2 norm of the quantisation
-// error, all row-major with no header.
-const dTypeInt8RowScale = "int8-rowscale-v1"
-
 // reduced is the int8 copy of an Index's matrix. It is immutable once built.
 type reduced struct {
 	codes  []int8    // n*dims, row-major, each in [-127, 127]
@@ -97,26 +91,14 @@ func roundUp32(x float64) float32 {
 	return f
 }
 
-// verifyRow reports whether codes, scale and errBound are a valid reduced
-// row of v: every code in [-127, 127] and errBound at least the float64
-// error norm bound recomputed from them. It does not require the codes to
-// be the ones quantizeInto would choose, only that the bound holds.
-func verifyRow(codes []int8, v []float32, scale, errBound float32) bool {
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 ||
-		math.IsNaN(float64(errBound)) || math.IsInf(float64(errBound), 0) {
-		return false
-	}
-	s := float64(scale)
-	var e2 float64
-	for j, x := range v {
-		c := codes[j]
-		if c == -128 {
-			return false
-		}
-		d := float64(x) - s*float64(c)
-		e2 += d * d
-	}
-	return float64(errBound) >= errorBound(e2, len(v))
+// dequantError bounds ||r - s*c|| for the row r a quantized index keeps,
+// r[j] = float32(s*c[j]) (see Index), c in [-127, 127]: each product is
+// rounded once, by at most 2^-24 of |s*c[j]| <= 127*s, or by at most 2^-150
+// when it underflows, so the norm over dims components is at most
+// sqrt(dims) times the larger.
+func dequantError(s float32, dims int) float32 {
+	per := max(0x1p-24*127*float64(s), 0x1p-150)
+	return roundUp32(math.Sqrt(float64(dims)) * per * (1 + 1e-9))
 }
 
 // normBound returns an upper bound of the L2 norm of v.
@@ -126,18 +108,6 @@ func normBound(v []float32) float64 {
 		n2 += float64(x) * float64(x)
 	}
 	return errorBound(n2, len(v))
-}
-
-// buildReduced quantises every row of data (n rows of dims).
-func buildReduced(data []float32, dims int) *reduced {
-	n := len(data) / dims
-	red := &reduced{codes: make([]int8, n*dims), scales: make([]float32, n), errs: make([]float32, n)}
-	for r := range n {
-		var nb float64
-		red.scales[r], red.errs[r], nb = quantizeInto(red.codes[r*dims:(r+1)*dims], data[r*dims:(r+1)*dims])
-		red.norm = max(red.norm, nb)
-	}
-	return red
 }
 
 // bytes returns the size of the reduced copy as stored.

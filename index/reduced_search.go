@@ -58,6 +58,7 @@ func (x *Index) SearchStats(query []float32, k int) ([]Hit, Stats, error) {
 // pass and a float32 rerank of the rows it cannot rule out. Its hits are
 // those of a float32 scan of every row with the same kernel.
 func (x *Index) searchReduced(q []float32, k int) ([]Hit, Stats) {
+	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	n := len(x.ids)
 	qq := newQuery(q)
 	bd := newBounds(qq, x.red.norm, x.dims)
@@ -92,13 +93,13 @@ func (x *Index) searchReduced(q []float32, k int) ([]Hit, Stats) {
 		tops[w] = newTopK(k, x.ids)
 	}
 	rerank := func(w int) {
-		d, top := x.dims, &tops[w]
+		top, buf := &tops[w], make([]float32, x.dims)
 		for _, c := range parts[w].cands {
 			if c.hi < thr {
 				continue
 			}
 			r := c.row
-			top.offer(r, x.dot(q, x.data[r*d:(r+1)*d]))
+			top.offer(r, x.dot(q, x.rowOf(r, buf)))
 			counts[w]++
 		}
 	}

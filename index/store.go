@@ -12,10 +12,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -28,18 +32,19 @@ const (
 	generationsDir = "generations"
 	activeFile     = "active.json"
 	manifestFile   = "manifest.json"
-	vectorsFile    = "vectors.f32"
-	reducedFile    = "vectors.i8"
+	// vectorsFile holds the rows in dTypeQuantized.
+	vectorsFile = "vectors.i8"
+	// idsFile holds the row ids, one a line, each ending in a newline.
+	idsFile = "ids"
 	// corpusFile is the copy of the corpus file a generation records, in its
 	// generation directory.
 	corpusFile = "corpus.json"
 	// manifestFormat is the format tag of manifest.json.
-	manifestFormat = "verdryx-index/v1"
-	// dTypeFloat32LE is the only vector encoding: little-endian IEEE 754
-	// binary32, row-major, no header.
-	dTypeFloat32LE = "float32le"
-	// unitNormTolerance is how far from 1 the norm of a stored row may be.
-	unitNormTolerance = 1e-5
+	manifestFormat = "verdryx-index/v2"
+	// dTypeQuantized is the only vector encoding: all rows' int8 codes
+	// (dims a row, row-major), then every row's little-endian float32
+	// scale; row r is float32(scale[r]*code[r][j]) component by component.
+	dTypeQuantized = "int8-rowscale-v2"
 )
 
 // Store errors, matched with errors.Is.
@@ -69,12 +74,17 @@ type EmbedderInfo struct {
 func InfoOf(e Embedder) EmbedderInfo { return EmbedderInfo{Name: e.Name(), Model: e.Model()} }
 
 // Corpus is what a generation records of the corpus it was built from: the
-// digest its loader computed (compared by Check) and the bytes of the corpus
+// digest its loader computed (compared by Check), the bytes of the corpus
 // file, copied into the generation as corpusFile so that the generation can
-// be asked from any working directory.
+// be asked from any working directory, and any files its reader keeps
+// beside it.
 type Corpus struct {
 	Digest string
 	File   []byte
+	// Files are more files of the generation, by name (a plain file name,
+	// none of the generation's own: manifest.json, vectors.i8, ids,
+	// corpus.json); each is covered by the fingerprint like the others.
+	Files map[string][]byte
 	// Retrieval is how the generation's chunks are ranked for a question,
 	// recorded as Manifest.Retrieval; the index stores it and never reads
 	// it (package rag names the modes: "vector", "hybrid"). "" records
@@ -82,54 +92,41 @@ type Corpus struct {
 	Retrieval string
 }
 
-// Manifest describes one generation. Fingerprint covers every field except
-// ID and CreatedAt, so two builds of the same content share a fingerprint.
-type Manifest struct {
-	Format       string       `json:"format"`
-	ID           string       `json:"id"`
-	CreatedAt    time.Time    `json:"created_at"`
-	DType        string       `json:"dtype"`
-	Count        int          `json:"count"`
-	Dims         int          `json:"dims"`
-	Embedder     EmbedderInfo `json:"embedder"`
-	CorpusDigest string       `json:"corpus_digest"`
-	// CorpusSHA256 is the SHA-256 of the recorded corpus file (corpusFile);
-	// empty for a generation that records none.
-	CorpusSHA256  string `json:"corpus_sha256,omitempty"`
-	VectorsSHA256 string `json:"vectors_sha256"`
-	// Reduced describes the int8 copy of the vectors (vectors.i8) that
-	// single-query searches scan first; nil for a generation saved before
-	// generations stored one, whose copy is rebuilt at load.
-	Reduced *ReducedInfo `json:"reduced,omitempty"`
-	// Retrieval is how questions rank the chunks (Corpus.Retrieval);
-	// absent means "vector". Covered by the fingerprint.
-	Retrieval   string   `json:"retrieval,omitempty"`
-	IDs         []string `json:"ids"`
-	Fingerprint string   `json:"fingerprint"`
-}
-
-// ReducedInfo names the encoding and digest of a generation's int8 copy.
-type ReducedInfo struct {
-	// DType is dTypeInt8RowScale.
-	DType string `json:"dtype"`
-	// SHA256 is "sha256:<hex>" of vectors.i8.
+// FileInfo is what a manifest records of one file of its generation.
+type FileInfo struct {
+	// Bytes is the file's size, checked on every open.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is "sha256:<hex>" of the file, checked by Verify.
 	SHA256 string `json:"sha256"`
 }
 
+// Manifest describes one generation. Fingerprint covers every field except
+// ID and CreatedAt, so two builds of the same content share a fingerprint;
+// through Files it covers every byte of the generation.
+type Manifest struct {
+	Format    string       `json:"format"`
+	ID        string       `json:"id"`
+	CreatedAt time.Time    `json:"created_at"`
+	DType     string       `json:"dtype"`
+	Count     int          `json:"count"`
+	Dims      int          `json:"dims"`
+	Embedder  EmbedderInfo `json:"embedder"`
+	// MaxNorm bounds the L2 norm of every row from above.
+	MaxNorm      float64 `json:"max_norm"`
+	CorpusDigest string  `json:"corpus_digest"`
+	// Retrieval is how questions rank the chunks (Corpus.Retrieval);
+	// absent means "vector". Covered by the fingerprint.
+	Retrieval string `json:"retrieval,omitempty"`
+	// Files names every file of the generation but the manifest: vectors.i8,
+	// ids, corpus.json when it records a corpus, and Corpus.Files.
+	Files       map[string]FileInfo `json:"files"`
+	Fingerprint string              `json:"fingerprint"`
+}
+
 func (m *Manifest) computeFingerprint() string {
-	b, _ := json.Marshal(struct {
-		Format        string       `json:"format"`
-		DType         string       `json:"dtype"`
-		Count         int          `json:"count"`
-		Dims          int          `json:"dims"`
-		Embedder      EmbedderInfo `json:"embedder"`
-		CorpusDigest  string       `json:"corpus_digest"`
-		CorpusSHA256  string       `json:"corpus_sha256,omitempty"`
-		VectorsSHA256 string       `json:"vectors_sha256"`
-		Reduced       *ReducedInfo `json:"reduced,omitempty"`
-		Retrieval     string       `json:"retrieval,omitempty"`
-		IDs           []string     `json:"ids"`
-	}{m.Format, m.DType, m.Count, m.Dims, m.Embedder, m.CorpusDigest, m.CorpusSHA256, m.VectorsSHA256, m.Reduced, m.Retrieval, m.IDs})
+	c := *m
+	c.ID, c.CreatedAt, c.Fingerprint = "", time.Time{}, ""
+	b, _ := json.Marshal(c) // map keys are sorted: the encoding is canonical
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -233,109 +230,38 @@ func validGenerationID(id string) bool {
 	return true
 }
 
-// Save writes idx as a new generation and activates it, recording corpus
-// (its file as corpusFile, covered by the fingerprint; nothing when
-// corpus.File is nil). The files are written and fsynced in a writer-unique staging directory, locked
-// for the save's life (RemoveStale removes it once no save holds it), which is fsynced,
-// renamed to generations/<id> and the parent fsynced; then active.json is
-// replaced by an fsynced temporary file and the index directory fsynced.
-// A crash before the final rename leaves the previous generation active.
+// Save writes idx as a new generation (through a Writer, row by row) and
+// activates it, recording corpus (its file as corpusFile and its Files
+// beside it, covered by the fingerprint; no corpus file when corpus.File
+// is nil). The rows are stored as their int8 copy (dTypeQuantized): a
+// quantized idx exactly, a float32 one as its quantisation. The files are
+// written and fsynced in a writer-unique staging directory, locked for the
+// save's life (RemoveStale removes it once no save holds it), which is
+// fsynced, renamed to generations/<id> and the parent fsynced; the
+// generation is then read back and verified in full (Verify) and only
+// then is active.json replaced by an fsynced temporary file and the index
+// directory fsynced. A crash before the final rename leaves the previous
+// generation active.
 func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time) (Manifest, error) {
-	if err := s.Preflight(); err != nil {
-		return Manifest{}, err
+	if idx.red == nil {
+		return Manifest{}, fmt.Errorf("index: a stored generation has at most %d dimensions, have %d", maxReducedDims, idx.Dims())
 	}
-	gens := filepath.Join(s.root, generationsDir)
-	if err := os.MkdirAll(gens, 0o755); err != nil {
-		return Manifest{}, fmt.Errorf("create %s: %w", gens, err)
-	}
-	if err := s.Preflight(); err != nil { // the tree may have changed under us
-		return Manifest{}, err
-	}
-	id, err := newGenerationID()
+	w, err := s.NewWriter(idx.dims)
 	if err != nil {
 		return Manifest{}, err
 	}
-	m := Manifest{
-		Format:        manifestFormat,
-		ID:            id,
-		CreatedAt:     now.UTC(),
-		DType:         dTypeFloat32LE,
-		Count:         idx.Len(),
-		Dims:          idx.Dims(),
-		Embedder:      emb,
-		CorpusDigest:  corpus.Digest,
-		VectorsSHA256: vectorsDigest(idx.data),
-		Retrieval:     corpus.Retrieval,
-		IDs:           idx.IDs(),
-	}
-	if idx.red != nil {
-		h := sha256.New()
-		_ = writeReduced(h, idx.red) // a hash never fails to write
-		m.Reduced = &ReducedInfo{DType: dTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(h.Sum(nil))}
-	}
-	if corpus.File != nil {
-		sum := sha256.Sum256(corpus.File)
-		m.CorpusSHA256 = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	m.Fingerprint = m.computeFingerprint()
-
-	staging, release, err := newStaging(gens)
-	if err != nil {
-		return Manifest{}, err
-	}
-	published := false
-	defer func() {
-		if !published {
-			os.RemoveAll(staging)
+	defer w.Abort()
+	d := idx.dims
+	for r, id := range idx.ids {
+		if strings.ContainsAny(id, "\n\r") {
+			return Manifest{}, fmt.Errorf("index: row id %q holds a line break", id)
 		}
-		release()
-	}()
-	if err := writeSynced(filepath.Join(staging, vectorsFile), func(w io.Writer) error {
-		return writeVectors(w, idx.data)
-	}); err != nil {
-		return Manifest{}, err
-	}
-	if idx.red != nil {
-		if err := writeSynced(filepath.Join(staging, reducedFile), func(w io.Writer) error {
-			return writeReduced(w, idx.red)
-		}); err != nil {
+		if err := w.addQuantized(id, idx.red.codes[r*d:(r+1)*d], idx.red.scales[r]); err != nil {
 			return Manifest{}, err
 		}
 	}
-	if corpus.File != nil {
-		if err := writeSynced(filepath.Join(staging, corpusFile), func(w io.Writer) error {
-			_, err := w.Write(corpus.File)
-			return err
-		}); err != nil {
-			return Manifest{}, err
-		}
-	}
-	mb, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return Manifest{}, fmt.Errorf("encode manifest: %w", err)
-	}
-	if err := writeSynced(filepath.Join(staging, manifestFile), func(w io.Writer) error {
-		_, err := w.Write(append(mb, '\n'))
-		return err
-	}); err != nil {
-		return Manifest{}, err
-	}
-	if err := syncDir(staging); err != nil {
-		return Manifest{}, err
-	}
-	final := filepath.Join(gens, id)
-	if err := os.Rename(staging, final); err != nil {
-		return Manifest{}, fmt.Errorf("publish generation %s: %w", id, err)
-	}
-	published = true
-	if err := syncDir(gens); err != nil {
-		return Manifest{}, err
-	}
-	if err := s.activate(id); err != nil {
-		return Manifest{}, err
-	}
-	s.logger.Info("generation saved", "generation", id, "rows", m.Count, "dims", m.Dims, "embedder", emb.Name, "model", emb.Model)
-	return m, nil
+	runtime.KeepAlive(idx)
+	return w.Commit(corpus, emb, now)
 }
 
 // activate atomically points active.json at id.
@@ -366,28 +292,44 @@ func (s *Store) activate(id string) error {
 	return syncDir(s.root)
 }
 
-func writeSynced(path string, write func(io.Writer) error) error {
+// writeSynced creates path (which must not exist), writes it with write,
+// fsyncs and closes it, and returns its size and digest.
+func writeSynced(path string, write func(io.Writer) error) (FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("create %s: %w", path, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	bw := bufio.NewWriterSize(cw, 1<<20)
 	if err := write(bw); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("sync %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("close %s: %w", path, err)
 	}
-	return nil
+	return FileInfo{Bytes: cw.n, SHA256: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func syncDir(path string) error {
@@ -417,16 +359,12 @@ func writeVectors(w io.Writer, data []float32) error {
 	return err
 }
 
-// writeReduced writes red in the dTypeInt8RowScale encoding: the codes,
-// then the scales, then the error bounds.
-func writeReduced(w io.Writer, red *reduced) error {
+// writeQuantized writes red in dTypeQuantized: the codes, then the scales.
+func writeQuantized(w io.Writer, red *reduced) error {
 	if _, err := w.Write(int8Bytes(red.codes)); err != nil {
 		return err
 	}
-	if err := writeVectors(w, red.scales); err != nil {
-		return err
-	}
-	return writeVectors(w, red.errs)
+	return writeVectors(w, red.scales)
 }
 
 // int8Bytes views codes as bytes.
@@ -465,8 +403,9 @@ func (s *Store) activeID() (string, error) {
 	return p.Generation, nil
 }
 
-// readManifest reads and validates the manifest of generation id (not its
-// vectors).
+// readManifest reads and validates the manifest of generation id and
+// checks that every file it names is a regular file of the size it records
+// (what is cheap; Verify reads them).
 func (s *Store) readManifest(id string) (Manifest, error) {
 	dir := filepath.Join(s.root, generationsDir, id)
 	ok, err := checkDir(dir)
@@ -493,29 +432,106 @@ func (s *Store) readManifest(id string) (Manifest, error) {
 	}
 	switch {
 	case m.Format != manifestFormat:
-		return Manifest{}, bad("format %q, want %q", m.Format, manifestFormat)
+		return Manifest{}, bad("format %q, want %q (rebuild with verdryx index build)", m.Format, manifestFormat)
 	case m.ID != id:
 		return Manifest{}, bad("id %q does not match directory %s", m.ID, id)
-	case m.DType != dTypeFloat32LE:
-		return Manifest{}, bad("dtype %q, want %q", m.DType, dTypeFloat32LE)
-	case m.Dims <= 0:
-		return Manifest{}, bad("dims %d is not positive", m.Dims)
-	case m.Count <= 0 || m.Count != len(m.IDs):
-		return Manifest{}, bad("count %d does not match %d ids", m.Count, len(m.IDs))
-	case m.Reduced != nil && (m.Reduced.DType != dTypeInt8RowScale || m.Reduced.SHA256 == ""):
-		return Manifest{}, bad("reduced copy dtype %q, want %q with a digest", m.Reduced.DType, dTypeInt8RowScale)
-	case m.Reduced != nil && m.Dims > maxReducedDims:
-		return Manifest{}, bad("reduced copy of %d dims, at most %d", m.Dims, maxReducedDims)
+	case m.DType != dTypeQuantized:
+		return Manifest{}, bad("dtype %q, want %q", m.DType, dTypeQuantized)
+	case m.Dims <= 0 || m.Dims > maxReducedDims:
+		return Manifest{}, bad("dims %d is not in [1, %d]", m.Dims, maxReducedDims)
+	case m.Count <= 0:
+		return Manifest{}, bad("count %d is not positive", m.Count)
+	case !(m.MaxNorm > 0) || math.IsInf(m.MaxNorm, 0):
+		return Manifest{}, bad("max_norm %g is not a positive number", m.MaxNorm)
 	case m.Fingerprint != m.computeFingerprint():
 		return Manifest{}, bad("fingerprint %s does not match its content", m.Fingerprint)
 	}
-	seen := make(map[string]bool, len(m.IDs))
-	for i, rid := range m.IDs {
+	for _, name := range []string{vectorsFile, idsFile} {
+		if _, ok := m.Files[name]; !ok {
+			return Manifest{}, bad("names no %s", name)
+		}
+	}
+	if size := int64(m.Count) * (int64(m.Dims) + 4); m.Files[vectorsFile].Bytes != size {
+		return Manifest{}, bad("%s of %d bytes, want %d (%d rows of %d int8 codes and a float32 scale)", vectorsFile, m.Files[vectorsFile].Bytes, size, m.Count, m.Dims)
+	}
+	for name, f := range m.Files {
+		if name == "" || name != filepath.Base(name) || name == manifestFile {
+			return Manifest{}, bad("file name %q", name)
+		}
+		fpath := filepath.Join(dir, name)
+		fi, err := checkFile(fpath)
+		if err != nil {
+			return Manifest{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if fi.Size() != f.Bytes {
+			return Manifest{}, fmt.Errorf("%w: %s has %d bytes, the manifest says %d", ErrCorrupt, fpath, fi.Size(), f.Bytes)
+		}
+	}
+	return m, nil
+}
+
+// Verify reads every file of generation id ("active" or "" for the active
+// one) in full: each must have the digest its manifest records, the ids
+// must be Count distinct non-empty lines, every code in [-127, 127], every
+// scale finite and not negative, and no row's norm above MaxNorm. It is
+// what a save checks before activation and `verdryx index verify` runs;
+// opening a generation checks only sizes and the manifest. It never writes.
+func (s *Store) Verify(id string) (Manifest, error) {
+	if id == "" || id == "active" {
+		var err error
+		if id, err = s.activeID(); err != nil {
+			return Manifest{}, err
+		}
+	} else if !validGenerationID(id) {
+		return Manifest{}, fmt.Errorf("%w: generation %q is not 32 lowercase hex digits", ErrCorrupt, id)
+	}
+	m, err := s.readManifest(id)
+	if err != nil {
+		return Manifest{}, err
+	}
+	dir := filepath.Join(s.root, generationsDir, id)
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if err != nil {
+			return m, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return m, fmt.Errorf("read %s: %w", path, err)
+		}
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.Files[name].SHA256 {
+			return m, fmt.Errorf("%w: %s digest %s, the manifest says %s", ErrCorrupt, path, got, m.Files[name].SHA256)
+		}
+	}
+	idx, err := s.LoadGeneration(m)
+	if err != nil {
+		return m, err
+	}
+	seen := make(map[string]bool, len(idx.ids))
+	for r, rid := range idx.ids {
 		if rid == "" || seen[rid] {
-			return Manifest{}, bad("ids[%d] %q is empty or repeated", i, rid)
+			return m, fmt.Errorf("%w: %s line %d: id %q is empty or repeated", ErrCorrupt, filepath.Join(dir, idsFile), r+1, rid)
 		}
 		seen[rid] = true
 	}
+	red, d := idx.red, m.Dims
+	row := make([]float32, d)
+	vpath := filepath.Join(dir, vectorsFile)
+	for r, sc := range red.scales {
+		if math.IsNaN(float64(sc)) || math.IsInf(float64(sc), 0) || sc < 0 {
+			return m, fmt.Errorf("%w: %s row %d (%s): scale %g", ErrCorrupt, vpath, r, idx.ids[r], sc)
+		}
+		if slices.Contains(red.codes[r*d:(r+1)*d], -128) {
+			return m, fmt.Errorf("%w: %s row %d (%s): a code of -128", ErrCorrupt, vpath, r, idx.ids[r])
+		}
+		if n := normBound(idx.rowOf(r, row)); n > m.MaxNorm {
+			return m, fmt.Errorf("%w: %s row %d (%s): norm up to %g, above max_norm %g", ErrCorrupt, vpath, r, idx.ids[r], n, m.MaxNorm)
+		}
+	}
+	runtime.KeepAlive(idx)
 	return m, nil
 }
 
@@ -564,8 +580,11 @@ func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err err
 	if retrievalOrVector(m.Retrieval) != retrievalOrVector(want.Retrieval) {
 		return Manifest{}, fmt.Sprintf("generation %s retrieves by %s, want %s", m.ID, retrievalOrVector(m.Retrieval), retrievalOrVector(want.Retrieval)), nil
 	}
-	if _, _, err := s.Generation(""); err != nil {
+	if _, err := s.Verify(m.ID); err != nil {
 		return Manifest{}, err.Error(), nil
+	}
+	if _, ok := m.Files[corpusFile]; !ok {
+		return Manifest{}, fmt.Errorf("%w: generation %s", ErrNoCorpus, m.ID).Error(), nil
 	}
 	return m, "", nil
 }
@@ -603,148 +622,93 @@ func (s *Store) Generation(id string) (Manifest, string, error) {
 	return m, path, err
 }
 
-// LoadGeneration reads the vectors of the generation m (a manifest
-// Generation returned) and verifies them as Load does.
+// LoadGeneration reads the ids and vectors of generation m (a manifest
+// Generation, Check or List returned) into a quantized Index, checking
+// sizes and the ids' count, not digests (see Verify). It never writes.
 func (s *Store) LoadGeneration(m Manifest) (*Index, error) {
-	return s.loadVectors(m)
+	dir := filepath.Join(s.root, generationsDir, m.ID)
+	ids, err := readIDs(filepath.Join(dir, idsFile), m.Count)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, vectorsFile)
+	b, release, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	n, d := m.Count, m.Dims
+	if int64(len(b)) != int64(n)*(int64(d)+4) {
+		release()
+		return nil, fmt.Errorf("%w: %s has %d bytes, want %d", ErrCorrupt, path, len(b), int64(n)*(int64(d)+4))
+	}
+	codes := unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), n*d)
+	scales := make([]float32, n)
+	for r, off := 0, n*d; r < n; r, off = r+1, off+4 {
+		scales[r] = math.Float32frombits(binary.LittleEndian.Uint32(b[off:]))
+	}
+	x := newQuantized(d, ids, codes, scales, m.MaxNorm)
+	// The codes are the mapping: it goes when the index does. Every
+	// method reading them keeps x alive while it does (runtime.KeepAlive).
+	runtime.AddCleanup(x, func(f func()) { f() }, release)
+	return x, nil
 }
 
-// recordedCorpus returns the path of the corpus file generation m records,
-// verified against its manifest.
-func (s *Store) recordedCorpus(m Manifest) (string, error) {
-	id := m.ID
-	if m.CorpusSHA256 == "" {
-		return "", fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, id)
-	}
-	path := filepath.Join(s.root, generationsDir, id, corpusFile)
-	if _, err := checkFile(path); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
+// readIDs reads an ids file of want lines.
+func readIDs(path string, want int) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if sum := sha256.Sum256(b); "sha256:"+hex.EncodeToString(sum[:]) != m.CorpusSHA256 {
-		return "", fmt.Errorf("%w: %s does not match the manifest's corpus_sha256 %s", ErrCorrupt, path, m.CorpusSHA256)
+	text := unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	if !strings.HasSuffix(text, "\n") {
+		return nil, fmt.Errorf("%w: %s does not end in a newline", ErrCorrupt, path)
+	}
+	ids := strings.Split(text[:len(text)-1], "\n")
+	if len(ids) != want {
+		return nil, fmt.Errorf("%w: %s has %d ids, the manifest says %d", ErrCorrupt, path, len(ids), want)
+	}
+	return ids, nil
+}
+
+// File returns the path of file name of generation m (one of m.Files),
+// after checking its size, not its digest (see Verify).
+func (s *Store) File(m Manifest, name string) (string, error) {
+	f, ok := m.Files[name]
+	if !ok {
+		return "", fmt.Errorf("%w: generation %s has no file %q; rebuild with verdryx index build", ErrCorrupt, m.ID, name)
+	}
+	path := filepath.Join(s.root, generationsDir, m.ID, name)
+	fi, err := checkFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if fi.Size() != f.Bytes {
+		return "", fmt.Errorf("%w: %s has %d bytes, the manifest says %d", ErrCorrupt, path, fi.Size(), f.Bytes)
 	}
 	return path, nil
 }
 
-// Load validates the active generation against want (see Check), then reads
-// its vectors and verifies their size, digest, finiteness and unit norm
-// (within unitNormTolerance) without transforming or rewriting them.
+// recordedCorpus returns the path of the corpus file generation m records,
+// its size checked (Verify checks its digest).
+func (s *Store) recordedCorpus(m Manifest) (string, error) {
+	if _, ok := m.Files[corpusFile]; !ok {
+		return "", fmt.Errorf("%w: generation %s; run verdryx index build", ErrNoCorpus, m.ID)
+	}
+	return s.File(m, corpusFile)
+}
+
+// Load validates the active generation against want (see Check), then
+// reads its ids and vectors (LoadGeneration).
 func (s *Store) Load(want Expect) (*Index, Manifest, error) {
 	m, err := s.Check(want)
 	if err != nil {
 		return nil, Manifest{}, err
 	}
-	idx, err := s.loadVectors(m)
+	idx, err := s.LoadGeneration(m)
 	if err != nil {
 		return nil, Manifest{}, err
 	}
 	return idx, m, nil
-}
-
-func (s *Store) loadVectors(m Manifest) (*Index, error) {
-	path := filepath.Join(s.root, generationsDir, m.ID, vectorsFile)
-	fi, err := checkFile(path)
-	if err != nil {
-		return nil, err
-	}
-	want := int64(m.Count) * int64(m.Dims) * 4
-	if fi.Size() != want {
-		return nil, fmt.Errorf("%w: %s has %d bytes, want %d (%d x %d float32)", ErrCorrupt, path, fi.Size(), want, m.Count, m.Dims)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	data := make([]float32, m.Count*m.Dims)
-	h := sha256.New()
-	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), h)
-	buf := make([]byte, 4*m.Dims)
-	for row := range m.Count {
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("read %s row %d: %w", path, row, err)
-		}
-		v := data[row*m.Dims : (row+1)*m.Dims]
-		for j := range v {
-			v[j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
-		}
-		dev, err := unitNormError(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s row %d (%s): %v", ErrCorrupt, path, row, m.IDs[row], err)
-		}
-		if dev > unitNormTolerance {
-			return nil, fmt.Errorf("%w: %s row %d (%s) has norm off 1 by %.3g (tolerance %g)", ErrCorrupt, path, row, m.IDs[row], dev, unitNormTolerance)
-		}
-	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.VectorsSHA256 {
-		return nil, fmt.Errorf("%w: %s digest %s, manifest says %s", ErrCorrupt, path, got, m.VectorsSHA256)
-	}
-	idx := &Index{dims: m.Dims, ids: append([]string(nil), m.IDs...), data: data, kernels: kernel()}
-	switch {
-	case m.Reduced != nil:
-		red, err := s.loadReduced(m, data)
-		if err != nil {
-			return nil, err
-		}
-		idx.red = red
-	case m.Dims <= maxReducedDims:
-		idx.red = buildReduced(data, m.Dims)
-	}
-	return idx, nil
-}
-
-// loadReduced reads the int8 copy of generation m and verifies its size,
-// its digest and, row by row against data, that its codes are in range and
-// its error bounds hold, so a search's intervals hold whatever wrote it.
-func (s *Store) loadReduced(m Manifest, data []float32) (*reduced, error) {
-	path := filepath.Join(s.root, generationsDir, m.ID, reducedFile)
-	fi, err := checkFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: the manifest names a reduced copy: %v", ErrCorrupt, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	n, d := m.Count, m.Dims
-	want := int64(n)*int64(d) + 8*int64(n)
-	if fi.Size() != want {
-		return nil, fmt.Errorf("%w: %s has %d bytes, want %d (%d x %d int8 and %d scales and error bounds)", ErrCorrupt, path, fi.Size(), want, n, d, n)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	red := &reduced{codes: make([]int8, n*d), scales: make([]float32, n), errs: make([]float32, n)}
-	h := sha256.New()
-	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), h)
-	if _, err := io.ReadFull(r, int8Bytes(red.codes)); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	buf := make([]byte, 4*n)
-	for _, dst := range [][]float32{red.scales, red.errs} {
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		for i := range dst {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
-		}
-	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != m.Reduced.SHA256 {
-		return nil, fmt.Errorf("%w: %s digest %s, manifest says %s", ErrCorrupt, path, got, m.Reduced.SHA256)
-	}
-	for row := range n {
-		v := data[row*d : (row+1)*d]
-		if !verifyRow(red.codes[row*d:(row+1)*d], v, red.scales[row], red.errs[row]) {
-			return nil, fmt.Errorf("%w: %s row %d (%s): codes out of range or error bound %g does not hold", ErrCorrupt, path, row, m.IDs[row], red.errs[row])
-		}
-		red.norm = max(red.norm, normBound(v))
-	}
-	return red, nil
 }
 
 // Listing describes one retained generation.

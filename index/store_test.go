@@ -33,6 +33,19 @@ func smallIndex(t *testing.T) *Index {
 	return idx
 }
 
+// asQuantized is the quantized index a generation saved from x stores.
+func asQuantized(x *Index) *Index {
+	var n float64
+	row := make([]float32, x.dims)
+	for r, s := range x.red.scales {
+		for j, c := range x.red.codes[r*x.dims : (r+1)*x.dims] {
+			row[j] = s * float32(c)
+		}
+		n = max(n, normBound(row))
+	}
+	return newQuantized(x.dims, x.ids, x.red.codes, x.red.scales, n)
+}
+
 func saveSmall(t *testing.T, s *Store, at time.Time) Manifest {
 	t.Helper()
 	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, at)
@@ -70,7 +83,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	idx, m, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
 	require.NoError(t, err)
 	assert.Equal(t, m1.ID, m.ID)
-	assert.Equal(t, smallIndex(t).Fingerprint(), idx.Fingerprint(), "loaded rows must be bit-identical")
+	assert.Equal(t, asQuantized(smallIndex(t)).Fingerprint(), idx.Fingerprint(), "loaded rows must be the saved codes, bit for bit")
 	assert.Equal(t, before, snapshot(t, data), "load must not write anything")
 
 	m2 := saveSmall(t, s, time.Unix(200, 0))
@@ -84,50 +97,90 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Len(t, entries, 2, "no staging leftovers")
 }
 
-// TestStoreReducedCopy: a generation stores the int8 copy, names its
-// digest in the fingerprinted manifest and loads it unchanged; a
-// generation saved before copies were stored loads with one rebuilt from
-// its vectors, and both search exactly like the float32 scan.
-func TestStoreReducedCopy(t *testing.T) {
+// TestStoreQuantizedRoundTrip: a generation stores the int8 copy only;
+// it loads as a quantized index with the same codes and scales, whose
+// single-query search (int8 pass and exact rerank) equals a brute-force
+// scan of the rows the codes define, and whose multi-query scan agrees.
+func TestStoreQuantizedRoundTrip(t *testing.T) {
 	s := NewStore(t.TempDir(), StoreOptions{})
 	built := randomIndex(t, 500, 70, 3)
 	m, err := s.Save(built, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
 	require.NoError(t, err)
-	require.NotNil(t, m.Reduced)
-	assert.Equal(t, dTypeInt8RowScale, m.Reduced.DType)
+	assert.Equal(t, dTypeQuantized, m.DType)
 	dir := filepath.Join(s.Dir(), "generations", m.ID)
-	fi, err := os.Stat(filepath.Join(dir, reducedFile))
+	fi, err := os.Stat(filepath.Join(dir, vectorsFile))
 	require.NoError(t, err)
-	assert.Equal(t, built.ReducedBytes(), fi.Size())
+	assert.Equal(t, int64(500*(70+4)), fi.Size(), "dims codes and one scale a row, nothing else")
+	assert.NoFileExists(t, filepath.Join(dir, "vectors.f32"))
 
 	loaded, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
 	require.NoError(t, err)
+	require.True(t, loaded.Quantized())
 	assert.Equal(t, built.red.codes, loaded.red.codes)
 	assert.Equal(t, built.red.scales, loaded.red.scales)
-	assert.Equal(t, built.red.errs, loaded.red.errs)
-	assert.InDelta(t, built.red.norm, loaded.red.norm, 1e-12)
-	q := randomQueries(1, 70, 4)[0]
-	want := bruteForce(built, q, 3)
-	got, err := loaded.Search(q, 3)
+	assert.Equal(t, built.ids, loaded.ids)
+	for i, q := range randomQueries(20, 70, 4) {
+		want := bruteForce(loaded, q, 5)
+		got, st, err := loaded.SearchStats(q, 5)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "query %d", i)
+		assert.Less(t, st.Reranked, loaded.Len(), "the int8 pass rules rows out")
+	}
+	qs := randomQueries(6, 70, 5)
+	batch, err := loaded.SearchBatch(qs, 4)
 	require.NoError(t, err)
-	assert.Equal(t, want, got)
+	for i, q := range qs {
+		assert.Equal(t, bruteForce(loaded, q, 4), batch[i], "batch query %d", i)
+	}
+	// Quantized rows are close to the float32 ones they came from.
+	for r := range built.Len() {
+		a, b := built.Row(r), loaded.Row(r)
+		var dot float64
+		for j := range a {
+			dot += float64(a[j]) * float64(b[j])
+		}
+		assert.Greater(t, dot, 0.998, "row %d", r)
+	}
+}
 
-	// A generation of the earlier layout: no vectors.i8, no "reduced".
-	require.NoError(t, os.Remove(filepath.Join(dir, reducedFile)))
-	old := m
-	old.Reduced = nil
-	old.Fingerprint = old.computeFingerprint()
-	b, err := json.Marshal(old)
+// TestWriterMatchesSavedFloatIndex: a generation written row by row
+// keeps exactly what saving a float32 index of the same rows keeps, and
+// refuses what Save refuses.
+func TestWriterMatchesSavedFloatIndex(t *testing.T) {
+	full := randomIndex(t, 300, 33, 7)
+	s := NewStore(t.TempDir(), StoreOptions{})
+	saved, err := s.Save(full, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
 	require.NoError(t, err)
-	assert.NotContains(t, string(b), `"reduced"`)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644))
-	loaded, _, err = s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	w, err := s.NewWriter(33)
 	require.NoError(t, err)
-	require.NotNil(t, loaded.red)
-	assert.Equal(t, built.red.codes, loaded.red.codes)
-	got, err = loaded.Search(q, 3)
+	for r := range full.Len() {
+		require.NoError(t, w.Add(full.ids[r], full.Row(r)))
+	}
+	require.ErrorContains(t, w.Add(full.ids[0], full.Row(0)), "duplicate id")
+	require.ErrorContains(t, w.Add("x\ny", full.Row(0)), "line break")
+	require.ErrorIs(t, w.Add("short", full.Row(0)[:5]), ErrDimension)
+	written, err := w.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(2, 0))
 	require.NoError(t, err)
-	assert.Equal(t, want, got)
+	assert.Equal(t, saved.Fingerprint, written.Fingerprint, "same rows, same generation content")
+	q, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+	require.NoError(t, err)
+	active, err := s.activeID()
+	require.NoError(t, err)
+	assert.Equal(t, written.ID, active)
+	for i, qq := range randomQueries(10, 33, 8) {
+		got, err := q.Search(qq, 3)
+		require.NoError(t, err)
+		assert.Equal(t, bruteForce(q, qq, 3), got, "query %d", i)
+	}
+	_, err = w.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(3, 0))
+	require.Error(t, err, "a writer commits once")
+	empty, err := s.NewWriter(4)
+	require.NoError(t, err)
+	_, err = empty.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(4, 0))
+	require.ErrorContains(t, err, "no rows")
+	entries, err := os.ReadDir(filepath.Join(s.Dir(), "generations"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no staging left behind")
 }
 
 func TestStoreRefusesStale(t *testing.T) {
@@ -150,138 +203,113 @@ func TestStoreRefusesStale(t *testing.T) {
 	}
 }
 
-// rewrite replaces generation m's vectors with data and re-signs the
-// manifest so that only the property under test is wrong.
-func rewrite(t *testing.T, s *Store, m Manifest, data []float32, edit func(*Manifest)) {
+// resign rewrites file name of generation m with b, records its size and
+// digest and re-signs the manifest, so that only the property under test
+// is wrong.
+func resign(t *testing.T, s *Store, m Manifest, name string, b []byte, edit func(*Manifest)) {
 	t.Helper()
 	dir := filepath.Join(s.Dir(), "generations", m.ID)
-	var buf []byte
-	for _, f := range data {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, vectorsFile), buf, 0o644))
-	m.VectorsSHA256 = vectorsDigest(data)
-	if m.Reduced != nil && len(data)%m.Dims == 0 {
-		writeReducedFile(t, dir, buildReduced(data, m.Dims), &m)
+	if b != nil {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+		sum := sha256.Sum256(b)
+		m.Files[name] = FileInfo{Bytes: int64(len(b)), SHA256: "sha256:" + hex.EncodeToString(sum[:])}
 	}
 	if edit != nil {
 		edit(&m)
 	}
 	m.Fingerprint = m.computeFingerprint()
-	b, err := json.Marshal(m)
+	mb, err := json.Marshal(m)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, manifestFile), mb, 0o644))
 }
 
-// writeReducedFile replaces the int8 copy of the generation in dir with red
-// and records its digest in m (which the caller re-signs).
-func writeReducedFile(t *testing.T, dir string, red *reduced, m *Manifest) {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, writeReduced(&buf, red))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, reducedFile), buf.Bytes(), 0o644))
-	sum := sha256.Sum256(buf.Bytes())
-	m.Reduced = &ReducedInfo{DType: dTypeInt8RowScale, SHA256: "sha256:" + hex.EncodeToString(sum[:])}
-}
-
+// TestStoreLoadValidates: opening checks what is cheap (manifest, its
+// fingerprint, every file's size and the ids' count) and Verify checks the
+// rest (digests, codes, scales, norms), naming the file and row.
 func TestStoreLoadValidates(t *testing.T) {
-	good := smallIndex(t).data
+	vectors := func(t *testing.T, s *Store, m Manifest) []byte {
+		b, err := os.ReadFile(filepath.Join(s.Dir(), "generations", m.ID, vectorsFile))
+		require.NoError(t, err)
+		return b
+	}
 	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T, s *Store, m Manifest)
-		msg   string
+		name   string
+		setup  func(t *testing.T, s *Store, m Manifest)
+		msg    string
+		verify bool // found by Verify only, not on open
 	}{
-		{"non-unit row", func(t *testing.T, s *Store, m Manifest) {
-			d := append([]float32(nil), good...)
-			d[0] = 1.001
-			rewrite(t, s, m, d, nil)
-		}, `row 0 (a) has norm off 1`},
-		{"unit within tolerance", nil, ""},
-		{"non-finite row", func(t *testing.T, s *Store, m Manifest) {
-			d := append([]float32(nil), good...)
-			d[5] = float32(math.NaN())
-			rewrite(t, s, m, d, nil)
-		}, "row 1 (b)"},
-		{"zero row", func(t *testing.T, s *Store, m Manifest) {
-			d := append([]float32(nil), good...)
-			d[4] = 0
-			d[5] = 0
-			rewrite(t, s, m, d, nil)
-		}, "row 1 (b) has norm off 1"},
 		{"truncated vectors", func(t *testing.T, s *Store, m Manifest) {
-			rewrite(t, s, m, good[:8], nil)
-		}, "has 32 bytes, want 48"},
-		{"vectors digest", func(t *testing.T, s *Store, m Manifest) {
-			p := filepath.Join(s.Dir(), "generations", m.ID, vectorsFile)
-			b, _ := os.ReadFile(p)
-			copy(b[0:8], append(append([]byte{}, b[4:8]...), b[0:4]...)) // row 0 becomes (0,1,0,0): still unit
-			require.NoError(t, os.WriteFile(p, b, 0o644))
-		}, "digest"},
+			b := vectors(t, s, m)
+			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), "generations", m.ID, vectorsFile), b[:len(b)-1], 0o644))
+		}, "vectors.i8 has 23 bytes, the manifest says 24", false},
+		{"vectors re-signed at another size", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, vectorsFile, vectors(t, s, m)[:16], nil)
+		}, "vectors.i8 of 16 bytes, want 24", false},
+		{"an id missing", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, idsFile, []byte("a\nb\n"), nil)
+		}, "has 2 ids, the manifest says 3", false},
+		{"ids without final newline", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, idsFile, []byte("a\nb\nc"), nil)
+		}, "does not end in a newline", false},
 		{"dtype", func(t *testing.T, s *Store, m Manifest) {
-			rewrite(t, s, m, good, func(m *Manifest) { m.DType = "float64le" })
-		}, `dtype "float64le"`},
+			resign(t, s, m, "", nil, func(m *Manifest) { m.DType = "float32le" })
+		}, `dtype "float32le"`, false},
+		{"an earlier format", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, "", nil, func(m *Manifest) { m.Format = "verdryx-index/v1" })
+		}, `format "verdryx-index/v1"`, false},
 		{"manifest edited without fingerprint", func(t *testing.T, s *Store, m Manifest) {
 			p := filepath.Join(s.Dir(), "generations", m.ID, manifestFile)
 			b, _ := os.ReadFile(p)
 			var raw map[string]any
 			require.NoError(t, json.Unmarshal(b, &raw))
-			raw["ids"] = []string{"a", "b", "x"}
+			raw["count"] = 4
 			b, _ = json.Marshal(raw)
 			require.NoError(t, os.WriteFile(p, b, 0o644))
-		}, "fingerprint"},
-		{"reduced digest", func(t *testing.T, s *Store, m Manifest) {
-			p := filepath.Join(s.Dir(), "generations", m.ID, reducedFile)
-			b, _ := os.ReadFile(p)
-			b[0]++
-			require.NoError(t, os.WriteFile(p, b, 0o644))
-		}, "vectors.i8 digest"},
-		{"reduced truncated", func(t *testing.T, s *Store, m Manifest) {
-			p := filepath.Join(s.Dir(), "generations", m.ID, reducedFile)
-			b, _ := os.ReadFile(p)
-			require.NoError(t, os.WriteFile(p, b[:len(b)-1], 0o644))
-		}, "vectors.i8 has"},
-		{"reduced missing", func(t *testing.T, s *Store, m Manifest) {
-			require.NoError(t, os.Remove(filepath.Join(s.Dir(), "generations", m.ID, reducedFile)))
-		}, "vectors.i8"},
-		{"reduced bound does not hold", func(t *testing.T, s *Store, m Manifest) {
-			// A re-signed copy whose codes moved but whose bound did not.
-			red := buildReduced(good, m.Dims)
-			red.codes[0] -= 3
-			rewrite(t, s, m, good, func(m *Manifest) {
-				writeReducedFile(t, filepath.Join(s.Dir(), "generations", m.ID), red, m)
-			})
-		}, "row 0 (a): codes out of range or error bound"},
-		{"reduced code -128", func(t *testing.T, s *Store, m Manifest) {
-			red := buildReduced(good, m.Dims)
-			red.codes[4], red.errs[1] = -128, 10
-			rewrite(t, s, m, good, func(m *Manifest) {
-				writeReducedFile(t, filepath.Join(s.Dir(), "generations", m.ID), red, m)
-			})
-		}, "row 1 (b): codes out of range"},
-		{"reduced dtype", func(t *testing.T, s *Store, m Manifest) {
-			rewrite(t, s, m, good, func(m *Manifest) { m.Reduced.DType = "int4" })
-		}, `reduced copy dtype "int4"`},
+		}, "fingerprint", false},
+		{"vectors digest", func(t *testing.T, s *Store, m Manifest) {
+			b := vectors(t, s, m)
+			b[0]--
+			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), "generations", m.ID, vectorsFile), b, 0o644))
+		}, "vectors.i8 digest", true},
+		{"ids digest", func(t *testing.T, s *Store, m Manifest) {
+			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), "generations", m.ID, idsFile), []byte("a\nx\nc\n"), 0o644))
+		}, "ids digest", true},
+		{"repeated id", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, idsFile, []byte("a\na\nc\n"), nil)
+		}, `ids line 2: id "a" is empty or repeated`, true},
+		{"code -128", func(t *testing.T, s *Store, m Manifest) {
+			b := vectors(t, s, m)
+			b[5] = 0x80
+			resign(t, s, m, vectorsFile, b, nil)
+		}, "row 1 (b): a code of -128", true},
+		{"scale not finite", func(t *testing.T, s *Store, m Manifest) {
+			b := vectors(t, s, m)
+			binary.LittleEndian.PutUint32(b[12+4:], math.Float32bits(float32(math.Inf(1))))
+			resign(t, s, m, vectorsFile, b, nil)
+		}, "row 1 (b): scale +Inf", true},
+		{"row above max_norm", func(t *testing.T, s *Store, m Manifest) {
+			b := vectors(t, s, m)
+			binary.LittleEndian.PutUint32(b[12+8:], math.Float32bits(1))
+			resign(t, s, m, vectorsFile, b, nil)
+		}, "row 2 (c): norm up to", true},
 		{"active names missing generation", func(t *testing.T, s *Store, m Manifest) {
 			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), activeFile), []byte(`{"generation":"00000000000000000000000000000000"}`), 0o644))
-		}, "does not exist"},
+		}, "does not exist", false},
 		{"active not hex", func(t *testing.T, s *Store, m Manifest) {
 			require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), activeFile), []byte(`{"generation":"../x"}`), 0o644))
-		}, "not 32 lowercase hex"},
+		}, "not 32 lowercase hex", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewStore(t.TempDir(), StoreOptions{})
 			m := saveSmall(t, s, time.Unix(1, 0))
-			if tc.setup == nil {
-				d := append([]float32(nil), good...)
-				d[0] = 1 + 5e-6 // inside unitNormTolerance: accepted as written
-				rewrite(t, s, m, d, nil)
-				idx, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
-				require.NoError(t, err)
-				assert.Equal(t, float32(1+5e-6), idx.data[0], "load must not renormalise")
-				return
-			}
+			_, err := s.Verify("active")
+			require.NoError(t, err, "as saved")
 			tc.setup(t, s, m)
-			_, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+			_, _, err = s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
+			if tc.verify {
+				require.NoError(t, err, "opening reads no digest")
+				_, err = s.Verify("")
+			}
 			require.ErrorIs(t, err, ErrCorrupt)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
@@ -384,7 +412,7 @@ func TestReadersSeeCompleteGenerations(t *testing.T) {
 				saveErr = err
 				return
 			}
-			want[m.ID] = idx.Fingerprint()
+			want[m.ID] = asQuantized(idx).Fingerprint()
 		}
 	}()
 	type seen struct{ id, fp string }
@@ -435,14 +463,14 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoActive)
 
 	bare := saveSmall(t, s, time.Unix(100, 0))
-	assert.Empty(t, bare.CorpusSHA256)
+	assert.NotContains(t, bare.Files, corpusFile)
 	_, _, err = s.Generation("")
 	require.ErrorIs(t, err, ErrNoCorpus)
 
 	file := []byte(`{"id":"c","chunks":[]}` + "\n")
 	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: file}, testEmb, time.Unix(200, 0))
 	require.NoError(t, err)
-	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, m.CorpusSHA256)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, m.Files[corpusFile].SHA256)
 	assert.NotEqual(t, bare.Fingerprint, m.Fingerprint, "the recorded corpus is covered by the fingerprint")
 	am, path, err := s.Generation("")
 	require.NoError(t, err)
@@ -452,18 +480,25 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, file, have)
 
-	// A tampered copy is refused; so is a manifest whose corpus digest was
-	// edited to match it (the fingerprint no longer does).
+	// A tampered copy is refused: at another size on open, at the same
+	// size by Verify; so is a manifest whose corpus digest was edited to
+	// match it (the fingerprint no longer does).
 	require.NoError(t, os.Chmod(path, 0o644))
 	require.NoError(t, os.WriteFile(path, []byte(`{"id":"other"}`), 0o644))
 	_, _, err = s.Generation("")
 	require.ErrorIs(t, err, ErrCorrupt)
+	require.NoError(t, os.WriteFile(path, bytes.ToUpper(file), 0o644))
+	_, _, err = s.Generation("")
+	require.NoError(t, err, "opening checks sizes only")
+	_, err = s.Verify("")
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "corpus.json digest")
 	mpath := filepath.Join(data, "index", "generations", m.ID, "manifest.json")
 	var raw map[string]any
 	b, err := os.ReadFile(mpath)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &raw))
-	raw["corpus_sha256"] = "sha256:0000"
+	raw["files"].(map[string]any)[corpusFile].(map[string]any)["sha256"] = "sha256:0000"
 	b, err = json.Marshal(raw)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(mpath, b, 0o644))
@@ -532,7 +567,7 @@ func TestStoreReusable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, why, "records no corpus")
 
-	vec := filepath.Join(data, "index", "generations", m.ID, "vectors.f32")
+	vec := filepath.Join(data, "index", "generations", m.ID, vectorsFile)
 	b, err := os.ReadFile(vec)
 	require.NoError(t, err)
 	b[0] ^= 0xff

@@ -27,11 +27,12 @@ type Request struct {
 	terms *termStats
 }
 
-// termStats counts, per term (termsOf), the corpus entries that hold it.
-// Read-only once built.
+// termStats counts, per term (termsOf), the corpus entries that hold it:
+// in df, or in a pipeline's BM25 statistics (table). Read-only once built.
 type termStats struct {
-	df map[string]int
-	n  int
+	df    map[string]int
+	table *bm25
+	n     int
 }
 
 // newTermStats counts the terms of texts.
@@ -54,6 +55,9 @@ func newTermStats(texts []string) *termStats {
 // being the most entries any term it matches (termMatch) is in: a term no
 // entry holds weighs most, one every entry holds least.
 func (s *termStats) weight(t string) float64 {
+	if s.table != nil {
+		return math.Log(1 + float64(s.n)/float64(1+s.table.maxMatchDF(t)))
+	}
 	df, ok := s.df[t]
 	if !ok {
 		for k, d := range s.df {

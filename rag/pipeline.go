@@ -29,27 +29,42 @@ type Options struct {
 
 // Pipeline answers questions over one corpus and one index. It is immutable
 // and safe for concurrent use; Ask blocks on the embedder and generator.
-// With RetrievalHybrid its BM25 statistics are computed from the corpus
-// when it is built (New), never stored.
+// Its BM25 statistics are computed from the corpus when it is built (New)
+// and read from the generation when it is stored (OpenStored); either way
+// they weigh the extractive generator's focus terms, and with
+// RetrievalHybrid they rank too.
 type Pipeline struct {
+	// corpus is the citation schema; its Entries are empty for a stored
+	// generation, whose chunks are read as they are retrieved.
 	corpus    Corpus
-	byID      map[string]Entry
-	rows      []Entry         // by index row
+	chunks    chunkSource
 	metaKeys  map[string]bool // every metadata key of some chunk
 	retrieval string
-	bm25      *bm25 // nil unless hybrid
-	// terms weigh the generator's focus terms: the BM25 statistics, or
-	// counted on the first ask (termsOnce) for a vector pipeline.
-	terms      *termStats
-	termsOnce  sync.Once
-	digest     string
-	idx        *index.Index
+	bm25      *bm25
+	terms     *termStats
+	digest    string
+	idx       *index.Index
+	// every entry, by row, read on the first filtered ask of a stored
+	// generation (a filter reads every chunk's metadata).
+	allOnce    sync.Once
+	all        []Entry
+	allErr     error
 	generation string
 	emb        index.Embedder
 	gen        Generator
 	topK       int
 	logger     *slog.Logger
 }
+
+// chunkSource gives the entry of an index row. Safe for concurrent use.
+type chunkSource interface {
+	entry(row int) (Entry, error)
+}
+
+// memChunks are entries in memory, by row.
+type memChunks []Entry
+
+func (m memChunks) entry(row int) (Entry, error) { return m[row], nil }
 
 // New returns a pipeline over an already built index whose ids are exactly
 // the corpus ids. generation names the index in records.
@@ -67,24 +82,26 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 	}
 	ids := idx.IDs()
 	rows := make([]Entry, len(ids))
+	texts := make([]string, len(ids))
 	for r, id := range ids {
 		e, ok := byID[id]
 		if !ok {
 			return nil, fmt.Errorf("rag: index row %q is not in corpus %q", id, c.ID)
 		}
 		rows[r] = e
+		texts[r] = searchText(e)
 	}
+	return newPipeline(c, memChunks(rows), metaKeys, newBM25(texts), c.Digest(), idx, generation, emb, gen, opts)
+}
+
+// newPipeline checks opts and assembles a pipeline.
+func newPipeline(c Corpus, chunks chunkSource, metaKeys map[string]bool, lex *bm25, digest string, idx *index.Index, generation string, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
 	retrieval, err := ResolveRetrieval(opts.Retrieval, false)
 	if err != nil {
 		return nil, fmt.Errorf("rag: %w", err)
 	}
-	var lex *bm25
-	if retrieval == RetrievalHybrid {
-		texts := make([]string, len(rows))
-		for r, e := range rows {
-			texts[r] = searchText(e)
-		}
-		lex = newBM25(texts)
+	if lex.n != idx.Len() {
+		return nil, fmt.Errorf("rag: BM25 statistics of %d rows for an index of %d", lex.n, idx.Len())
 	}
 	if opts.TopK == 0 {
 		opts.TopK = DefaultTopK
@@ -96,8 +113,9 @@ func New(c Corpus, idx *index.Index, generation string, emb index.Embedder, gen 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Pipeline{
-		corpus: c, byID: byID, rows: rows, metaKeys: metaKeys, retrieval: retrieval, bm25: lex,
-		digest: c.Digest(), idx: idx, generation: generation,
+		corpus: c, chunks: chunks, metaKeys: metaKeys, retrieval: retrieval, bm25: lex,
+		terms:  &termStats{table: lex, n: lex.n},
+		digest: digest, idx: idx, generation: generation,
 		emb: emb, gen: gen, topK: opts.TopK, logger: opts.Logger.With("component", "rag"),
 	}, nil
 }
@@ -149,8 +167,13 @@ func Open(store *index.Store, c Corpus, emb index.Embedder, gen Generator, opts 
 	return New(c, idx, m.ID, emb, gen, opts)
 }
 
-// Corpus returns the pipeline's corpus.
+// Corpus returns the pipeline's corpus: its id and citation schema, and,
+// for a corpus in memory (New, Build), its entries; a stored generation's
+// (OpenStored) has none, its chunks being read as they are retrieved.
 func (p *Pipeline) Corpus() Corpus { return p.corpus }
+
+// CorpusDigest returns the digest of the corpus the pipeline answers from.
+func (p *Pipeline) CorpusDigest() string { return p.digest }
 
 // Embedder names the embedder questions are embedded with, as records
 // do ("<name>/<model>").
@@ -164,8 +187,10 @@ func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, erro
 	return p.retrieve(ctx, question, p.topK, nil)
 }
 
-// retrieve returns the topK best chunks among those filter allows.
-// Filtering restricts the candidates before either ranking.
+// retrieve returns the topK best chunks among those filter allows, a chunk
+// whose text repeats a better one's (the same file in two places) not
+// among them but named in that one's Duplicates. Filtering restricts the
+// candidates before either ranking.
 func (p *Pipeline) retrieve(ctx context.Context, question string, topK int, filter Filter) ([]Chunk, error) {
 	rows, err := p.candidates(filter)
 	if err != nil {
@@ -178,14 +203,53 @@ func (p *Pipeline) retrieve(ctx context.Context, question string, topK int, filt
 	if len(vecs) != 1 {
 		return nil, fmt.Errorf("embed question: %d vectors for 1 text", len(vecs))
 	}
-	hits, err := p.rank(question, vecs[0], rows, topK)
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
+	limit := p.idx.Len()
+	if rows != nil {
+		limit = len(rows)
 	}
-	chunks := make([]Chunk, len(hits))
-	for i, h := range hits {
-		e := p.rows[h.row]
-		chunks[i] = Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Score: h.score, Similarity: h.sim, Distance: 1 - h.sim}
+	for depth := topK + 8; ; depth *= 4 {
+		hits, err := p.rank(question, vecs[0], rows, topK, depth)
+		if err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+		chunks, err := p.distinct(hits, topK, vecs[0])
+		if err != nil {
+			return nil, err
+		}
+		if len(chunks) == topK || len(hits) >= limit || depth >= limit {
+			return chunks, nil
+		}
+	}
+}
+
+// distinct turns ranked rows into at most topK chunks of distinct texts,
+// scoring the similarity of any kept row the ranking did not (q is the
+// question's vector).
+func (p *Pipeline) distinct(hits []ranked, topK int, q []float32) ([]Chunk, error) {
+	var chunks []Chunk
+	kept := map[string]int{}
+	for _, h := range hits {
+		e, err := p.chunks.entry(h.row)
+		if err != nil {
+			return nil, fmt.Errorf("generation %s: %w", p.generation, err)
+		}
+		if i, dup := kept[e.Text]; dup {
+			chunks[i].Duplicates = append(chunks[i].Duplicates, e.ID)
+			continue
+		}
+		if len(chunks) == topK {
+			continue // still read: a later copy of a kept text is named
+		}
+		sim := h.sim
+		if !h.hasSim {
+			hs, err := p.idx.SearchRows(q, []int{h.row}, 1)
+			if err != nil {
+				return nil, fmt.Errorf("search: %w", err)
+			}
+			sim = hs[0].Similarity
+		}
+		kept[e.Text] = len(chunks)
+		chunks = append(chunks, Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Score: h.score, Similarity: sim, Distance: 1 - sim})
 	}
 	return chunks, nil
 }
@@ -195,7 +259,7 @@ func (p *Pipeline) retrieve(ctx context.Context, question string, topK int, filt
 func (p *Pipeline) ContextPayload(chunks []Chunk) string {
 	blocks := make([]string, len(chunks))
 	for i, c := range chunks {
-		blocks[i] = p.corpus.Block(p.byID[c.ID])
+		blocks[i] = p.corpus.Block(Entry{ID: c.ID, Text: c.Text, Metadata: c.Metadata})
 	}
 	return strings.Join(blocks, "\n\n")
 }
@@ -272,19 +336,23 @@ func (p *Pipeline) AskWith(ctx context.Context, question string, o AskOptions) (
 	return rec, nil
 }
 
-// termStats returns the corpus's term statistics, counting them on first
-// use when the pipeline has no BM25 ranking. Safe for concurrent use.
-func (p *Pipeline) termStats() *termStats {
-	p.termsOnce.Do(func() {
-		if p.bm25 != nil {
-			p.terms = p.bm25.stats()
-			return
+// termStats returns the corpus's term statistics.
+func (p *Pipeline) termStats() *termStats { return p.terms }
+
+// allEntries returns every entry by row, read once.
+func (p *Pipeline) allEntries() ([]Entry, error) {
+	if m, ok := p.chunks.(memChunks); ok {
+		return m, nil
+	}
+	p.allOnce.Do(func() {
+		all := make([]Entry, p.idx.Len())
+		for r := range all {
+			if all[r], p.allErr = p.chunks.entry(r); p.allErr != nil {
+				p.allErr = fmt.Errorf("generation %s: %w", p.generation, p.allErr)
+				return
+			}
 		}
-		texts := make([]string, len(p.rows))
-		for r, e := range p.rows {
-			texts[r] = searchText(e)
-		}
-		p.terms = newTermStats(texts)
+		p.all = all
 	})
-	return p.terms
+	return p.all, p.allErr
 }

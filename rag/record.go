@@ -22,6 +22,9 @@ type Chunk struct {
 	Score      float64 `json:"score"`
 	Similarity float64 `json:"similarity"`
 	Distance   float64 `json:"distance"`
+	// Duplicates are the ids of chunks ranked below this one with exactly
+	// its text (copies of one file in two places), left out of the top k.
+	Duplicates []string `json:"duplicates,omitempty"`
 }
 
 // Record captures one ask end to end: what was retrieved, with which

@@ -229,8 +229,6 @@ func TestStoredRetrieval(t *testing.T) {
 	c, err := ParseCorpus(file)
 	require.NoError(t, err)
 	emb := index.NewHashEmbedder(0)
-	idx, err := BuildIndex(context.Background(), c, emb)
-	require.NoError(t, err)
 	store := index.NewStore(t.TempDir(), index.StoreOptions{})
 	for _, tc := range []struct{ stored, want, err string }{
 		{"", RetrievalVector, ""},
@@ -238,7 +236,7 @@ func TestStoredRetrieval(t *testing.T) {
 		{RetrievalHybrid, RetrievalHybrid, ""},
 		{"bm42", "", `records retrieval "bm42", want vector or hybrid`},
 	} {
-		_, err := store.Save(idx, index.Corpus{Digest: c.Digest(), File: file, Retrieval: tc.stored}, index.InfoOf(emb), time.Now())
+		_, _, err := BuildGeneration(context.Background(), store, c, emb, BuildOptions{Retrieval: tc.stored}, time.Now())
 		require.NoError(t, err)
 		p, err := OpenStored(store, "active", Providers{}, NewExtractive(0), Options{})
 		if tc.err != "" {
@@ -258,6 +256,8 @@ func TestStoredRetrieval(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, rec.Retrieval, "Open honours the generation's retrieval")
 	}
+	idx, err := BuildIndex(context.Background(), c, emb)
+	require.NoError(t, err)
 	_, err = New(c, idx, "x", emb, NewExtractive(0), Options{Retrieval: "bm42"})
 	require.ErrorContains(t, err, `retrieval "bm42": want vector or hybrid`)
 	r, err := ResolveRetrieval("", true)
@@ -327,7 +327,7 @@ func TestHeadingsAreSearched(t *testing.T) {
 		if mode == RetrievalHybrid {
 			lex := p.bm25.rank("fencing tokens", nil, 3)
 			require.NotEmpty(t, lex, "BM25 reads the headings")
-			require.Equal(t, "rotation-2", p.rows[lex[0]].ID)
+			require.Equal(t, "rotation-2", p.idx.ID(lex[0]))
 		}
 	}
 	plain, err := ParseCorpus([]byte(`{"id": "p", "label_fields": ["source"], "source_field": "source", "entries": [` +

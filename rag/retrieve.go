@@ -3,7 +3,6 @@ package rag
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -113,8 +112,12 @@ func (p *Pipeline) candidates(filter Filter) ([]int, error) {
 			return nil, fmt.Errorf("%w: key %q: no chunk has it in its metadata", ErrFilter, k)
 		}
 	}
+	all, err := p.allEntries()
+	if err != nil {
+		return nil, err
+	}
 	var rows []int
-	for r, e := range p.rows {
+	for r, e := range all {
 		ok := true
 		for k, v := range filter {
 			if !metaMatches(e.Metadata[k], v) {
@@ -132,20 +135,6 @@ func (p *Pipeline) candidates(filter Filter) ([]int, error) {
 	return rows, nil
 }
 
-// bm25 is the BM25 ranking of a corpus's chunk texts (BM25K1, BM25B,
-// IDF log(1 + (N - df + 0.5)/(df + 0.5))) over the terms of termsOf. It is
-// built once and read-only afterwards, so safe for concurrent use.
-type bm25 struct {
-	postings map[string][]posting
-	lens     []float64
-	avg      float64
-}
-
-// posting is one row holding a term and the term's count there.
-type posting struct {
-	row, tf int
-}
-
 // termsOf is the term sequence both BM25 sides use: index.Tokenize,
 // stopwords (index.IsStopword) dropped, each word stemmed as the
 // extractive generator stems.
@@ -159,87 +148,13 @@ func termsOf(s string) []string {
 	return out
 }
 
-func newBM25(texts []string) *bm25 {
-	b := &bm25{postings: map[string][]posting{}, lens: make([]float64, len(texts))}
-	total := 0.0
-	for r, t := range texts {
-		terms := termsOf(t)
-		b.lens[r] = float64(len(terms))
-		total += b.lens[r]
-		counts := map[string]int{}
-		for _, w := range terms {
-			counts[w]++
-		}
-		for w, n := range counts {
-			b.postings[w] = append(b.postings[w], posting{row: r, tf: n})
-		}
-	}
-	if len(texts) > 0 {
-		b.avg = total / float64(len(texts))
-	}
-	return b
-}
-
-// stats returns the document frequencies of its terms (the extractive
-// generator's weights over the search texts).
-func (b *bm25) stats() *termStats {
-	s := &termStats{df: make(map[string]int, len(b.postings)), n: len(b.lens)}
-	for w, ps := range b.postings {
-		s.df[w] = len(ps)
-	}
-	return s
-}
-
-// rank returns the rows with a positive score for query, best first (ties
-// by row), at most depth of them, restricted to allowed when it is non-nil.
-func (b *bm25) rank(query string, allowed map[int]bool, depth int) []int {
-	n := float64(len(b.lens))
-	scores := map[int]float64{}
-	seen := map[string]bool{}
-	for _, w := range termsOf(query) {
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
-		ps := b.postings[w]
-		if len(ps) == 0 {
-			continue
-		}
-		df := float64(len(ps))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		for _, p := range ps {
-			if allowed != nil && !allowed[p.row] {
-				continue
-			}
-			tf := float64(p.tf)
-			norm := 1.0
-			if b.avg > 0 {
-				norm = 1 - BM25B + BM25B*b.lens[p.row]/b.avg
-			}
-			scores[p.row] += idf * tf * (BM25K1 + 1) / (tf + BM25K1*norm)
-		}
-	}
-	rows := make([]int, 0, len(scores))
-	for r := range scores {
-		rows = append(rows, r)
-	}
-	slices.SortFunc(rows, func(x, y int) int {
-		if scores[x] != scores[y] {
-			if scores[x] > scores[y] {
-				return -1
-			}
-			return 1
-		}
-		return x - y
-	})
-	return rows[:min(depth, len(rows))]
-}
-
 // ranked is one retrieved row with its score (the similarity for vector
-// retrieval, the fused score for hybrid) and its similarity.
+// retrieval, the fused score for hybrid) and its similarity when the
+// ranking scored it (hasSim).
 type ranked struct {
 	row        int
 	score, sim float64
+	hasSim     bool
 }
 
 // vectorRank ranks rows (every row when nil) by similarity to q.
@@ -250,22 +165,23 @@ func (p *Pipeline) vectorRank(q []float32, rows []int, k int) ([]index.Hit, erro
 	return p.idx.SearchRows(q, rows, k)
 }
 
-// rank returns the topK best rows for question (embedded as q) among rows
-// (every row when nil), by the pipeline's retrieval.
-func (p *Pipeline) rank(question string, q []float32, rows []int, topK int) ([]ranked, error) {
+// rank returns the depth best rows for question (embedded as q) among rows
+// (every row when nil), by the pipeline's retrieval; hybrid fuses the
+// max(topK, FusionDepth) best of each ranking.
+func (p *Pipeline) rank(question string, q []float32, rows []int, topK, depth int) ([]ranked, error) {
 	if p.retrieval != RetrievalHybrid {
-		hits, err := p.vectorRank(q, rows, topK)
+		hits, err := p.vectorRank(q, rows, depth)
 		if err != nil {
 			return nil, err
 		}
 		out := make([]ranked, len(hits))
 		for i, h := range hits {
-			out[i] = ranked{row: h.Row, score: h.Similarity, sim: h.Similarity}
+			out[i] = ranked{row: h.Row, score: h.Similarity, sim: h.Similarity, hasSim: true}
 		}
 		return out, nil
 	}
-	depth := max(topK, FusionDepth)
-	hits, err := p.vectorRank(q, rows, depth)
+	fusion := max(topK, FusionDepth, depth)
+	hits, err := p.vectorRank(q, rows, fusion)
 	if err != nil {
 		return nil, err
 	}
@@ -284,12 +200,17 @@ func (p *Pipeline) rank(question string, q []float32, rows []int, topK int) ([]r
 		sims[h.Row] = h.Similarity
 		vrank[h.Row] = i
 	}
-	for i, r := range p.bm25.rank(question, allowed, depth) {
+	lex, err := p.bm25.rankErr(question, allowed, fusion)
+	if err != nil {
+		return nil, fmt.Errorf("generation %s: %w", p.generation, err)
+	}
+	for i, r := range lex {
 		fused[r] += 1 / float64(RRFK+i+1)
 	}
 	out := make([]ranked, 0, len(fused))
 	for r, s := range fused {
-		out = append(out, ranked{row: r, score: s})
+		sim, ok := sims[r]
+		out = append(out, ranked{row: r, score: s, sim: sim, hasSim: ok})
 	}
 	// Ties: the better vector rank first (a row the vector ranking missed
 	// after those it holds), then the id.
@@ -311,19 +232,7 @@ func (p *Pipeline) rank(question string, q []float32, rows []int, topK int) ([]r
 			}
 			return 1
 		}
-		return strings.Compare(p.rows[a.row].ID, p.rows[b.row].ID)
+		return strings.Compare(p.idx.ID(a.row), p.idx.ID(b.row))
 	})
-	out = out[:min(topK, len(out))]
-	for i := range out {
-		s, ok := sims[out[i].row]
-		if !ok { // below the vector depth: score it alone
-			h, err := p.idx.SearchRows(q, []int{out[i].row}, 1)
-			if err != nil {
-				return nil, err
-			}
-			s = h[0].Similarity
-		}
-		out[i].sim = s
-	}
-	return out, nil
+	return out[:min(depth, len(out))], nil
 }

@@ -82,12 +82,16 @@ func hashDims(model string) (int, bool) {
 // OpenStored is the one way a stored generation answers questions (ask,
 // the worker's asks and eval's rag cases against --index): it opens
 // generation id of store ("active" or "" for the active one), rebuilds
-// the embedder that built it (EmbedderOf, with p), reads the corpus it
-// recorded and its stored vectors, verified, and returns the pipeline over
-// them with gen, ranking by the retrieval the generation records (none
-// means RetrievalVector; opts.Retrieval is overridden, an unknown value is
-// ErrCorrupt). Only questions are embedded, one call per ask; the
-// corpus is never embedded again. It makes no network call. Errors: those
+// the embedder that built it (EmbedderOf, with p), and returns the
+// pipeline over its stored vectors, BM25 statistics and corpus with gen,
+// ranking by the retrieval the generation records (none means
+// RetrievalVector; opts.Retrieval is overridden, an unknown value is
+// ErrCorrupt). It reads the vectors, the ids, the BM25 statistics and
+// where each chunk lies, never the whole corpus: chunks are read as they
+// are retrieved (every chunk once, on the first ask with a filter). What
+// it checks is what is cheap (index.Store.Generation: the manifest and
+// every file's size); index.Store.Verify checks the rest. Only questions
+// are embedded, one call per ask; it makes no network call. Errors: those
 // of index.Store.Generation and LoadGeneration (index.ErrNoActive,
 // ErrCorrupt, ...), ErrEmbedder.
 func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts Options) (*Pipeline, error) {
@@ -99,21 +103,36 @@ func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts 
 	if err != nil {
 		return nil, fmt.Errorf("generation %s: %w", m.ID, err)
 	}
-	c, err := LoadCorpus(corpusPath)
-	if err != nil {
-		return nil, fmt.Errorf("generation %s: %w", m.ID, err)
-	}
-	if c.Digest() != m.CorpusDigest {
-		return nil, fmt.Errorf("%w: generation %s records a corpus of digest %s, its manifest names %s", index.ErrCorrupt, m.ID, c.Digest(), m.CorpusDigest)
-	}
 	if opts.Retrieval, err = retrievalOf(m); err != nil {
 		return nil, err
 	}
+	chunksPath, err := store.File(m, chunksFile)
+	if err != nil {
+		return nil, err
+	}
+	schema, keys, spans, err := readChunks(chunksPath, m.Files["corpus.json"].Bytes, m.Count)
+	if err != nil {
+		return nil, err
+	}
+	bmPath, err := store.File(m, bm25File)
+	if err != nil {
+		return nil, err
+	}
+	lex := &bm25{} // owns the mapping of its file
+	bb, err := index.MapFile(bmPath, lex)
+	if err != nil {
+		return nil, err
+	}
+	decoded, err := decodeBM25(bb)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", index.ErrCorrupt, bmPath, err)
+	}
+	*lex = *decoded
 	idx, err := store.LoadGeneration(m)
 	if err != nil {
 		return nil, err
 	}
-	return New(c, idx, m.ID, emb, gen, opts)
+	return newPipeline(schema, &storedChunks{path: corpusPath, spans: spans, schema: schema, ids: idx.IDs()}, keys, lex, m.CorpusDigest, idx, m.ID, emb, gen, opts)
 }
 
 // retrievalOf is the retrieval generation m records: RetrievalVector when

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -125,14 +126,24 @@ func checkNATSURL(value string) error {
 // what it should have held: an empty input is an input error (exit 2),
 // never an empty result or "decode: EOF".
 func checkNotEmpty(path, what string) error {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil // the loader says why it cannot be read
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return usageErrorf("%s %s is empty", what, path)
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				return usageErrorf("%s %s is empty", what, path)
+			}
+			return nil // the loader says why it cannot be read
+		}
+		if !bytes.ContainsRune([]byte(" \t\r\n\v\f"), rune(c)) {
+			return nil // reads up to the first byte that is not white space
+		}
 	}
-	return nil
 }
 
 // writeJSON prints v as indented JSON without HTML escaping: every --json

@@ -74,22 +74,40 @@ func newIndexBuildCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// buildSource is what index build embeds: the corpus, its file as the
-// generation records it, and for --docs what was read.
+// buildSource is what index build embeds: the corpus's id and citation
+// schema, its digest and entry count, its entries as a stream, and for
+// --docs what was read.
 type buildSource struct {
-	corpus rag.Corpus
-	file   []byte
+	schema rag.Corpus
+	digest string
+	count  int
+	each   func(fn func(rag.Entry) error) error
 	docs   *docs.Result
 }
 
-// source reads --corpus or --docs.
+// source reads --corpus, or walks --docs once to name it (its digest and
+// chunk count) without holding its chunks; building walks it again.
 func (f *indexBuildFlags) source() (buildSource, error) {
 	if f.docs != "" {
-		res, err := docs.Load(f.docs, docs.Options{ChunkTokens: f.chunkTokens, ChunkOverlap: f.chunkOverlap})
+		w, err := docs.NewWalker(f.docs, docs.Options{ChunkTokens: f.chunkTokens, ChunkOverlap: f.chunkOverlap})
 		if err != nil {
 			return buildSource{}, inputError(fmt.Errorf("--docs %s: %w", f.docs, err))
 		}
-		return buildSource{corpus: res.Corpus, file: res.JSON, docs: &res}, nil
+		d, n := rag.NewDigester(w.Schema()), 0
+		res, err := w.Walk(func(e rag.Entry) error {
+			n++
+			return d.Add(e)
+		})
+		if err != nil {
+			return buildSource{}, inputError(fmt.Errorf("--docs %s: %w", f.docs, err))
+		}
+		each := func(fn func(rag.Entry) error) error {
+			if _, err := w.Walk(fn); err != nil {
+				return fmt.Errorf("--docs %s: %w", f.docs, err)
+			}
+			return nil
+		}
+		return buildSource{schema: w.Schema(), digest: d.Sum(), count: n, each: each, docs: &res}, nil
 	}
 	if err := checkNotEmpty(f.rf.corpus, "--corpus"); err != nil {
 		return buildSource{}, err
@@ -102,11 +120,20 @@ func (f *indexBuildFlags) source() (buildSource, error) {
 	if err != nil {
 		return buildSource{}, inputError(fmt.Errorf("%s: %w", f.rf.corpus, err))
 	}
-	return buildSource{corpus: corpus, file: file}, nil
+	each := func(fn func(rag.Entry) error) error {
+		for _, e := range corpus.Entries {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return buildSource{schema: corpus, digest: corpus.Digest(), count: len(corpus.Entries), each: each}, nil
 }
 
 // runIndexBuild reads the source, reuses the active generation when it
-// matches, else embeds through the cache in batches and saves a new one.
+// matches, else streams it through the embedder (and, for a provider's
+// embedder, the cache) into a new generation.
 func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildFlags) error {
 	src, err := f.source()
 	if err != nil {
@@ -130,41 +157,46 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 	stale := staleList(removedStale)
 	if !f.asJSON {
 		printStale(stdout, stale)
-		printDocsRead(stdout, f, src.docs)
+		printDocsRead(stdout, f, src)
 	}
 	mode := f.rf.retrievalMode(f.docs != "")
 	if !f.force {
-		m, why, err := store.Reusable(index.Expect{CorpusDigest: src.corpus.Digest(), Embedder: index.InfoOf(emb), Retrieval: mode}, f.rf.dims)
+		m, why, err := store.Reusable(index.Expect{CorpusDigest: src.digest, Embedder: index.InfoOf(emb), Retrieval: mode}, f.rf.dims)
 		if err != nil {
 			return inputError(err)
 		}
 		if why == "" {
 			if f.asJSON {
-				return writeBuildJSON(stdout, m, store, src, cache.Stats{Texts: len(src.corpus.Entries)}, 0, true, stale)
+				return writeBuildJSON(stdout, m, store, src, cache.Stats{Texts: src.count}, 0, true, stale)
 			}
 			fmt.Fprintf(stdout, "generation %s reused in %s: same corpus digest and embedder (--force builds a new one)\n", m.ID, store.Dir())
 			fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model)
-			fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", src.corpus.ID, m.CorpusDigest, m.Fingerprint)
+			fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", src.schema.ID, m.CorpusDigest, m.Fingerprint)
 			return nil
 		}
 	}
 	start := time.Now()
 	workers := 1 // a paid provider gets one request at a time
+	// The offline embedder's vectors are not cached: they cost less to
+	// make again than to keep a second copy of (the generation keeps one).
+	var c *cache.Cache
 	if f.rf.embedder == "offline" {
 		workers = runtime.GOMAXPROCS(0)
+	} else {
+		c = vc
 	}
-	vecs, st, err := cache.Embed(ctx, emb, src.corpus.SearchTexts(), cache.Options{Cache: vc, MaxInputs: f.embedBatch, Workers: workers,
-		Progress: embedProgress(stderr)})
-	if err != nil {
-		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
+	b := rag.NewGenerationBuilder(ctx, store, src.schema, emb, rag.BuildOptions{
+		Embed:     cache.Options{Cache: c, MaxInputs: f.embedBatch, Workers: workers, Progress: embedProgress(stderr)},
+		Total:     src.count,
+		Retrieval: mode,
+	})
+	defer b.Abort()
+	if err := src.each(b.Add); err != nil {
+		return f.rf.providerError(err)
 	}
-	idx, err := cache.NewIndex(src.corpus.IDs(), vecs)
+	m, st, err := b.Commit(time.Now())
 	if err != nil {
-		return f.rf.providerError(fmt.Errorf("embed corpus %q: %w", src.corpus.ID, err))
-	}
-	m, err := store.Save(idx, index.Corpus{Digest: src.corpus.Digest(), File: src.file, Retrieval: mode}, index.InfoOf(emb), time.Now())
-	if err != nil {
-		return err
+		return f.rf.providerError(err)
 	}
 	if f.asJSON {
 		return writeBuildJSON(stdout, m, store, src, st, time.Since(start), false, stale)
@@ -173,13 +205,14 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 		st.Embedded, st.Cached, st.Rejected, st.Requests, f.embedBatch, cache.DefaultMaxBytes)
 	fmt.Fprintf(stdout, "generation %s active in %s\n", m.ID, store.Dir())
 	fmt.Fprintf(stdout, "  rows %d, dims %d, embedder %s/%s, retrieval %s, built in %s\n", m.Count, m.Dims, m.Embedder.Name, m.Embedder.Model, m.Retrieval, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", src.corpus.ID, m.CorpusDigest, m.Fingerprint)
+	fmt.Fprintf(stdout, "  corpus %s %s\n  fingerprint %s\n", src.schema.ID, m.CorpusDigest, m.Fingerprint)
 	return nil
 }
 
 // printDocsRead prints what --docs read and skipped and how many chunks
 // it made; nothing without --docs.
-func printDocsRead(w io.Writer, f *indexBuildFlags, res *docs.Result) {
+func printDocsRead(w io.Writer, f *indexBuildFlags, src buildSource) {
+	res := src.docs
 	if res == nil {
 		return
 	}
@@ -200,7 +233,7 @@ func printDocsRead(w io.Writer, f *indexBuildFlags, res *docs.Result) {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(w, "  %s: %s\n", s.Source, s.Reason)
 	}
-	fmt.Fprintf(w, "chunks %d (--chunk-tokens %d, --chunk-overlap %d)\n", len(res.Corpus.Entries), f.chunkTokens, f.chunkOverlap)
+	fmt.Fprintf(w, "chunks %d (--chunk-tokens %d, --chunk-overlap %d)\n", src.count, f.chunkTokens, f.chunkOverlap)
 }
 
 // writeBuildJSON prints the manifest with what the build read and did.
@@ -215,7 +248,7 @@ func writeBuildJSON(w io.Writer, m index.Manifest, store *index.Store, src build
 		Documents    []docs.File    `json:"documents,omitempty"`
 		Skipped      []docs.Skipped `json:"skipped,omitempty"`
 		StaleRemoved []staleDir     `json:"stale_staging_removed"`
-	}{Manifest: m, Dir: store.Dir(), CorpusID: src.corpus.ID, BuildSeconds: took.Seconds(), Reused: reused, Embedding: st, StaleRemoved: stale}
+	}{Manifest: m, Dir: store.Dir(), CorpusID: src.schema.ID, BuildSeconds: took.Seconds(), Reused: reused, Embedding: st, StaleRemoved: stale}
 	if src.docs != nil {
 		out.Documents, out.Skipped = src.docs.Files, src.docs.Skipped
 	}

@@ -206,7 +206,8 @@ func TestBenchIngestDocsSmall(t *testing.T) {
 		Chunks     int     `json:"chunks"`
 		ChunkBytes int64   `json:"chunk_bytes"`
 		ParseMBps  float64 `json:"parse_chunk_mb_per_s"`
-		EmbedMBps  float64 `json:"embed_mb_per_s"`
+		BuildMBps  float64 `json:"build_mb_per_s"`
+		DiskRatio  float64 `json:"disk_ratio"`
 		IndexBytes int64   `json:"index_bytes"`
 		Requests   int     `json:"embed_requests"`
 	}
@@ -218,7 +219,8 @@ func TestBenchIngestDocsSmall(t *testing.T) {
 	assert.Greater(t, r.ChunkBytes, r.Bytes*9/10, "chunks cover the folder")
 	assert.Greater(t, r.Chunks, 500)
 	assert.Positive(t, r.ParseMBps)
-	assert.Positive(t, r.EmbedMBps)
+	assert.Positive(t, r.BuildMBps)
+	assert.InDelta(t, float64(r.IndexBytes)/float64(r.Bytes), r.DiskRatio, 1e-9)
 	assert.Greater(t, r.IndexBytes, int64(r.Chunks)*64*4)
 	assert.GreaterOrEqual(t, r.Requests, 1)
 	_, _, code = ragRun(t, "bench", "ingest-docs", "--file-kb", "0")

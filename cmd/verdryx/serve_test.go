@@ -130,7 +130,7 @@ func TestServeAskCorpus(t *testing.T) {
 	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger})
 	require.NoError(t, err)
 	require.NotNil(t, a)
-	assert.Regexp(t, `msg="rag asks answered from the active index generation" generation=[0-9a-f]{32} corpus=grimoire-v1 embedder=offline-hash/hash-v1/d4096/w1-b2-c3..5 generator=offline-extractive`, logs.String())
+	assert.Regexp(t, `msg="rag asks answered from the active index generation" generation=[0-9a-f]{32} corpus=grimoire-v1 embedder=offline-hash/hash-v1/d1024/w1-b2-c3..5 generator=offline-extractive`, logs.String())
 	rec, err := a.AskWith(ctx, "How many grains of pearl salt for moonpetal?", rag.AskOptions{TopK: 3})
 	require.NoError(t, err)
 	assert.Len(t, rec.RetrievedIDs, 3)

@@ -452,23 +452,6 @@ func (c *Cache) Prune(keep map[string]bool) (int, error) {
 	return removed, nil
 }
 
-// NewIndex builds the index of ids and the vectors Embed returned,
-// clearing vecs as it copies each row so that, with equal texts sharing
-// one vector, memory holds about one copy of the vectors rather than two.
-// vecs must not be used afterwards.
-func NewIndex(ids []string, vecs [][]float32) (*index.Index, error) {
-	if len(ids) != len(vecs) || len(vecs) == 0 {
-		return nil, fmt.Errorf("index: %d ids and %d vectors", len(ids), len(vecs))
-	}
-	b, err := index.NewBuilder(len(vecs[0]), len(vecs))
-	if err != nil {
-		return nil, err
-	}
-	for i, v := range vecs {
-		if err := b.Add(ids[i], v); err != nil {
-			return nil, err
-		}
-		vecs[i] = nil
-	}
-	return b.Build()
-}
+// Window is how many texts a streaming build embeds at once (it holds
+// their float32 vectors, never the whole corpus's).
+const Window = 8192

@@ -266,23 +266,6 @@ func TestPrune(t *testing.T) {
 
 // TestNewIndex: the index holds every row under its id, vecs is cleared,
 // mismatched counts are refused.
-func TestNewIndex(t *testing.T) {
-	in := texts(5, "index")
-	vecs, _, err := Embed(context.Background(), index.NewHashEmbedder(16), in, Options{})
-	require.NoError(t, err)
-	want := append([][]float32(nil), vecs...)
-	ids := []string{"a", "b", "c", "d", "e"}
-	idx, err := NewIndex(ids, vecs)
-	require.NoError(t, err)
-	assert.Equal(t, ids, idx.IDs())
-	assert.Equal(t, 16, idx.Dims())
-	assert.Nil(t, vecs[0])
-	res, err := idx.Search(want[2], 1)
-	require.NoError(t, err)
-	assert.Equal(t, "c", res[0].ID)
-	_, err = NewIndex(ids[:2], want)
-	assert.Error(t, err)
-}
 
 // TestProgressCountsWhatIsEmbedded: Progress is called once per answered
 // request with a growing count that ends at the texts the cache did not

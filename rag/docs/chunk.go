@@ -46,12 +46,31 @@ type section struct {
 // sections groups units by heading: a heading of level L closes every
 // open heading of level >= L.
 func sections(units []unit) []section {
-	type open struct {
-		level int
-		title string
+	secs, _ := sectionsFrom(nil, units)
+	return secs
+}
+
+// openHeading is a heading whose section is still open.
+type openHeading struct {
+	level int
+	title string
+}
+
+// sectionsFrom is sections for units that follow a part of the document
+// whose open headings are stack, returning the headings open after them.
+// Units before the first heading of units are a section under stack.
+func sectionsFrom(stack []openHeading, units []unit) ([]section, []openHeading) {
+	titles := func() []string {
+		hs := make([]string, len(stack))
+		for i, o := range stack {
+			hs[i] = o.title
+		}
+		return hs
 	}
-	var stack []open
 	out := []section{{}}
+	if len(stack) > 0 {
+		out[0].headings = titles()
+	}
 	for _, u := range units {
 		if u.level == 0 {
 			out[len(out)-1].units = append(out[len(out)-1].units, u)
@@ -60,14 +79,10 @@ func sections(units []unit) []section {
 		for len(stack) > 0 && stack[len(stack)-1].level >= u.level {
 			stack = stack[:len(stack)-1]
 		}
-		stack = append(stack, open{u.level, u.title})
-		hs := make([]string, len(stack))
-		for i, o := range stack {
-			hs[i] = o.title
-		}
-		out = append(out, section{headings: hs, units: []unit{u}})
+		stack = append(stack, openHeading{u.level, u.title})
+		out = append(out, section{headings: titles(), units: []unit{u}})
 	}
-	return out
+	return out, stack
 }
 
 // atom is the smallest piece a chunk is made of: a sentence of a unit, or
@@ -304,16 +319,42 @@ func hasWord(t string) bool {
 // chunkUnits cuts the units of one document (source path src) into
 // chunks. raw says whether unit texts are source bytes.
 func chunkUnits(source string, src []byte, units []unit, raw bool, opts Options) []Chunk {
-	limit, overlap := opts.ChunkTokens*BytesPerToken, opts.ChunkOverlap*BytesPerToken
 	var out []Chunk
-	seen := map[string]int{}
-	for _, sec := range sections(units) {
+	newChunker(source, opts).add(src, 0, units, raw, func(c Chunk) error {
+		out = append(out, c)
+		return nil
+	})
+	return out
+}
+
+// chunker cuts one document into chunks a part at a time (parts split at
+// line starts, each parsed alone), carrying the open headings and the
+// section keys seen from part to part, so the chunks are those of the
+// whole document but for sections cut where a part ends.
+type chunker struct {
+	source string
+	opts   Options
+	stack  []openHeading
+	seen   map[string]int
+}
+
+func newChunker(source string, opts Options) *chunker {
+	return &chunker{source: source, opts: opts, seen: map[string]int{}}
+}
+
+// add cuts the units of part src, which starts at byte base of the
+// document, and emits its chunks in order (spans in document offsets).
+func (c *chunker) add(src []byte, base int, units []unit, raw bool, emit func(Chunk) error) error {
+	limit, overlap := c.opts.ChunkTokens*BytesPerToken, c.opts.ChunkOverlap*BytesPerToken
+	var secs []section
+	secs, c.stack = sectionsFrom(c.stack, units)
+	for _, sec := range secs {
 		if len(sec.units) == 0 || (len(sec.units) == 1 && sec.units[0].level > 0) {
 			continue
 		}
 		key := slugPath(sec.headings)
-		seen[key]++
-		if k := seen[key]; k > 1 {
+		c.seen[key]++
+		if k := c.seen[key]; k > 1 {
 			key += "~" + itoa(k)
 		}
 		p := &packer{units: sec.units, atoms: atomize(sec.units, limit), raw: raw}
@@ -324,8 +365,11 @@ func chunkUnits(source string, src []byte, units []unit, raw bool, opts Options)
 				continue
 			}
 			ord++
-			out = append(out, Chunk{ID: chunkID(source, key, ord), Text: t, Headings: sec.headings, Span: span})
+			span[0], span[1] = span[0]+base, span[1]+base
+			if err := emit(Chunk{ID: chunkID(c.source, key, ord), Text: t, Headings: sec.headings, Span: span}); err != nil {
+				return err
+			}
 		}
 	}
-	return out
+	return nil
 }

@@ -2,11 +2,8 @@ package docs
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -133,14 +130,12 @@ type Skipped struct {
 	Reason string `json:"reason"`
 }
 
-// Result is a folder read into a corpus.
+// Result is a folder read: its documents, the paths skipped and, from
+// Load, the corpus of its chunks.
 type Result struct {
 	// Corpus holds one entry per chunk, files in lexical path order and
-	// chunks in document order.
+	// chunks in document order (Load only; Walk streams them instead).
 	Corpus rag.Corpus
-	// JSON is the corpus file of Corpus: rag.ParseCorpus of it equals
-	// Corpus.
-	JSON []byte
 	// Files are the documents read, Skipped the paths that were not.
 	Files   []File
 	Skipped []Skipped
@@ -148,88 +143,26 @@ type Result struct {
 
 // Load reads the documents under dir (recursively; dir itself may be a
 // symbolic link, nothing under it is followed) and returns their chunks as
-// a corpus. Symbolic links, hidden directories (a name starting with '.'),
-// files that are not regular, files of no known Kind and files whose path
-// a context label cannot carry (a quote, ']' or a line break) are listed
-// in Skipped. A document that is not UTF-8 or cannot be read is an error
-// naming it. It only reads.
+// a corpus (Walker, collected). Symbolic links, hidden directories (a name
+// starting with '.'), files that are not regular, files of no known Kind
+// and files whose path a context label cannot carry (a quote, ']' or a
+// line break) are listed in Skipped. A document that is not UTF-8 or
+// cannot be read is an error naming it. It only reads.
 func Load(dir string, opts Options) (Result, error) {
-	if err := opts.validate(); err != nil {
+	w, err := NewWalker(dir, opts)
+	if err != nil {
 		return Result{}, err
 	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return Result{}, fmt.Errorf("docs: %w", err)
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return Result{}, fmt.Errorf("docs: %w", err)
-	} else if !fi.IsDir() {
-		return Result{}, fmt.Errorf("docs: %s is not a directory", dir)
-	}
-	var res Result
-	var chunks []sourced
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("docs: %w", err)
-		}
-		if p == root {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		skip := func(reason string) error {
-			res.Skipped = append(res.Skipped, Skipped{Source: rel, Reason: reason})
-			return nil
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			return skip("symbolic link, not followed")
-		case d.IsDir() && strings.HasPrefix(d.Name(), "."):
-			_ = skip("hidden directory, not read")
-			return fs.SkipDir
-		case d.IsDir():
-			return nil
-		case !d.Type().IsRegular():
-			return skip("not a regular file")
-		case Kind(rel) == "":
-			return skip("not .md, .markdown, .txt, .html or .htm")
-		case strings.ContainsAny(rel, "'\n\r]"):
-			return skip("path holds a quote, ] or line break, which a context label cannot carry")
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("docs: %w", err)
-		}
-		cs, err := Split(rel, src, opts)
-		if err != nil {
-			return err
-		}
-		res.Files = append(res.Files, File{Source: rel, Kind: Kind(rel), Bytes: len(src), Chunks: len(cs)})
-		for _, c := range cs {
-			chunks = append(chunks, sourced{rel, c})
-		}
+	c := w.Schema()
+	res, err := w.Walk(func(e rag.Entry) error {
+		c.Entries = append(c.Entries, e)
 		return nil
 	})
 	if err != nil {
 		return Result{}, err
 	}
-	if len(chunks) == 0 {
-		return Result{}, fmt.Errorf("docs: no text found under %s (%d documents read, %d paths skipped)", dir, len(res.Files), len(res.Skipped))
-	}
-	res.Corpus, res.JSON, err = buildCorpus(corpusID(root), chunks)
-	if err != nil {
-		return Result{}, err
-	}
+	res.Corpus = c
 	return res, nil
-}
-
-// sourced is a chunk and its document.
-type sourced struct {
-	source string
-	chunk  Chunk
 }
 
 // corpusID is the slug of the folder's base name.
@@ -246,63 +179,4 @@ func sectionLabel(headings []string) any {
 	}
 	r := strings.NewReplacer("'", "\u2019", "]", ")", "\n", " ", "\r", " ")
 	return r.Replace(strings.Join(headings, " > "))
-}
-
-// buildCorpus returns the corpus of chunks and its file: label fields
-// source and section, source field source, one entry per chunk with id,
-// text, source, section, headings and span. Ids repeated across
-// documents (two paths of one slug) get "~2", "~3", ... in order. The
-// entries' metadata has the types rag.ParseCorpus gives the file's
-// (span numbers as json.Number, headings as []any), so the corpus equals
-// the file's and has its digest without decoding it again.
-func buildCorpus(id string, chunks []sourced) (rag.Corpus, []byte, error) {
-	c := rag.Corpus{ID: id, LabelFields: []string{"source", "section"}, SourceField: "source", Entries: make([]rag.Entry, 0, len(chunks))}
-	var b bytes.Buffer
-	head, _ := json.Marshal(struct {
-		ID          string   `json:"id"`
-		LabelFields []string `json:"label_fields"`
-		SourceField string   `json:"source_field"`
-	}{c.ID, c.LabelFields, c.SourceField})
-	b.Write(head[:len(head)-1])
-	b.WriteString(`,"entries":[`)
-	seen := make(map[string]int, len(chunks))
-	for i, sc := range chunks {
-		ch := sc.chunk
-		cid := ch.ID
-		if seen[cid] > 0 {
-			for k := 2; ; k++ {
-				if alt := fmt.Sprintf("%s~%d", ch.ID, k); seen[alt] == 0 {
-					cid = alt
-					break
-				}
-			}
-		}
-		seen[cid]++
-		hs := make([]any, len(ch.Headings))
-		for j, h := range ch.Headings {
-			hs[j] = h
-		}
-		span := []any{json.Number(itoa(ch.Span[0])), json.Number(itoa(ch.Span[1]))}
-		section := sectionLabel(ch.Headings)
-		eb, err := json.Marshal(struct {
-			ID       string `json:"id"`
-			Text     string `json:"text"`
-			Source   string `json:"source"`
-			Section  any    `json:"section"`
-			Headings []any  `json:"headings"`
-			Span     []any  `json:"span"`
-		}{cid, ch.Text, sc.source, section, hs, span})
-		if err != nil {
-			return rag.Corpus{}, nil, fmt.Errorf("docs: encode chunk %s: %w", cid, err)
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("\n")
-		b.Write(eb)
-		c.Entries = append(c.Entries, rag.Entry{ID: cid, Text: ch.Text, Metadata: map[string]any{
-			"source": sc.source, "section": section, "headings": hs, "span": span}})
-	}
-	b.WriteString("\n]}\n")
-	return c, b.Bytes(), nil
 }

@@ -2,11 +2,13 @@ package docs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -224,7 +226,7 @@ func TestIDsStableUniqueAndCitable(t *testing.T) {
 	opts := Options{ChunkTokens: 60, ChunkOverlap: 10}
 	a := load(t, dir, opts)
 	b := load(t, dir, opts)
-	assert.Equal(t, a.JSON, b.JSON)
+	assert.Equal(t, a.Corpus, b.Corpus)
 	seen := map[string]bool{}
 	for _, e := range a.Corpus.Entries {
 		assert.False(t, seen[e.ID], "repeated id %s", e.ID)
@@ -332,13 +334,19 @@ func TestOptionsRefused(t *testing.T) {
 	}
 }
 
-// TestCorpusFileRoundTrips: the corpus file Load returns parses to the
-// very corpus it returns (so a generation that records it reloads with
-// the digest it was built with).
+// TestCorpusFileRoundTrips: the corpus file a generation of the folder
+// records parses to the very corpus Load returns, with the digest the
+// generation was built with.
 func TestCorpusFileRoundTrips(t *testing.T) {
 	res := load(t, manual, Options{ChunkTokens: 40, ChunkOverlap: 8})
-	parsed, err := rag.ParseCorpus(res.JSON)
+	store := index.NewStore(t.TempDir(), index.StoreOptions{})
+	m, _, err := rag.BuildGeneration(context.Background(), store, res.Corpus, index.NewHashEmbedder(64), rag.BuildOptions{}, time.Now())
 	require.NoError(t, err)
+	_, path, err := store.Generation(m.ID)
+	require.NoError(t, err)
+	parsed, err := rag.LoadCorpus(path)
+	require.NoError(t, err)
+	assert.Equal(t, m.CorpusDigest, parsed.Digest())
 	assert.Equal(t, res.Corpus, parsed)
 	assert.Equal(t, res.Corpus.Digest(), parsed.Digest())
 	assert.Equal(t, "docs-manual", parsed.ID)
