@@ -279,6 +279,21 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 		}
 	}
 	rec.RunID = runID
+	var journal *Journal
+	if h.opts.Claims != nil {
+		// Every paid call is recorded before it is made; what earlier
+		// attempts paid counts against the cap and their graded cases
+		// are kept.
+		var prior evalrun.Prior
+		if journal, prior, err = h.opts.Claims.Journal(ctx, req.RequestID, h.logger()); err != nil {
+			return pull.Transient("eval request spend ledger", err)
+		}
+		if n := len(prior.Cases) + len(prior.Lost); n > 0 || prior.Spend.Calls > 0 {
+			h.logger().Info("eval request resumed", "request_id", req.RequestID, "run_id", runID,
+				"paid_calls", prior.Spend.Calls, "spent_usd", float64(prior.Spend.Micro)/1e6, "cases_kept", len(prior.Cases), "cases_lost", len(prior.Lost))
+		}
+		plan.Resume(journal, prior)
+	}
 	gradeStart := h.now()
 	res, err := plan.Grade(ctx, rec.RunID)
 	if err != nil {
@@ -299,7 +314,16 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	}
 	evalrun.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
 	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
-	return h.finish(ctx, req, rec, true)
+	if err := h.finish(ctx, req, rec, true); err != nil {
+		return err
+	}
+	if journal != nil {
+		// The run, with every attempt's spend, is stored and claimed done.
+		if err := journal.Forget(ctx); err != nil {
+			h.logger().Warn("eval request spend ledger not removed (the bucket's TTL will)", "request_id", req.RequestID, "err", err)
+		}
+	}
+	return nil
 }
 
 // refuseOrRetry replies with and terminates a request that can never

@@ -159,6 +159,17 @@ type Runner struct {
 	// index in the set and its score. Calls are serialised (never two at
 	// once) but come in completion order, not case order.
 	OnCase func(i int, s Score)
+	// Prior holds, by case id, the scores of cases an earlier attempt of
+	// this run finished or lost (reason ReasonLostInCrash): they are not
+	// graded again, and their scores are the run's.
+	Prior map[string]Score
+	// CaseDone, when set, is called as each case graded here finishes,
+	// before its slot goes to the next case (the eval worker records it
+	// durably, so a later attempt keeps it).
+	CaseDone func(ctx context.Context, s Score)
+	// Failed, when set, is asked after grading whether recording the
+	// run's spend failed (llm.Budget.Err): the run then fails with it.
+	Failed func() error
 
 	// typed grades typed cases (set by UseTyped once typryx listed the
 	// template); nil leaves them unmeasured.
@@ -229,6 +240,10 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 	var wg sync.WaitGroup
 	var onCase sync.Mutex
 	for i := range set.Cases {
+		if s, ok := r.Prior[set.Cases[i].ID]; ok {
+			run.Scores[i] = s
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-gctx.Done():
@@ -240,6 +255,7 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 			defer func() { <-sem; wg.Done() }()
 			start := now()
 			cctx, span := startCase(gctx, &set.Cases[i], start)
+			cctx = llm.WithCase(cctx, set.Cases[i].ID)
 			s, err := r.gradeCase(cctx, set, &set.Cases[i], run.ID)
 			if err != nil {
 				abandon(fmt.Errorf("eval %s: %w", set.ID, err))
@@ -250,6 +266,9 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 			s.Duration = end.Sub(start)
 			endCase(span, s, end)
 			run.Scores[i] = s
+			if r.CaseDone != nil {
+				r.CaseDone(cctx, s)
+			}
 			logger.Debug("case graded", "case", s.CaseID, "value", s.Value, "unmeasured", s.Unmeasured)
 			if r.OnCase != nil {
 				onCase.Lock()
@@ -261,6 +280,11 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 	wg.Wait()
 	if gctx.Err() != nil {
 		return Run{}, failed()
+	}
+	if r.Failed != nil {
+		if err := r.Failed(); err != nil {
+			return Run{}, fmt.Errorf("eval %s: %w", set.ID, err)
+		}
 	}
 	if r.typed != nil {
 		r.typed.postLabels(ctx, &run, func(caseID string, err error) {

@@ -47,6 +47,10 @@ const (
 	ReasonTypedDisabled = "typed_disabled"  // typryx not enabled
 	ReasonUnanswered    = "unanswered"      // typryx answered unanswered with no reason
 	ReasonUnmeasured    = "unmeasured"      // a reason not recorded
+	// ReasonLostInCrash: an earlier attempt of the run made the case's
+	// paid calls (their cost is counted) and died before recording its
+	// answer.
+	ReasonLostInCrash = "lost_in_crash"
 )
 
 // MarshalJSON writes the score with "value": null when it is unmeasured:

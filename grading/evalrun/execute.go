@@ -151,6 +151,9 @@ type Plan struct {
 	typed  *grading.Typed
 	logger *slog.Logger
 	now    func() time.Time
+	// meter wraps every model of the plan: the request's cap, or a budget
+	// without a limit (it records paid calls once the plan is Resumed).
+	meter *llm.Budget
 }
 
 // Prepare validates req and builds what grading it needs. Request mistakes
@@ -216,11 +219,13 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
 	}
-	if budget != nil {
-		model = budget.Wrap(model)
-		judge = &grader.Judge{Model: budget.Wrap(judge.Model), Prices: judge.Prices}
-		semantic = &grader.Semantic{Model: budget.Wrap(semantic.Model), Prices: semantic.Prices, Threshold: semantic.Threshold}
+	meter := budget
+	if meter == nil {
+		meter = llm.NewMeter(deps.Prices)
 	}
+	model = meter.Wrap(model)
+	judge = &grader.Judge{Model: meter.Wrap(judge.Model), Prices: judge.Prices}
+	semantic = &grader.Semantic{Model: meter.Wrap(semantic.Model), Prices: semantic.Prices, Threshold: semantic.Threshold}
 	runner := &grading.Runner{Model: model, Judge: judge, Concurrency: deps.Concurrency, Prices: deps.Prices,
 		Semantic: semantic, SemanticAll: req.Semantic,
 		Budget: budget, Version: deps.Version, Now: now, Logger: logger, OnCase: deps.OnCase}
@@ -250,7 +255,66 @@ func Prepare(ctx context.Context, deps Deps, req Request) (*Plan, error) {
 		}
 		runner.RAG = asker
 	}
-	return &Plan{deps: deps, req: req, set: set, runner: runner, typed: typed, logger: logger, now: now}, nil
+	return &Plan{deps: deps, req: req, set: set, runner: runner, typed: typed, logger: logger, now: now, meter: meter}, nil
+}
+
+// Journal records a request's grading durably as it goes (the eval
+// worker's claim ledger): every paid call before it is made and once it
+// returned (llm.Ledger), and every case that made one as it finishes.
+type Journal interface {
+	llm.Ledger
+	// CaseDone records a case graded, with the digest of the case; a
+	// failure is the journal's to log (the case is then lost if the
+	// attempt dies, and its spend still counted).
+	CaseDone(ctx context.Context, s grading.Score, digest string)
+}
+
+// Prior is what a request's earlier attempts recorded in its Journal.
+type Prior struct {
+	// Spend is every paid call they made (llm.Spend).
+	Spend llm.Spend
+	// Cases are the cases they graded, by case id.
+	Cases map[string]PriorCase
+	// Lost are the cases whose paid calls were made and whose answers
+	// were not recorded, by case id, with what those calls cost
+	// (micro-dollars; a call whose outcome was lost at its reservation).
+	Lost map[string]int64
+}
+
+// PriorCase is a case an earlier attempt graded: its score, and the
+// digest of the case it graded.
+type PriorCase struct {
+	Digest string        `json:"digest"`
+	Score  grading.Score `json:"score"`
+}
+
+// Resume makes the plan continue a request's earlier attempts: their
+// spend counts against the cap (the cap covers every attempt's calls),
+// the cases they graded are kept (a case whose digest changed since is
+// graded again), the cases they lost are unmeasured with reason
+// grading.ReasonLostInCrash and their cost, and from now on every paid call
+// and graded case is recorded in j. A failure to record a paid call fails
+// Grade (wrapping llm.ErrLedger) and no paid call starts after it. Call
+// it before Grade.
+func (p *Plan) Resume(j Journal, prior Prior) {
+	p.meter.Resume(prior.Spend, j)
+	kept := map[string]grading.Score{}
+	for i := range p.set.Cases {
+		c := &p.set.Cases[i]
+		if pc, ok := prior.Cases[c.ID]; ok && pc.Digest == p.set.CaseDigests[c.ID] && pc.Score.CaseID == c.ID {
+			kept[c.ID] = pc.Score
+			continue
+		}
+		if micro, ok := prior.Lost[c.ID]; ok {
+			usd := float64(micro) / 1e6
+			kept[c.ID] = grading.Score{CaseID: c.ID, Grader: c.Kind(), CostUSD: usd, Reason: grading.ReasonLostInCrash,
+				Unmeasured: fmt.Sprintf("lost in a crash: an earlier attempt made its paid calls ($%.6f) and died before recording the answer", usd)}
+		}
+	}
+	p.runner.Prior = kept
+	digests := p.set.CaseDigests
+	p.runner.CaseDone = func(ctx context.Context, s grading.Score) { j.CaseDone(ctx, s, digests[s.CaseID]) }
+	p.runner.Failed = p.meter.Err
 }
 
 // Grade grades the set and, when the request names a baseline, checks
