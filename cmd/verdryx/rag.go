@@ -158,8 +158,8 @@ func (f *ragFlags) checkKey() error {
 
 // newIndexCmd holds index build, ls and gc.
 func newIndexCmd(g *globals) *cobra.Command {
-	return newGroupCmd("index", "build, list and prune vector index generations",
-		newIndexBuildCmd(g), newIndexListCmd(g), newIndexGCCmd(g))
+	return newGroupCmd("index", "build, list, verify and prune vector index generations",
+		newIndexBuildCmd(g), newIndexListCmd(g), newIndexGCCmd(g), newIndexVerifyCmd(g))
 }
 
 func newIndexListCmd(g *globals) *cobra.Command {
@@ -471,6 +471,9 @@ func printAnswer(w io.Writer, rec rag.Record) {
 	fmt.Fprintf(w, "%s\n\nsources (%s retrieval, generation %s):\n", rec.Answer, rec.Retrieval, rec.IndexGeneration)
 	for i, c := range rec.Chunks {
 		fmt.Fprintf(w, "  %d. %s  score %.6f  similarity %.6f  %s\n", i+1, c.ID, c.Score, c.Similarity, chunkOrigin(c.Metadata))
+		if len(c.Duplicates) > 0 {
+			fmt.Fprintf(w, "     the same text also in: %s\n", strings.Join(c.Duplicates, ", "))
+		}
 	}
 }
 
