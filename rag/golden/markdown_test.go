@@ -43,7 +43,8 @@ func citationFailures(k *golden.Checker, gc golden.Case, rec rag.Record, answer 
 
 // TestMarkdownBracketsAreNotCitations: over a Markdown folder whose
 // chunks hold brackets of every kind, every drafted case validates (its
-// chunk's own text, brackets and all, passes every check), the offline
+// chunk's own text, brackets and all, passes every check) and offers
+// only numbers of its prose as must_contain candidates, the offline
 // pipeline's extractive answers never fail a citation check, and content
 // brackets stay text the literal checks read. Made-up citations still
 // fail: an id of the corpus's form, a variant of a real id, a made-up id
@@ -60,10 +61,20 @@ func TestMarkdownBracketsAreNotCitations(t *testing.T) {
 
 	cases, err := golden.Draft(c, c.IDs())
 	require.NoError(t, err)
+	var candidates []string
 	for i := range cases {
 		cases[i].Question = "What does " + cases[i].CaseID + " say?"
+		candidates = append(candidates, cases[i].MustContain[2:]...)
 	}
 	require.NoError(t, golden.Validate(cases, c), "each chunk's own text passes its drafted case")
+	// Candidates come from prose sentences only: not from console output,
+	// fenced or indented code, identifiers, or listing and figure captions.
+	for _, prose := range []string{"40 seconds", "3 minutes", "15 seconds", "90 seconds", "10 minutes", "2 hours", "5 times", "250 milliseconds"} {
+		assert.Contains(t, candidates, prose)
+	}
+	for _, notProse := range []string{"0.33 secs", "THREE_HOURS", "12 steps", "9 parts", "250 ms", "500 ms", "5 tries", "14.2 bar", "6 gauges"} {
+		assert.NotContains(t, candidates, notProse)
+	}
 
 	// The offline pipeline answers a question made of each chunk's own
 	// words; whatever it answers, its brackets are no citation failure.
