@@ -202,7 +202,7 @@ func TestKilnReview(t *testing.T) {
 		{80, "glaze-celadon", "R nothing but", "Per KILN-CELADON, stoneware glaze is fired for 9 hours at cone 10, nothing but vented in reduction [glaze-fire-celadon].", true, ""},
 		{81, "glaze-celadon", "R cite before period", "Per KILN-CELADON, stoneware glaze is fired for 9 hours at cone 10 [glaze-fire-celadon]. It is vented in reduction [glaze-fire-celadon].", true, ""},
 		{82, "glaze-celadon", "R cone ten", kilnReplace(kilnG, "cone 10", "cone ten") + kilnGT, true, ""},
-		{83, "glaze-celadon", "R double brackets", kilnG + " [[glaze-fire-celadon]] (manual_id: KILN-CELADON)", true, "[[id]] citation brackets are not read"},
+		{83, "glaze-celadon", "R double brackets", kilnG + " [[glaze-fire-celadon]] (manual_id: KILN-CELADON)", true, ""},
 		{84, "glaze-celadon", "R approx. abbreviation", "Per KILN-CELADON, stoneware glaze is fired approx. 9 hours at cone 10, vented in reduction [glaze-fire-celadon].", true, ""},
 		{85, "glaze-celadon", "R nine-hour", "KILN-CELADON: a nine-hour firing of stoneware glaze at cone 10, vented in reduction [glaze-fire-celadon].", true, ""},
 		{86, "glaze-celadon", "R markdown bold", "**9 hours** at cone 10 for stoneware glaze, vented in reduction [glaze-fire-celadon] (KILN-CELADON).", true, ""},

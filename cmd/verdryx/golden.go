@@ -38,7 +38,8 @@ func newGoldenDraftCmd(g *globals) *cobra.Command {
 			"generation recorded: --index active|ID): the chunk as the expected rank-1 and cited chunk, its source,\n" +
 			"and its numbers with units as must_contain candidates. Each question is a placeholder opening with\n" +
 			golden.DraftMarker + ", which eval refuses until it is replaced. The golden file goes to stdout or -o FILE;\n" +
-			"--evalset FILE (with -o) also writes the eval set naming each case and the corpus.",
+			"--evalset FILE (with -o) also writes the eval set naming each case and the corpus; with --index, the\n" +
+			"corpus the generation recorded is copied beside it (<evalset>.corpus.json), out of the data folder.",
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
@@ -67,7 +68,7 @@ func newGoldenDraftCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return inputError(fmt.Errorf("golden draft: %s: %w", corpusPath, err))
 		}
-		return f.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), c, corpusPath, cases)
+		return f.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), g.data, c, corpusPath, cases)
 	}
 	return cmd
 }
@@ -161,8 +162,12 @@ func someSources(c rag.Corpus) string {
 
 // write writes the golden file of cases to stdout or -o and, with
 // --evalset, the eval set naming each case, with the golden file and the
-// corpus relative to it where they can be.
-func (f *draftFlags) write(stdout, stderr io.Writer, c rag.Corpus, corpusPath string, cases []golden.Case) error {
+// corpus relative to it where they can be: --corpus FILE where the user
+// keeps it, a generation's corpus (--index) copied beside the eval set
+// (keepCorpus), never a path inside the data folder, which index gc may
+// remove. The next step it prints runs as printed: it names --data when
+// data is not the default.
+func (f *draftFlags) write(stdout, stderr io.Writer, data string, c rag.Corpus, corpusPath string, cases []golden.Case) error {
 	id := f.id
 	if id == "" {
 		id = "golden"
@@ -186,6 +191,12 @@ func (f *draftFlags) write(stdout, stderr io.Writer, c rag.Corpus, corpusPath st
 	}
 	next := "verdryx eval EVALSET"
 	if f.evalset != "" {
+		if f.index != "" {
+			var err error
+			if corpusPath, err = f.keepCorpus(corpusPath); err != nil {
+				return err
+			}
+		}
 		set := struct {
 			ID     string         `json:"id"`
 			Corpus string         `json:"corpus"`
@@ -201,13 +212,46 @@ func (f *draftFlags) write(stdout, stderr io.Writer, c rag.Corpus, corpusPath st
 		if err := f.create(f.evalset, sb.Bytes()); err != nil {
 			return err
 		}
-		next = "verdryx eval " + f.evalset
+		next = "verdryx eval " + shellQuote(f.evalset)
 	}
 	if f.index != "" {
-		next += " --index " + f.index
+		next += " --index " + shellQuote(f.index)
+	}
+	if data != defaultDataDir() {
+		next += " --data " + shellQuote(data)
 	}
 	fmt.Fprintf(stderr, "golden draft: %d cases in %s; write each question (%s), check must_contain, then: %s\n", len(cases), f.out, golden.DraftMarker, next)
 	return nil
+}
+
+// keepCorpus copies the corpus file a generation recorded beside the eval
+// set, as <evalset without extension>.corpus.json, and returns that path.
+// A file there with the same bytes is kept; another is refused unless
+// --force (create).
+func (f *draftFlags) keepCorpus(recorded string) (string, error) {
+	b, err := os.ReadFile(recorded)
+	if err != nil {
+		return "", inputError(fmt.Errorf("golden draft: %w", err))
+	}
+	dst := strings.TrimSuffix(f.evalset, filepath.Ext(f.evalset)) + ".corpus.json"
+	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, b) {
+		return dst, nil
+	}
+	if err := f.create(dst, b); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
+
+// shellQuote returns s as one POSIX shell word: unchanged when it holds
+// only letters, digits and -_./:=@%+, else single-quoted.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+", r)))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // create writes b to path, refusing a file that exists unless --force.

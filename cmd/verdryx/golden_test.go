@@ -33,7 +33,8 @@ const draftCorpus = `{
 
 // TestGoldenDraftOverStoredGeneration is the path from an index to a
 // graded eval: index build, golden draft --index active writes the golden
-// file and an eval set whose corpus is the generation's own; eval --index
+// file and an eval set whose corpus is a copy of the generation's own
+// beside it; eval --index
 // active refuses it (exit 2) while a question is the placeholder, naming
 // the case and the field, and grades every case once the questions are
 // written, from the stored generation.
@@ -51,7 +52,7 @@ func TestGoldenDraftOverStoredGeneration(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "3 cases in "+gpath)
-	assert.Contains(t, errOut, "verdryx eval "+epath+" --index active")
+	assert.Contains(t, errOut, "then: verdryx eval "+epath+" --index active --data "+data+"\n", "the next step names the data folder")
 	var set struct {
 		ID     string `json:"id"`
 		Corpus string `json:"corpus"`
@@ -63,7 +64,12 @@ func TestGoldenDraftOverStoredGeneration(t *testing.T) {
 	m, recorded, err := index.NewStore(data, index.StoreOptions{}).Generation("active")
 	require.NoError(t, err)
 	assert.Equal(t, "handbook-v1-golden", set.ID)
-	assert.Equal(t, recorded, filepath.Join(dir, set.Corpus), "the set's corpus is the generation's recorded corpus")
+	assert.Equal(t, "evalset.corpus.json", set.Corpus, "the set's corpus is beside it, not inside the data folder")
+	kept, err := os.ReadFile(filepath.Join(dir, set.Corpus))
+	require.NoError(t, err)
+	rb, err := os.ReadFile(recorded)
+	require.NoError(t, err)
+	assert.Equal(t, rb, kept, "a copy of the generation's recorded corpus")
 	require.Len(t, set.Cases, 3)
 	assert.Equal(t, "cases/golden.json#leave.md#parental-leave#0", set.Cases[0].Golden)
 	byActive, errOut, code := runCLI(t, "golden", "draft", "--data", data, "--index", "active", "--chunk", "travel.md#per-diem#0")

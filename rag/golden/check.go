@@ -46,19 +46,29 @@ type Checker struct {
 	units  *units
 	byKey  map[string]string     // Key(id) -> id
 	held   map[string][]Quantity // chunk id -> quantities of its text
+	form   idForm                // the form of the corpus's ids
+	keys   []string              // Key of each id
+	quoted map[string]bool       // Key of each bracket group the chunk texts write
 }
 
 // NewChecker prepares the checks for corpus c: its unit table (defaults
-// plus the corpus's "units"), the quantities each chunk holds and the
-// citation keys of its ids.
+// plus the corpus's "units"), the quantities each chunk holds, the
+// citation keys and the form of its ids, and the bracket groups its texts
+// write (content, not citations: see citationGroup).
 func NewChecker(c rag.Corpus) *Checker {
-	k := &Checker{corpus: c, units: newUnits(c.Units), byKey: map[string]string{}, held: map[string][]Quantity{}}
+	k := &Checker{corpus: c, units: newUnits(c.Units), byKey: map[string]string{}, held: map[string][]Quantity{},
+		form: newIDForm(c.IDs()), quoted: map[string]bool{}}
 	k.units.observe(c)
 	for _, e := range c.Entries {
-		if _, dup := k.byKey[Key(e.ID)]; !dup {
-			k.byKey[Key(e.ID)] = e.ID
+		key := Key(e.ID)
+		if _, dup := k.byKey[key]; !dup {
+			k.byKey[key] = e.ID
+			k.keys = append(k.keys, key)
 		}
 		k.held[e.ID] = k.units.parse(foldText(e.Text).s)
+		for _, g := range bracketGroups(e.Text) {
+			k.quoted[Key(g.body)] = true
+		}
 	}
 	return k
 }
@@ -97,24 +107,20 @@ type analysis struct {
 
 func (k *Checker) analyse(answer string) *analysis {
 	a := &analysis{raw: answer, key: keyText(answer)}
-	// Citation markers: [id] or [id, id]; blanked in the prose.
+	// Citation markers: [id] or [id, id], read by citationGroup; blanked
+	// in the prose. Other bracket groups are content and stay.
 	prose := []byte(answer)
-	for i := 0; i < len(answer); i++ {
-		if answer[i] != '[' {
+	for _, g := range bracketGroups(answer) {
+		toks, ok := k.citationGroup(g.body)
+		if !ok {
 			continue
 		}
-		j := strings.IndexByte(answer[i:], ']')
-		if j < 0 {
-			break
+		for _, tok := range toks {
+			a.cites = append(a.cites, citation{written: tok, id: k.resolve(tok), start: g.start})
 		}
-		body := answer[i+1 : i+j]
-		for _, tok := range strings.FieldsFunc(body, func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) }) {
-			a.cites = append(a.cites, citation{written: tok, id: k.resolve(tok), start: i})
-		}
-		for p := i; p <= i+j; p++ {
+		for p := g.start; p < g.end; p++ {
 			prose[p] = ' '
 		}
-		i += j
 	}
 	a.prose = string(prose)
 	a.proseKey = keyText(a.prose)

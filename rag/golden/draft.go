@@ -3,9 +3,11 @@ package golden
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/rag/docs"
 )
 
 // DraftMarker opens the question of every case Draft writes. Parse
@@ -18,10 +20,13 @@ const DraftMarker = "TODO(golden draft)"
 // given: case_id, expected_retrieved_id and expected_ranked_ids are the
 // chunk's id; expected_source_id is its source (c.Source); must_contain
 // holds that source, the citation [id] and, as candidates to keep or
-// delete, each number with a unit the chunk's text states, written as the
+// delete, each number with a unit the chunk's prose states, written as the
 // text writes it and read the way the checks read quantities (the default
 // units, the corpus's "units", and the words the corpus writes after
-// digits); the question is a placeholder opening with DraftMarker, quoting
+// digits). For a chunk of a Markdown document the prose is docs.Prose's:
+// no code, console output, inline code, HTML or caption; in any text a
+// number glued to an identifier (THREE_HOURS, v2_5mb) is no candidate.
+// The question is a placeholder opening with DraftMarker, quoting
 // the start of the chunk's text. Once its question is written a drafted
 // case passes Parse and Validate: every literal it requires is the
 // chunk's own text, its citation or its source. Errors name an id that is
@@ -29,6 +34,7 @@ const DraftMarker = "TODO(golden draft)"
 func Draft(c rag.Corpus, ids []string) ([]Case, error) {
 	u := newUnits(c.Units)
 	u.observe(c)
+	prose := docs.Prose(c)
 	seen := map[string]bool{}
 	out := make([]Case, 0, len(ids))
 	for _, id := range ids {
@@ -50,30 +56,62 @@ func Draft(c rag.Corpus, ids []string) ([]Case, error) {
 			ExpectedRetrievedID: id,
 			ExpectedRankedIDs:   []string{id},
 			ExpectedSourceID:    src,
-			MustContain:         append([]string{src, rag.Cite(id)}, u.written(e.Text)...),
+			MustContain:         append([]string{src, rag.Cite(id)}, u.writtenIn(e.Text, prose, id)...),
 		})
 	}
 	return out, nil
 }
 
+// writtenIn returns the quantities of chunk id's text (written), read
+// only in its prose ranges when prose has them.
+func (u *units) writtenIn(text string, prose map[string][][2]int, id string) []string {
+	rs, ok := prose[id]
+	if !ok {
+		return u.written(text, nil)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rs {
+		out = append(out, u.written(text[r[0]:r[1]], seen)...)
+	}
+	return out
+}
+
 // written returns each quantity of text that has a unit, as text writes it
-// (one per match key, in text order).
-func (u *units) written(text string) []string {
+// (one per match key not in seen, in text order; seen records them), but
+// not one glued to an identifier: holding '_', or with a letter, digit or
+// '_' right before or after it.
+func (u *units) written(text string, seen map[string]bool) []string {
 	f := foldText(text)
 	var out []string
-	seen := map[string]bool{}
+	if seen == nil {
+		seen = map[string]bool{}
+	}
 	for _, q := range u.parse(f.s) {
 		if q.Unit == "" {
 			continue
 		}
-		lit := strings.TrimSpace(f.span(text, q.Start, q.End))
-		if lit == "" || seen[Key(lit)] {
+		s, e := f.src[q.Start], f.src[q.End]
+		lit := strings.TrimSpace(text[s:e])
+		if lit == "" || seen[Key(lit)] || strings.ContainsRune(lit, '_') || identRune(text[:s], true) || identRune(text[e:], false) {
 			continue
 		}
 		seen[Key(lit)] = true
 		out = append(out, lit)
 	}
 	return out
+}
+
+// identRune reports whether the rune at the end (last) or the start of s
+// is a letter, a digit or '_'.
+func identRune(s string, last bool) bool {
+	var r rune
+	if last {
+		r, _ = utf8.DecodeLastRuneInString(s)
+	} else {
+		r, _ = utf8.DecodeRuneInString(s)
+	}
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
 // excerpt returns the first n runes of s with its whitespace collapsed,
