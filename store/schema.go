@@ -92,7 +92,7 @@ type addedColumn struct {
 //   - eval_runs: the eval set and its digest, the agent, the judge that
 //     graded llm_judge cases, the build, the eval request, the provenance
 //     (JSON); since version 2 the settings that changed the run's scores
-//     (JSON of grading.Settings; ” when not recorded).
+//     (JSON of grading.Settings; empty when not recorded).
 //   - scores (measured cases only) and unanswered (every case the run could
 //     not measure; reason is a short code, detail says why): the case's
 //     position in the set (seq), grader, duration, checks (JSON), the

@@ -428,7 +428,7 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 }
 
 // runColumns are the columns scanRun reads, in its order: settings reads
-// as ” (not recorded) from an older schema opened read-only.
+// as empty (not recorded) from an older schema opened read-only.
 func (s *Store) runColumns() string {
 	settings := "settings"
 	if s.noSettings {
