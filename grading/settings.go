@@ -92,6 +92,29 @@ func SettingsText(s *Settings) string {
 	return strings.Join(s.Pairs(), " ")
 }
 
+// SettingsCompact is SettingsText with short names (judge, sem, idx,
+// emb, ret, k, gen, typed) and the index generation cut to 16
+// characters, for one line of a listing.
+func SettingsCompact(s *Settings) string {
+	if s == nil || len(s.Pairs()) == 0 {
+		return SettingsText(s)
+	}
+	short := map[string]string{"judge": "judge", "semantic_judge": "sem", "semantic_threshold": "sem@",
+		"index_generation": "idx", "embedder": "emb", "retrieval": "ret", "top_k": "k", "generator": "gen", "typed_template": "typed"}
+	var out []string
+	for _, f := range s.fields() {
+		v := f[1]
+		if v == "" {
+			continue
+		}
+		if f[0] == "index_generation" && len(v) > 16 {
+			v = v[:16]
+		}
+		out = append(out, short[f[0]]+"="+v)
+	}
+	return strings.Join(out, " ")
+}
+
 // DiffSettings names each setting that differs between a (the reference,
 // e.g. a drift baseline's run) and b, as "name a -> b" ("(none)" for a
 // setting one side did not use); a nil side is "settings not recorded".

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -616,25 +617,47 @@ func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
 // Python verdryx wrote records no eval set) takes the model's runs of any
 // set, as the Python verdryx's drift window did.
 func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
+	return s.RecentRunsWhere(ctx, evalSetID, model, n, nil, exclude...)
+}
+
+// RecentRunsWhere is RecentRuns taking only the runs keep accepts (nil
+// accepts every run): keep sees each candidate's id and settings (nil: not
+// recorded), most recent first, until n are kept; a run it refuses is not
+// loaded.
+func (s *Store) RecentRunsWhere(ctx context.Context, evalSetID, model string, n int, keep func(id string, settings *grading.Settings) bool, exclude ...string) ([]grading.Run, error) {
+	settingsCol := "settings"
+	if s.noSettings {
+		settingsCol = "''"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, `+settingsCol+` FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
 		ORDER BY started_at DESC, rowid DESC`, evalSetID, model)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
 	}
 	var ids []string
 	for rows.Next() && len(ids) < n {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, settings string
+		if err := rows.Scan(&id, &settings); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
 		}
-		skip := false
-		for _, x := range exclude {
-			skip = skip || x == id
+		if slices.Contains(exclude, id) {
+			continue
 		}
-		if !skip {
-			ids = append(ids, id)
+		if keep != nil {
+			var st *grading.Settings
+			if settings != "" {
+				st = &grading.Settings{}
+				if err := json.Unmarshal([]byte(settings), st); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("recent runs of %s/%s: run %s settings: %w", evalSetID, model, id, err)
+				}
+			}
+			if !keep(id, st) {
+				continue
+			}
 		}
+		ids = append(ids, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
