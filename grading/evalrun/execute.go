@@ -291,6 +291,7 @@ func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 	rep, err := CheckDrift(ctx, withRun{p.deps.Store, run}, DriftRequest{
 		BaselineID: p.req.BaselineID, Window: window, Threshold: p.req.Threshold,
 		AllowChangedSet: p.req.AllowChangedSet, AllowChangedSettings: p.req.AllowChangedSettings, Seed: p.req.Seed, Alpha: p.req.Alpha,
+		Include: run.ID,
 	})
 	if err != nil {
 		return res, err
@@ -453,7 +454,11 @@ type DriftRequest struct {
 	// (grading.DiffSettings empty; a run that records none matches only
 	// a baseline run that records none) and lists those it skipped.
 	AllowChangedSettings bool
-	Seed                 *uint64
+	// Include, when set, is a run the window must hold (an eval's own
+	// new run): one graded under other settings than the baseline run's
+	// refuses the check rather than being skipped.
+	Include string
+	Seed    *uint64
 	// Alpha is the paired test's significance level; 0 means drift.DefaultAlpha.
 	Alpha float64
 }
@@ -492,6 +497,11 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, e
 	window, err := st.RecentRunsWhere(ctx, baseRun.EvalSetID, baseRun.Model, n, keep, baseRun.ID)
 	if err != nil {
 		return drift.Report{}, err
+	}
+	for _, sk := range skipped {
+		if sk.RunID == dr.Include {
+			return drift.Report{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, &drift.ChangedSettingsError{SettingsChange: sk})
+		}
 	}
 	if len(window) == 0 && len(skipped) > 0 {
 		return drift.Report{}, fmt.Errorf("%w: %w: no run of eval set %s with model %s was graded under baseline %s's settings (%s): %d skipped, %s; pass --allow-changed-settings to pool them",
