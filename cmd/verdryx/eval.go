@@ -849,6 +849,10 @@ func printDrift(w io.Writer, r drift.Report) {
 		}
 	}
 	fmt.Fprintf(w, "  settings      %s\n", grading.SettingsText(r.BaselineSettings))
+	if r.SettingsUnknown {
+		fmt.Fprintf(w, "NOTE: the baseline's run records no settings (the Python verdryx's, or stored before verdryx recorded them):\n"+
+			"  the window's runs are pooled whatever their settings; take a new baseline to compare runs graded alike\n")
+	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "  skipped       %d runs graded under other settings (--allow-changed-settings pools them):\n", len(r.Skipped))
 		for _, c := range r.Skipped {

@@ -129,6 +129,10 @@ type Report struct {
 	// under other settings; SettingsChanges names them and what differed.
 	ChangedSettings bool             `json:"changed_settings"`
 	SettingsChanges []SettingsChange `json:"settings_changes,omitempty"`
+	// SettingsUnknown is set when the baseline's run records no
+	// settings: nothing to compare with, so the window is pooled
+	// whatever its runs' settings (verdryx drift prints a NOTE).
+	SettingsUnknown bool `json:"settings_unknown,omitempty"`
 	// PooledByModel is set when the baseline's run records no eval set
 	// (the Python verdryx wrote it): the window is the model's most recent
 	// runs of any set, as the Python verdryx pooled them.
@@ -257,9 +261,12 @@ func Compute(baseline Baseline, baseRun grading.Run, window []grading.Run, opts 
 		}
 		rep.ChangedSet = true
 	}
+	if baseRun.Settings == nil {
+		rep.SettingsUnknown = true
+	}
 	for _, w := range window {
 		diff := grading.DiffSettings(baseRun.Settings, w.Settings)
-		if len(diff) == 0 {
+		if len(diff) == 0 || rep.SettingsUnknown {
 			continue
 		}
 		ch := SettingsChange{RunID: w.ID, Changes: diff}

@@ -451,8 +451,10 @@ type DriftRequest struct {
 	// AllowChangedSettings pools the most recent runs whatever their
 	// settings (the report names what differed); without it the window
 	// takes only runs graded under the baseline run's settings
-	// (grading.DiffSettings empty; a run that records none matches only
-	// a baseline run that records none) and lists those it skipped.
+	// (grading.DiffSettings empty: a run that records none is skipped)
+	// and lists those it skipped. A baseline run that records none has
+	// nothing to compare with: the window pools any settings and the
+	// report says so (drift.Report.SettingsUnknown).
 	AllowChangedSettings bool
 	// Include, when set, is a run the window must hold (an eval's own
 	// new run): one graded under other settings than the baseline run's
@@ -485,7 +487,7 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, e
 	}
 	var skipped []drift.SettingsChange
 	var keep func(string, *grading.Settings) bool
-	if !dr.AllowChangedSettings {
+	if !dr.AllowChangedSettings && baseRun.Settings != nil {
 		keep = func(id string, s *grading.Settings) bool {
 			diff := grading.DiffSettings(baseRun.Settings, s)
 			if len(diff) > 0 {
