@@ -51,9 +51,12 @@ type Request struct {
 	// AllowChangedSet, Seed and Alpha are evalrun.Request's: a drift check
 	// over runs of a changed set, the drift check's seed and its
 	// significance level.
-	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
-	Seed            *uint64 `json:"seed,omitempty"`
-	Alpha           float64 `json:"alpha,omitempty"`
+	AllowChangedSet bool `json:"allow_changed_set,omitempty"`
+	// AllowChangedSettings pools runs graded under other settings than
+	// the baseline's run (evalrun.DriftRequest.AllowChangedSettings).
+	AllowChangedSettings bool    `json:"allow_changed_settings,omitempty"`
+	Seed                 *uint64 `json:"seed,omitempty"`
+	Alpha                float64 `json:"alpha,omitempty"`
 	// MaxCostUSD caps the priced spend of the request's paid calls (US
 	// dollars, 0: none asked), bounded by the worker's Options.MaxCostUSD:
 	// a request asking more, or none, on a worker with a bound gets the
@@ -74,7 +77,7 @@ type Request struct {
 func (r Request) GradingRequest() evalrun.Request {
 	return evalrun.Request{RequestID: r.RequestID, EvalSetPath: r.EvalSetPath, EvalSet: r.EvalSet,
 		Model: r.Model, AgentID: r.AgentID, BaselineID: r.BaselineID, Window: r.Window, Threshold: r.Threshold,
-		AllowChangedSet: r.AllowChangedSet, Seed: r.Seed, Alpha: r.Alpha, MaxCostUSD: r.MaxCostUSD, Semantic: r.Semantic}
+		AllowChangedSet: r.AllowChangedSet, AllowChangedSettings: r.AllowChangedSettings, Seed: r.Seed, Alpha: r.Alpha, MaxCostUSD: r.MaxCostUSD, Semantic: r.Semantic}
 }
 
 // CostCap is the cap a request runs under on a worker whose bound is

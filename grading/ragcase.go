@@ -23,7 +23,10 @@ type RAGAsker interface {
 	Generation() string
 }
 
-var _ RAGAsker = (*rag.Pipeline)(nil)
+var (
+	_ RAGAsker          = (*rag.Pipeline)(nil)
+	_ SettingsDescriber = (*rag.Pipeline)(nil)
+)
 
 // ragSet is the resolved rag part of an eval set.
 type ragSet struct {

@@ -66,6 +66,10 @@ type Run struct {
 	StartedAt     time.Time  `json:"started_at"`
 	FinishedAt    time.Time  `json:"finished_at"`
 	Provenance    Provenance `json:"provenance"`
+	// Settings are the settings that changed the run's scores; nil when
+	// the run records none (the Python verdryx's, or stored before
+	// settings were recorded).
+	Settings *Settings `json:"settings,omitempty"`
 	// Scores holds one Score per case, in eval set order, graded or not.
 	Scores []Score `json:"cases"`
 }
@@ -222,6 +226,7 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 		run.Judge = r.Judge.Model.ID() // recorded only when it grades something
 	}
 	run.Provenance = r.provenance(set, run)
+	run.Settings = r.settings(set, run)
 	run.Scores = make([]Score, len(set.Cases))
 	ctx, runSpan := r.startRun(ctx, &run)
 	defer func() { endRun(runSpan, run, now().UTC(), err) }()
@@ -382,6 +387,26 @@ func (r *Runner) provenance(set *EvalSet, run Run) Provenance {
 		}
 	}
 	return p
+}
+
+// settings returns the settings that change run's scores: each recorded
+// only when the set has cases it applies to.
+func (r *Runner) settings(set *EvalSet, run Run) *Settings {
+	s := &Settings{Judge: run.Judge}
+	hasRAG := slices.ContainsFunc(set.Cases, func(c Case) bool { return c.Kind() == GraderRAG })
+	if hasRAG && r.Semantic != nil && (r.SemanticAll || set.Semantic) {
+		s.SemanticJudge, s.SemanticThreshold = r.Semantic.Model.ID(), r.Semantic.PassAt()
+	}
+	if hasRAG && set.rag != nil && r.RAG != nil {
+		s.IndexGeneration = r.RAG.Generation()
+		if d, ok := r.RAG.(SettingsDescriber); ok {
+			s.Embedder, s.Retrieval, s.TopK, s.Generator = d.Embedder(), d.Retrieval(), d.TopK(), d.GeneratorName()
+		}
+	}
+	if r.typed != nil {
+		s.TypedTemplate = r.typed.tmpl.ID + "@" + string(r.typed.tmpl.Version)
+	}
+	return s
 }
 
 // gradeCase calls the model (when the grader needs one) and grades. The

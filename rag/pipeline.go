@@ -179,6 +179,15 @@ func (p *Pipeline) CorpusDigest() string { return p.digest }
 // do ("<name>/<model>").
 func (p *Pipeline) Embedder() string { return p.emb.Name() + "/" + p.emb.Model() }
 
+// Retrieval returns the retrieval mode (RetrievalVector, RetrievalHybrid).
+func (p *Pipeline) Retrieval() string { return p.retrieval }
+
+// TopK returns the number of chunks an Ask retrieves.
+func (p *Pipeline) TopK() int { return p.topK }
+
+// GeneratorName returns the generator's name, as records name it.
+func (p *Pipeline) GeneratorName() string { return p.gen.Name() }
+
 // Generation returns the index generation id answers come from.
 func (p *Pipeline) Generation() string { return p.generation }
 

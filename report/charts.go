@@ -234,12 +234,12 @@ func gridChart(g grid) (chart, error) {
 	if rows == 0 || cols == 0 {
 		return chart{}, nil
 	}
-	p := newPlot("", "runs, newest right (start time, UTC)", "")
+	p := newPlot("", "runs, newest right (start time UTC, short run id)", "")
 	names := make([]string, rows)
 	for i, row := range g.Rows {
 		name := row.CaseID
-		if len(name) > 48 {
-			name = name[:45] + "..."
+		if len(name) > 80 { // the full id is in each cell's title and the answers list
+			name = name[:38] + "..." + name[len(name)-39:]
 		}
 		if row.Flipped {
 			name = "flipped: " + name
@@ -248,8 +248,8 @@ func gridChart(g grid) (chart, error) {
 	}
 	p.NominalY(names...)
 	xt := make(plot.ConstantTicks, cols)
-	for i, r := range g.Runs {
-		xt[i] = plot.Tick{Value: float64(i), Label: r.StartedAt.UTC().Format("01-02 15:04")}
+	for i, l := range runLabels(g.Runs) {
+		xt[i] = plot.Tick{Value: float64(i), Label: l}
 	}
 	p.X.Tick.Marker = xt
 	p.X.Tick.Label.Rotation = math.Pi / 2
@@ -278,8 +278,29 @@ func gridChart(g grid) (chart, error) {
 	}
 	w := vg.Length(float64(longest)*5.2+70) + vg.Length(cols)*13
 	w = max(w, 320)
-	h := vg.Length(rows)*12 + 95
+	h := vg.Length(rows)*12 + 150
 	return renderSVG(p, w, h, 0, &m, "grid", "cases x runs of "+g.Series.key())
+}
+
+// runLabels labels runs for an axis, each distinct: start time to the
+// second (UTC) and the id's last 8 characters (a verdryx run id's random
+// part), with "#n" added to a label that still repeats.
+func runLabels(runs []*grading.Run) []string {
+	out := make([]string, len(runs))
+	seen := map[string]int{}
+	for i, r := range runs {
+		id := r.ID
+		if len(id) > 8 {
+			id = id[len(id)-8:]
+		}
+		l := r.StartedAt.UTC().Format("01-02 15:04:05") + " " + id
+		seen[l]++
+		if n := seen[l]; n > 1 {
+			l += fmt.Sprintf(" #%d", n)
+		}
+		out[i] = l
+	}
+	return out
 }
 
 // usd formats a dollar amount with enough digits for tiny per-call costs.

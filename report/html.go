@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -66,6 +67,60 @@ type gridView struct {
 	Details      []detailView
 	TotalRuns    int
 	GridRunLimit int
+	// AnswersRun labels the newest run; Answers are its cases in set
+	// order, each with its answer and failed checks.
+	AnswersRun string
+	Answers    []answerView
+}
+
+// answerView is one case of a run: its full id, state, answer and what
+// failed (each failed check with its detail and unsupported claims, or the
+// reason it was not measured).
+type answerView struct {
+	CaseID, State, Answer string
+	Failed                []string
+}
+
+// answers lists the cases of the grid's newest run.
+func answers(g grid) (string, []answerView) {
+	if len(g.Runs) == 0 {
+		return "", nil
+	}
+	j := len(g.Runs) - 1
+	run := g.Runs[j]
+	label := "run " + run.ID + " (" + run.StartedAt.UTC().Format(time.RFC3339) + ")"
+	var out []answerView
+	for _, row := range g.Rows {
+		cell := row.Cells[j]
+		if cell.Score == nil {
+			continue
+		}
+		sc := cell.Score
+		av := answerView{CaseID: row.CaseID, State: cell.State, Answer: sc.Output}
+		switch cell.State {
+		case StateUnmeasured:
+			av.Failed = append(av.Failed, "unmeasured: "+sc.Unmeasured)
+		case StateUnanswered:
+			av.Failed = append(av.Failed, "unanswered by typryx: "+sc.Typed.Reason)
+		}
+		for _, ch := range sc.Checks {
+			if ch.OK {
+				continue
+			}
+			line := ch.Name
+			if ch.Detail != "" {
+				line += ": " + ch.Detail
+			}
+			av.Failed = append(av.Failed, line)
+			for _, c := range ch.Claims {
+				if !c.Supported {
+					av.Failed = append(av.Failed, fmt.Sprintf("unsupported claim (%s): %s", ch.Name, c.Claim))
+				}
+			}
+		}
+		out = append(out, av)
+	}
+	return label, out
 }
 
 type costView struct {
@@ -168,6 +223,7 @@ func (m *model) view() (*pageData, error) {
 				v.Details = append(v.Details, dv)
 			}
 		}
+		v.AnswersRun, v.Answers = answers(g)
 		d.Grids = append(d.Grids, v)
 	}
 	switch {
@@ -316,6 +372,7 @@ func sloSection(rep *outcome.SLOReport) (*sloView, error) {
 // provenance gathers what the runs measured, per eval set.
 func (m *model) provenance() []provItem {
 	sets := map[string]map[string]int{}
+	settings := map[string]int{}
 	other := map[string]map[string]bool{}
 	addOther := func(k, v string) {
 		if v == "" {
@@ -336,6 +393,16 @@ func (m *model) provenance() []provItem {
 		addOther("index generations", r.Provenance.IndexGeneration)
 		addOther("models", r.Model)
 		addOther("judges", r.Judge)
+		if st := r.Settings; st != nil {
+			addOther("judges", st.Judge)
+			addOther("judges", st.SemanticJudge)
+			addOther("index generations", st.IndexGeneration)
+		}
+		if sem, ok := r.Provenance.Graders[grading.GraderRAG]["semantic"].(map[string]any); ok {
+			j, _ := sem["judge"].(string) // runs stored before settings were recorded
+			addOther("judges", j)
+		}
+		settings[grading.SettingsText(r.Settings)]++
 		addOther("verdryx versions of the runs", r.Version)
 	}
 	var out []provItem
@@ -352,6 +419,13 @@ func (m *model) provenance() []provItem {
 			vals = []string{"none recorded"}
 		}
 		out = append(out, provItem{Name: k, Values: vals})
+	}
+	var sv []string
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		sv = append(sv, fmt.Sprintf("%s (%d runs)", k, settings[k]))
+	}
+	if len(sv) > 0 {
+		out = append(out, provItem{Name: "settings that change scores (drift pools only runs graded alike)", Values: sv})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		return strings.HasPrefix(out[i].Name, "eval set") && !strings.HasPrefix(out[j].Name, "eval set")
@@ -386,6 +460,8 @@ th,td{border-bottom:1px solid #ddd;padding:2px 10px;text-align:right}
 th:first-child,td:first-child,td.l,th.l{text-align:left}
 details{font-size:.9em;margin:.4em 0}
 details li{margin:.15em 0}
+code.case-id,ul.failures code{overflow-wrap:anywhere}
+.answer{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0 .2em 1em;color:#222}
 code{font-family:"Liberation Mono",monospace;font-size:.95em}
 footer{margin-top:2em;border-top:1px solid #ccc;font-size:.85em;color:#444}
 footer dt{font-weight:bold;margin-top:.4em}
@@ -437,6 +513,9 @@ footer dd{margin-left:1.2em;word-break:break-all}
 </figure>
 {{if .Details}}<details{{if le (len .Details) 6}} open{{end}}><summary>Failed checks and unmeasured cases ({{len .Details}} cases)</summary><ul class="failures">
 {{range .Details}}<li><code>{{.CaseID}}</code>{{if .Flipped}} (flipped){{end}}<ul>{{range .Lines}}<li>{{.}}</li>{{end}}</ul></li>
+{{end}}</ul></details>{{end}}
+{{if .Answers}}<details class="answers"><summary>Answers of the newest run, {{.AnswersRun}} ({{len .Answers}} cases)</summary><ul class="answers">
+{{range .Answers}}<li><code class="case-id">{{.CaseID}}</code> <span class="state">{{.State}}</span><div class="answer">{{.Answer}}</div>{{if .Failed}}<ul class="failed">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}</li>
 {{end}}</ul></details>{{end}}
 {{else}}<p class="notmeasured">no eval runs in the store.</p>{{end}}
 </section>

@@ -332,7 +332,7 @@ func (m *model) driftChecks(ctx context.Context) error {
 					drift.Options{Threshold: m.opts.Threshold, Seed: seed})
 				c := &check{Baseline: j.b}
 				switch {
-				case errors.Is(err, drift.ErrChangedSet):
+				case errors.Is(err, drift.ErrChangedSet), errors.Is(err, drift.ErrChangedSettings):
 					c.Err = err.Error()
 				case err != nil:
 					errs[i] = fmt.Errorf("report: drift check of run %s against baseline %s: %w", j.p.Run.ID, j.b.ID, err)

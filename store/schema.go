@@ -18,15 +18,19 @@ import (
 // default, so the Python verdryx's inserts still work), and verdryx's own
 // tables beside them. PRAGMA user_version stays 1, the version the Python
 // verdryx checks; verdryx's own schema version is in the verdryx_schema
-// table. A fresh file and a migrated Python store are built by the same
-// steps (upgrade), so they cannot differ.
+// table. A fresh file, a migrated Python store and an upgraded store of an
+// older verdryx schema are built by the same steps (upgrade), so they
+// cannot differ.
 
 // userVersion is the PRAGMA user_version of the Python verdryx's schema,
 // kept so the Python verdryx still opens the file.
 const userVersion = 1
 
 // schemaVersion is verdryx's own schema version, in verdryx_schema.
-const schemaVersion = 1
+// Version 2 added eval_runs.settings; a version-1 store is read as it is
+// (every run's settings unrecorded) and upgraded by the first open for
+// writing.
+const schemaVersion = 2
 
 // pythonDDL is the Python verdryx's schema, both generations (the second
 // added unanswered without a version bump), verbatim in its shape.
@@ -73,8 +77,12 @@ func pythonColumns() map[string][]string {
 	}
 }
 
-// addedColumn is a column verdryx appends to a Python table.
-type addedColumn struct{ table, name, decl string }
+// addedColumn is a column verdryx appends to a Python table, since
+// verdryx schema version since.
+type addedColumn struct {
+	table, name, decl string
+	since             int
+}
 
 // addedColumns are verdryx's columns on the Python tables, in the order
 // they are appended. A row the Python verdryx inserts gets the defaults:
@@ -83,7 +91,8 @@ type addedColumn struct{ table, name, decl string }
 //
 //   - eval_runs: the eval set and its digest, the agent, the judge that
 //     graded llm_judge cases, the build, the eval request, the provenance
-//     (JSON).
+//     (JSON); since version 2 the settings that changed the run's scores
+//     (JSON of grading.Settings; empty when not recorded).
 //   - scores (measured cases only) and unanswered (every case the run could
 //     not measure; reason is a short code, detail says why): the case's
 //     position in the set (seq), grader, duration, checks (JSON), the
@@ -99,7 +108,7 @@ func addedColumns() []addedColumn {
 		{"request_id", "TEXT NOT NULL DEFAULT ''"},
 		{"provenance", "TEXT NOT NULL DEFAULT ''"},
 	} {
-		out = append(out, addedColumn{"eval_runs", c[0], c[1]})
+		out = append(out, addedColumn{"eval_runs", c[0], c[1], 1})
 	}
 	caseCols := [][2]string{
 		{"seq", "INTEGER"},
@@ -110,15 +119,16 @@ func addedColumns() []addedColumn {
 		{"typed", "TEXT NOT NULL DEFAULT ''"},
 	}
 	for _, c := range caseCols {
-		out = append(out, addedColumn{"scores", c[0], c[1]})
+		out = append(out, addedColumn{"scores", c[0], c[1], 1})
 	}
 	for _, c := range append([][2]string{
 		{"tokens", "INTEGER NOT NULL DEFAULT 0"},
 		{"cost_usd", "REAL NOT NULL DEFAULT 0.0"},
 		{"detail", "TEXT NOT NULL DEFAULT ''"},
 	}, caseCols...) {
-		out = append(out, addedColumn{"unanswered", c[0], c[1]})
+		out = append(out, addedColumn{"unanswered", c[0], c[1], 1})
 	}
+	out = append(out, addedColumn{"eval_runs", "settings", "TEXT NOT NULL DEFAULT ''", 2})
 	return out
 }
 
@@ -155,6 +165,9 @@ const (
 	KindEmpty Kind = "empty"
 	// KindCurrent: this build's schema; opened as it is.
 	KindCurrent Kind = "verdryx"
+	// KindOlder: an older verdryx schema (Shape.Version) this build
+	// reads as it is and upgrades in place when opening for writing.
+	KindOlder Kind = "verdryx-older"
 	// KindPython: a store the Python verdryx wrote; opening for writing
 	// migrates it in place after a copy.
 	KindPython Kind = "python"
@@ -227,16 +240,19 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 		case sh.Version > schemaVersion:
 			sh.Newer = true
 			return unknown("verdryx schema %d, newer than this build's (%d): use a newer verdryx", sh.Version, schemaVersion)
-		case sh.Version < schemaVersion:
+		case sh.Version < 1:
 			return unknown("verdryx schema %d, which no release wrote", sh.Version)
 		}
-		if p, err := missingColumns(ctx, q, true); err != nil || p != "" {
+		if p, err := missingColumns(ctx, q, sh.Version); err != nil || p != "" {
 			if err != nil {
 				return Shape{}, err
 			}
 			return unknown("verdryx schema %d, but %s", sh.Version, p)
 		}
 		sh.Kind = KindCurrent
+		if sh.Version < schemaVersion {
+			sh.Kind = KindOlder
+		}
 		return sh, nil
 	}
 	for _, t := range tables {
@@ -249,7 +265,7 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 			return unknown("the Python verdryx's table %s is missing", t)
 		}
 	}
-	if p, err := missingColumns(ctx, q, false); err != nil || p != "" {
+	if p, err := missingColumns(ctx, q, 0); err != nil || p != "" {
 		if err != nil {
 			return Shape{}, err
 		}
@@ -260,10 +276,11 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 }
 
 // missingColumns compares the columns of the Python tables present with
-// the Python verdryx's (withAdded false: exactly those) or this build's
-// (withAdded true: those and verdryx's, in order), and says what differs
-// ("" when nothing does).
-func missingColumns(ctx context.Context, q querier, withAdded bool) (string, error) {
+// the Python verdryx's (version 0: exactly those) or verdryx schema
+// version's (those and verdryx's added up to that version, in order), and
+// says what differs ("" when nothing does).
+func missingColumns(ctx context.Context, q querier, version int) (string, error) {
+	withAdded := version > 0
 	for t, want := range pythonColumns() {
 		have, err := columns(ctx, q, t)
 		if err != nil {
@@ -275,7 +292,7 @@ func missingColumns(ctx context.Context, q querier, withAdded bool) (string, err
 		want = slices.Clone(want)
 		if withAdded {
 			for _, c := range addedColumns() {
-				if c.table == t {
+				if c.table == t && c.since <= version {
 					want = append(want, c.name)
 				}
 			}
@@ -313,9 +330,11 @@ func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]
 	return out, rows.Err()
 }
 
-// upgrade brings an empty file or a Python verdryx's store to this build's
-// schema inside tx: the Python tables that are missing, verdryx's columns
-// on them, verdryx's tables and indexes, the versions. It touches no row.
+// upgrade brings an empty file, a Python verdryx's store or an older
+// verdryx schema to this build's schema inside tx: the Python tables that
+// are missing, verdryx's columns on them (those a file lacks, each with
+// its default), verdryx's tables and indexes, the versions. It touches no
+// row.
 func upgrade(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, pythonDDL); err != nil {
 		return fmt.Errorf("create the Python verdryx's tables: %w", err)
@@ -375,7 +394,7 @@ func Inspect(ctx context.Context, path string) (Shape, error) {
 	if err != nil {
 		return Shape{}, fmt.Errorf("inspect store %s: %w", path, err)
 	}
-	if sh.Kind == KindPython || sh.Kind == KindCurrent {
+	if sh.Kind == KindPython || sh.Kind == KindCurrent || sh.Kind == KindOlder {
 		sh.Rows = map[string]int{}
 		for _, t := range sh.Tables {
 			if _, ok := pythonColumns()[t]; !ok {

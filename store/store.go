@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ type Store struct {
 	path     string
 	readOnly bool
 	migrated *Migration
+	// noSettings: a read-only open of an older verdryx schema without
+	// eval_runs.settings; every run reads as not recording its settings.
+	noSettings bool
 }
 
 // SchemaVersion is verdryx's own schema version (table verdryx_schema);
@@ -178,6 +182,9 @@ func (s *Store) checkReadable(ctx context.Context) error {
 	switch sh.Kind {
 	case KindCurrent:
 		return nil
+	case KindOlder:
+		s.noSettings = true // read as it is; the first open for writing upgrades it
+		return nil
 	case KindPython:
 		return fmt.Errorf("%w: the first verdryx command that writes to it (eval, baseline, serve) or verdryx store migrate migrates it in place, after a copy; read-only commands leave it as it is", ErrNeedsMigration)
 	case KindEmpty:
@@ -187,7 +194,9 @@ func (s *Store) checkReadable(ctx context.Context) error {
 }
 
 // ensureSchema creates the schema in an empty file, migrates a Python
-// verdryx's store after copying it, and refuses any other shape. The
+// verdryx's store after copying it, upgrades an older verdryx schema (in
+// one transaction: columns added with their defaults, no row touched) and
+// refuses any other shape. The
 // shape is read again inside the write transaction, so two processes
 // opening one file at once migrate it once.
 func (s *Store) ensureSchema(ctx context.Context, beforeCommit func()) error {
@@ -365,11 +374,19 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 	if err != nil {
 		return fmt.Errorf("save run %s: provenance: %w", run.ID, err)
 	}
+	settings := ""
+	if run.Settings != nil {
+		b, err := json.Marshal(run.Settings)
+		if err != nil {
+			return fmt.Errorf("save run %s: settings: %w", run.ID, err)
+		}
+		settings = string(b)
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO eval_runs
-		(id, model, started_at, finished_at, eval_set_id, eval_set_digest, agent_id, judge_id, verdryx_version, request_id, provenance)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, model, started_at, finished_at, eval_set_id, eval_set_digest, agent_id, judge_id, verdryx_version, request_id, provenance, settings)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		run.ID, run.Model, formatTime(run.StartedAt), formatTime(run.FinishedAt), run.EvalSetID, run.EvalSetDigest,
-		run.AgentID, run.Judge, run.Version, run.RequestID, string(prov))
+		run.AgentID, run.Judge, run.Version, run.RequestID, string(prov), settings)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
@@ -411,18 +428,32 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 	return nil
 }
 
-// runColumns are the columns scanRun reads, in its order.
-const runColumns = `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance`
+// runColumns are the columns scanRun reads, in its order: settings reads
+// as empty (not recorded) from an older schema opened read-only.
+func (s *Store) runColumns() string {
+	settings := "settings"
+	if s.noSettings {
+		settings = "''"
+	}
+	return `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance, ` + settings
+}
 
 // scanRun reads one eval_runs row of runColumns. A run the Python verdryx
-// wrote has no eval set, no provenance, and may have no finish time.
+// wrote has no eval set, no provenance, no settings, and may have no
+// finish time.
 func scanRun(scan func(...any) error) (grading.Run, error) {
 	var run grading.Run
-	var started, prov string
+	var started, prov, settings string
 	var finished sql.NullString
 	if err := scan(&run.ID, &run.EvalSetID, &run.EvalSetDigest, &run.AgentID, &run.Model, &run.Judge,
-		&run.Version, &run.RequestID, &started, &finished, &prov); err != nil {
+		&run.Version, &run.RequestID, &started, &finished, &prov, &settings); err != nil {
 		return grading.Run{}, err
+	}
+	if settings != "" {
+		run.Settings = &grading.Settings{}
+		if err := json.Unmarshal([]byte(settings), run.Settings); err != nil {
+			return grading.Run{}, fmt.Errorf("run %s settings: %w", run.ID, err)
+		}
 	}
 	var err error
 	if run.StartedAt, err = parseTime(started); err != nil {
@@ -503,12 +534,19 @@ type RunInfo struct {
 	// MeanScore is nil when no case was graded.
 	MeanScore *float64 `json:"mean_score"`
 	CostUSD   float64  `json:"total_cost_usd"`
+	// Settings are the run's settings that change scores; nil when it
+	// records none (see grading.Settings).
+	Settings *grading.Settings `json:"settings"`
 }
 
 // Runs lists every stored run, most recent first.
 func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
+	settingsCol := "r.settings"
+	if s.noSettings {
+		settingsCol = "''"
+	}
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at,
+		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at, `+settingsCol+`,
 			(SELECT COUNT(*) FROM scores WHERE run_id = r.id),
 			(SELECT COUNT(*) FROM unanswered WHERE run_id = r.id),
 			(SELECT AVG(value) FROM scores WHERE run_id = r.id),
@@ -522,9 +560,9 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 	var out []RunInfo
 	for rows.Next() {
 		var ri RunInfo
-		var started string
+		var started, settings string
 		var mean sql.NullFloat64
-		if err := rows.Scan(&ri.ID, &ri.EvalSetID, &ri.Model, &ri.AgentID, &started, &ri.Graded, &ri.Unmeasured, &mean, &ri.CostUSD); err != nil {
+		if err := rows.Scan(&ri.ID, &ri.EvalSetID, &ri.Model, &ri.AgentID, &started, &settings, &ri.Graded, &ri.Unmeasured, &mean, &ri.CostUSD); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
 		if ri.StartedAt, err = parseTime(started); err != nil {
@@ -533,6 +571,12 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 		if mean.Valid {
 			m := mean.Float64
 			ri.MeanScore = &m
+		}
+		if settings != "" {
+			ri.Settings = &grading.Settings{}
+			if err := json.Unmarshal([]byte(settings), ri.Settings); err != nil {
+				return nil, fmt.Errorf("list runs: run %s settings: %w", ri.ID, err)
+			}
 		}
 		ri.Cases = ri.Graded + ri.Unmeasured
 		out = append(out, ri)
@@ -543,7 +587,7 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 // Run loads one run with every score, graded and unmeasured, in case order.
 // A missing run is ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
-	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM eval_runs WHERE id = ?`, id).Scan)
+	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+s.runColumns()+` FROM eval_runs WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return grading.Run{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
 	}
@@ -573,25 +617,47 @@ func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
 // Python verdryx wrote records no eval set) takes the model's runs of any
 // set, as the Python verdryx's drift window did.
 func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
+	return s.RecentRunsWhere(ctx, evalSetID, model, n, nil, exclude...)
+}
+
+// RecentRunsWhere is RecentRuns taking only the runs keep accepts (nil
+// accepts every run): keep sees each candidate's id and settings (nil: not
+// recorded), most recent first, until n are kept; a run it refuses is not
+// loaded.
+func (s *Store) RecentRunsWhere(ctx context.Context, evalSetID, model string, n int, keep func(id string, settings *grading.Settings) bool, exclude ...string) ([]grading.Run, error) {
+	settingsCol := "settings"
+	if s.noSettings {
+		settingsCol = "''"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, `+settingsCol+` FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
 		ORDER BY started_at DESC, rowid DESC`, evalSetID, model)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
 	}
 	var ids []string
 	for rows.Next() && len(ids) < n {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, settings string
+		if err := rows.Scan(&id, &settings); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)
 		}
-		skip := false
-		for _, x := range exclude {
-			skip = skip || x == id
+		if slices.Contains(exclude, id) {
+			continue
 		}
-		if !skip {
-			ids = append(ids, id)
+		if keep != nil {
+			var st *grading.Settings
+			if settings != "" {
+				st = &grading.Settings{}
+				if err := json.Unmarshal([]byte(settings), st); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("recent runs of %s/%s: run %s settings: %w", evalSetID, model, id, err)
+				}
+			}
+			if !keep(id, st) {
+				continue
+			}
 		}
+		ids = append(ids, id)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -356,3 +356,71 @@ func TestBaselineLabels(t *testing.T) {
 	assert.Equal(t, p1.ID, list[0].ID)
 	assert.Equal(t, 3, list[1].Cases, "graded and unmeasured cases of the run")
 }
+
+// TestSettingsRoundTripAndOlderSchema: a run's settings come back as saved
+// (nil stays nil: not recorded); a store of verdryx schema 1 (no
+// eval_runs.settings) is read as it is, every run's settings unrecorded, and
+// the first open for writing adds the column keeping every row.
+func TestSettingsRoundTripAndOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	st, path := openTest(t)
+	with := sampleRun("r-set", "", t0, 1, 0)
+	with.Settings = &grading.Settings{Judge: "openai:judge-1", SemanticJudge: "openai:judge-1", SemanticThreshold: 0.7,
+		IndexGeneration: "gen-7", Embedder: "hash/v1", Retrieval: "hybrid", TopK: 3, Generator: "offline-extractive"}
+	without := sampleRun("r-none", "", t0.Add(time.Minute), 1)
+	require.NoError(t, st.SaveRun(ctx, with))
+	require.NoError(t, st.SaveRun(ctx, without))
+	got, err := st.Run(ctx, "r-set")
+	require.NoError(t, err)
+	assert.Equal(t, with.Settings, got.Settings)
+	got, err = st.Run(ctx, "r-none")
+	require.NoError(t, err)
+	assert.Nil(t, got.Settings, "no settings recorded reads back as not recorded")
+	list, err := st.Runs(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	assert.Nil(t, list[0].Settings)
+	assert.Equal(t, with.Settings, list[1].Settings)
+	require.NoError(t, st.Close())
+
+	// Make it the schema-1 store an earlier build wrote.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN settings; UPDATE verdryx_schema SET version = 1`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	sh, err := Inspect(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, KindOlder, sh.Kind)
+	assert.Equal(t, 1, sh.Version)
+
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	require.NoError(t, err, "a read-only open reads an older schema as it is")
+	got, err = ro.Run(ctx, "r-set")
+	require.NoError(t, err)
+	assert.Nil(t, got.Settings, "schema 1 recorded no settings")
+	list, err = ro.Runs(ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 2)
+	require.NoError(t, ro.Close())
+	sh, err = Inspect(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, KindOlder, sh.Kind, "a read-only open changed nothing")
+
+	rw, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer rw.Close()
+	sh, err = Inspect(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, KindCurrent, sh.Kind, "the first open for writing upgrades it")
+	assert.Equal(t, SchemaVersion(), sh.Version)
+	assert.Equal(t, 2, sh.Rows["eval_runs"])
+	got, err = rw.Run(ctx, "r-set")
+	require.NoError(t, err)
+	assert.Nil(t, got.Settings, "an upgraded run's settings stay unrecorded")
+	with.ID = "r-after"
+	require.NoError(t, rw.SaveRun(ctx, with))
+	got, err = rw.Run(ctx, "r-after")
+	require.NoError(t, err)
+	assert.Equal(t, with.Settings, got.Settings)
+}

@@ -740,11 +740,15 @@ func newDriftCmd(g *globals) *cobra.Command {
 		Use:   "drift",
 		Short: "compare recent runs against a baseline",
 		Long: "Compare the most recent runs of the baseline's eval set and model with the baseline.\n" +
+			"The window takes only runs graded under the baseline run's settings (judge, semantic checks and threshold, index generation,\n" +
+			"embedder, retrieval, top_k, generator, typed template; verdryx runs shows them) and says which it skipped and why;\n" +
+			"--allow-changed-settings pools them and the report names what differed.\n" +
 			"Pooled mean, delta against the baseline mean (regressed at delta <= -threshold), Welch's t, a seeded bootstrap CI\n" +
 			"(regressed when ci_high < 0) and a paired per-case test. Emits quality_drift only when regressed.\n" +
 			"Every report says whether the drop is significant (ci_high < 0, or paired p < --alpha); the verdict rule is unchanged.\n" +
 			"Exit 0: on-track (or, with --require-significance, a regression that is not significant); 1: regressed;\n" +
-			"2: usage or input error (a changed eval set is refused unless --allow-changed-set).",
+			"2: usage or input error (a changed eval set is refused unless --allow-changed-set; no run graded under the\n" +
+			"baseline's settings unless --allow-changed-settings).",
 	}
 	fs := cmd.Flags()
 	c := addEvalFlags(fs, g)
@@ -752,6 +756,7 @@ func newDriftCmd(g *globals) *cobra.Command {
 	window := fs.Int("window", 3, "number of most recent runs pooled (the baseline's own run is left out)")
 	threshold := fs.Float64("threshold", drift.DefaultThreshold, "regressed when mean - baseline <= -threshold")
 	allow := fs.Bool("allow-changed-set", false, "compare runs whose eval set changed since the baseline (the report says so)")
+	allowSettings := fs.Bool("allow-changed-settings", false, "pool runs graded under other settings than the baseline's run (the report names what differed)")
 	seedFlag := fs.String("seed", "", "seed for the bootstrap and permutation draws (default: derived from the baseline and window run ids)")
 	alpha := fs.Float64("alpha", drift.DefaultAlpha, "a drop is significant when the bootstrap CI lies below 0 or the paired test's p < alpha")
 	requireSig := fs.Bool("require-significance", false, "exit 1 only for a significant regression (for CI gates on small sets)")
@@ -786,7 +791,7 @@ func newDriftCmd(g *globals) *cobra.Command {
 		}
 		started := time.Now()
 		rep, err := evalrun.CheckDrift(ctx, s.store, evalrun.DriftRequest{
-			BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, Seed: seed, Alpha: *alpha,
+			BaselineID: *baseline, Window: *window, Threshold: *threshold, AllowChangedSet: *allow, AllowChangedSettings: *allowSettings, Seed: seed, Alpha: *alpha,
 		})
 		if err != nil {
 			s.close(ctx)
@@ -837,6 +842,23 @@ func printDrift(w io.Writer, r drift.Report) {
 	if r.ChangedSet {
 		fmt.Fprintf(w, "WARNING: the eval set changed since the baseline (--allow-changed-set); changed cases: %s\n", strings.Join(r.ChangedCases, ", "))
 	}
+	if r.ChangedSettings {
+		fmt.Fprintf(w, "WARNING: runs graded under other settings than the baseline's are pooled (--allow-changed-settings):\n")
+		for _, c := range r.SettingsChanges {
+			fmt.Fprintf(w, "  run %s: %s\n", c.RunID, strings.Join(c.Changes, ", "))
+		}
+	}
+	fmt.Fprintf(w, "  settings      %s\n", grading.SettingsText(r.BaselineSettings))
+	if r.SettingsUnknown {
+		fmt.Fprintf(w, "NOTE: the baseline's run records no settings (the Python verdryx's, or stored before verdryx recorded them):\n"+
+			"  the window's runs are pooled whatever their settings; take a new baseline to compare runs graded alike\n")
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(w, "  skipped       %d runs graded under other settings (--allow-changed-settings pools them):\n", len(r.Skipped))
+		for _, c := range r.Skipped {
+			fmt.Fprintf(w, "                run %s: %s\n", c.RunID, strings.Join(c.Changes, ", "))
+		}
+	}
 	fmt.Fprintf(w, "  window        %d runs, %d graded scores: %s\n", r.Window, r.WindowN, strings.Join(r.WindowRunIDs, ", "))
 	fmt.Fprintf(w, "  mean          %.4f (baseline %.4f, %d scores)\n", r.MeanScore, r.BaselineMean, r.BaselineN)
 	fmt.Fprintf(w, "  delta         %+.4f (threshold %.4f)\n", r.Delta, r.Threshold)
@@ -865,7 +887,10 @@ func newRunsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "list stored eval runs",
-		Long:  "List stored eval runs, most recent first.",
+		Long: "List stored eval runs, most recent first, with the settings that changed their scores (drift pools only runs\n" +
+			"graded alike): judge, sem (semantic judge) and sem@ (its threshold), idx (index generation), emb (embedder),\n" +
+			"ret (retrieval), k (top_k), gen (generator), typed (typryx template); \"none\" when the run used none of them,\n" +
+			"\"not recorded\" for runs stored before verdryx recorded them (and the Python verdryx's).",
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
@@ -895,13 +920,14 @@ func newRunsCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(stdout, "no runs stored")
 			return nil
 		}
-		fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s\n", "RUN", "STARTED", "EVAL SET", "MODEL", "MEAN (graded/cases)")
+		fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %-22s  %s\n", "RUN", "STARTED", "EVAL SET", "MODEL", "MEAN (graded/cases)", "SETTINGS")
 		for _, r := range runs {
 			mean := "unmeasured"
 			if r.MeanScore != nil {
 				mean = fmt.Sprintf("%.3f", *r.MeanScore)
 			}
-			fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %s (%d/%d)\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, r.Graded, r.Cases)
+			mean = fmt.Sprintf("%s (%d/%d)", mean, r.Graded, r.Cases)
+			fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %-22s  %s\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, grading.SettingsCompact(r.Settings))
 		}
 		return nil
 	}

@@ -55,6 +55,12 @@ type Options struct {
 	// AllowChangedSet compares runs whose eval-set digest differs from the
 	// baseline run's; the report then says so.
 	AllowChangedSet bool
+	// AllowChangedSettings pools runs graded under settings other than
+	// the baseline run's (grading.Settings: judge, semantic checks, index,
+	// retrieval, generator, typed template); the report then names what
+	// differed. Without it such a run in the window is refused
+	// (ErrChangedSettings).
+	AllowChangedSettings bool
 	// Alpha is the level below which the paired test's p-value makes a
 	// drop significant; <= 0 or >= 1 means DefaultAlpha.
 	Alpha float64
@@ -111,6 +117,22 @@ type Report struct {
 	// baseline run's and AllowChangedSet let the check go ahead.
 	ChangedSet   bool     `json:"changed_set"`
 	ChangedCases []string `json:"changed_cases,omitempty"`
+	// BaselineSettings are the baseline run's settings (nil: not
+	// recorded).
+	BaselineSettings *grading.Settings `json:"baseline_settings"`
+	// Skipped lists the runs left out of the window because they were
+	// graded under other settings than the baseline run (the window then
+	// reached further back); set by the caller that chose the window
+	// (evalrun.CheckDrift).
+	Skipped []SettingsChange `json:"skipped_runs,omitempty"`
+	// ChangedSettings is set when AllowChangedSettings pooled runs graded
+	// under other settings; SettingsChanges names them and what differed.
+	ChangedSettings bool             `json:"changed_settings"`
+	SettingsChanges []SettingsChange `json:"settings_changes,omitempty"`
+	// SettingsUnknown is set when the baseline's run records no
+	// settings: nothing to compare with, so the window is pooled
+	// whatever its runs' settings (verdryx drift prints a NOTE).
+	SettingsUnknown bool `json:"settings_unknown,omitempty"`
 	// PooledByModel is set when the baseline's run records no eval set
 	// (the Python verdryx wrote it): the window is the model's most recent
 	// runs of any set, as the Python verdryx pooled them.
@@ -138,6 +160,29 @@ func (r Report) VerdictText() string {
 // ErrChangedSet marks a refused comparison: the window measured a
 // different eval set than the baseline run.
 var ErrChangedSet = errors.New("grading: eval set changed since the baseline")
+
+// ErrChangedSettings marks a refused comparison: a window run was graded
+// under other settings than the baseline run.
+var ErrChangedSettings = errors.New("grading: run graded under other settings than the baseline")
+
+// SettingsChange is a run graded under other settings than the baseline
+// run, and what differed (grading.DiffSettings).
+type SettingsChange struct {
+	RunID   string   `json:"run_id"`
+	Changes []string `json:"changes"`
+}
+
+// ChangedSettingsError names a window run graded under other settings.
+type ChangedSettingsError struct {
+	SettingsChange
+}
+
+func (e *ChangedSettingsError) Error() string {
+	return fmt.Sprintf("run %s was graded under other settings than the baseline (%s); pass --allow-changed-settings to pool it anyway",
+		e.RunID, strings.Join(e.Changes, ", "))
+}
+
+func (e *ChangedSettingsError) Unwrap() error { return ErrChangedSettings }
 
 // ErrNoWindow marks a drift check with nothing graded to compare.
 var ErrNoWindow = errors.New("grading: no graded case in the window")
@@ -186,15 +231,16 @@ func Compute(baseline Baseline, baseRun grading.Run, window []grading.Run, opts 
 		opts.Resamples = DefaultResamples
 	}
 	rep := Report{
-		BaselineID:    baseline.ID,
-		BaselineRunID: baseline.RunID,
-		EvalSetID:     baseRun.EvalSetID,
-		Model:         baseRun.Model,
-		Window:        len(window),
-		BaselineMean:  baseline.MeanScore,
-		Threshold:     opts.Threshold,
-		Resamples:     opts.Resamples,
-		Seed:          opts.Seed,
+		BaselineID:       baseline.ID,
+		BaselineRunID:    baseline.RunID,
+		EvalSetID:        baseRun.EvalSetID,
+		Model:            baseRun.Model,
+		Window:           len(window),
+		BaselineMean:     baseline.MeanScore,
+		Threshold:        opts.Threshold,
+		Resamples:        opts.Resamples,
+		Seed:             opts.Seed,
+		BaselineSettings: baseRun.Settings,
 	}
 	changed := map[string]bool{}
 	if baseRun.EvalSetDigest == "" {
@@ -214,6 +260,21 @@ func Compute(baseline Baseline, baseRun grading.Run, window []grading.Run, opts 
 			changed[c] = true
 		}
 		rep.ChangedSet = true
+	}
+	if baseRun.Settings == nil {
+		rep.SettingsUnknown = true
+	}
+	for _, w := range window {
+		diff := grading.DiffSettings(baseRun.Settings, w.Settings)
+		if len(diff) == 0 || rep.SettingsUnknown {
+			continue
+		}
+		ch := SettingsChange{RunID: w.ID, Changes: diff}
+		if !opts.AllowChangedSettings {
+			return Report{}, &ChangedSettingsError{ch}
+		}
+		rep.ChangedSettings = true
+		rep.SettingsChanges = append(rep.SettingsChanges, ch)
 	}
 	for c := range changed {
 		rep.ChangedCases = append(rep.ChangedCases, c)
@@ -429,6 +490,12 @@ func Data(r Report) map[string]any {
 	if r.ChangedSet {
 		d["changed_set"] = true
 		d["changed_cases"] = r.ChangedCases
+	}
+	if r.ChangedSettings {
+		d["changed_settings"] = true
+	}
+	if len(r.Skipped) > 0 {
+		d["skipped_runs"] = len(r.Skipped)
 	}
 	return d
 }

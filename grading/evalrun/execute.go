@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/verdryx/verdryx/envelope"
@@ -26,6 +27,9 @@ type Store interface {
 	// both; an id wins).
 	Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error)
 	RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error)
+	// RecentRunsWhere is RecentRuns taking only the runs keep accepts
+	// (given each candidate's id and settings, most recent first).
+	RecentRunsWhere(ctx context.Context, evalSetID, model string, n int, keep func(id string, settings *grading.Settings) bool, exclude ...string) ([]grading.Run, error)
 }
 
 // EventSink takes envelopes (producer.File and producer.NATSChain
@@ -65,6 +69,9 @@ type Request struct {
 	Window          int     `json:"window,omitempty"`
 	Threshold       float64 `json:"threshold,omitempty"`
 	AllowChangedSet bool    `json:"allow_changed_set,omitempty"`
+	// AllowChangedSettings pools runs graded under other settings than
+	// the baseline's run (DriftRequest.AllowChangedSettings).
+	AllowChangedSettings bool `json:"allow_changed_settings,omitempty"`
 	// Seed fixes the drift check's random draws; nil derives one from the
 	// baseline and window run ids (recorded in the report either way).
 	Seed *uint64 `json:"seed,omitempty"`
@@ -347,7 +354,8 @@ func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 	}
 	rep, err := CheckDrift(ctx, withRun{p.deps.Store, run}, DriftRequest{
 		BaselineID: p.req.BaselineID, Window: window, Threshold: p.req.Threshold,
-		AllowChangedSet: p.req.AllowChangedSet, Seed: p.req.Seed, Alpha: p.req.Alpha,
+		AllowChangedSet: p.req.AllowChangedSet, AllowChangedSettings: p.req.AllowChangedSettings, Seed: p.req.Seed, Alpha: p.req.Alpha,
+		Include: run.ID,
 	})
 	if err != nil {
 		return res, err
@@ -371,15 +379,19 @@ func (w withRun) Run(ctx context.Context, id string) (grading.Run, error) {
 }
 
 func (w withRun) RecentRuns(ctx context.Context, evalSetID, model string, n int, exclude ...string) ([]grading.Run, error) {
-	stored, err := w.Store.RecentRuns(ctx, evalSetID, model, n, append(exclude, w.run.ID)...)
-	if err != nil || w.run.EvalSetID != evalSetID || w.run.Model != model || slices.Contains(exclude, w.run.ID) {
-		return stored, err
+	return w.RecentRunsWhere(ctx, evalSetID, model, n, nil, exclude...)
+}
+
+func (w withRun) RecentRunsWhere(ctx context.Context, evalSetID, model string, n int, keep func(id string, settings *grading.Settings) bool, exclude ...string) ([]grading.Run, error) {
+	mine := w.run.EvalSetID == evalSetID && w.run.Model == model && !slices.Contains(exclude, w.run.ID)
+	if mine && (keep == nil || keep(w.run.ID, w.run.Settings)) {
+		if n <= 1 {
+			return []grading.Run{w.run}, nil
+		}
+		stored, err := w.Store.RecentRunsWhere(ctx, evalSetID, model, n-1, keep, append(exclude, w.run.ID)...)
+		return append([]grading.Run{w.run}, stored...), err
 	}
-	out := append([]grading.Run{w.run}, stored...)
-	if n > 0 && len(out) > n {
-		out = out[:n]
-	}
-	return out, nil
+	return w.Store.RecentRunsWhere(ctx, evalSetID, model, n, keep, append(exclude, w.run.ID)...)
 }
 
 // Events returns the envelopes a graded result emits, in order: one
@@ -500,15 +512,30 @@ type DriftRequest struct {
 	Window          int // runs; <= 0 means 1
 	Threshold       float64
 	AllowChangedSet bool
-	Seed            *uint64
+	// AllowChangedSettings pools the most recent runs whatever their
+	// settings (the report names what differed); without it the window
+	// takes only runs graded under the baseline run's settings
+	// (grading.DiffSettings empty: a run that records none is skipped)
+	// and lists those it skipped. A baseline run that records none has
+	// nothing to compare with: the window pools any settings and the
+	// report says so (drift.Report.SettingsUnknown).
+	AllowChangedSettings bool
+	// Include, when set, is a run the window must hold (an eval's own
+	// new run): one graded under other settings than the baseline run's
+	// refuses the check rather than being skipped.
+	Include string
+	Seed    *uint64
 	// Alpha is the paired test's significance level; 0 means drift.DefaultAlpha.
 	Alpha float64
 }
 
 // CheckDrift loads the baseline, its run and the Window most recent runs of
-// the same eval set and model (the baseline's own run left out) and computes
-// drift. Request mistakes (unknown baseline, changed set, empty window)
-// wrap grading.ErrBadRequest.
+// the same eval set and model graded under the baseline run's settings
+// (the baseline's own run left out; any settings with
+// AllowChangedSettings) and computes drift; the report lists the runs
+// skipped for their settings. Request mistakes (unknown baseline, changed
+// set, empty window, no run graded under the baseline's settings) wrap
+// grading.ErrBadRequest.
 func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, error) {
 	bl, err := st.Baseline(ctx, dr.BaselineID)
 	if err != nil {
@@ -522,9 +549,29 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, e
 	if n <= 0 {
 		n = 1
 	}
-	window, err := st.RecentRuns(ctx, baseRun.EvalSetID, baseRun.Model, n, baseRun.ID)
+	var skipped []drift.SettingsChange
+	var keep func(string, *grading.Settings) bool
+	if !dr.AllowChangedSettings && baseRun.Settings != nil {
+		keep = func(id string, s *grading.Settings) bool {
+			diff := grading.DiffSettings(baseRun.Settings, s)
+			if len(diff) > 0 {
+				skipped = append(skipped, drift.SettingsChange{RunID: id, Changes: diff})
+			}
+			return len(diff) == 0
+		}
+	}
+	window, err := st.RecentRunsWhere(ctx, baseRun.EvalSetID, baseRun.Model, n, keep, baseRun.ID)
 	if err != nil {
 		return drift.Report{}, err
+	}
+	for _, sk := range skipped {
+		if sk.RunID == dr.Include {
+			return drift.Report{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, &drift.ChangedSettingsError{SettingsChange: sk})
+		}
+	}
+	if len(window) == 0 && len(skipped) > 0 {
+		return drift.Report{}, fmt.Errorf("%w: %w: no run of eval set %s with model %s was graded under baseline %s's settings (%s): %d skipped, %s; pass --allow-changed-settings to pool them",
+			grading.ErrBadRequest, drift.ErrChangedSettings, baseRun.EvalSetID, baseRun.Model, bl.ID, grading.SettingsText(baseRun.Settings), len(skipped), skippedText(skipped))
 	}
 	if len(window) == 0 {
 		return drift.Report{}, fmt.Errorf("%w: no run of eval set %s with model %s since baseline %s", grading.ErrBadRequest, baseRun.EvalSetID, baseRun.Model, bl.ID)
@@ -538,15 +585,30 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, e
 		seed = *dr.Seed
 	}
 	rep, err := drift.Compute(bl, baseRun, window, drift.Options{
-		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet, Alpha: dr.Alpha,
+		Threshold: dr.Threshold, Seed: seed, AllowChangedSet: dr.AllowChangedSet, AllowChangedSettings: dr.AllowChangedSettings, Alpha: dr.Alpha,
 	})
 	if err != nil {
-		if errors.Is(err, drift.ErrChangedSet) || errors.Is(err, drift.ErrNoWindow) {
+		if errors.Is(err, drift.ErrChangedSet) || errors.Is(err, drift.ErrNoWindow) || errors.Is(err, drift.ErrChangedSettings) {
 			return drift.Report{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
 		}
 		return drift.Report{}, err
 	}
+	rep.Skipped = skipped
 	return rep, nil
+}
+
+// skippedText names the first skipped runs and what differed, for an
+// error.
+func skippedText(skipped []drift.SettingsChange) string {
+	const shown = 3
+	var parts []string
+	for _, s := range skipped[:min(len(skipped), shown)] {
+		parts = append(parts, fmt.Sprintf("run %s: %s", s.RunID, strings.Join(s.Changes, ", ")))
+	}
+	if len(skipped) > shown {
+		parts = append(parts, fmt.Sprintf("and %d more", len(skipped)-shown))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // QualityScoreData is the data of a quality_score envelope.
