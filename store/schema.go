@@ -390,7 +390,7 @@ func Inspect(ctx context.Context, path string) (Shape, error) {
 		return Shape{}, fmt.Errorf("inspect store %s: %w", path, err)
 	}
 	defer db.Close()
-	sh, err := inspect(ctx, db)
+	sh, err := (&Store{db: db}).inspectSnapshot(ctx)
 	if err != nil {
 		return Shape{}, fmt.Errorf("inspect store %s: %w", path, err)
 	}

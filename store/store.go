@@ -175,7 +175,7 @@ func (s *Store) Close() error {
 // checkReadable refuses a read-only open of anything but this build's
 // schema.
 func (s *Store) checkReadable(ctx context.Context) error {
-	sh, err := inspect(ctx, s.db)
+	sh, err := s.inspectSnapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *Store) checkReadable(ctx context.Context) error {
 // shape is read again inside the write transaction, so two processes
 // opening one file at once migrate it once.
 func (s *Store) ensureSchema(ctx context.Context, beforeCommit func()) error {
-	sh, err := inspect(ctx, s.db)
+	sh, err := s.inspectSnapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -258,6 +258,18 @@ func (s *Store) ensureSchema(ctx context.Context, beforeCommit func()) error {
 	}
 	s.migrated = m
 	return nil
+}
+
+// inspectSnapshot reads the file's shape in one read transaction, so its
+// several queries see one state of the file, never half of a migration
+// another process commits meanwhile.
+func (s *Store) inspectSnapshot(ctx context.Context) (Shape, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Shape{}, fmt.Errorf("read schema: %w", err)
+	}
+	defer tx.Rollback()
+	return inspect(ctx, tx)
 }
 
 func (s *Store) enableWAL(ctx context.Context) error {
