@@ -400,7 +400,8 @@ func (r *Runner) settings(set *EvalSet, run Run) *Settings {
 	if hasRAG && set.rag != nil && r.RAG != nil {
 		s.IndexGeneration = r.RAG.Generation()
 		if d, ok := r.RAG.(SettingsDescriber); ok {
-			s.Embedder, s.Retrieval, s.TopK, s.Generator = d.Embedder(), d.Retrieval(), d.TopK(), d.GeneratorName()
+			s.Embedder = d.Embedder()
+			s.Retrieval, s.TopK, s.Generator = d.Describe()
 		}
 	}
 	if r.typed != nil {

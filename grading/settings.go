@@ -39,9 +39,9 @@ type Settings struct {
 // records only its Generation.
 type SettingsDescriber interface {
 	Embedder() string
-	Retrieval() string
-	TopK() int
-	GeneratorName() string
+	// Describe returns the retrieval mode, the chunks retrieved per ask
+	// and the generator's name.
+	Describe() (retrieval string, topK int, generator string)
 }
 
 // fields lists the settings as name and value, in a fixed order, empty

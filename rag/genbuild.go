@@ -19,18 +19,29 @@ import (
 	"github.com/verdryx/verdryx/index/cache"
 )
 
-// Digester computes Corpus.Digest entry by entry, so a corpus need not be
-// held in memory to be named: Add each entry in order, then Sum. Not safe
-// for concurrent use.
-type Digester struct {
+// DigestEntries returns the Corpus.Digest of the corpus of schema's id and
+// citation schema (its entries ignored) holding the entries each yields
+// in order to its argument (stopping at the first error that returns),
+// and their count, without holding them: a corpus is named as it streams.
+func DigestEntries(schema Corpus, each func(yield func(Entry) error) error) (string, int, error) {
+	d := newDigester(schema)
+	if err := each(d.add); err != nil {
+		return "", 0, err
+	}
+	return d.sum(), d.n, nil
+}
+
+// digester computes Corpus.Digest entry by entry: add each entry in
+// order, then sum. Not safe for concurrent use.
+type digester struct {
 	h hash.Hash
 	n int
 }
 
-// NewDigester starts the digest of a corpus with schema's citation schema
+// newDigester starts the digest of a corpus with schema's citation schema
 // (its entries are ignored).
-func NewDigester(schema Corpus) *Digester {
-	d := &Digester{h: sha256.New()}
+func newDigester(schema Corpus) *digester {
+	d := &digester{h: sha256.New()}
 	// The struct Corpus.Digest marshals, written a member at a time.
 	js := func(v any) []byte {
 		b, _ := json.Marshal(v) // strings, string slices and maps of them encode
@@ -50,8 +61,8 @@ func NewDigester(schema Corpus) *Digester {
 	return d
 }
 
-// Add adds the next entry.
-func (d *Digester) Add(e Entry) error {
+// add adds the next entry.
+func (d *digester) add(e Entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("rag: digest entry %q: %w", e.ID, err)
@@ -64,10 +75,10 @@ func (d *Digester) Add(e Entry) error {
 	return nil
 }
 
-// Sum returns the digest of the entries added: Corpus.Digest of the
-// corpus holding them. A corpus has entries; with none added, Sum is that
+// sum returns the digest of the entries added: Corpus.Digest of the
+// corpus holding them. A corpus has entries; with none added, sum is that
 // of an empty entries array (Digest would say null).
-func (d *Digester) Sum() string {
+func (d *digester) sum() string {
 	d.h.Write([]byte("]}"))
 	return "sha256:" + hex.EncodeToString(d.h.Sum(nil))
 }
@@ -172,7 +183,7 @@ func (a *bm25Acc) encode(w io.Writer) error {
 	return nil
 }
 
-// BuildOptions configure a GenerationBuilder.
+// BuildOptions configure BuildGeneration.
 type BuildOptions struct {
 	// Embed batches the embedding calls (cache.Embed's options; a nil
 	// Cache embeds every text). Its Progress counts entries embedded out
@@ -185,7 +196,7 @@ type BuildOptions struct {
 	Retrieval string
 }
 
-// GenerationBuilder streams a corpus into a new generation of an index
+// generationBuilder streams a corpus into a new generation of an index
 // store: each entry is written to the generation's corpus.json as it is
 // added, its search text counted for BM25 and queued for embedding, and
 // every cache.Window texts are embedded and their rows written; so memory
@@ -193,7 +204,7 @@ type BuildOptions struct {
 // BM25 postings (a few bytes each), never the corpus or the matrix. Commit
 // finishes the files and activates the generation (index.Writer.Commit).
 // Not safe for concurrent use.
-type GenerationBuilder struct {
+type generationBuilder struct {
 	ctx     context.Context
 	store   *index.Store
 	schema  Corpus
@@ -205,7 +216,7 @@ type GenerationBuilder struct {
 	head    []byte       // the bytes corpus.json opens with
 	off     int64
 	spans   []span
-	digest  *Digester
+	digest  *digester
 	lex     *bm25Acc
 	keys    map[string]bool
 	ids     []string
@@ -216,10 +227,10 @@ type GenerationBuilder struct {
 	err     error
 }
 
-// NewGenerationBuilder starts a generation of store for a corpus of
+// newGenerationBuilder starts a generation of store for a corpus of
 // schema's id and citation schema (its entries are ignored), embedded with
-// emb. The staging directory is made at the first Add (Abort removes it).
-func NewGenerationBuilder(ctx context.Context, store *index.Store, schema Corpus, emb index.Embedder, o BuildOptions) *GenerationBuilder {
+// emb. The staging directory is made at the first add (abort removes it).
+func newGenerationBuilder(ctx context.Context, store *index.Store, schema Corpus, emb index.Embedder, o BuildOptions) *generationBuilder {
 	schema.Entries = nil
 	head, _ := json.Marshal(struct { // strings, string slices and maps of them encode
 		ID           string              `json:"id"`
@@ -229,23 +240,23 @@ func NewGenerationBuilder(ctx context.Context, store *index.Store, schema Corpus
 		Units        map[string][]string `json:"units,omitempty"`
 	}{schema.ID, schema.LabelFields, schema.SourceField, schema.SubjectField, schema.Units})
 	head = append(head[:len(head)-1], `,"entries":[`...)
-	return &GenerationBuilder{ctx: ctx, store: store, schema: schema, emb: emb, o: o, digest: NewDigester(schema), lex: newBM25Acc(),
+	return &generationBuilder{ctx: ctx, store: store, schema: schema, emb: emb, o: o, digest: newDigester(schema), lex: newBM25Acc(),
 		keys: map[string]bool{}, head: head, off: int64(len(head))}
 }
 
-// Add adds the next entry (valid, as ParseCorpus gives them; ids unique).
-func (b *GenerationBuilder) Add(e Entry) error {
+// add adds the next entry (valid, as ParseCorpus gives them; ids unique).
+func (b *generationBuilder) add(e Entry) error {
 	if b.err != nil {
 		return b.err
 	}
-	if err := b.add(e); err != nil {
+	if err := b.write1(e); err != nil {
 		b.err = err
 		return err
 	}
 	return nil
 }
 
-func (b *GenerationBuilder) add(e Entry) error {
+func (b *generationBuilder) write1(e Entry) error {
 	if len(b.ids) == 0 {
 		if len(b.schema.LabelFields) == 0 || !slices.Contains(b.schema.LabelFields, b.schema.SourceField) {
 			return fmt.Errorf("rag: corpus %q: source field %q is not one of label fields %v", b.schema.ID, b.schema.SourceField, b.schema.LabelFields)
@@ -274,7 +285,7 @@ func (b *GenerationBuilder) add(e Entry) error {
 	}
 	b.spans = append(b.spans, span{off: b.off + int64(len(sep)), n: uint32(len(eb))})
 	b.off += int64(len(sep) + len(eb))
-	if err := b.digest.Add(e); err != nil {
+	if err := b.digest.add(e); err != nil {
 		return err
 	}
 	for k := range e.Metadata {
@@ -291,7 +302,7 @@ func (b *GenerationBuilder) add(e Entry) error {
 }
 
 // write appends p to corpus.json (held back until the writer exists).
-func (b *GenerationBuilder) write(p []byte) error {
+func (b *generationBuilder) write(p []byte) error {
 	if b.corpus == nil {
 		b.early.Write(p)
 		return nil
@@ -304,7 +315,7 @@ func (b *GenerationBuilder) write(p []byte) error {
 
 // open makes the writer for rows of dims and starts corpus.json with what
 // was held back.
-func (b *GenerationBuilder) open(dims int) error {
+func (b *generationBuilder) open(dims int) error {
 	w, err := b.store.NewWriter(dims)
 	if err != nil {
 		return err
@@ -328,7 +339,7 @@ func (b *GenerationBuilder) open(dims int) error {
 }
 
 // flush embeds the queued texts and writes their rows.
-func (b *GenerationBuilder) flush() error {
+func (b *generationBuilder) flush() error {
 	if len(b.texts) == 0 {
 		return nil
 	}
@@ -365,18 +376,18 @@ func (b *GenerationBuilder) flush() error {
 	return nil
 }
 
-// Abort removes what the builder wrote. It is a no-op after Commit.
-func (b *GenerationBuilder) Abort() {
+// abort removes what the builder wrote. It is a no-op after commit.
+func (b *generationBuilder) abort() {
 	if b.w != nil {
 		b.w.Abort()
 	}
 }
 
-// Commit embeds what is queued, writes the chunk index and the BM25
+// commit embeds what is queued, writes the chunk index and the BM25
 // statistics, and commits the generation, returning its manifest and what
 // embedding did. The builder is done either way.
-func (b *GenerationBuilder) Commit(now time.Time) (index.Manifest, cache.Stats, error) {
-	defer b.Abort()
+func (b *generationBuilder) commit(now time.Time) (index.Manifest, cache.Stats, error) {
+	defer b.abort()
 	if b.err != nil {
 		return index.Manifest{}, b.stats, b.err
 	}
@@ -408,7 +419,7 @@ func (b *GenerationBuilder) Commit(now time.Time) (index.Manifest, cache.Stats, 
 	if err := b.lex.encode(bw); err != nil {
 		return index.Manifest{}, b.stats, fmt.Errorf("write %s: %w", bm25File, err)
 	}
-	m, err := b.w.Commit(index.Corpus{Digest: b.digest.Sum(), Retrieval: b.o.Retrieval}, index.InfoOf(b.emb), now)
+	m, err := b.w.Commit(index.Corpus{Digest: b.digest.sum(), Retrieval: b.o.Retrieval}, index.InfoOf(b.emb), now)
 	return m, b.stats, err
 }
 
@@ -433,18 +444,20 @@ func writeChunks(w io.Writer, schema Corpus, keys []string, spans []span) error 
 	return nil
 }
 
-// BuildGeneration streams the entries of c into a new generation of store
-// (a GenerationBuilder) and activates it.
-func BuildGeneration(ctx context.Context, store *index.Store, c Corpus, emb index.Embedder, o BuildOptions, now time.Time) (index.Manifest, cache.Stats, error) {
-	if o.Total == 0 {
-		o.Total = len(c.Entries)
+// BuildGeneration streams the entries each yields (of a corpus of
+// schema's id and citation schema; its entries ignored) into a new
+// generation of store, embedded with emb, and activates it: each entry is
+// written to the generation's corpus.json as it comes, its search text
+// counted for BM25 and queued, and every cache.Window texts are embedded
+// and their rows written; so memory holds one window of texts and
+// vectors, the ids, the row scales and the BM25 postings (a few bytes
+// each), never the corpus or the matrix. On any error nothing is
+// activated and the staging directory is removed.
+func BuildGeneration(ctx context.Context, store *index.Store, schema Corpus, emb index.Embedder, o BuildOptions, each func(yield func(Entry) error) error, now time.Time) (index.Manifest, cache.Stats, error) {
+	b := newGenerationBuilder(ctx, store, schema, emb, o)
+	defer b.abort()
+	if err := each(b.add); err != nil {
+		return index.Manifest{}, b.stats, err
 	}
-	b := NewGenerationBuilder(ctx, store, c, emb, o)
-	defer b.Abort()
-	for _, e := range c.Entries {
-		if err := b.Add(e); err != nil {
-			return index.Manifest{}, b.stats, err
-		}
-	}
-	return b.Commit(now)
+	return b.commit(now)
 }

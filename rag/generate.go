@@ -78,10 +78,10 @@ type Generator interface {
 	Generate(ctx context.Context, req Request) (string, error)
 }
 
-// DefaultSupportThreshold is the share of the weight of the question's
+// defaultSupportThreshold is the share of the weight of the question's
 // focus terms a chunk must contain for the extractive generator to answer
 // from it (see Extractive).
-const DefaultSupportThreshold = 0.3
+const defaultSupportThreshold = 0.3
 
 // Extractive is the offline deterministic generator. It answers only with
 // sentences copied from one retrieved chunk, followed by the chunk's
@@ -120,10 +120,10 @@ type Extractive struct {
 var _ Generator = (*Extractive)(nil)
 
 // NewExtractive returns the extractive generator with the given support
-// threshold in (0, 1]; zero or less means DefaultSupportThreshold.
+// threshold in (0, 1]; zero or less means defaultSupportThreshold.
 func NewExtractive(threshold float64) *Extractive {
 	if threshold <= 0 || threshold > 1 {
-		threshold = DefaultSupportThreshold
+		threshold = defaultSupportThreshold
 	}
 	return &Extractive{threshold: threshold}
 }

@@ -179,14 +179,12 @@ func (p *Pipeline) CorpusDigest() string { return p.digest }
 // do ("<name>/<model>").
 func (p *Pipeline) Embedder() string { return p.emb.Name() + "/" + p.emb.Model() }
 
-// Retrieval returns the retrieval mode (RetrievalVector, RetrievalHybrid).
-func (p *Pipeline) Retrieval() string { return p.retrieval }
-
-// TopK returns the number of chunks an Ask retrieves.
-func (p *Pipeline) TopK() int { return p.topK }
-
-// GeneratorName returns the generator's name, as records name it.
-func (p *Pipeline) GeneratorName() string { return p.gen.Name() }
+// Describe returns the settings that shape its answers: the retrieval
+// mode (RetrievalVector, RetrievalHybrid), the number of chunks an Ask
+// retrieves and the generator's name, as records name it.
+func (p *Pipeline) Describe() (retrieval string, topK int, generator string) {
+	return p.retrieval, p.topK, p.gen.Name()
+}
 
 // Generation returns the index generation id answers come from.
 func (p *Pipeline) Generation() string { return p.generation }
@@ -263,9 +261,9 @@ func (p *Pipeline) distinct(hits []ranked, topK int, q []float32) ([]Chunk, erro
 	return chunks, nil
 }
 
-// ContextPayload returns the citation-labelled blocks of chunks joined by a
+// contextPayload returns the citation-labelled blocks of chunks joined by a
 // blank line.
-func (p *Pipeline) ContextPayload(chunks []Chunk) string {
+func (p *Pipeline) contextPayload(chunks []Chunk) string {
 	blocks := make([]string, len(chunks))
 	for i, c := range chunks {
 		blocks[i] = p.corpus.Block(Entry{ID: c.ID, Text: c.Text, Metadata: c.Metadata})
@@ -273,8 +271,8 @@ func (p *Pipeline) ContextPayload(chunks []Chunk) string {
 	return strings.Join(blocks, "\n\n")
 }
 
-// Messages returns the generation messages for question over payload.
-func Messages(c Corpus, question, payload string) []Message {
+// messages returns the generation messages for question over payload.
+func messages(c Corpus, question, payload string) []Message {
 	system := "Answer the question using only the context blocks below. " +
 		"Cite every block you rely on by its id in square brackets, for example [chunk-id], " +
 		"and repeat that block's " + c.SourceField + " exactly as written. " +
@@ -331,8 +329,8 @@ func (p *Pipeline) AskWith(ctx context.Context, question string, o AskOptions) (
 		rec.Distances = append(rec.Distances, c.Distance)
 		rec.Similarities = append(rec.Similarities, c.Similarity)
 	}
-	rec.ContextPayload = p.ContextPayload(chunks)
-	rec.Messages = Messages(p.corpus, question, rec.ContextPayload)
+	rec.ContextPayload = p.contextPayload(chunks)
+	rec.Messages = messages(p.corpus, question, rec.ContextPayload)
 	p.logger.Debug("retrieved", "ids", rec.RetrievedIDs, "generation", p.generation)
 	answer, err := p.gen.Generate(ctx, Request{Question: question, Chunks: chunks, Messages: rec.Messages, SourceField: p.corpus.SourceField, SubjectField: p.corpus.SubjectField, terms: p.termStats()})
 	if err != nil {

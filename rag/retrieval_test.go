@@ -236,7 +236,7 @@ func TestStoredRetrieval(t *testing.T) {
 		{RetrievalHybrid, RetrievalHybrid, ""},
 		{"bm42", "", `records retrieval "bm42", want vector or hybrid`},
 	} {
-		_, _, err := BuildGeneration(context.Background(), store, c, emb, BuildOptions{Retrieval: tc.stored}, time.Now())
+		_, _, err := BuildGeneration(context.Background(), store, c, emb, BuildOptions{Retrieval: tc.stored}, entriesOf(c), time.Now())
 		require.NoError(t, err)
 		p, err := OpenStored(store, "active", Providers{}, NewExtractive(0), Options{})
 		if tc.err != "" {

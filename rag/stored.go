@@ -29,12 +29,12 @@ type Providers struct {
 // an unknown embedder name or model, or a provider without its key.
 var ErrEmbedder = errors.New("rag: embedder of the generation unavailable")
 
-// EmbedderOf returns the embedder that built a generation, from the
+// embedderOf returns the embedder that built a generation, from the
 // EmbedderInfo its manifest records: the offline hashing embedder
 // ("offline-hash", its dimensions from the model) or an OpenAI-compatible
 // embedder ("openai", model "<id>" or "<id>/d<dims>") over p. It makes no
 // network call. The embedder returned has exactly info as its InfoOf.
-func EmbedderOf(info index.EmbedderInfo, p Providers) (index.Embedder, error) {
+func embedderOf(info index.EmbedderInfo, p Providers) (index.Embedder, error) {
 	var emb index.Embedder
 	switch info.Name {
 	case index.NewHashEmbedder(0).Name():
@@ -82,7 +82,7 @@ func hashDims(model string) (int, bool) {
 // OpenStored is the one way a stored generation answers questions (ask,
 // the worker's asks and eval's rag cases against --index): it opens
 // generation id of store ("active" or "" for the active one), rebuilds
-// the embedder that built it (EmbedderOf, with p), and returns the
+// the embedder that built it (embedderOf, with p), and returns the
 // pipeline over its stored vectors, BM25 statistics and corpus with gen,
 // ranking by the retrieval the generation records (none means
 // RetrievalVector; opts.Retrieval is overridden, an unknown value is
@@ -99,7 +99,7 @@ func OpenStored(store *index.Store, id string, p Providers, gen Generator, opts 
 	if err != nil {
 		return nil, err
 	}
-	emb, err := EmbedderOf(m.Embedder, p)
+	emb, err := embedderOf(m.Embedder, p)
 	if err != nil {
 		return nil, fmt.Errorf("generation %s: %w", m.ID, err)
 	}

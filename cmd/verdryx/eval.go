@@ -768,14 +768,8 @@ func newDriftCmd(g *globals) *cobra.Command {
 		if *baseline == "" {
 			return usageErrorf("drift: --baseline is required")
 		}
-		if *window < 1 {
-			return usageErrorf("drift: --window must be at least 1")
-		}
-		if *threshold <= 0 || *threshold > 1 {
+		if *threshold == 0 { // --window, --threshold and --alpha are range-checked at parse (ranges.go)
 			return usageErrorf("drift: --threshold must be in (0, 1]")
-		}
-		if *alpha <= 0 || *alpha >= 1 {
-			return usageErrorf("drift: --alpha must be in (0, 1)")
 		}
 		var seed *uint64
 		if *seedFlag != "" {

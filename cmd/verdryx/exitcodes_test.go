@@ -144,6 +144,8 @@ func TestExitCodes(t *testing.T) {
 		{"index build docs without text", []string{"index", "build", "--data", data, "--docs", emptyDir}, exitUsage, "no text found"},
 		{"index ls", []string{"index", "ls", "--data", data}, exitOK, ""},
 		{"index gc", []string{"index", "gc", "--data", data}, exitOK, ""},
+		{"index verify", []string{"index", "verify", "--data", data}, exitOK, ""},
+		{"index verify nothing built", []string{"index", "verify", "--data", emptyDir}, exitUsage, "no active generation"},
 		{"index gc negative keep", []string{"index", "gc", "--data", data, "--keep", "-1"}, exitUsage, ""},
 		{"index without a subcommand", []string{"index"}, exitUsage, ""},
 		{"index unknown subcommand", []string{"index", "nope"}, exitUsage, `unknown command "nope"`},

@@ -93,21 +93,20 @@ func (f *indexBuildFlags) source() (buildSource, error) {
 		if err != nil {
 			return buildSource{}, inputError(fmt.Errorf("--docs %s: %w", f.docs, err))
 		}
-		d, n := rag.NewDigester(w.Schema()), 0
-		res, err := w.Walk(func(e rag.Entry) error {
-			n++
-			return d.Add(e)
-		})
-		if err != nil {
-			return buildSource{}, inputError(fmt.Errorf("--docs %s: %w", f.docs, err))
-		}
-		each := func(fn func(rag.Entry) error) error {
-			if _, err := w.Walk(fn); err != nil {
+		var res docs.Result
+		each := func(yield func(rag.Entry) error) error {
+			r, err := w.Walk(yield)
+			if err != nil {
 				return fmt.Errorf("--docs %s: %w", f.docs, err)
 			}
+			res = r
 			return nil
 		}
-		return buildSource{schema: w.Schema(), digest: d.Sum(), count: n, each: each, docs: &res}, nil
+		digest, n, err := rag.DigestEntries(w.Schema(), each)
+		if err != nil {
+			return buildSource{}, inputError(err)
+		}
+		return buildSource{schema: w.Schema(), digest: digest, count: n, each: each, docs: &res}, nil
 	}
 	if err := checkNotEmpty(f.rf.corpus, "--corpus"); err != nil {
 		return buildSource{}, err
@@ -185,16 +184,11 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 	} else {
 		c = vc
 	}
-	b := rag.NewGenerationBuilder(ctx, store, src.schema, emb, rag.BuildOptions{
+	m, st, err := rag.BuildGeneration(ctx, store, src.schema, emb, rag.BuildOptions{
 		Embed:     cache.Options{Cache: c, MaxInputs: f.embedBatch, Workers: workers, Progress: embedProgress(stderr)},
 		Total:     src.count,
 		Retrieval: mode,
-	})
-	defer b.Abort()
-	if err := src.each(b.Add); err != nil {
-		return f.rf.providerError(err)
-	}
-	m, st, err := b.Commit(time.Now())
+	}, src.each, time.Now())
 	if err != nil {
 		return f.rf.providerError(err)
 	}

@@ -90,6 +90,7 @@ func flagRanges() map[string]numRange {
 		"bench index --dim":           atLeast(1),
 		"bench index --reps":          atLeast(1),
 		"bench ingest --procs":        atLeast(1),
+		"bench ingest-docs --asks":    atLeast(0),
 		"bench ingest-docs --file-kb": atLeast(1),
 		"bench ingest-docs --procs":   atLeast(1),
 		"bench ingest-docs --sizes":   atLeast(1),

@@ -340,7 +340,15 @@ func TestOptionsRefused(t *testing.T) {
 func TestCorpusFileRoundTrips(t *testing.T) {
 	res := load(t, manual, Options{ChunkTokens: 40, ChunkOverlap: 8})
 	store := index.NewStore(t.TempDir(), index.StoreOptions{})
-	m, _, err := rag.BuildGeneration(context.Background(), store, res.Corpus, index.NewHashEmbedder(64), rag.BuildOptions{}, time.Now())
+	each := func(yield func(rag.Entry) error) error {
+		for _, e := range res.Corpus.Entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, _, err := rag.BuildGeneration(context.Background(), store, res.Corpus, index.NewHashEmbedder(64), rag.BuildOptions{}, each, time.Now())
 	require.NoError(t, err)
 	_, path, err := store.Generation(m.ID)
 	require.NoError(t, err)

@@ -149,11 +149,16 @@ func measure(ctx context.Context, o Options, mb int, dir, data string, stage fun
 	if err != nil {
 		return s, err
 	}
-	d := rag.NewDigester(w.Schema())
-	if _, err := w.Walk(func(e rag.Entry) error {
-		s.Chunks++
-		s.ChunkBytes += int64(len(e.Text))
-		return d.Add(e)
+	walk := func(yield func(rag.Entry) error) error {
+		_, err := w.Walk(yield)
+		return err
+	}
+	if _, _, err := rag.DigestEntries(w.Schema(), func(yield func(rag.Entry) error) error {
+		return walk(func(e rag.Entry) error {
+			s.Chunks++
+			s.ChunkBytes += int64(len(e.Text))
+			return yield(e)
+		})
 	}); err != nil {
 		return s, err
 	}
@@ -162,13 +167,8 @@ func measure(ctx context.Context, o Options, mb int, dir, data string, stage fun
 	emb := index.NewHashEmbedder(o.Dims)
 	s.EmbedderModel = emb.Model()
 	t0 = time.Now()
-	b := rag.NewGenerationBuilder(ctx, index.NewStore(data, index.StoreOptions{}), w.Schema(), emb, rag.BuildOptions{
-		Embed: cache.Options{Workers: o.Procs}, Total: s.Chunks, Retrieval: rag.DefaultRetrievalForDocs})
-	defer b.Abort()
-	if _, err := w.Walk(b.Add); err != nil {
-		return s, err
-	}
-	_, st, err := b.Commit(time.Now())
+	_, st, err := rag.BuildGeneration(ctx, index.NewStore(data, index.StoreOptions{}), w.Schema(), emb, rag.BuildOptions{
+		Embed: cache.Options{Workers: o.Procs}, Total: s.Chunks, Retrieval: rag.DefaultRetrievalForDocs}, walk, time.Now())
 	if err != nil {
 		return s, err
 	}
