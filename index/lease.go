@@ -27,11 +27,17 @@ const (
 // ErrNoActive. It reads only the pointer.
 func (s *Store) Active() (string, error) { return s.activeID() }
 
+// ActivePath is the path of the active pointer, <data>/index/active.json:
+// activating a generation replaces it by a rename.
+func (s *Store) ActivePath() string { return filepath.Join(s.root, activeFile) }
+
 // Lease marks generation id as served by this process until release is
 // called or the process dies: Prune keeps it meanwhile and says why. Take
 // the lease before opening the generation (rag.OpenStored) and release it
 // once nothing reads the generation any more; release may be called more
-// than once. A generation that does not exist (removed by a Prune before
+// than once; a lease also ends when release is no longer referenced (the
+// lock file's finalizer closes it), so hold it for as long as the
+// generation is served. A generation that does not exist (removed by a Prune before
 // the lease was taken) is ErrCorrupt. On a platform without file locks a
 // lease holds nothing.
 func (s *Store) Lease(id string) (release func(), err error) {
