@@ -187,7 +187,11 @@ func (g *Generations) check() {
 	}
 	g.lastErr = ""
 	cur := g.cur.Load()
-	if (cur != nil && cur.generation == id) || id == g.failed {
+	if cur != nil && cur.generation == id {
+		g.failed = "" // re-activated: one that failed may be tried again
+		return
+	}
+	if id == g.failed {
 		return
 	}
 	serving := "none"
