@@ -26,7 +26,10 @@ type Metrics struct {
 	EvalRuns     *prometheus.CounterVec
 	EvalSeconds  prometheus.Histogram
 	Asks         *prometheus.CounterVec
-	TailLines    *prometheus.CounterVec
+	// RAGGeneration is 1 for the index generation RAG asks are answered
+	// from (label generation), absent while none is.
+	RAGGeneration *prometheus.GaugeVec
+	TailLines     *prometheus.CounterVec
 	// SnapshotBytes counts the bytes of the partition snapshots written
 	// (snapshot, aggregate and day tables put in the bucket).
 	SnapshotBytes prometheus.Counter
@@ -52,14 +55,16 @@ func NewMetrics() *Metrics {
 		EvalRuns:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_eval_runs_total", Help: "Eval requests finished, by result."}, []string{"result"}),
 		EvalSeconds:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "verdryx_eval_duration_seconds", Help: "Eval request duration.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 8)}),
 		Asks:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_rag_asks_total", Help: "RAG asks answered, by result."}, []string{"result"}),
-		TailLines:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_tail_lines_total", Help: "Lines read by the tailer, by class."}, []string{"class"}),
+		RAGGeneration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "verdryx_rag_generation_info",
+			Help: "1 for the index generation RAG asks are answered from."}, []string{"generation"}),
+		TailLines: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "verdryx_tail_lines_total", Help: "Lines read by the tailer, by class."}, []string{"class"}),
 		SnapshotBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "verdryx_snapshot_bytes_total",
 			Help: "Bytes of the partition snapshots written to the KV bucket (snapshot, aggregate and folded day tables)."}),
 		PartitionLoad: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "verdryx_partition_load_seconds",
 			Help: "Time to load a partition's state on a takeover, restart or reload (snapshot or store, then the catch-up from the stream).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 	}
 	m.Registry.MustRegister(m.received, m.acked, m.naked, m.terminated, m.deadLettered, m.Lag, m.ChainLength,
-		m.EvalRuns, m.EvalSeconds, m.Asks, m.TailLines, m.SnapshotBytes, m.PartitionLoad, collectors.NewGoCollector(),
+		m.EvalRuns, m.EvalSeconds, m.Asks, m.RAGGeneration, m.TailLines, m.SnapshotBytes, m.PartitionLoad, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -22,5 +22,15 @@ func lockFile(f *os.File) error {
 	return err
 }
 
+// lockShared takes a shared, non-blocking flock on f for as long as f is
+// open: any number of holders share it, and it excludes lockFile's.
+func lockShared(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errWouldBlock
+	}
+	return err
+}
+
 // errNoLocks is never returned here: file locks exist on this platform.
 var errNoLocks = errors.New("no file locks on this platform")

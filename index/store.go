@@ -758,18 +758,18 @@ func (s *Store) List() ([]Listing, error) {
 }
 
 // Prune removes retained generations, keeping the active one and the keep
-// most recent others. It returns the removed ids. A reader that selected a
-// removed generation before the prune may fail its load; prune when no
-// reader depends on old generations.
-func (s *Store) Prune(keep int) ([]string, error) {
+// most recent others, and any a running process holds a lease on (Lease;
+// reported in Kept with why). A reader that selected a removed generation
+// before the prune without a lease may fail its load.
+func (s *Store) Prune(keep int) (PruneResult, error) {
+	var res PruneResult
 	if keep < 0 {
-		return nil, fmt.Errorf("index: keep must not be negative, have %d", keep)
+		return res, fmt.Errorf("index: keep must not be negative, have %d", keep)
 	}
 	list, err := s.List()
 	if err != nil {
-		return nil, err
+		return res, err
 	}
-	var removed []string
 	kept := 0
 	for _, l := range list {
 		if l.Active {
@@ -783,21 +783,27 @@ func (s *Store) Prune(keep int) ([]string, error) {
 		// generation a concurrent save just activated.
 		active, err := s.activeID()
 		if err != nil && !errors.Is(err, ErrNoActive) {
-			return removed, err
+			return res, err
 		}
 		if active == l.ID {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(s.root, generationsDir, l.ID)); err != nil {
-			return removed, fmt.Errorf("remove generation %s: %w", l.ID, err)
+		leased, err := s.removeUnleased(l.ID)
+		if err != nil {
+			return res, err
 		}
-		removed = append(removed, l.ID)
+		if leased {
+			res.Kept = append(res.Kept, Kept{ID: l.ID, Reason: reasonLeased})
+			s.logger.Info("generation kept", "generation", l.ID, "reason", reasonLeased)
+			continue
+		}
+		res.Removed = append(res.Removed, l.ID)
 		s.logger.Info("generation removed", "generation", l.ID)
 	}
-	if len(removed) > 0 {
+	if len(res.Removed) > 0 {
 		if err := syncDir(filepath.Join(s.root, generationsDir)); err != nil {
-			return removed, err
+			return res, err
 		}
 	}
-	return removed, nil
+	return res, nil
 }

@@ -22,7 +22,8 @@ import (
 // Asker answers RAG questions (rag.Pipeline implements it).
 type Asker interface {
 	// AskWith answers question from the o.TopK best chunks o.Filter
-	// allows.
+	// allows. The record names the index generation that answered; with
+	// an error it may still name it (and the reply then does).
 	AskWith(ctx context.Context, question string, o rag.AskOptions) (rag.Record, error)
 }
 
@@ -60,10 +61,14 @@ type Tracer interface {
 // copy is stored.
 type DeadLetterFunc func(ctx context.Context, subject string, data []byte, header nats.Header, reason string) error
 
-// Reply is the reply: the full record, or an error.
+// Reply is the reply: the full record, or an error; either way the index
+// generation that answered, when the asker named one (an ask refused
+// before reaching it names none).
 type Reply struct {
 	Record *rag.Record `json:"record,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// IndexGeneration is the record's IndexGeneration, set on errors too.
+	IndexGeneration string `json:"index_generation,omitempty"`
 }
 
 // maxQuestionBytes bounds a question (8 KiB), the question itself once
@@ -178,9 +183,9 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 		end(a.opts.Now(), SpanData(rec, o), err)
 	}
 	if err != nil {
-		return Reply{Error: err.Error()}
+		return Reply{Error: err.Error(), IndexGeneration: rec.IndexGeneration}
 	}
-	return Reply{Record: &rec}
+	return Reply{Record: &rec, IndexGeneration: rec.IndexGeneration}
 }
 
 // SpanData is what an ask's span says: what answered it and what was

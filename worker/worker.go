@@ -566,8 +566,9 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 }
 
 // asks adds the RAG ask server when there is something to answer from
-// (OpenAsks). A refused ask is dead-lettered; with --otlp each ask is a
-// span.
+// (OpenAsks), and the follower of the active generation, which names the
+// generation served in verdryx_rag_generation_info. A refused ask is
+// dead-lettered; with --otlp each ask is a span.
 func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	o := &r.w.opts
 	asker, err := OpenAsks(ctx, *o)
@@ -588,7 +589,28 @@ func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	}
 	asks := ragask.NewServer(r.nc, o.Subjects.RAGAsk, asker, opts)
 	actx, cancel := context.WithCancel(context.Background())
-	g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
+	gens, follow := asker.(*Generations)
+	if !follow {
+		g.Add(func() error { return asks.Run(actx) }, func(error) { cancel() })
+		return nil
+	}
+	// Following the active generation: asks are subscribed to once one
+	// serves (other workers of the queue group answer meanwhile).
+	gens.OnServe(func(gen string) {
+		r.metrics.RAGGeneration.Reset()
+		r.metrics.RAGGeneration.WithLabelValues(gen).Set(1)
+	})
+	r.onClose(gens.Close)
+	fctx, fcancel := context.WithCancel(context.Background())
+	g.Add(func() error { return gens.Run(fctx) }, func(error) { fcancel() })
+	g.Add(func() error {
+		select {
+		case <-gens.Ready():
+		case <-actx.Done():
+			return nil
+		}
+		return asks.Run(actx)
+	}, func(error) { cancel() })
 	return nil
 }
 

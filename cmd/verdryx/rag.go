@@ -233,7 +233,8 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		Use:   "gc",
 		Short: "remove old index generations",
 		Long: "remove the staging directories of interrupted builds (never a running build's), the retained\n" +
-			"generations but the active one and the --keep most recent others, then the embedding cache entries\n" +
+			"generations but the active one, the --keep most recent others and any a running worker serves (its\n" +
+			"lease; printed as kept, with why), then the embedding cache entries\n" +
 			"(<data>/index/cache) of texts no retained generation holds",
 	}
 	fs := cmd.Flags()
@@ -250,10 +251,11 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		store := index.NewStore(g.data, index.StoreOptions{})
 		removedStale, err := store.RemoveStale()
 		stale := staleList(removedStale)
-		var removed []string
+		var pruned index.PruneResult
 		if err == nil {
-			removed, err = store.Prune(*keep)
+			pruned, err = store.Prune(*keep)
 		}
+		removed, kept := pruned.Removed, pruned.Kept
 		entries := 0
 		if err == nil {
 			entries, err = pruneCache(g.data)
@@ -262,7 +264,10 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 			if removed == nil {
 				removed = []string{}
 			}
-			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "stale_staging_removed": stale, "cache_entries_removed": entries}); jerr != nil || err != nil {
+			if kept == nil {
+				kept = []index.Kept{}
+			}
+			if jerr := writeJSON(stdout, map[string]any{"removed": removed, "kept": kept, "stale_staging_removed": stale, "cache_entries_removed": entries}); jerr != nil || err != nil {
 				return errors.Join(err, jerr)
 			}
 			return nil
@@ -270,6 +275,9 @@ func newIndexGCCmd(g *globals) *cobra.Command {
 		printStale(stdout, stale)
 		for _, id := range removed {
 			fmt.Fprintf(stdout, "removed %s\n", id)
+		}
+		for _, k := range kept {
+			fmt.Fprintf(stdout, "kept %s (%s)\n", k.ID, k.Reason)
 		}
 		if err != nil {
 			return err

@@ -151,7 +151,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
 	fs.StringArrayVar(&f.evalFiles, "eval-request", nil, "publish this eval-request JSON file at start (repeatable)")
-	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks, embedded in memory by the offline embedder (default: the active index generation under <data>/index, with the embedder that built it and its stored vectors; without one, asks are disabled)")
+	f.corpus = fs.String("rag-corpus", "", "corpus answering RAG asks, embedded in memory by the offline embedder (default: the active index generation under <data>/index, with the embedder that built it and its stored vectors, followed as index build activates others; without one, asks wait for one)")
 	f.models = addModelFlags(fs, "timeout per model, judge, embedding or generation call (never retried)")
 	fs.StringArrayVar(&f.allowModels, "allow-model", nil, "a model id eval requests may name as model or judge, e.g. openai:gpt-4o-mini (repeatable; stub is always allowed; keys from the environment or the key files)")
 	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")

@@ -526,6 +526,8 @@ func TestServeAskSpan(t *testing.T) {
 	assert.Contains(t, attrs["verdryx.embedder"], "openai/fake-embed")
 	assert.Contains(t, attrs["verdryx.retrieved_ids"], rep.Record.RetrievedIDs[0])
 	assert.Contains(t, attrs["verdryx.top_k"], "3")
+	require.NotEmpty(t, rep.IndexGeneration)
+	assert.Contains(t, attrs["verdryx.index_generation"], rep.IndexGeneration, "the span names the generation that answered")
 	children := 0
 	for _, s := range col.spans {
 		if string(s.ParentSpanId) == string(ask.SpanId) && strings.HasPrefix(s.Name, "embeddings") {

@@ -112,8 +112,8 @@ func TestServeOnceMatchesCostPerCorrectOnEveryFixture(t *testing.T) {
 }
 
 // TestServeAskCorpus: with no --rag-corpus, serve answers RAG asks from the
-// active index generation, saying with which embedder, and disables them
-// (logged at info) when the data directory holds no generation;
+// active index generation, saying with which embedder, and serves none
+// (logged at info) while the data directory holds no generation;
 // --rag-corpus wins.
 func TestServeAskCorpus(t *testing.T) {
 	var logs bytes.Buffer
@@ -122,8 +122,15 @@ func TestServeAskCorpus(t *testing.T) {
 	ctx := context.Background()
 	a, err := worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger})
 	require.NoError(t, err)
-	assert.Nil(t, a)
-	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag-corpus and no index generation with a recorded corpus"`)
+	gens, ok := a.(*worker.Generations)
+	require.True(t, ok, "asks follow the active generation")
+	assert.Empty(t, gens.Generation())
+	select {
+	case <-gens.Ready():
+		t.Fatal("ready with no generation")
+	default:
+	}
+	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag-corpus and no index generation with a recorded corpus; enabled when one is activated"`)
 
 	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 	require.Equal(t, exitOK, code, errOut)
