@@ -4,7 +4,7 @@
 // The pieces, in the order a run uses them:
 //
 //   - LoadEvalSet reads and validates an eval set up front; every error names
-//     the file, the case and the field (FieldError), all problems at once.
+//     the file, the case and the field (fieldError), all problems at once.
 //   - Runner grades a set with bounded concurrency: the model under
 //     evaluation (a grading/llm Model) answers each case, and the graders
 //     turn an output into one Score in [0, 1] with tokens, cost and

@@ -93,8 +93,8 @@ type EvalSet struct {
 // set, unknown model, unknown baseline, changed set): do not retry it.
 var ErrBadRequest = errors.New("grading: bad eval request")
 
-// FieldError is one problem in an eval set: where it is and what is wrong.
-type FieldError struct {
+// fieldError is one problem in an eval set: where it is and what is wrong.
+type fieldError struct {
 	File  string // the file, or "<inline>"
 	Index int    // case index, -1 for the set itself
 	Case  string // case id, may be empty
@@ -102,7 +102,7 @@ type FieldError struct {
 	Msg   string
 }
 
-func (e *FieldError) Error() string {
+func (e *fieldError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Index >= 0 {
@@ -120,7 +120,7 @@ func (e *FieldError) Error() string {
 }
 
 // LoadEvalSet reads and validates the eval set at path. All problems are
-// reported at once (errors.Join of *FieldError), each naming the file, the
+// reported at once (errors.Join of *fieldError), each naming the file, the
 // case and the field.
 func LoadEvalSet(path string) (*EvalSet, error) {
 	return LoadEvalSetWith(path, nil)
@@ -149,7 +149,7 @@ func ParseEvalSetWith(raw []byte, path string, read ReadFileFunc) (*EvalSet, err
 	}
 	var errs []error
 	add := func(i int, id, field, format string, args ...any) {
-		errs = append(errs, &FieldError{File: file, Index: i, Case: id, Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &fieldError{File: file, Index: i, Case: id, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	if !decodeLenient(raw, &top, func(field, msg string) { add(-1, "", field, "%s", msg) }) {
 		return nil, errors.Join(errs...)

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
 	"github.com/verdryx/verdryx/redact"
@@ -78,9 +78,9 @@ func (rs *ragSet) offlineBuilder(read ReadFileFunc) func(ctx context.Context, co
 	}
 	return func(ctx context.Context, _ string, model llm.Model) (RAGAsker, error) {
 		if model == nil || model.ID() == llm.StubID {
-			return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
+			return rag.Build(ctx, rs.corpus, hashembed.New(0), rag.NewExtractive(0), rag.Options{})
 		}
-		return rag.Build(ctx, rs.corpus, index.NewHashEmbedder(0), modelGenerator{model}, rag.Options{})
+		return rag.Build(ctx, rs.corpus, hashembed.New(0), modelGenerator{model}, rag.Options{})
 	}
 }
 

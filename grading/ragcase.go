@@ -11,7 +11,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
 )
@@ -25,7 +25,7 @@ type RAGAsker interface {
 
 var (
 	_ RAGAsker          = (*rag.Pipeline)(nil)
-	_ SettingsDescriber = (*rag.Pipeline)(nil)
+	_ settingsDescriber = (*rag.Pipeline)(nil)
 )
 
 // ragSet is the resolved rag part of an eval set.
@@ -65,12 +65,12 @@ func caseProvenance(gc golden.Case, c rag.Corpus) []byte {
 
 // loadRAGSet loads the corpus and every golden case the set's rag cases
 // name ("<file>#<case_id>", relative to the set), and checks the cases
-// against the corpus. Errors are *FieldError naming file, case and field.
+// against the corpus. Errors are *fieldError naming file, case and field.
 func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error) {
 	var errs []error
 	corpus, err := loadCorpusWith(read, set.resolve(set.Corpus))
 	if err != nil {
-		return nil, []error{&FieldError{File: file, Index: -1, Field: "corpus", Msg: err.Error()}}
+		return nil, []error{&fieldError{File: file, Index: -1, Field: "corpus", Msg: err.Error()}}
 	}
 	rs := &ragSet{corpusDigest: corpus.Digest(), corpusPath: set.resolve(set.Corpus), corpus: corpus, checker: golden.NewChecker(corpus), golden: map[string]golden.Case{}, goldenBytes: map[string][]byte{}}
 	files := map[string][]golden.Case{}
@@ -83,7 +83,7 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 		}
 		gfile, gid, ok := strings.Cut(c.Golden, "#")
 		if !ok || gfile == "" || gid == "" {
-			errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: fmt.Sprintf("%q, want \"<file>#<case_id>\"", c.Golden)})
+			errs = append(errs, &fieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: fmt.Sprintf("%q, want \"<file>#<case_id>\"", c.Golden)})
 			continue
 		}
 		gpath := set.resolve(gfile)
@@ -91,7 +91,7 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 		if !ok {
 			cases, err = loadGoldenWith(read, gpath)
 			if err != nil {
-				errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: err.Error()})
+				errs = append(errs, &fieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: err.Error()})
 				files[gpath] = nil
 				continue
 			}
@@ -100,13 +100,13 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 		k := slices.IndexFunc(cases, func(gc golden.Case) bool { return gc.CaseID == gid })
 		if k < 0 {
 			if cases != nil {
-				errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: fmt.Sprintf("no case %q in %s", gid, filepath.Base(gpath))})
+				errs = append(errs, &fieldError{File: file, Index: i, Case: c.ID, Field: "golden", Msg: fmt.Sprintf("no case %q in %s", gid, filepath.Base(gpath))})
 			}
 			continue
 		}
 		gc := cases[k]
 		if c.Prompt != "" && c.Prompt != gc.Question {
-			errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "prompt", Msg: "differs from the golden question; leave it out for rag cases"})
+			errs = append(errs, &fieldError{File: file, Index: i, Case: c.ID, Field: "prompt", Msg: "differs from the golden question; leave it out for rag cases"})
 		}
 		picked = append(picked, gc)
 		pickedIDs = append(pickedIDs, c.ID)
@@ -114,7 +114,7 @@ func loadRAGSet(set *EvalSet, file string, read ReadFileFunc) (*ragSet, []error)
 	if len(errs) == 0 {
 		// Validate derives each case's subjects from the corpus in place.
 		if err := golden.Validate(picked, corpus); err != nil {
-			errs = append(errs, &FieldError{File: file, Index: -1, Field: "cases", Msg: err.Error()})
+			errs = append(errs, &fieldError{File: file, Index: -1, Field: "cases", Msg: err.Error()})
 		}
 	}
 	for i, gc := range picked {
@@ -136,7 +136,7 @@ func OfflineRAG(ctx context.Context, corpusPath string, model llm.Model) (RAGAsk
 	if err != nil {
 		return nil, err
 	}
-	return rag.Build(ctx, c, index.NewHashEmbedder(0), modelGenerator{model}, rag.Options{})
+	return rag.Build(ctx, c, hashembed.New(0), modelGenerator{model}, rag.Options{})
 }
 
 // usage collects the tokens a model generator spent on one ask; gradeRAG

@@ -399,7 +399,7 @@ func (r *Runner) settings(set *EvalSet, run Run) *Settings {
 	}
 	if hasRAG && set.rag != nil && r.RAG != nil {
 		s.IndexGeneration = r.RAG.Generation()
-		if d, ok := r.RAG.(SettingsDescriber); ok {
+		if d, ok := r.RAG.(settingsDescriber); ok {
 			s.Embedder = d.Embedder()
 			s.Retrieval, s.TopK, s.Generator = d.Describe()
 		}

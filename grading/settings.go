@@ -34,10 +34,10 @@ type Settings struct {
 	TypedTemplate string `json:"typed_template,omitempty"`
 }
 
-// SettingsDescriber is implemented by a RAGAsker that can describe the
+// settingsDescriber is implemented by a RAGAsker that can describe the
 // pipeline behind it (rag.Pipeline does); a RAGAsker that does not
 // records only its Generation.
-type SettingsDescriber interface {
+type settingsDescriber interface {
 	Embedder() string
 	// Describe returns the retrieval mode, the chunks retrieved per ask
 	// and the generator's name.
@@ -68,9 +68,9 @@ func (s Settings) fields() [][2]string {
 	}
 }
 
-// Pairs returns the settings that are set as "name=value", in a fixed
+// pairs returns the settings that are set as "name=value", in a fixed
 // order.
-func (s Settings) Pairs() []string {
+func (s Settings) pairs() []string {
 	var out []string
 	for _, f := range s.fields() {
 		if f[1] != "" {
@@ -80,24 +80,18 @@ func (s Settings) Pairs() []string {
 	return out
 }
 
-// SettingsText is a compact one-line form of a run's settings: "none"
-// when the run used none of them, "not recorded" when s is nil.
-func SettingsText(s *Settings) string {
+// SettingsText is a one-line form of a run's settings: "none" when the
+// run used none of them, "not recorded" when s is nil; compact, with short
+// names (judge, sem, idx, emb, ret, k, gen, typed) and the index
+// generation cut to 16 characters, for one line of a listing.
+func SettingsText(s *Settings, compact bool) string {
 	switch {
 	case s == nil:
 		return "not recorded"
-	case len(s.Pairs()) == 0:
+	case len(s.pairs()) == 0:
 		return "none"
-	}
-	return strings.Join(s.Pairs(), " ")
-}
-
-// SettingsCompact is SettingsText with short names (judge, sem, idx,
-// emb, ret, k, gen, typed) and the index generation cut to 16
-// characters, for one line of a listing.
-func SettingsCompact(s *Settings) string {
-	if s == nil || len(s.Pairs()) == 0 {
-		return SettingsText(s)
+	case !compact:
+		return strings.Join(s.pairs(), " ")
 	}
 	short := map[string]string{"judge": "judge", "semantic_judge": "sem", "semantic_threshold": "sem@",
 		"index_generation": "idx", "embedder": "emb", "retrieval": "ret", "top_k": "k", "generator": "gen", "typed_template": "typed"}

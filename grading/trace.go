@@ -11,10 +11,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// EndRunFunc ends the live span of one eval run: it sets the run's data
+// endRunFunc ends the live span of one eval run: it sets the run's data
 // (EvalRunData keys, as verdryx.<key>), marks the span failed when err is
 // not nil, and ends it at end. It is called once.
-type EndRunFunc = func(end time.Time, data map[string]any, err error)
+type endRunFunc = func(end time.Time, data map[string]any, err error)
 
 // RunTracer starts the span of an eval run while it is graded
 // (producer.Spans implements it). The returned context carries the span:
@@ -26,7 +26,7 @@ type RunTracer interface {
 	// StartRun starts the root span of runID (its trace id derived from
 	// runID) at start, named name, with verdryx.run_id and, when set,
 	// verdryx.agent_id.
-	StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, EndRunFunc)
+	StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, endRunFunc)
 }
 
 // Span and event names of the eval trace (the call role attribute is
@@ -133,7 +133,7 @@ func failCase(span trace.Span, err error, end time.Time) {
 }
 
 // startRun starts the run span when the runner has a tracer.
-func (r *Runner) startRun(ctx context.Context, run *Run) (context.Context, EndRunFunc) {
+func (r *Runner) startRun(ctx context.Context, run *Run) (context.Context, endRunFunc) {
 	if r.Tracer == nil {
 		return ctx, func(time.Time, map[string]any, error) {}
 	}
@@ -141,7 +141,7 @@ func (r *Runner) startRun(ctx context.Context, run *Run) (context.Context, EndRu
 }
 
 // endRun ends the run span with the run's data, or with err.
-func endRun(end EndRunFunc, run Run, at time.Time, err error) {
+func endRun(end endRunFunc, run Run, at time.Time, err error) {
 	if err != nil {
 		end(at, nil, fmt.Errorf("eval %s: %w", run.EvalSetID, err))
 		return

@@ -131,7 +131,7 @@ func (t *Typed) resolve(ctx context.Context, set *EvalSet) (*typedPlan, error) {
 			continue
 		}
 		if _, err := p.truth(*c.Expected); err != nil {
-			errs = append(errs, &FieldError{File: file, Index: i, Case: c.ID, Field: "expected", Msg: err.Error()})
+			errs = append(errs, &fieldError{File: file, Index: i, Case: c.ID, Field: "expected", Msg: err.Error()})
 		}
 	}
 	if len(errs) > 0 {

@@ -132,8 +132,8 @@ func newQuantized(dims int, ids []string, codes []int8, scales []float32, norm f
 	return &Index{dims: dims, ids: ids, red: red, kernels: kernel()}
 }
 
-// Quantized reports whether the index keeps only its int8 copy.
-func (x *Index) Quantized() bool { return x.data == nil }
+// quantized reports whether the index keeps only its int8 copy.
+func (x *Index) quantized() bool { return x.data == nil }
 
 // ID returns the id of row r.
 func (x *Index) ID(r int) string { return x.ids[r] }
@@ -205,8 +205,8 @@ func (x *Index) Kernels() (f32, i8 string) {
 	return x.f32Name, x.i8.name
 }
 
-// Row returns a copy of row i.
-func (x *Index) Row(i int) []float32 {
+// row returns a copy of row i.
+func (x *Index) row(i int) []float32 {
 	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	return append([]float32(nil), x.rowOf(i, make([]float32, x.dims))...)
 }

@@ -27,10 +27,6 @@ const (
 // ErrNoActive. It reads only the pointer.
 func (s *Store) Active() (string, error) { return s.activeID() }
 
-// ActivePath is the path of the active pointer, <data>/index/active.json:
-// activating a generation replaces it by a rename.
-func (s *Store) ActivePath() string { return filepath.Join(s.root, activeFile) }
-
 // Lease marks generation id as served by this process until release is
 // called or the process dies: Prune keeps it meanwhile and says why. Take
 // the lease before opening the generation (rag.OpenStored) and release it

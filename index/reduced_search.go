@@ -26,38 +26,38 @@ type kept struct {
 	hi  float64
 }
 
-// Stats describe how one single-query search went.
-type Stats struct {
+// stats describe how one single-query search went.
+type stats struct {
 	// Reranked is the number of rows scored in float32 after the int8
 	// pass; Len() when the index has no int8 copy.
 	Reranked int
 }
 
 // SearchStats is Search, also returning how many rows the float32 rerank
-// scored.
-func (x *Index) SearchStats(query []float32, k int) ([]Hit, Stats, error) {
+// scored (Len() for an index without an int8 copy).
+func (x *Index) SearchStats(query []float32, k int) (hits []Hit, reranked int, err error) {
 	if x.red == nil {
 		hits, err := x.Search(query, k)
-		return hits, Stats{Reranked: x.Len()}, err
+		return hits, x.Len(), err
 	}
 	if k <= 0 {
-		return nil, Stats{}, fmt.Errorf("index: k must be positive, have %d", k)
+		return nil, 0, fmt.Errorf("index: k must be positive, have %d", k)
 	}
 	if len(query) != x.dims {
-		return nil, Stats{}, fmt.Errorf("%w: query 0 has %d components, index has %d", ErrDimension, len(query), x.dims)
+		return nil, 0, fmt.Errorf("%w: query 0 has %d components, index has %d", ErrDimension, len(query), x.dims)
 	}
 	nq, err := Normalize(query)
 	if err != nil {
-		return nil, Stats{}, fmt.Errorf("query 0: %w", err)
+		return nil, 0, fmt.Errorf("query 0: %w", err)
 	}
 	hits, st := x.searchReduced(nq, min(k, x.Len()))
-	return hits, st, nil
+	return hits, st.Reranked, nil
 }
 
 // searchReduced answers one normalised query q with k <= Len() by the int8
 // pass and a float32 rerank of the rows it cannot rule out. Its hits are
 // those of a float32 scan of every row with the same kernel.
-func (x *Index) searchReduced(q []float32, k int) ([]Hit, Stats) {
+func (x *Index) searchReduced(q []float32, k int) ([]Hit, stats) {
 	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
 	n := len(x.ids)
 	qq := newQuery(q)
@@ -86,7 +86,7 @@ func (x *Index) searchReduced(q []float32, k int) ([]Hit, Stats) {
 	thr := lows[k-1]
 
 	// Rerank, in float32 with the index's kernel, every kept row.
-	var st Stats
+	var st stats
 	tops := make([]topK, workers)
 	counts := make([]int, workers)
 	for w := range workers {

@@ -69,7 +69,7 @@ func newStaging(gens string) (dir string, release func(), err error) {
 // platform without file locks only staging directories without a lock
 // file are removed.
 func (s *Store) RemoveStale() (map[string]int64, error) {
-	if err := s.Preflight(); err != nil {
+	if err := s.preflight(); err != nil {
 		return nil, err
 	}
 	gens := filepath.Join(s.root, generationsDir)

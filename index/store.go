@@ -47,8 +47,14 @@ const (
 	dTypeQuantized = "int8-rowscale-v2"
 )
 
-// Store errors, matched with errors.Is.
+// Errors, matched with errors.Is.
 var (
+	// ErrDimension reports a vector whose length differs from the index's.
+	ErrDimension = errors.New("index: dimension mismatch")
+	// ErrNonFinite reports a NaN or infinite component.
+	ErrNonFinite = errors.New("index: non-finite value")
+	// ErrZeroVector reports a vector with zero norm, which has no direction.
+	ErrZeroVector = errors.New("index: zero vector")
 	// ErrNoActive reports a store without an active generation.
 	ErrNoActive = errors.New("index: no active generation")
 	// ErrStale reports an active generation built from another corpus or
@@ -73,12 +79,11 @@ type EmbedderInfo struct {
 // InfoOf returns the EmbedderInfo of e.
 func InfoOf(e Embedder) EmbedderInfo { return EmbedderInfo{Name: e.Name(), Model: e.Model()} }
 
-// Corpus is what a generation records of the corpus it was built from: the
-// digest its loader computed (compared by Check), the bytes of the corpus
-// file, copied into the generation as corpusFile so that the generation can
-// be asked from any working directory, and any files its reader keeps
-// beside it.
-type Corpus struct {
+// savedCorpus is what save records of the corpus a generation was built
+// from: the digest its loader computed (compared by Check), the bytes of
+// the corpus file, copied into the generation as corpusFile, and any files
+// its reader keeps beside it (package rag writes them through a Writer).
+type savedCorpus struct {
 	Digest string
 	File   []byte
 	// Files are more files of the generation, by name (a plain file name,
@@ -199,9 +204,9 @@ func checkFile(path string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// Preflight checks that the store's directories, where they exist, are real
+// preflight checks that the store's directories, where they exist, are real
 // directories. Call it before paying for embeddings; Save repeats it.
-func (s *Store) Preflight() error {
+func (s *Store) preflight() error {
 	for _, p := range []string{s.root, filepath.Join(s.root, generationsDir)} {
 		if _, err := checkDir(p); err != nil {
 			return err
@@ -230,7 +235,7 @@ func validGenerationID(id string) bool {
 	return true
 }
 
-// Save writes idx as a new generation (through a Writer, row by row) and
+// save writes idx as a new generation (through a Writer, row by row) and
 // activates it, recording corpus (its file as corpusFile and its Files
 // beside it, covered by the fingerprint; no corpus file when corpus.File
 // is nil). The rows are stored as their int8 copy (dTypeQuantized): a
@@ -242,7 +247,7 @@ func validGenerationID(id string) bool {
 // then is active.json replaced by an fsynced temporary file and the index
 // directory fsynced. A crash before the final rename leaves the previous
 // generation active.
-func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time) (Manifest, error) {
+func (s *Store) save(idx *Index, corpus savedCorpus, emb EmbedderInfo, now time.Time) (Manifest, error) {
 	if idx.red == nil {
 		return Manifest{}, fmt.Errorf("index: a stored generation has at most %d dimensions, have %d", maxReducedDims, idx.Dims())
 	}
@@ -261,7 +266,23 @@ func (s *Store) Save(idx *Index, corpus Corpus, emb EmbedderInfo, now time.Time)
 		}
 	}
 	runtime.KeepAlive(idx)
-	return w.Commit(corpus, emb, now)
+	files := maps.Clone(corpus.Files)
+	if corpus.File != nil {
+		if files == nil {
+			files = map[string][]byte{}
+		}
+		files[corpusFile] = corpus.File
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fw, err := w.Create(name)
+		if err != nil {
+			return Manifest{}, err
+		}
+		if _, err := fw.Write(files[name]); err != nil {
+			return Manifest{}, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return w.Commit(corpus.Digest, corpus.Retrieval, emb, now)
 }
 
 // activate atomically points active.json at id.
@@ -568,7 +589,7 @@ func (s *Store) Check(want Expect) (Manifest, error) {
 // and a new build is in order; err is only for failures to read the store
 // that a new build would hit too. It never writes.
 func (s *Store) Reusable(want Expect, dims int) (m Manifest, why string, err error) {
-	if err := s.Preflight(); err != nil {
+	if err := s.preflight(); err != nil {
 		return Manifest{}, "", err
 	}
 	if _, m, err = s.Load(want); err != nil {
@@ -724,7 +745,7 @@ type Listing struct {
 // generations/ that are not 32-hex directories (a staging directory and
 // its lock file, see RemoveStale) are skipped.
 func (s *Store) List() ([]Listing, error) {
-	if err := s.Preflight(); err != nil {
+	if err := s.preflight(); err != nil {
 		return nil, err
 	}
 	gens := filepath.Join(s.root, generationsDir)

@@ -48,7 +48,7 @@ func asQuantized(x *Index) *Index {
 
 func saveSmall(t *testing.T, s *Store, at time.Time) Manifest {
 	t.Helper()
-	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, at)
+	m, err := s.save(smallIndex(t), savedCorpus{Digest: testDigest}, testEmb, at)
 	require.NoError(t, err)
 	return m
 }
@@ -104,7 +104,7 @@ func TestStoreRoundTrip(t *testing.T) {
 func TestStoreQuantizedRoundTrip(t *testing.T) {
 	s := NewStore(t.TempDir(), StoreOptions{})
 	built := randomIndex(t, 500, 70, 3)
-	m, err := s.Save(built, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
+	m, err := s.save(built, savedCorpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
 	require.NoError(t, err)
 	assert.Equal(t, dTypeQuantized, m.DType)
 	dir := filepath.Join(s.Dir(), "generations", m.ID)
@@ -115,7 +115,7 @@ func TestStoreQuantizedRoundTrip(t *testing.T) {
 
 	loaded, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
 	require.NoError(t, err)
-	require.True(t, loaded.Quantized())
+	require.True(t, loaded.quantized())
 	assert.Equal(t, built.red.codes, loaded.red.codes)
 	assert.Equal(t, built.red.scales, loaded.red.scales)
 	assert.Equal(t, built.ids, loaded.ids)
@@ -124,7 +124,7 @@ func TestStoreQuantizedRoundTrip(t *testing.T) {
 		got, st, err := loaded.SearchStats(q, 5)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "query %d", i)
-		assert.Less(t, st.Reranked, loaded.Len(), "the int8 pass rules rows out")
+		assert.Less(t, st, loaded.Len(), "the int8 pass rules rows out")
 	}
 	qs := randomQueries(6, 70, 5)
 	batch, err := loaded.SearchBatch(qs, 4)
@@ -134,7 +134,7 @@ func TestStoreQuantizedRoundTrip(t *testing.T) {
 	}
 	// Quantized rows are close to the float32 ones they came from.
 	for r := range built.Len() {
-		a, b := built.Row(r), loaded.Row(r)
+		a, b := built.row(r), loaded.row(r)
 		var dot float64
 		for j := range a {
 			dot += float64(a[j]) * float64(b[j])
@@ -149,17 +149,17 @@ func TestStoreQuantizedRoundTrip(t *testing.T) {
 func TestWriterMatchesSavedFloatIndex(t *testing.T) {
 	full := randomIndex(t, 300, 33, 7)
 	s := NewStore(t.TempDir(), StoreOptions{})
-	saved, err := s.Save(full, Corpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
+	saved, err := s.save(full, savedCorpus{Digest: testDigest}, testEmb, time.Unix(1, 0))
 	require.NoError(t, err)
 	w, err := s.NewWriter(33)
 	require.NoError(t, err)
 	for r := range full.Len() {
-		require.NoError(t, w.Add(full.ids[r], full.Row(r)))
+		require.NoError(t, w.Add(full.ids[r], full.row(r)))
 	}
-	require.ErrorContains(t, w.Add(full.ids[0], full.Row(0)), "duplicate id")
-	require.ErrorContains(t, w.Add("x\ny", full.Row(0)), "line break")
-	require.ErrorIs(t, w.Add("short", full.Row(0)[:5]), ErrDimension)
-	written, err := w.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(2, 0))
+	require.ErrorContains(t, w.Add(full.ids[0], full.row(0)), "duplicate id")
+	require.ErrorContains(t, w.Add("x\ny", full.row(0)), "line break")
+	require.ErrorIs(t, w.Add("short", full.row(0)[:5]), ErrDimension)
+	written, err := w.Commit(testDigest, "", testEmb, time.Unix(2, 0))
 	require.NoError(t, err)
 	assert.Equal(t, saved.Fingerprint, written.Fingerprint, "same rows, same generation content")
 	q, _, err := s.Load(Expect{CorpusDigest: testDigest, Embedder: testEmb})
@@ -172,11 +172,11 @@ func TestWriterMatchesSavedFloatIndex(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, bruteForce(q, qq, 3), got, "query %d", i)
 	}
-	_, err = w.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(3, 0))
+	_, err = w.Commit(testDigest, "", testEmb, time.Unix(3, 0))
 	require.Error(t, err, "a writer commits once")
 	empty, err := s.NewWriter(4)
 	require.NoError(t, err)
-	_, err = empty.Commit(Corpus{Digest: testDigest}, testEmb, time.Unix(4, 0))
+	_, err = empty.Commit(testDigest, "", testEmb, time.Unix(4, 0))
 	require.ErrorContains(t, err, "no rows")
 	entries, err := os.ReadDir(filepath.Join(s.Dir(), "generations"))
 	require.NoError(t, err)
@@ -321,14 +321,14 @@ func TestStoreRefusesSymlinksAndFiles(t *testing.T) {
 		data := t.TempDir()
 		require.NoError(t, os.MkdirAll(filepath.Join(data, "index"), 0o755))
 		require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(data, "index", "generations")))
-		_, err := NewStore(data, StoreOptions{}).Save(smallIndex(t), Corpus{Digest: testDigest}, testEmb, time.Now())
+		_, err := NewStore(data, StoreOptions{}).save(smallIndex(t), savedCorpus{Digest: testDigest}, testEmb, time.Now())
 		require.ErrorIs(t, err, ErrUnsafePath)
 		assert.Contains(t, err.Error(), "symbolic link")
 	})
 	t.Run("index is a file", func(t *testing.T) {
 		data := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(data, "index"), nil, 0o644))
-		err := NewStore(data, StoreOptions{}).Preflight()
+		err := NewStore(data, StoreOptions{}).preflight()
 		require.ErrorIs(t, err, ErrUnsafePath)
 		assert.Contains(t, err.Error(), "not a directory")
 	})
@@ -407,7 +407,7 @@ func TestReadersSeeCompleteGenerations(t *testing.T) {
 				saveErr = err
 				return
 			}
-			m, err := s.Save(idx, Corpus{Digest: testDigest}, testEmb, time.Unix(int64(10+i), 0))
+			m, err := s.save(idx, savedCorpus{Digest: testDigest}, testEmb, time.Unix(int64(10+i), 0))
 			if err != nil {
 				saveErr = err
 				return
@@ -468,7 +468,7 @@ func TestStoreRecordsCorpus(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCorpus)
 
 	file := []byte(`{"id":"c","chunks":[]}` + "\n")
-	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: file}, testEmb, time.Unix(200, 0))
+	m, err := s.save(smallIndex(t), savedCorpus{Digest: testDigest, File: file}, testEmb, time.Unix(200, 0))
 	require.NoError(t, err)
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, m.Files[corpusFile].SHA256)
 	assert.NotEqual(t, bare.Fingerprint, m.Fingerprint, "the recorded corpus is covered by the fingerprint")
@@ -515,7 +515,7 @@ func TestStoreReusable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, why, "no active", "nothing to reuse yet")
 
-	m, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
+	m, err := s.save(smallIndex(t), savedCorpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
 	require.NoError(t, err)
 	got, why, err := s.Reusable(want, 0)
 	require.NoError(t, err)
@@ -531,7 +531,7 @@ func TestStoreReusable(t *testing.T) {
 	assert.Equal(t, m.ID, got.ID)
 
 	// The retrieval is recorded and covered by the fingerprint.
-	h, err := s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`), Retrieval: "hybrid"}, testEmb, time.Unix(100, 0))
+	h, err := s.save(smallIndex(t), savedCorpus{Digest: testDigest, File: []byte(`[]`), Retrieval: "hybrid"}, testEmb, time.Unix(100, 0))
 	require.NoError(t, err)
 	assert.Equal(t, "hybrid", h.Retrieval)
 	assert.NotEqual(t, m.Fingerprint, h.Fingerprint)
@@ -541,7 +541,7 @@ func TestStoreReusable(t *testing.T) {
 	_, why, err = s.Reusable(want, 0)
 	require.NoError(t, err)
 	assert.Contains(t, why, "retrieves by hybrid, want vector")
-	m, err = s.Save(smallIndex(t), Corpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
+	m, err = s.save(smallIndex(t), savedCorpus{Digest: testDigest, File: []byte(`[]`)}, testEmb, time.Unix(100, 0))
 	require.NoError(t, err)
 
 	for name, tc := range map[string]struct {

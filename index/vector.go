@@ -1,21 +1,11 @@
 package index
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
 
 // Sentinel errors, matched with errors.Is.
-var (
-	// ErrDimension reports a vector whose length differs from the index's.
-	ErrDimension = errors.New("index: dimension mismatch")
-	// ErrNonFinite reports a NaN or infinite component.
-	ErrNonFinite = errors.New("index: non-finite value")
-	// ErrZeroVector reports a vector with zero norm, which has no direction.
-	ErrZeroVector = errors.New("index: zero vector")
-)
-
 // normalizeInto validates src and writes its L2-normalised copy into dst
 // (len(dst) == len(src)). The norm is accumulated in float64 so finite
 // float32 inputs can neither overflow nor underflow it.
@@ -51,19 +41,6 @@ func Normalize(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-// unitNormError returns how far the float64 norm of v is from 1, or an
-// error if v holds a non-finite component.
-func unitNormError(v []float32) (float64, error) {
-	var sum float64
-	for i, x := range v {
-		f := float64(x)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return 0, fmt.Errorf("%w at component %d: %v", ErrNonFinite, i, x)
-		}
-		sum += f * f
-	}
-	return math.Abs(math.Sqrt(sum) - 1), nil
-}
 
 // dotGeneric returns the dot product of a and b (len(b) >= len(a)) with
 // eight interleaved float32 accumulators: the portable kernel.

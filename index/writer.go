@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -51,14 +49,14 @@ func (s *Store) NewWriter(dims int) (*Writer, error) {
 	if dims <= 0 || dims > maxReducedDims {
 		return nil, fmt.Errorf("index: a stored generation has 1 to %d dimensions, have %d", maxReducedDims, dims)
 	}
-	if err := s.Preflight(); err != nil {
+	if err := s.preflight(); err != nil {
 		return nil, err
 	}
 	gens := filepath.Join(s.root, generationsDir)
 	if err := os.MkdirAll(gens, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", gens, err)
 	}
-	if err := s.Preflight(); err != nil { // the tree may have changed under us
+	if err := s.preflight(); err != nil { // the tree may have changed under us
 		return nil, err
 	}
 	dir, release, err := newStaging(gens)
@@ -76,9 +74,6 @@ func (s *Store) NewWriter(dims int) (*Writer, error) {
 	w.vecBuf = bufio.NewWriterSize(io.MultiWriter(f, w.vecHash), 1<<20)
 	return w, nil
 }
-
-// Len returns the rows added so far.
-func (w *Writer) Len() int { return len(w.ids) }
 
 // Add validates v (dims long, finite, non-zero) and appends it, normalised
 // and quantised, as row id. Ids must be unique, non-empty and free of line
@@ -169,34 +164,18 @@ func (w *Writer) Abort() {
 	w.release()
 }
 
-// Commit writes the scales, the ids and the manifest (recording corpus's
-// digest and retrieval; corpus.File and corpus.Files are written as by
-// Create first), fsyncs, publishes the generation by renaming its staging
+// Commit writes the scales, the ids and the manifest (recording the
+// corpus digest and the retrieval mode, which the index stores and never
+// reads: package rag names the modes, "" records none), fsyncs, publishes the generation by renaming its staging
 // directory, verifies it in full (Verify) and activates it, as Save
 // documents. The Writer is done either way.
-func (w *Writer) Commit(corpus Corpus, emb EmbedderInfo, now time.Time) (Manifest, error) {
+func (w *Writer) Commit(corpusDigest, retrieval string, emb EmbedderInfo, now time.Time) (Manifest, error) {
 	if w.done {
 		return Manifest{}, errors.New("index: generation already committed or aborted")
 	}
 	defer w.Abort()
 	if len(w.ids) == 0 {
 		return Manifest{}, errors.New("index: no rows")
-	}
-	files := map[string][]byte{}
-	for name, b := range corpus.Files {
-		files[name] = b
-	}
-	if corpus.File != nil {
-		files[corpusFile] = corpus.File
-	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		fw, err := w.Create(name)
-		if err != nil {
-			return Manifest{}, err
-		}
-		if _, err := fw.Write(files[name]); err != nil {
-			return Manifest{}, fmt.Errorf("write %s: %w", name, err)
-		}
 	}
 	if err := w.closeOpen(); err != nil {
 		return Manifest{}, err
@@ -234,7 +213,7 @@ func (w *Writer) Commit(corpus Corpus, emb EmbedderInfo, now time.Time) (Manifes
 	m := Manifest{
 		Format: manifestFormat, ID: id, CreatedAt: now.UTC(), DType: dTypeQuantized,
 		Count: len(w.ids), Dims: w.dims, Embedder: emb, MaxNorm: w.norm,
-		CorpusDigest: corpus.Digest, Retrieval: corpus.Retrieval, Files: w.files,
+		CorpusDigest: corpusDigest, Retrieval: retrieval, Files: w.files,
 	}
 	if !(m.MaxNorm > 0) || math.IsInf(m.MaxNorm, 0) {
 		return Manifest{}, fmt.Errorf("index: rows of norm %g", m.MaxNorm)

@@ -205,26 +205,25 @@ type BuildOptions struct {
 // finishes the files and activates the generation (index.Writer.Commit).
 // Not safe for concurrent use.
 type generationBuilder struct {
-	ctx     context.Context
-	store   *index.Store
-	schema  Corpus
-	emb     index.Embedder
-	o       BuildOptions
-	w       *index.Writer
-	corpus  io.Writer    // corpus.json once w exists
-	early   bytes.Buffer // corpus.json until w exists (dims not yet known)
-	head    []byte       // the bytes corpus.json opens with
-	off     int64
-	spans   []span
-	digest  *digester
-	lex     *bm25Acc
-	keys    map[string]bool
-	ids     []string
-	texts   []string
-	stats   cache.Stats
-	added   int
-	pending []byte
-	err     error
+	ctx    context.Context
+	store  *index.Store
+	schema Corpus
+	emb    index.Embedder
+	o      BuildOptions
+	w      *index.Writer
+	corpus io.Writer    // corpus.json once w exists
+	early  bytes.Buffer // corpus.json until w exists (dims not yet known)
+	head   []byte       // the bytes corpus.json opens with
+	off    int64
+	spans  []span
+	digest *digester
+	lex    *bm25Acc
+	keys   map[string]bool
+	ids    []string
+	texts  []string
+	stats  cache.Stats
+	added  int
+	err    error
 }
 
 // newGenerationBuilder starts a generation of store for a corpus of
@@ -419,7 +418,7 @@ func (b *generationBuilder) commit(now time.Time) (index.Manifest, cache.Stats, 
 	if err := b.lex.encode(bw); err != nil {
 		return index.Manifest{}, b.stats, fmt.Errorf("write %s: %w", bm25File, err)
 	}
-	m, err := b.w.Commit(index.Corpus{Digest: b.digest.sum(), Retrieval: b.o.Retrieval}, index.InfoOf(b.emb), now)
+	m, err := b.w.Commit(b.digest.sum(), b.o.Retrieval, index.InfoOf(b.emb), now)
 	return m, b.stats, err
 }
 

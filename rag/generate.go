@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/provider"
 	"github.com/verdryx/verdryx/rag/internal/ragtext"
 )
@@ -145,7 +145,7 @@ func (g *Extractive) Generate(ctx context.Context, req Request) (string, error) 
 func (g *Extractive) generate(req Request) string {
 	q, cues, amount := questionTerms(req.Question)
 	nouns := map[string]bool{} // amount nouns: a stated number matches them
-	for _, w := range index.Tokenize(req.Question) {
+	for _, w := range hashembed.Tokenize(req.Question) {
 		if amountNouns[w] {
 			nouns[stem(w)] = true
 		}
@@ -299,9 +299,9 @@ var lightWords = map[string]bool{
 // its cues are all that is left to match (how long is <subject>?), the
 // number is the match.
 func questionTerms(question string) (terms, cues []string, amount bool) {
-	words := index.Tokenize(question)
+	words := hashembed.Tokenize(question)
 	for i, w := range words {
-		if index.IsStopword(w) || lightWords[w] {
+		if hashembed.IsStopword(w) || lightWords[w] {
 			amount = amount || w == "when"
 			continue
 		}
@@ -328,8 +328,8 @@ func hasDigit(s string) bool {
 // termSet returns the distinct stemmed content terms of s, in order.
 func termSet(s string) []string {
 	var out []string
-	for _, w := range index.Tokenize(s) {
-		if index.IsStopword(w) {
+	for _, w := range hashembed.Tokenize(s) {
+		if hashembed.IsStopword(w) {
 			continue
 		}
 		if t := stem(w); !slices.Contains(out, t) {

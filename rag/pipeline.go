@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 )
 
 // DefaultTopK is the number of chunks retrieved per question.
@@ -149,7 +150,7 @@ func NewOffline(ctx context.Context, corpusPath string, opts Options) (*Pipeline
 	if err != nil {
 		return nil, err
 	}
-	return Build(ctx, c, index.NewHashEmbedder(0), NewExtractive(0), opts)
+	return Build(ctx, c, hashembed.New(0), NewExtractive(0), opts)
 }
 
 // Open loads the active generation of store for corpus c and embedder emb,

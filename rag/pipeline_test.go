@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
@@ -104,12 +105,18 @@ func TestOpenPersistedAndRefuseStaleBeforeProviders(t *testing.T) {
 	data := t.TempDir()
 	c := loadGrimoire(t)
 	store := index.NewStore(data, index.StoreOptions{})
-	idx, err := rag.BuildIndex(context.Background(), c, index.NewHashEmbedder(0))
-	require.NoError(t, err)
-	m, err := store.Save(idx, index.Corpus{Digest: c.Digest()}, index.InfoOf(index.NewHashEmbedder(0)), time.Now())
+	each := func(yield func(rag.Entry) error) error {
+		for _, e := range c.Entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, _, err := rag.BuildGeneration(context.Background(), store, c, hashembed.New(0), rag.BuildOptions{}, each, time.Now())
 	require.NoError(t, err)
 
-	emb := &countingEmbedder{Embedder: index.NewHashEmbedder(0)}
+	emb := &countingEmbedder{Embedder: hashembed.New(0)}
 	p, err := rag.Open(store, c, emb, rag.NewExtractive(0), rag.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), emb.calls.Load(), "opening embeds nothing")
@@ -120,14 +127,14 @@ func TestOpenPersistedAndRefuseStaleBeforeProviders(t *testing.T) {
 
 	edited := loadGrimoire(t)
 	edited.Entries[0].Text = strings.Replace(edited.Entries[0].Text, "11 grains", "12 grains", 1)
-	other := &countingEmbedder{Embedder: index.NewHashEmbedder(512)}
+	other := &countingEmbedder{Embedder: hashembed.New(512)}
 	for _, tc := range []struct {
 		name   string
 		corpus rag.Corpus
 		emb    *countingEmbedder
 		want   string
 	}{
-		{"corpus edited", edited, &countingEmbedder{Embedder: index.NewHashEmbedder(0)}, "was built from corpus"},
+		{"corpus edited", edited, &countingEmbedder{Embedder: hashembed.New(0)}, "was built from corpus"},
 		{"embedder model changed", c, other, "was built with embedder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 )
 
 // retrievalQuestions are the questions of testdata/retrieval: answerable
@@ -74,7 +75,7 @@ func hitRates(t *testing.T, p *Pipeline, qs retrievalQuestions) [3]float64 {
 // least as good at every k here.
 func TestHybridBeatsVector(t *testing.T) {
 	c, qs := loadRetrievalFixture(t)
-	emb := index.NewHashEmbedder(0)
+	emb := hashembed.New(0)
 	idx, err := BuildIndex(context.Background(), c, emb)
 	require.NoError(t, err)
 	rates := map[string][3]float64{}
@@ -98,7 +99,7 @@ func TestHybridBeatsVector(t *testing.T) {
 // abstained.
 func TestExtractiveAnswersAndAbstains(t *testing.T) {
 	c, qs := loadRetrievalFixture(t)
-	p, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid, TopK: 3})
+	p, err := Build(context.Background(), c, hashembed.New(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid, TopK: 3})
 	require.NoError(t, err)
 	answered := 0
 	for _, q := range qs.Answerable {
@@ -173,7 +174,7 @@ func TestBM25AndFusion(t *testing.T) {
 	require.Empty(t, b.rank("gym", nil, 10))
 
 	c, _ := loadRetrievalFixture(t)
-	p, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid})
+	p, err := Build(context.Background(), c, hashembed.New(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid})
 	require.NoError(t, err)
 	rec, err := p.AskWith(context.Background(), "How many parking spaces are there?", AskOptions{TopK: 5})
 	require.NoError(t, err)
@@ -192,7 +193,7 @@ func TestBM25AndFusion(t *testing.T) {
 func TestFilter(t *testing.T) {
 	c, _ := loadRetrievalFixture(t)
 	for _, mode := range []string{RetrievalVector, RetrievalHybrid} {
-		p, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: mode})
+		p, err := Build(context.Background(), c, hashembed.New(0), NewExtractive(0), Options{Retrieval: mode})
 		require.NoError(t, err)
 		ask := func(f Filter, topK int) (Record, error) {
 			return p.AskWith(context.Background(), "How long do the batteries last?", AskOptions{TopK: topK, Filter: f})
@@ -228,7 +229,7 @@ func TestStoredRetrieval(t *testing.T) {
 	require.NoError(t, err)
 	c, err := ParseCorpus(file)
 	require.NoError(t, err)
-	emb := index.NewHashEmbedder(0)
+	emb := hashembed.New(0)
 	store := index.NewStore(t.TempDir(), index.StoreOptions{})
 	for _, tc := range []struct{ stored, want, err string }{
 		{"", RetrievalVector, ""},
@@ -273,7 +274,7 @@ func TestStoredRetrieval(t *testing.T) {
 // -race: retrieval shares only read-only state).
 func TestHybridConcurrentAsks(t *testing.T) {
 	c, qs := loadRetrievalFixture(t)
-	p, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid})
+	p, err := Build(context.Background(), c, hashembed.New(0), NewExtractive(0), Options{Retrieval: RetrievalHybrid})
 	require.NoError(t, err)
 	opts := func(i int) AskOptions {
 		if i%2 == 0 {
@@ -318,7 +319,7 @@ func TestHeadingsAreSearched(t *testing.T) {
 	texts := corpus.SearchTexts()
 	require.Equal(t, "Locks / Fencing tokens\n"+corpus.Entries[0].Text, texts[0])
 	for _, mode := range []string{RetrievalVector, RetrievalHybrid} {
-		p, err := Build(context.Background(), corpus, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: mode, TopK: 1})
+		p, err := Build(context.Background(), corpus, hashembed.New(0), NewExtractive(0), Options{Retrieval: mode, TopK: 1})
 		require.NoError(t, err)
 		rec, err := p.Ask(context.Background(), "What are fencing tokens for?")
 		require.NoError(t, err)

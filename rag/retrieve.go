@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 )
 
 // Retrieval modes and their constants. A generation records its mode
@@ -140,8 +141,8 @@ func (p *Pipeline) candidates(filter Filter) ([]int, error) {
 // extractive generator stems.
 func termsOf(s string) []string {
 	var out []string
-	for _, w := range index.Tokenize(s) {
-		if !index.IsStopword(w) {
+	for _, w := range hashembed.Tokenize(s) {
+		if !hashembed.IsStopword(w) {
 			out = append(out, stem(w))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/provider/openai"
 )
 
@@ -37,12 +38,12 @@ var ErrEmbedder = errors.New("rag: embedder of the generation unavailable")
 func embedderOf(info index.EmbedderInfo, p Providers) (index.Embedder, error) {
 	var emb index.Embedder
 	switch info.Name {
-	case index.NewHashEmbedder(0).Name():
+	case hashembed.New(0).Name():
 		dims, ok := hashDims(info.Model)
 		if !ok {
 			return nil, fmt.Errorf("%w: offline embedder model %q", ErrEmbedder, info.Model)
 		}
-		emb = index.NewHashEmbedder(dims)
+		emb = hashembed.New(dims)
 	case openai.EmbedderName:
 		model, dims := info.Model, 0
 		if i := strings.LastIndex(model, "/d"); i > 0 {

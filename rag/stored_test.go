@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 )
 
 // saveStored builds corpus c with the offline embedder and retrieval as
 // the active generation of a new store and opens it.
 func saveStored(t *testing.T, c Corpus, _ []byte, retrieval string) (*Pipeline, *index.Store, index.Manifest) {
 	t.Helper()
-	emb := index.NewHashEmbedder(0)
+	emb := hashembed.New(0)
 	store := index.NewStore(t.TempDir(), index.StoreOptions{})
 	m, _, err := BuildGeneration(context.Background(), store, c, emb, BuildOptions{Retrieval: retrieval}, entriesOf(c), time.Now())
 	require.NoError(t, err)
@@ -47,9 +48,9 @@ func TestStoredPipelineAnswersAsInMemory(t *testing.T) {
 	for _, mode := range []string{RetrievalVector, RetrievalHybrid} {
 		stored, store, _ := saveStored(t, c, file, mode)
 		require.Empty(t, stored.Corpus().Entries, "a stored pipeline holds no corpus")
-		idx, _, err := store.Load(index.Expect{CorpusDigest: c.Digest(), Embedder: index.InfoOf(index.NewHashEmbedder(0))})
+		idx, _, err := store.Load(index.Expect{CorpusDigest: c.Digest(), Embedder: index.InfoOf(hashembed.New(0))})
 		require.NoError(t, err)
-		mem, err := New(c, idx, stored.Generation(), index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: mode})
+		mem, err := New(c, idx, stored.Generation(), hashembed.New(0), NewExtractive(0), Options{Retrieval: mode})
 		require.NoError(t, err)
 		source := c.Entries[0].Metadata[c.SourceField]
 		for _, q := range questions {
@@ -120,7 +121,7 @@ func TestCopiesDoNotCrowdTheTopK(t *testing.T) {
 	require.NoError(t, err)
 	for _, mode := range []string{RetrievalVector, RetrievalHybrid} {
 		stored, _, _ := saveStored(t, c, file, mode)
-		mem, err := Build(context.Background(), c, index.NewHashEmbedder(0), NewExtractive(0), Options{Retrieval: mode})
+		mem, err := Build(context.Background(), c, hashembed.New(0), NewExtractive(0), Options{Retrieval: mode})
 		require.NoError(t, err)
 		for name, p := range map[string]*Pipeline{"stored": stored, "memory": mem} {
 			rec, err := p.AskWith(context.Background(), "What does every writer check in a grant's fencing token?", AskOptions{TopK: 2})

@@ -8,7 +8,7 @@ import (
 	"github.com/verdryx/verdryx/index"
 )
 
-// The files a generation keeps beside its corpus.json (index.Corpus.Files).
+// The files a generation keeps beside its corpus.json (written through index.Writer.Create).
 const (
 	// chunksFile locates each entry in corpus.json (chunksMagic).
 	chunksFile = "chunks.idx"

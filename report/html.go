@@ -402,7 +402,7 @@ func (m *model) provenance() []provItem {
 			j, _ := sem["judge"].(string) // runs stored before settings were recorded
 			addOther("judges", j)
 		}
-		settings[grading.SettingsText(r.Settings)]++
+		settings[grading.SettingsText(r.Settings, false)]++
 		addOther("verdryx versions of the runs", r.Version)
 	}
 	var out []provItem

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/ragask"
 )
@@ -50,7 +51,7 @@ func OpenAsks(ctx context.Context, o Options) (ragask.Asker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--rag-corpus: %w", err)
 		}
-		emb := index.NewHashEmbedder(0)
+		emb := hashembed.New(0)
 		p, err := rag.Build(ctx, c, emb, gen, rag.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("--rag-corpus: %w", err)

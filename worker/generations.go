@@ -150,7 +150,9 @@ func (g *Generations) Run(ctx context.Context) error {
 			if ev.Name == dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
 				watching = false
 			}
-			due = filepath.Base(ev.Name) == filepath.Base(g.store.ActivePath())
+			// Any change in the index directory re-reads the pointer (a
+			// rename replaces it); an unchanged pointer costs one read.
+			due = true
 		case err, ok := <-errs:
 			if !ok {
 				errs = nil

@@ -842,7 +842,7 @@ func printDrift(w io.Writer, r drift.Report) {
 			fmt.Fprintf(w, "  run %s: %s\n", c.RunID, strings.Join(c.Changes, ", "))
 		}
 	}
-	fmt.Fprintf(w, "  settings      %s\n", grading.SettingsText(r.BaselineSettings))
+	fmt.Fprintf(w, "  settings      %s\n", grading.SettingsText(r.BaselineSettings, false))
 	if r.SettingsUnknown {
 		fmt.Fprintf(w, "NOTE: the baseline's run records no settings (the Python verdryx's, or stored before verdryx recorded them):\n"+
 			"  the window's runs are pooled whatever their settings; take a new baseline to compare runs graded alike\n")
@@ -921,7 +921,7 @@ func newRunsCmd(g *globals) *cobra.Command {
 				mean = fmt.Sprintf("%.3f", *r.MeanScore)
 			}
 			mean = fmt.Sprintf("%s (%d/%d)", mean, r.Graded, r.Cases)
-			fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %-22s  %s\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, grading.SettingsCompact(r.Settings))
+			fmt.Fprintf(stdout, "%-36s  %-20s  %-18s  %-10s  %-22s  %s\n", r.ID, r.StartedAt.Format(time.RFC3339), r.EvalSetID, r.Model, mean, grading.SettingsText(r.Settings, true))
 		}
 		return nil
 	}

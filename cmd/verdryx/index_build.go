@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -143,13 +144,13 @@ func runIndexBuild(ctx context.Context, stdout, stderr io.Writer, f *indexBuildF
 		return inputError(err)
 	}
 	store, vc := index.NewStore(f.rf.data, index.StoreOptions{}), cache.New(f.rf.data)
-	if err := store.Preflight(); err != nil { // before paying for embeddings
+	if err := vc.Preflight(); err != nil { // before paying for embeddings
 		return inputError(err)
 	}
-	if err := vc.Preflight(); err != nil {
+	removedStale, err := store.RemoveStale() // refuses an unsafe store path first
+	if errors.Is(err, index.ErrUnsafePath) {
 		return inputError(err)
 	}
-	removedStale, err := store.RemoveStale()
 	if err != nil {
 		return err
 	}

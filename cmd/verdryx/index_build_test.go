@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 )
 
 const docsFolder = "../../rag/docs/testdata/manual"
@@ -58,7 +58,7 @@ func (e *embeddingsRecorder) take() [][]string {
 func newEmbeddingsRecorder(t *testing.T) (*embeddingsRecorder, string) {
 	t.Helper()
 	rec := &embeddingsRecorder{}
-	hash := index.NewHashEmbedder(64)
+	hash := hashembed.New(64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Input []string `json:"input"`

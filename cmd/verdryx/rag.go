@@ -20,6 +20,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
@@ -103,7 +104,7 @@ func (f *ragFlags) retrievalMode(docs bool) string {
 func (f *ragFlags) newEmbedder() (index.Embedder, error) {
 	switch f.embedder {
 	case "offline":
-		return index.NewHashEmbedder(f.dims), nil
+		return hashembed.New(f.dims), nil
 	case "openai":
 		if err := f.checkKey(); err != nil {
 			return nil, err

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag/golden"
 	"github.com/verdryx/verdryx/ragask"
 )
@@ -345,7 +345,7 @@ func TestBenchIndexSmall(t *testing.T) {
 // verbatim.
 func TestOpenAIProvidersByFlag(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-fake")
-	hash := index.NewHashEmbedder(64)
+	hash := hashembed.New(64)
 	var embedCalls, chatCalls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-fake" {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/ragask"
 )
@@ -123,7 +124,7 @@ func TestServeFollowsActiveGeneration(t *testing.T) {
 	// A generation whose embedder this worker cannot rebuild (no key)
 	// becomes active: the worker keeps serving A and says why.
 	t.Setenv("OPENAI_API_KEY", "sk-fake")
-	fake := httptest.NewServer(&embedFake{hash: index.NewHashEmbedder(64)})
+	fake := httptest.NewServer(&embedFake{hash: hashembed.New(64)})
 	defer fake.Close()
 	_, errOut, code = ragRun(t, "index", "build", "--data", data, "--corpus", lampsCorpus(t, "x", 9),
 		"--embedder", "openai", "--embed-model", "fake-embed", "--openai-base-url", fake.URL+"/v1")

@@ -26,6 +26,7 @@ import (
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/ragask"
 	"github.com/verdryx/verdryx/worker"
@@ -164,7 +165,7 @@ func TestServeModelFailuresAreNeverRetried(t *testing.T) {
 type embedFake struct {
 	mu     sync.Mutex
 	inputs [][]string
-	hash   *index.HashEmbedder
+	hash   *hashembed.Embedder
 }
 
 func (f *embedFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -252,7 +253,7 @@ func askNATS(t *testing.T, nc *nats.Conn, body string) ragask.Reply {
 func TestServeAskFromOpenAIGeneration(t *testing.T) {
 	cleanEvalEnv(t)
 	t.Setenv("OPENAI_API_KEY", "sk-fake")
-	fake := &embedFake{hash: index.NewHashEmbedder(256)}
+	fake := &embedFake{hash: hashembed.New(256)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	data := t.TempDir()
@@ -312,7 +313,7 @@ func TestServeAskFromOpenAIGeneration(t *testing.T) {
 func TestServeEvalIndexGradesAgainstStoredGeneration(t *testing.T) {
 	cleanEvalEnv(t)
 	t.Setenv("OPENAI_API_KEY", "sk-fake")
-	fake := &embedFake{hash: index.NewHashEmbedder(0)}
+	fake := &embedFake{hash: hashembed.New(0)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	data := t.TempDir()
@@ -493,7 +494,7 @@ func TestServeRefusedReplyIsDeadLettered(t *testing.T) {
 func TestServeAskSpan(t *testing.T) {
 	cleanEvalEnv(t)
 	t.Setenv("OPENAI_API_KEY", "sk-fake")
-	fake := &embedFake{hash: index.NewHashEmbedder(64)}
+	fake := &embedFake{hash: hashembed.New(64)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	col := &spanCollector{}

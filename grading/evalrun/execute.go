@@ -571,7 +571,7 @@ func CheckDrift(ctx context.Context, st Store, dr DriftRequest) (drift.Report, e
 	}
 	if len(window) == 0 && len(skipped) > 0 {
 		return drift.Report{}, fmt.Errorf("%w: %w: no run of eval set %s with model %s was graded under baseline %s's settings (%s): %d skipped, %s; pass --allow-changed-settings to pool them",
-			grading.ErrBadRequest, drift.ErrChangedSettings, baseRun.EvalSetID, baseRun.Model, bl.ID, grading.SettingsText(baseRun.Settings), len(skipped), skippedText(skipped))
+			grading.ErrBadRequest, drift.ErrChangedSettings, baseRun.EvalSetID, baseRun.Model, bl.ID, grading.SettingsText(baseRun.Settings, false), len(skipped), skippedText(skipped))
 	}
 	if len(window) == 0 {
 		return drift.Report{}, fmt.Errorf("%w: no run of eval set %s with model %s since baseline %s", grading.ErrBadRequest, baseRun.EvalSetID, baseRun.Model, bl.ID)

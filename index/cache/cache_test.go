@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/provider/openai"
 )
 
@@ -147,14 +148,14 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	return c.Embedder.Embed(ctx, texts)
 }
 
-func (c *countingEmbedder) Dims() int { return c.Embedder.(*index.HashEmbedder).Dims() }
+func (c *countingEmbedder) Dims() int { return c.Embedder.(*hashembed.Embedder).Dims() }
 
 // TestCacheEmbedsOnlyWhatChanged: a second run embeds nothing, a run with
 // one text changed embeds that text only, vectors equal fresh ones; equal
 // texts are embedded once; another embedder model shares nothing.
 func TestCacheEmbedsOnlyWhatChanged(t *testing.T) {
 	c := New(t.TempDir())
-	emb := &countingEmbedder{Embedder: index.NewHashEmbedder(64)}
+	emb := &countingEmbedder{Embedder: hashembed.New(64)}
 	in := texts(300, "cached")
 	in = append(in, in[0]) // a repeat is embedded once
 	first, st, err := Embed(context.Background(), emb, in, Options{Cache: c, MaxInputs: 100})
@@ -173,11 +174,11 @@ func TestCacheEmbedsOnlyWhatChanged(t *testing.T) {
 	vecs, st, err := Embed(context.Background(), emb, edited, Options{Cache: c, MaxInputs: 100})
 	require.NoError(t, err)
 	assert.Equal(t, Stats{Texts: 301, Cached: 299, Embedded: 1, Requests: 1}, st)
-	fresh, err := index.NewHashEmbedder(64).Embed(context.Background(), []string{"an edited text"})
+	fresh, err := hashembed.New(64).Embed(context.Background(), []string{"an edited text"})
 	require.NoError(t, err)
 	assert.Equal(t, fresh[0], vecs[17])
 
-	other := &countingEmbedder{Embedder: index.NewHashEmbedder(32)}
+	other := &countingEmbedder{Embedder: hashembed.New(32)}
 	_, st, err = Embed(context.Background(), other, in[:5], Options{Cache: c})
 	require.NoError(t, err)
 	assert.Equal(t, 5, st.Embedded, "another model reads no entry of the first")
@@ -190,7 +191,7 @@ func TestCacheEmbedsOnlyWhatChanged(t *testing.T) {
 func TestCorruptEntriesAreReembedded(t *testing.T) {
 	dir := t.TempDir()
 	c := New(dir)
-	emb := &countingEmbedder{Embedder: index.NewHashEmbedder(16)}
+	emb := &countingEmbedder{Embedder: hashembed.New(16)}
 	in := texts(6, "corrupt")
 	want, _, err := Embed(context.Background(), emb, in, Options{Cache: c})
 	require.NoError(t, err)
@@ -241,7 +242,7 @@ func TestCorruptEntriesAreReembedded(t *testing.T) {
 // removed, kept ones stay readable, emptied directories go.
 func TestPrune(t *testing.T) {
 	c := New(t.TempDir())
-	emb := index.NewHashEmbedder(16)
+	emb := hashembed.New(16)
 	in := texts(40, "prune")
 	_, _, err := Embed(context.Background(), emb, in, Options{Cache: c})
 	require.NoError(t, err)
@@ -273,7 +274,7 @@ func TestPrune(t *testing.T) {
 // reports nothing.
 func TestProgressCountsWhatIsEmbedded(t *testing.T) {
 	c := New(t.TempDir())
-	emb := index.NewHashEmbedder(32)
+	emb := hashembed.New(32)
 	in := texts(250, "progress")
 	in = append(in, in[3]) // a repeat counts once
 	var (

@@ -43,22 +43,17 @@ type section struct {
 	units    []unit
 }
 
-// sections groups units by heading: a heading of level L closes every
-// open heading of level >= L.
-func sections(units []unit) []section {
-	secs, _ := sectionsFrom(nil, units)
-	return secs
-}
-
 // openHeading is a heading whose section is still open.
 type openHeading struct {
 	level int
 	title string
 }
 
-// sectionsFrom is sections for units that follow a part of the document
-// whose open headings are stack, returning the headings open after them.
-// Units before the first heading of units are a section under stack.
+// sectionsFrom groups units by heading (a heading of level L closes every
+// open heading of level >= L), for units that follow a part of the
+// document whose open headings are stack, returning the headings open
+// after them. Units before the first heading of units are a section under
+// stack.
 func sectionsFrom(stack []openHeading, units []unit) ([]section, []openHeading) {
 	titles := func() []string {
 		hs := make([]string, len(stack))

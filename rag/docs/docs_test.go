@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -100,10 +101,10 @@ func TestFolderSpansPointAtSourceBytes(t *testing.T) {
 					continue
 				}
 				words := map[string]bool{}
-				for _, w := range index.Tokenize(html.UnescapeString(got)) {
+				for _, w := range hashembed.Tokenize(html.UnescapeString(got)) {
 					words[w] = true
 				}
-				for _, w := range index.Tokenize(c.Text) {
+				for _, w := range hashembed.Tokenize(c.Text) {
 					assert.True(t, words[w], "%s: word %q is not in its span %q", c.ID, w, got)
 				}
 				for _, gone := range []string{"secret", "serif", "chart", "template", "Locks FAQ"} {
@@ -348,7 +349,7 @@ func TestCorpusFileRoundTrips(t *testing.T) {
 		}
 		return nil
 	}
-	m, _, err := rag.BuildGeneration(context.Background(), store, res.Corpus, index.NewHashEmbedder(64), rag.BuildOptions{}, each, time.Now())
+	m, _, err := rag.BuildGeneration(context.Background(), store, res.Corpus, hashembed.New(64), rag.BuildOptions{}, each, time.Now())
 	require.NoError(t, err)
 	_, path, err := store.Generation(m.ID)
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestChunksRetrieveTheirSection(t *testing.T) {
 	res := load(t, manual, Options{ChunkTokens: 60, ChunkOverlap: 10})
 	require.Greater(t, len(res.Corpus.Entries), 12)
-	p, err := rag.Build(context.Background(), res.Corpus, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{TopK: 3})
+	p, err := rag.Build(context.Background(), res.Corpus, hashembed.New(0), rag.NewExtractive(0), rag.Options{TopK: 3})
 	require.NoError(t, err)
 	for _, q := range []struct{ question, answer string }{
 		{"Which kernel version does a Linux host need for the lock service?", "kernel 5.10"},

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/docs"
 	"github.com/verdryx/verdryx/rag/golden"
@@ -78,7 +78,7 @@ func TestMarkdownBracketsAreNotCitations(t *testing.T) {
 
 	// The offline pipeline answers a question made of each chunk's own
 	// words; whatever it answers, its brackets are no citation failure.
-	p, err := rag.Build(context.Background(), c, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{TopK: 2, Retrieval: rag.RetrievalHybrid})
+	p, err := rag.Build(context.Background(), c, hashembed.New(0), rag.NewExtractive(0), rag.Options{TopK: 2, Retrieval: rag.RetrievalHybrid})
 	require.NoError(t, err)
 	k := golden.NewChecker(c)
 	answered := 0

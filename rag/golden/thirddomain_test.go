@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/golden"
 )
@@ -47,7 +47,7 @@ func TestThirdDomain(t *testing.T) {
 	cases, err := golden.Parse([]byte(brewGolden))
 	require.NoError(t, err)
 	require.NoError(t, golden.Validate(cases, c))
-	p, err := rag.Build(context.Background(), c, index.NewHashEmbedder(0), rag.NewExtractive(0), rag.Options{})
+	p, err := rag.Build(context.Background(), c, hashembed.New(0), rag.NewExtractive(0), rag.Options{})
 	require.NoError(t, err)
 	ask := func(gc golden.Case) rag.Record {
 		rec, err := p.Ask(context.Background(), gc.Question)

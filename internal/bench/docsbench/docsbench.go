@@ -19,6 +19,7 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/index/cache"
+	"github.com/verdryx/verdryx/index/hashembed"
 	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/internal/mdgen"
 	"github.com/verdryx/verdryx/rag"
@@ -164,7 +165,7 @@ func measure(ctx context.Context, o Options, mb int, dir, data string, stage fun
 	}
 	s.ParseSeconds = time.Since(t0).Seconds()
 	stage(mb, "building")
-	emb := index.NewHashEmbedder(o.Dims)
+	emb := hashembed.New(o.Dims)
 	s.EmbedderModel = emb.Model()
 	t0 = time.Now()
 	_, st, err := rag.BuildGeneration(ctx, index.NewStore(data, index.StoreOptions{}), w.Schema(), emb, rag.BuildOptions{
