@@ -40,7 +40,9 @@ func draw(model, prompt string) float64 {
 	return float64(binary.BigEndian.Uint64(h[:8])>>11) / (1 << 53)
 }
 
-func (m *modelsChat) correct(model, prompt string) bool { return draw(model, prompt) < m.accuracy[model] }
+func (m *modelsChat) correct(model, prompt string) bool {
+	return draw(model, prompt) < m.accuracy[model]
+}
 
 func (m *modelsChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req struct {
