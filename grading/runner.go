@@ -55,17 +55,20 @@ type CostLimit struct {
 
 // Run is one graded pass over an eval set.
 type Run struct {
-	ID            string     `json:"run_id"`
-	EvalSetID     string     `json:"eval_set_id"`
-	EvalSetDigest string     `json:"eval_set_digest"`
-	AgentID       string     `json:"agent_id,omitempty"`
-	Model         string     `json:"model"`
-	Judge         string     `json:"judge,omitempty"`
-	Version       string     `json:"verdryx_version"`
-	RequestID     string     `json:"request_id,omitempty"`
-	StartedAt     time.Time  `json:"started_at"`
-	FinishedAt    time.Time  `json:"finished_at"`
-	Provenance    Provenance `json:"provenance"`
+	ID            string `json:"run_id"`
+	EvalSetID     string `json:"eval_set_id"`
+	EvalSetDigest string `json:"eval_set_digest"`
+	AgentID       string `json:"agent_id,omitempty"`
+	Model         string `json:"model"`
+	Judge         string `json:"judge,omitempty"`
+	Version       string `json:"verdryx_version"`
+	RequestID     string `json:"request_id,omitempty"`
+	// ComparisonID is the model comparison (verdryx compare) that graded
+	// the run; "" for a run graded on its own.
+	ComparisonID string     `json:"comparison_id,omitempty"`
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   time.Time  `json:"finished_at"`
+	Provenance   Provenance `json:"provenance"`
 	// Settings are the settings that changed the run's scores; nil when
 	// the run records none (the Python verdryx's, or stored before
 	// settings were recorded).

@@ -155,6 +155,7 @@ type pageData struct {
 	Runs                      int
 	Quality                   []qualityView
 	Grids                     []gridView
+	Comparisons               []comparisonView
 	TraceSource               string
 	Cost                      *costView
 	CostNote                  string
@@ -226,6 +227,7 @@ func (m *model) view() (*pageData, error) {
 		v.AnswersRun, v.Answers = answers(g)
 		d.Grids = append(d.Grids, v)
 	}
+	d.Comparisons = comparisons(m.in.Runs, m.opts.PassMark)
 	switch {
 	case m.in.Traces == nil:
 		d.CostNote = "not measured: no traces given (verdryx report --traces DIR)"
@@ -518,6 +520,30 @@ footer dd{margin-left:1.2em;word-break:break-all}
 {{range .Answers}}<li><code class="case-id">{{.CaseID}}</code> <span class="state">{{.State}}</span><div class="answer">{{.Answer}}</div>{{if .Failed}}<ul class="failed">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}</li>
 {{end}}</ul></details>{{end}}
 {{else}}<p class="notmeasured">no eval runs in the store.</p>{{end}}
+</section>
+
+<section id="compare">
+<h2>Model comparisons</h2>
+<p class="units">one per verdryx compare (the runs it graded); mean score over measured cases with its 95% interval, against cost per correct answer: spend, unmeasured cases included, divided by the cases that passed (score at least {{.PassMark}}).</p>
+<p class="guide">filled dots are on the quality-cost frontier (no other model at least as good and cheaper per correct answer), joined by the dashed line; green is the best by mean, vermilion significantly worse (paired test on the cases both measured, Holm-corrected); the vertical bar is the 95% interval.</p>
+{{range .Comparisons}}
+<div class="comparison" id="cmp-{{.ID}}">
+<h3>{{.ID}} · {{.EvalSet}}</h3>
+{{if .Err}}<p class="notmeasured">not compared: {{.Err}}</p>{{else}}
+{{if .Chart}}<figure class="chart-figure" data-chart="comparison">{{.Chart}}</figure>{{end}}
+{{if .NotDrawn}}<p class="meta">not on the chart (no correct answer, or no case measured): {{range $i, $m := .NotDrawn}}{{if $i}}, {{end}}{{$m}}{{end}}</p>{{end}}
+<table class="comparison"><thead><tr><th>model</th><th>mean [95% CI]</th><th>measured</th><th>unmeasured</th><th>passed</th><th>spend</th><th>cost per correct</th><th>verdict</th><th>against the best</th><th>frontier</th></tr></thead><tbody>
+{{range .Rows}}<tr><td class="l">{{.Model}}</td><td>{{.Mean}}</td><td>{{.Measured}}</td><td>{{.Unmeasured}}</td><td>{{.Passed}}</td><td>{{.Spend}}</td><td>{{.CostPerCorrect}}</td><td class="l verdict">{{.Verdict}}</td><td class="l">{{.Test}}</td><td>{{if .Frontier}}yes{{else}}no{{end}}</td></tr>
+{{end}}</tbody></table>
+<p class="headline recommendation">{{.Recommendation}}</p>
+<ul class="why">{{range .Why}}<li>{{.}}</li>{{end}}{{range .Notes}}<li>NOTE: {{.}}</li>{{end}}</ul>
+{{with .Report.Disagreements}}<details class="disagreements"{{if le (len .) 6}} open{{end}}><summary>Cases the models disagree on ({{len .}}): one passed, another failed</summary>
+<table class="disagreements"><thead><tr><th>case</th><th>model</th><th>state</th><th>answer</th><th>failed checks</th></tr></thead><tbody>
+{{range .}}{{$case := .CaseID}}{{$n := len .Answers}}{{range $i, $a := .Answers}}<tr class="{{$a.State}}">{{if not $i}}<td class="l case-id" rowspan="{{$n}}"><code>{{$case}}</code></td>{{end}}<td class="l">{{$a.Model}}</td><td>{{$a.State}}</td><td class="l answer">{{$a.Output}}</td><td class="l">{{range $a.Failed}}{{.}}<br>{{end}}</td></tr>
+{{end}}{{end}}</tbody></table></details>{{else}}<p class="meta">the models agree on every case.</p>{{end}}
+{{end}}
+</div>
+{{else}}<p class="notmeasured">no model comparison in the store (verdryx compare SET --model A --model B makes one).</p>{{end}}
 </section>
 
 <section id="cost">

@@ -27,10 +27,11 @@ import (
 const userVersion = 1
 
 // schemaVersion is verdryx's own schema version, in verdryx_schema.
-// Version 2 added eval_runs.settings; a version-1 store is read as it is
-// (every run's settings unrecorded) and upgraded by the first open for
-// writing.
-const schemaVersion = 2
+// Version 2 added eval_runs.settings, version 3 eval_runs.comparison_id;
+// an older store is read as it is (a version-1 store's runs record no
+// settings, an older one's no comparison) and upgraded by the first open
+// for writing.
+const schemaVersion = 3
 
 // pythonDDL is the Python verdryx's schema, both generations (the second
 // added unanswered without a version bump), verbatim in its shape.
@@ -92,7 +93,8 @@ type addedColumn struct {
 //   - eval_runs: the eval set and its digest, the agent, the judge that
 //     graded llm_judge cases, the build, the eval request, the provenance
 //     (JSON); since version 2 the settings that changed the run's scores
-//     (JSON of grading.Settings; empty when not recorded).
+//     (JSON of grading.Settings; empty when not recorded); since version 3
+//     the model comparison that graded the run (empty for none).
 //   - scores (measured cases only) and unanswered (every case the run could
 //     not measure; reason is a short code, detail says why): the case's
 //     position in the set (seq), grader, duration, checks (JSON), the
@@ -129,6 +131,7 @@ func addedColumns() []addedColumn {
 		out = append(out, addedColumn{"unanswered", c[0], c[1], 1})
 	}
 	out = append(out, addedColumn{"eval_runs", "settings", "TEXT NOT NULL DEFAULT ''", 2})
+	out = append(out, addedColumn{"eval_runs", "comparison_id", "TEXT NOT NULL DEFAULT ''", 3})
 	return out
 }
 

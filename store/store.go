@@ -83,6 +83,9 @@ type Store struct {
 	// noSettings: a read-only open of an older verdryx schema without
 	// eval_runs.settings; every run reads as not recording its settings.
 	noSettings bool
+	// noComparison: a read-only open of a schema older than 3, without
+	// eval_runs.comparison_id; every run reads as graded on its own.
+	noComparison bool
 }
 
 // SchemaVersion is verdryx's own schema version (table verdryx_schema);
@@ -183,7 +186,9 @@ func (s *Store) checkReadable(ctx context.Context) error {
 	case KindCurrent:
 		return nil
 	case KindOlder:
-		s.noSettings = true // read as it is; the first open for writing upgrades it
+		// Read as it is; the first open for writing upgrades it.
+		s.noSettings = sh.Version < 2
+		s.noComparison = sh.Version < 3
 		return nil
 	case KindPython:
 		return fmt.Errorf("%w: the first verdryx command that writes to it (eval, baseline, serve) or verdryx store migrate migrates it in place, after a copy; read-only commands leave it as it is", ErrNeedsMigration)
@@ -395,10 +400,10 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 		settings = string(b)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO eval_runs
-		(id, model, started_at, finished_at, eval_set_id, eval_set_digest, agent_id, judge_id, verdryx_version, request_id, provenance, settings)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, model, started_at, finished_at, eval_set_id, eval_set_digest, agent_id, judge_id, verdryx_version, request_id, provenance, settings, comparison_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		run.ID, run.Model, formatTime(run.StartedAt), formatTime(run.FinishedAt), run.EvalSetID, run.EvalSetDigest,
-		run.AgentID, run.Judge, run.Version, run.RequestID, string(prov), settings)
+		run.AgentID, run.Judge, run.Version, run.RequestID, string(prov), settings, run.ComparisonID)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
@@ -440,14 +445,18 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 	return nil
 }
 
-// runColumns are the columns scanRun reads, in its order: settings reads
-// as empty (not recorded) from an older schema opened read-only.
+// runColumns are the columns scanRun reads, in its order: settings and
+// comparison_id read as empty (not recorded) from an older schema opened
+// read-only.
 func (s *Store) runColumns() string {
-	settings := "settings"
+	settings, comparison := "settings", "comparison_id"
 	if s.noSettings {
 		settings = "''"
 	}
-	return `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance, ` + settings
+	if s.noComparison {
+		comparison = "''"
+	}
+	return `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance, ` + settings + `, ` + comparison
 }
 
 // scanRun reads one eval_runs row of runColumns. A run the Python verdryx
@@ -458,7 +467,7 @@ func scanRun(scan func(...any) error) (grading.Run, error) {
 	var started, prov, settings string
 	var finished sql.NullString
 	if err := scan(&run.ID, &run.EvalSetID, &run.EvalSetDigest, &run.AgentID, &run.Model, &run.Judge,
-		&run.Version, &run.RequestID, &started, &finished, &prov, &settings); err != nil {
+		&run.Version, &run.RequestID, &started, &finished, &prov, &settings, &run.ComparisonID); err != nil {
 		return grading.Run{}, err
 	}
 	if settings != "" {

@@ -386,7 +386,7 @@ func TestSettingsRoundTripAndOlderSchema(t *testing.T) {
 	// Make it the schema-1 store an earlier build wrote.
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN settings; UPDATE verdryx_schema SET version = 1`)
+	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN comparison_id; ALTER TABLE eval_runs DROP COLUMN settings; UPDATE verdryx_schema SET version = 1`)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	sh, err := Inspect(ctx, path)
@@ -423,4 +423,58 @@ func TestSettingsRoundTripAndOlderSchema(t *testing.T) {
 	got, err = rw.Run(ctx, "r-after")
 	require.NoError(t, err)
 	assert.Equal(t, with.Settings, got.Settings)
+}
+
+// TestComparisonIDRoundTripAndSchema2: a run's comparison id comes back
+// as saved ("" for a run graded on its own); a store of verdryx schema 2
+// (no eval_runs.comparison_id) is read as it is, settings kept and every
+// run graded on its own, and the first open for writing adds the column
+// keeping every row.
+func TestComparisonIDRoundTripAndSchema2(t *testing.T) {
+	ctx := context.Background()
+	st, path := openTest(t)
+	in := sampleRun("r-cmp", "", t0, 1, 0)
+	in.ComparisonID = "cmp-1"
+	in.Settings = &grading.Settings{Judge: "openai:j"}
+	alone := sampleRun("r-alone", "", t0.Add(time.Minute), 1)
+	require.NoError(t, st.SaveRun(ctx, in))
+	require.NoError(t, st.SaveRun(ctx, alone))
+	got, err := st.Run(ctx, "r-cmp")
+	require.NoError(t, err)
+	assert.Equal(t, "cmp-1", got.ComparisonID)
+	got, err = st.Run(ctx, "r-alone")
+	require.NoError(t, err)
+	assert.Equal(t, "", got.ComparisonID)
+	require.NoError(t, st.Close())
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN comparison_id; UPDATE verdryx_schema SET version = 2`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	sh, err := Inspect(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, KindOlder, sh.Kind)
+	assert.Equal(t, 2, sh.Version)
+
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	require.NoError(t, err, "a read-only open reads schema 2 as it is")
+	got, err = ro.Run(ctx, "r-cmp")
+	require.NoError(t, err)
+	assert.Equal(t, "", got.ComparisonID, "schema 2 recorded no comparison")
+	assert.Equal(t, in.Settings, got.Settings, "schema 2's settings are still read")
+	require.NoError(t, ro.Close())
+
+	rw, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer rw.Close()
+	sh, err = Inspect(ctx, path)
+	require.NoError(t, err)
+	assert.Equal(t, KindCurrent, sh.Kind, "the first open for writing upgrades it")
+	assert.Equal(t, 2, sh.Rows["eval_runs"])
+	in.ID = "r-after"
+	require.NoError(t, rw.SaveRun(ctx, in))
+	got, err = rw.Run(ctx, "r-after")
+	require.NoError(t, err)
+	assert.Equal(t, "cmp-1", got.ComparisonID)
 }

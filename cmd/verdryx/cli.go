@@ -186,6 +186,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newIndexCmd(g),
 		newAskCmd(g),
 		newEvalCmd(g),
+		newCompareCmd(g),
 		newBaselineCmd(g),
 		newBaselinesCmd(g),
 		newDriftCmd(g),

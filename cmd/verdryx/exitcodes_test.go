@@ -165,6 +165,8 @@ func TestExitCodes(t *testing.T) {
 		{"eval ok", []string{"eval", "--db", db, v1}, exitOK, ""},
 		{"eval fail-under", []string{"eval", "--db", db, "--fail-under", "0.5", v2}, exitFailure, ""},
 		{"eval empty set", []string{"eval", "--db", db, empty}, exitUsage, "is empty"},
+		{"compare one model", []string{"compare", "--db", db, "--model", "stub", v1}, exitUsage, "at least two --model"},
+		{"compare empty set", []string{"compare", "--db", db, "--model", "stub", "--model", "openai:x", empty}, exitUsage, "is empty"},
 		{"eval db in a missing directory", []string{"eval", "--db", filepath.Join(absent, "v.db"), v1}, exitUsage, "does not exist"},
 		{"eval bad otlp url", []string{"eval", "--db", db, "--otlp", "notaurl", v1}, exitUsage, "--otlp"},
 		{"eval otlp collector down", []string{"eval", "--db", filepath.Join(dir, "otlp.db"), "--otlp", deadHTTP, v1}, exitService, "export spans"},

@@ -434,22 +434,37 @@ func pairedTest(baseRun grading.Run, window []grading.Run, opts Options) *Paired
 	for i, id := range ids {
 		deltas[i] = sum[id]/float64(n[id]) - baseByCase[id]
 	}
-	obs := stat.Mean(deltas, nil)
-	p := &PairedTest{Cases: len(ids), MeanDelta: obs}
+	p := Paired(deltas, opts.Resamples, opts.Seed)
+	return &p
+}
 
-	rng := rand.New(rand.NewPCG(opts.Seed, 2))
-	boot := make([]float64, opts.Resamples)
+// Paired is the paired test of per-case deltas (one value per case, in a
+// fixed order: the order reaches the draws): their mean, its 95% bootstrap
+// interval (cases resampled with replacement, resamples draws from the PCG
+// stream (seed, 2), sorted indices int(0.025*B) and min(int(0.975*B), B-1))
+// and the two-sided sign-flip permutation p-value (hits+1)/(resamples+1)
+// (stream (seed, 3); a tie with the observed statistic is a hit). deltas
+// must hold at least one value; resamples <= 0 means DefaultResamples.
+func Paired(deltas []float64, resamples int, seed uint64) PairedTest {
+	if resamples <= 0 {
+		resamples = DefaultResamples
+	}
+	obs := stat.Mean(deltas, nil)
+	p := PairedTest{Cases: len(deltas), MeanDelta: obs}
+
+	rng := rand.New(rand.NewPCG(seed, 2))
+	boot := make([]float64, resamples)
 	for i := range boot {
 		boot[i] = resampleMean(deltas, rng)
 	}
 	sort.Float64s(boot)
-	lo, hi := percentileIdx(opts.Resamples)
+	lo, hi := percentileIdx(resamples)
 	p.CILow, p.CIHigh = boot[lo], boot[hi]
 
-	rng = rand.New(rand.NewPCG(opts.Seed, 3))
+	rng = rand.New(rand.NewPCG(seed, 3))
 	hits := 0
 	const eps = 1e-12 // ties with the observed statistic count as hits
-	for range opts.Resamples {
+	for range resamples {
 		s := 0.0
 		for _, d := range deltas {
 			if rng.IntN(2) == 0 {
@@ -462,7 +477,7 @@ func pairedTest(baseRun grading.Run, window []grading.Run, opts Options) *Paired
 			hits++
 		}
 	}
-	p.PValue = float64(hits+1) / float64(opts.Resamples+1)
+	p.PValue = float64(hits+1) / float64(resamples+1)
 	return p
 }
 

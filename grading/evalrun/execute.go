@@ -89,6 +89,9 @@ type Request struct {
 	// RunID, when set, is the new run's id (an in-process caller that
 	// prints it before grading); "" makes one. Not serialised.
 	RunID string `json:"-"`
+	// ComparisonID, when set, is recorded on the run: the model
+	// comparison it is graded for (Compare). Not serialised.
+	ComparisonID string `json:"-"`
 }
 
 // Deps are the collaborators of Execute. Store, Events and Spans may be nil
@@ -339,6 +342,7 @@ func (p *Plan) Grade(ctx context.Context, runID string) (Result, error) {
 		return Result{}, err
 	}
 	run.RequestID = p.req.RequestID
+	run.ComparisonID = p.req.ComparisonID
 	if p.typed != nil {
 		grading.RedactRun(&run, p.typed.Client.Redactor())
 	} else {

@@ -50,6 +50,47 @@ type Message struct {
 // typryx left unanswered with its reason and answer id); every case
 // carries its model output in system-out.
 func Write(w io.Writer, r grading.RunSummary, passMark float64) error {
+	return write(w, NewSuite(r, passMark, r.EvalSetID))
+}
+
+// Suites is several runs as JUnit XML, a testsuite each.
+type Suites struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	Suites  []Suite  `xml:"testsuite"`
+}
+
+// WriteComparison writes the runs of a model comparison as JUnit XML: a
+// testsuite per model named "<eval set> @ <model>", one testcase per
+// case and model (classname "<eval set>.<model>.<grader>"), each as
+// Write makes it.
+func WriteComparison(w io.Writer, name string, runs []grading.RunSummary, passMark float64) error {
+	all := Suites{Name: name}
+	for _, r := range runs {
+		s := NewSuite(r, passMark, r.EvalSetID+"."+r.Model)
+		s.Name = r.EvalSetID + " @ " + r.Model
+		all.Suites = append(all.Suites, s)
+	}
+	return write(w, all)
+}
+
+func write(w io.Writer, v any) error {
+	out, err := xml.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	if _, err := w.Write(append(out, '\n')); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	return nil
+}
+
+// NewSuite is run r as a testsuite (see Write); class prefixes each
+// testcase's classname.
+func NewSuite(r grading.RunSummary, passMark float64, class string) Suite {
 	suite := Suite{
 		Name:  r.EvalSetID,
 		Tests: r.Cases,
@@ -57,7 +98,7 @@ func Write(w io.Writer, r grading.RunSummary, passMark float64) error {
 		Props: []Prop{{"run_id", r.ID}, {"model", r.Model}, {"eval_set_digest", r.EvalSetDigest}},
 	}
 	for _, s := range r.Scores {
-		jc := Case{Name: s.CaseID, Classname: r.EvalSetID + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
+		jc := Case{Name: s.CaseID, Classname: class + "." + s.Grader, Time: fmt.Sprintf("%.3f", s.Duration.Seconds()),
 			SystemOut: s.Output}
 		switch {
 		case s.Unanswered():
@@ -82,15 +123,5 @@ func Write(w io.Writer, r grading.RunSummary, passMark float64) error {
 		}
 		suite.Cases = append(suite.Cases, jc)
 	}
-	out, err := xml.MarshalIndent(suite, "", "  ")
-	if err != nil {
-		return fmt.Errorf("junit: %w", err)
-	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return fmt.Errorf("junit: %w", err)
-	}
-	if _, err := w.Write(append(out, '\n')); err != nil {
-		return fmt.Errorf("junit: %w", err)
-	}
-	return nil
+	return suite
 }
