@@ -41,7 +41,6 @@ func Normalize(v []float32) ([]float32, error) {
 	return out, nil
 }
 
-
 // dotGeneric returns the dot product of a and b (len(b) >= len(a)) with
 // eight interleaved float32 accumulators: the portable kernel.
 func dotGeneric(a, b []float32) float32 {
