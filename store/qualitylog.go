@@ -389,3 +389,14 @@ func (s *Store) LogSeq(ctx context.Context, id string) (uint64, error) {
 	}
 	return uint64(max(seq.Int64, 0)), nil
 }
+
+// SkipLog moves the store's position past seq without applying anything:
+// the record there is not one a verdryx store can ever apply (it does not
+// decode as a log record). A seq at or before the position does nothing.
+func (s *Store) SkipLog(ctx context.Context, seq, last uint64, now time.Time) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE quality_log SET missed = missed + ?1 - applied_seq - 1, applied_seq = ?1,
+		last_seq = max(last_seq, ?1, ?2), checked_at = ?3 WHERE id = 1 AND applied_seq < ?1`, seq, last, formatTime(now)); err != nil {
+		return fmt.Errorf("pass over log record %d: %w", seq, err)
+	}
+	return nil
+}
