@@ -140,9 +140,6 @@ type Options struct {
 	// the store to apply the fleet's quality log (serve --catch-up-wait);
 	// 0 means evalreq.DefaultCatchUpWait.
 	CatchUpWait time.Duration
-	// EvalAfterCommit, when set, runs after an eval run is committed and
-	// before it is recorded on the quality log (a test seam).
-	EvalAfterCommit func(requestID, runID string)
 	// Roots are the directories eval-set paths in messages may resolve
 	// under; empty means <DataDir>/eval.
 	Roots []string

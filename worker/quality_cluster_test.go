@@ -38,9 +38,10 @@ const qualitySet = `{"id":"qset","cases":[{"id":"a","prompt":"q-a","expected":"a
 func startQualityWorker(t *testing.T, url, dir, instance string, s streams.Subjects, after func(string, string)) (stop func() error) {
 	t.Helper()
 	w, err := New(Options{DataDir: dir, NATSURL: url, Instance: instance, Subjects: s, StartTimeout: 2 * time.Minute,
-		CatchUpWait: 20 * time.Second, EvalAfterCommit: after, Logger: jstest.Logger(t),
+		CatchUpWait: 20 * time.Second, Logger: jstest.Logger(t),
 		NATSOptions: []nats.Option{nats.ReconnectWait(50 * time.Millisecond)}})
 	require.NoError(t, err)
+	w.evalAfterCommit = after
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

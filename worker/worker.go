@@ -54,6 +54,9 @@ import (
 type Worker struct {
 	opts Options
 	out  outputs
+	// evalAfterCommit, when set (by tests in this package), runs after an
+	// eval run is committed and before it is recorded on the quality log.
+	evalAfterCommit func(requestID, runID string)
 }
 
 // New checks opts, fills their defaults and returns a worker. It opens
@@ -559,7 +562,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
 		Files: &confine.Reader{Roots: r.roots, MaxBytes: o.FilesMaxBytes, Timeout: o.FilesTimeout}, Replies: o.Replies, Models: llm.Models(o.Models), Allowed: o.AllowModels, Judge: o.Judge,
 		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
-		Quality: r.quality, CatchUpWait: o.CatchUpWait, AfterCommit: o.EvalAfterCommit,
+		Quality: r.quality, CatchUpWait: o.CatchUpWait, AfterCommit: r.w.evalAfterCommit,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			if run := res.Run; !run.FinishedAt.IsZero() {
