@@ -104,7 +104,47 @@ type Reply struct {
 	// could be graded (every model or judge call failed); the run is
 	// stored all the same and is never graded again.
 	Warning string `json:"warning,omitempty"`
+	// History says, for a request with a drift check on a worker sharing
+	// the fleet's quality log, how far the store had applied the log when
+	// the check ran (omitted otherwise, and on a replayed answer).
+	History *History `json:"history,omitempty"`
 }
+
+// History is how much of the fleet's quality history a drift check saw.
+type History struct {
+	// CaughtUp is true when the store had applied every record the log
+	// held when the request arrived; else Behind records were missing
+	// after waiting Waited (Options.CatchUpWait), or Error says why the
+	// log could not be read.
+	CaughtUp bool   `json:"caught_up"`
+	Behind   uint64 `json:"behind,omitempty"`
+	Waited   string `json:"waited,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// note is the History's part of a reply's warning ("" when caught up).
+func (h *History) note() string {
+	switch {
+	case h == nil || h.CaughtUp:
+		return ""
+	case h.Error != "":
+		return "drift checked against this worker's store alone: the quality log could not be read (" + h.Error + ")"
+	}
+	return fmt.Sprintf("drift checked against this worker's store %d records behind the fleet's quality log (waited %s for it to catch up)", h.Behind, h.Waited)
+}
+
+// QualityLog is the fleet's quality log as the handler uses it
+// (qualitylog.Log).
+type QualityLog interface {
+	// Publish records a stored run (kind "run") on the log, idempotently.
+	Publish(ctx context.Context, kind, id string) (uint64, error)
+	// CatchUp waits, at most bound, for the store to apply the log as it
+	// is now; it returns how many records the store is still behind.
+	CatchUp(ctx context.Context, bound time.Duration) (uint64, error)
+}
+
+// DefaultCatchUpWait is Options.CatchUpWait's default.
+const DefaultCatchUpWait = 5 * time.Second
 
 // warning is the Reply.Warning of a result: a run the cost cap stopped,
 // a run with no case graded.
@@ -182,6 +222,17 @@ type Options struct {
 	// MaxCostUSD bounds every request's cap (CostCap); 0 means a request
 	// runs under the cap it asks for, or none.
 	MaxCostUSD float64
+	// Quality, when set, is the fleet's quality log: every committed run
+	// is recorded on it before the request is acknowledged (a run
+	// committed by an attempt that died first is recorded by the next
+	// one), and a drift check first waits, at most CatchUpWait
+	// (DefaultCatchUpWait when 0), for the store to apply it.
+	Quality     QualityLog
+	CatchUpWait time.Duration
+	// AfterCommit, when set, runs after a run is committed to the store
+	// and before it is recorded on the log (a test seam: crash tests stop
+	// the process there).
+	AfterCommit func(requestID, runID string)
 }
 
 // NewHandler returns a handler that grades eval requests with deps,
@@ -192,6 +243,9 @@ func NewHandler(st *store.Store, deps evalrun.Deps, nc *nats.Conn, opts Options)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.CatchUpWait <= 0 {
+		opts.CatchUpWait = DefaultCatchUpWait
 	}
 	return &Handler{store: st, deps: deps, nc: nc, opts: opts}
 }
@@ -237,7 +291,11 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 		return pull.Transient("eval request lookup", err)
 	}
 	if seen && rec.State == store.RequestDone {
-		return h.finish(ctx, req, rec, false)
+		return h.finish(ctx, req, rec, false, nil)
+	}
+	var hist *History
+	if req.BaselineID != "" && h.opts.Quality != nil {
+		hist = h.catchUp(ctx)
 	}
 	deps, err := h.requestDeps(req)
 	if err != nil {
@@ -278,7 +336,7 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 			return pull.Transient("record eval request", err)
 		}
 		if rec.State == store.RequestDone { // finished meanwhile
-			return h.finish(ctx, req, rec, false)
+			return h.finish(ctx, req, rec, false, nil)
 		}
 	}
 	rec.RunID = runID
@@ -310,14 +368,17 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	if err := h.store.CommitRequest(ctx, req.RequestID, res.Run.Run, raw, h.now()); err != nil {
 		if errors.Is(err, store.ErrAlreadyDone) {
 			if rec, _, err = h.store.EvalRequestState(ctx, req.RequestID); err == nil {
-				return h.finish(ctx, req, rec, false)
+				return h.finish(ctx, req, rec, false, nil)
 			}
 		}
 		return pull.Transient("commit eval run", err)
 	}
+	if h.opts.AfterCommit != nil {
+		h.opts.AfterCommit(req.RequestID, rec.RunID)
+	}
 	evalrun.Spans(ctx, h.deps.Spans, res, gradeStart, h.now())
 	rec.State, rec.Result, rec.Emitted = store.RequestDone, raw, 0
-	if err := h.finish(ctx, req, rec, true); err != nil {
+	if err := h.finish(ctx, req, rec, true, hist); err != nil {
 		return err
 	}
 	if journal != nil {
@@ -349,7 +410,7 @@ func (h *Handler) refuseOrRetry(req Request, err error) error {
 // finish emits the committed result's events not yet emitted, then
 // replies. An event that cannot be emitted fails the delivery
 // transiently: the redelivery emits from there.
-func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest, fresh bool) error {
+func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest, fresh bool, hist *History) error {
 	var res evalrun.Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
 		return pull.Permanent("stored eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
@@ -376,6 +437,14 @@ func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest
 	if err != nil {
 		return pull.Permanent("encode eval result", err)
 	}
+	// The run goes on the fleet's log before anything says the request is
+	// done: a worker dying before this line leaves the request
+	// unacknowledged, and whoever runs it next records the run.
+	if h.opts.Quality != nil && rec.RunID != "" {
+		if _, err := h.opts.Quality.Publish(ctx, store.KindRun, rec.RunID); err != nil {
+			return pull.Transient("record eval run on the quality log", err)
+		}
+	}
 	// Only now, with the run committed and every event emitted, may another
 	// worker answer this request from the claim.
 	if h.opts.Claims != nil {
@@ -387,8 +456,27 @@ func (h *Handler) finish(ctx context.Context, req Request, rec store.EvalRequest
 	if !replayed && h.opts.OnResult != nil {
 		h.opts.OnResult(req, res)
 	}
-	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed, Warning: warning(res)})
+	warn := warning(res)
+	if n := hist.note(); n != "" {
+		warn = strings.TrimPrefix(warn+"; "+n, "; ")
+	}
+	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: raw, Replayed: replayed, Warning: warn, History: hist})
 	return nil
+}
+
+// catchUp waits, at most CatchUpWait, for the store to apply the quality
+// log, and says how far it got.
+func (h *Handler) catchUp(ctx context.Context) *History {
+	behind, err := h.opts.Quality.CatchUp(ctx, h.opts.CatchUpWait)
+	switch {
+	case err != nil:
+		h.logger().Warn("drift check: quality log unreadable; checking against the store as it is", "err", err)
+		return &History{Error: err.Error()}
+	case behind > 0:
+		h.logger().Warn("drift check: store still behind the quality log", "behind", behind, "waited", h.opts.CatchUpWait)
+		return &History{Behind: behind, Waited: h.opts.CatchUpWait.String()}
+	}
+	return &History{CaughtUp: true}
 }
 
 // validate checks the request and resolves its eval set path under the

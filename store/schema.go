@@ -27,10 +27,11 @@ import (
 const userVersion = 1
 
 // schemaVersion is verdryx's own schema version, in verdryx_schema.
-// Version 2 added eval_runs.settings, version 3 eval_runs.comparison_id;
-// an older store is read as it is (a version-1 store's runs record no
-// settings, an older one's no comparison) and upgraded by the first open
-// for writing.
+// Version 2 added eval_runs.settings; version 3 eval_runs.comparison_id
+// and the quality log's tables (quality_log, quality_records: logDDL). An
+// older store is read as it is (a version-1 store's runs record no
+// settings, an older one's no comparison, and it knows no log position)
+// and upgraded by the first open for writing.
 const schemaVersion = 3
 
 // pythonDDL is the Python verdryx's schema, both generations (the second
@@ -156,6 +157,35 @@ CREATE TABLE IF NOT EXISTS eval_requests (
 	emitted    INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS verdryx_schema (version INTEGER NOT NULL);
+`
+
+// logDDL (schema 3) is the store's place in the fleet's quality log
+// (docs/formats.md): quality_log's one row is how far the store has
+// applied the log (applied_seq, in the same transaction as the rows each
+// record brought), the log's last sequence when last looked (last_seq)
+// and how many records the log had pruned before this store read them
+// (missed); quality_records names every run and baseline the store knows
+// the log place of: seq is its log sequence, NULL while it is only in this
+// store (committed here, not yet read back from the log). Upgrading a
+// store lists its runs, then its baselines, as not yet on the log, so a
+// worker offers them to the fleet.
+const logDDL = `
+CREATE TABLE IF NOT EXISTS quality_log (
+	id          INTEGER PRIMARY KEY CHECK (id = 1),
+	applied_seq INTEGER NOT NULL DEFAULT 0,
+	last_seq    INTEGER NOT NULL DEFAULT 0,
+	missed      INTEGER NOT NULL DEFAULT 0,
+	checked_at  TEXT NOT NULL DEFAULT ''
+);
+INSERT OR IGNORE INTO quality_log (id) VALUES (1);
+CREATE TABLE IF NOT EXISTS quality_records (
+	id   TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	seq  INTEGER
+);
+CREATE INDEX IF NOT EXISTS quality_records_pending ON quality_records (seq) WHERE seq IS NULL;
+INSERT OR IGNORE INTO quality_records (id, kind) SELECT id, 'run' FROM eval_runs ORDER BY started_at, rowid;
+INSERT OR IGNORE INTO quality_records (id, kind) SELECT id, 'baseline' FROM baselines ORDER BY created_at, rowid;
 `
 
 // Kind is what a file holds, as Inspect reads it.
@@ -356,6 +386,9 @@ func upgrade(ctx context.Context, tx *sql.Tx) error {
 	}
 	if _, err := tx.ExecContext(ctx, ownDDL); err != nil {
 		return fmt.Errorf("create verdryx's tables: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, logDDL); err != nil {
+		return fmt.Errorf("create the quality log's tables: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM verdryx_schema"); err != nil {
 		return fmt.Errorf("stamp verdryx_schema: %w", err)

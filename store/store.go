@@ -86,6 +86,9 @@ type Store struct {
 	// noComparison: a read-only open of a schema older than 3, without
 	// eval_runs.comparison_id; every run reads as graded on its own.
 	noComparison bool
+	// noLog: a read-only open of a schema older than 3, without the
+	// quality log's tables; the store knows no log position.
+	noLog bool
 }
 
 // SchemaVersion is verdryx's own schema version (table verdryx_schema);
@@ -187,8 +190,7 @@ func (s *Store) checkReadable(ctx context.Context) error {
 		return nil
 	case KindOlder:
 		// Read as it is; the first open for writing upgrades it.
-		s.noSettings = sh.Version < 2
-		s.noComparison = sh.Version < 3
+		s.noSettings, s.noComparison, s.noLog = sh.Version < 2, sh.Version < 3, sh.Version < 3
 		return nil
 	case KindPython:
 		return fmt.Errorf("%w: the first verdryx command that writes to it (eval, baseline, serve) or verdryx store migrate migrates it in place, after a copy; read-only commands leave it as it is", ErrNeedsMigration)
@@ -441,6 +443,9 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 		if err != nil {
 			return fmt.Errorf("save run %s: case %s: %w", run.ID, sc.CaseID, err)
 		}
+	}
+	if err := notLogged(ctx, tx, KindRun, run.ID); err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
 	return nil
 }
@@ -752,8 +757,7 @@ func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Tim
 	defer tx.Rollback()
 	var q *sql.Row
 	if spec.Label != "" {
-		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
-			WHERE label = ? ORDER BY created_at DESC, rowid DESC LIMIT 1`, spec.Label)
+		q = tx.QueryRowContext(ctx, `SELECT b.id, b.eval_run_id, b.mean_score, b.created_at, b.label FROM baselines b `+s.labelOrder("WHERE b.label = ?"), spec.Label)
 	} else {
 		q = tx.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
 			WHERE eval_run_id = ? AND label = '' ORDER BY created_at, rowid LIMIT 1`, spec.RunID)
@@ -773,6 +777,9 @@ func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Tim
 	p.Created = true
 	if _, err := tx.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
 		p.ID, p.RunID, p.MeanScore, formatTime(p.CreatedAt), p.Label); err != nil {
+		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
+	}
+	if err := notLogged(ctx, tx, KindBaseline, p.ID); err != nil {
 		return Put{}, fmt.Errorf("baseline of run %s: %w", spec.RunID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -797,10 +804,11 @@ func scanBaseline(scan func(...any) error) (drift.Baseline, error) {
 }
 
 // Baseline loads a baseline by id, else the newest baseline with that
-// label; neither is ErrNotFound. An id wins over an equal label.
+// label (labelOrder: the latest in the quality log); neither is
+// ErrNotFound. An id wins over an equal label.
 func (s *Store) Baseline(ctx context.Context, idOrLabel string) (drift.Baseline, error) {
-	b, err := scanBaseline(s.db.QueryRowContext(ctx, `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines
-		WHERE id = ?1 OR (label = ?1 AND label <> '') ORDER BY id = ?1 DESC, created_at DESC, rowid DESC LIMIT 1`, idOrLabel).Scan)
+	b, err := scanBaseline(s.db.QueryRowContext(ctx, `SELECT b.id, b.eval_run_id, b.mean_score, b.created_at, b.label FROM baselines b `+
+		s.labelOrder("WHERE b.id = ?1 OR (b.label = ?1 AND b.label <> '')", "b.id = ?1 DESC"), idOrLabel).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return drift.Baseline{}, fmt.Errorf("baseline %q (no baseline has this id or label; verdryx baselines lists them): %w", idOrLabel, ErrNotFound)
 	}

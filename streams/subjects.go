@@ -19,6 +19,10 @@ type Subjects struct {
 	Events       string // verdryx publishes its envelopes on Events.<instance> (stream EventsStream)
 	Tail         string // envelopes read by the tailer are forwarded here (stream EventsStream)
 	DeadLetter   string // terminated messages with their reason (stream DeadLetterStream)
+	// Quality is the base of the fleet's quality log: every committed run
+	// and baseline on Quality.run and Quality.baseline (stream
+	// QualityStream, EnsureQuality).
+	Quality string
 	// Partitions is the partition count of the traces subject: records go
 	// to Traces.<p> (see tracemsg.PartitionOf); records published to the bare
 	// Traces subject are routed there by the worker. 0 means
@@ -41,11 +45,19 @@ type Subjects struct {
 	// message-id deduplication; 0 means DuplicateWindow. Retention, when
 	// set, must be at least as long. Like Retention, only `serve` sets it.
 	DuplicateWindow time.Duration
+	// QualityRetention is the longest the quality log keeps a record
+	// (MaxAge): 0 leaves an existing log's limit as it is and creates a
+	// new one that keeps every record. A store that has applied a record
+	// keeps its rows whatever the log prunes; a store that starts after
+	// the log pruned records never gets them (its position counts them
+	// as missed).
+	QualityRetention time.Duration
 
 	TracesStream     string
 	EvalStream       string
 	EventsStream     string
 	DeadLetterStream string
+	QualityStream    string
 }
 
 // Retention defaults of `serve` (see Subjects.Retention).
@@ -67,11 +79,13 @@ func DefaultSubjects() Subjects {
 		Events:           "verdryx.events",
 		Tail:             "verdryx.tail.events",
 		DeadLetter:       "verdryx.deadletter",
+		Quality:          "verdryx.quality",
 		Partitions:       tracemsg.DefaultPartitions,
 		TracesStream:     "VERDRYX_TRACES",
 		EvalStream:       "VERDRYX_EVAL",
 		EventsStream:     "VERDRYX_EVENTS",
 		DeadLetterStream: "VERDRYX_DEADLETTER",
+		QualityStream:    "VERDRYX_QUALITY",
 	}
 }
 
@@ -152,4 +166,39 @@ func (s Subjects) PartitionCount() int {
 		return tracemsg.DefaultPartitions
 	}
 	return s.Partitions
+}
+
+// EnsureQuality creates (or updates) the quality log's stream,
+// QualityStream over Quality.>, with the streams' replicas, duplicate
+// window (records carry their run or baseline id as message id) and
+// QualityRetention. Like EnsureStreams it is idempotent, and a client
+// that sets no retention leaves the log's as it is.
+func EnsureQuality(ctx context.Context, js jetstream.JetStream, s Subjects) (jetstream.Stream, error) {
+	s = s.WithQuality()
+	dup, want := s.DuplicateWindow, s.DuplicateWindow
+	if dup == 0 {
+		dup, want = -1, DuplicateWindow
+	}
+	if s.QualityRetention < 0 || (s.QualityRetention != 0 && s.QualityRetention < want) {
+		return nil, fmt.Errorf("quality log retention %s is shorter than its duplicate window (%s)", s.QualityRetention, want)
+	}
+	st, err := ensureStream(ctx, js, jetstream.StreamConfig{Name: s.QualityStream, Subjects: []string{s.Quality + ".>"},
+		Storage: jetstream.FileStorage, Duplicates: dup, MaxAge: s.QualityRetention, MaxBytes: -1, Replicas: max(s.Replicas, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", s.QualityStream, err)
+	}
+	return st, nil
+}
+
+// WithQuality is s with the quality log's subject and stream names filled
+// from DefaultSubjects where unset.
+func (s Subjects) WithQuality() Subjects {
+	d := DefaultSubjects()
+	if s.Quality == "" {
+		s.Quality = d.Quality
+	}
+	if s.QualityStream == "" {
+		s.QualityStream = d.QualityStream
+	}
+	return s
 }

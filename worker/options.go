@@ -136,6 +136,10 @@ type Options struct {
 	// runs under this one (evalreq.CostCap); 0 means no bound. With a
 	// bound, every allowed model and the judge must have a price.
 	MaxCostUSD float64
+	// CatchUpWait bounds how long an eval request's drift check waits for
+	// the store to apply the fleet's quality log (serve --catch-up-wait);
+	// 0 means evalreq.DefaultCatchUpWait.
+	CatchUpWait time.Duration
 	// Roots are the directories eval-set paths in messages may resolve
 	// under; empty means <DataDir>/eval.
 	Roots []string

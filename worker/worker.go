@@ -38,6 +38,7 @@ import (
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/qualitylog"
 	"github.com/verdryx/verdryx/ragask"
 	"github.com/verdryx/verdryx/redact"
 	"github.com/verdryx/verdryx/segment"
@@ -53,6 +54,9 @@ import (
 type Worker struct {
 	opts Options
 	out  outputs
+	// evalAfterCommit, when set (by tests in this package), runs after an
+	// eval run is committed and before it is recorded on the quality log.
+	evalAfterCommit func(requestID, runID string)
 }
 
 // New checks opts, fills their defaults and returns a worker. It opens
@@ -270,6 +274,7 @@ type running struct {
 	traces   jetstream.Consumer // the bare traces subject (routed)
 	eval     jetstream.Consumer
 	fleet    *fleet.Fleet
+	quality  *qualitylog.Log
 	lease    *lease.Lease
 	chain    *producer.NATSChain
 	fileW    *envelope.Writer
@@ -341,6 +346,17 @@ func (r *running) connect(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+
+	// The fleet's quality log, which the store follows (actors).
+	if err := r.start.do(ctx, "quality log", func(ctx context.Context) (err error) {
+		r.quality, err = qualitylog.Open(ctx, r.js, o.Subjects, r.st, qualitylog.Options{Logger: o.Logger})
+		return err
+	}); err != nil {
+		return err
+	}
+	r.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "verdryx_quality_log_lag_messages",
+		Help: "Records of the fleet's quality log this worker's store has not applied yet, as last seen."},
+		func() float64 { return float64(r.quality.Lag()) }))
 
 	// The instance id: one live worker per id (its chain subject). The
 	// lease renews itself from here on, whatever start-up still does.
@@ -444,6 +460,19 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 		g.Add(func() error { return p.Run(cctx) }, func(error) { cancel() })
 	}
 
+	// The quality log: the store applies it, its own records included, and
+	// what the store committed but the log does not hold yet (a run whose
+	// worker died before recording it, baselines made on the store's
+	// file) is published.
+	{
+		qctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return r.quality.Follow(qctx) }, func(error) { cancel() })
+	}
+	{
+		pctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { r.publishPending(pctx); return nil }, func(error) { cancel() })
+	}
+
 	// RAG asks.
 	if err := r.asks(ctx, g); err != nil {
 		return err
@@ -533,6 +562,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	evalH := evalreq.NewHandler(r.st, r.deps, r.nc, evalreq.Options{Roots: r.roots, Logger: o.Logger, Claims: claims,
 		Files: &confine.Reader{Roots: r.roots, MaxBytes: o.FilesMaxBytes, Timeout: o.FilesTimeout}, Replies: o.Replies, Models: llm.Models(o.Models), Allowed: o.AllowModels, Judge: o.Judge,
 		Index: index.NewStore(o.DataDir, index.StoreOptions{Logger: o.Logger}), Providers: o.Providers, MaxCostUSD: o.MaxCostUSD,
+		Quality: r.quality, CatchUpWait: o.CatchUpWait, AfterCommit: r.w.evalAfterCommit,
 		OnResult: func(req evalreq.Request, res evalrun.Result) {
 			r.metrics.EvalRuns.WithLabelValues("ok").Inc()
 			if run := res.Run; !run.FinishedAt.IsZero() {
@@ -796,4 +826,27 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 		}
 	}
 	return failedSegs, nil
+}
+
+// pendingEvery is how often the worker publishes what its store
+// committed but the quality log does not hold yet.
+const pendingEvery = 2 * time.Second
+
+// publishPending publishes the store's records not yet on the quality
+// log, at once and every pendingEvery, until ctx is done.
+func (r *running) publishPending(ctx context.Context) {
+	t := time.NewTicker(pendingEvery)
+	defer t.Stop()
+	for {
+		if n, err := r.quality.PublishPending(ctx); err != nil && ctx.Err() == nil {
+			r.w.opts.Logger.Warn("quality log: publishing the store's unrecorded runs and baselines", "published", n, "err", err)
+		} else if n > 0 {
+			r.w.opts.Logger.Info("quality log: recorded the store's runs and baselines it did not hold", "records", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/verdryx/verdryx/grading/junit"
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/qualitylog"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -640,22 +641,41 @@ func newBaselineCmd(g *globals) *cobra.Command {
 			"A label names the newest baseline that carries it: the same run and label again answers the existing baseline\n" +
 			"(no new one); a label given to another run moves to the new baseline, and the old one keeps its id and label.\n" +
 			"drift --baseline takes the id or the label. The first line is \"Baseline <id>  (run=<run>, mean_score=<mean>)\",\n" +
-			"as the Python verdryx prints it.",
+			"as the Python verdryx prints it.\n" +
+			"With --nats the store first catches up from the fleet's quality log (so a run any worker graded can be named),\n" +
+			"and the baseline is recorded on the log, so every store has it; the log orders baselines, and a label names the\n" +
+			"latest in the log: when another worker's baseline of the same label lands after this one, it says so.",
 	}
 	fs := cmd.Flags()
 	db := addDBFlag(fs)
 	label := fs.String("label", "", "a label for the baseline, e.g. v1 (drift --baseline accepts it)")
 	asJSON := fs.Bool("json", false, "print the baseline as JSON")
+	nf := addNATSFlags(fs, "", "NATS server URL of the fleet: catch the store up from its quality log and record the baseline there")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 		if len(pos) != 1 {
 			return usageErrorf("baseline: want exactly one RUN_ID, have %d arguments", len(pos))
 		}
-		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, storeWriteExisting)
+		mode := storeWriteExisting
+		if *nf.url != "" {
+			mode = storeWrite // a store that only follows the log may be new
+		}
+		st, err := openEvalStore(ctx, cmd.ErrOrStderr(), *db, g.data, mode)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
+		var lg *qualitylog.Log
+		if *nf.url != "" {
+			var closeNC func()
+			if lg, closeNC, err = openQualityLog(ctx, nf, st, "verdryx-baseline"); err != nil {
+				return err
+			}
+			defer closeNC()
+			if _, err := lg.Sync(ctx); err != nil {
+				return serviceError(err)
+			}
+		}
 		p, err := st.PutBaseline(ctx, store.BaselineSpec{RunID: pos[0], Label: *label}, time.Now())
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrUnmeasured) || errors.Is(err, store.ErrBadLabel) {
@@ -663,10 +683,23 @@ func newBaselineCmd(g *globals) *cobra.Command {
 			}
 			return err
 		}
+		var superseded *store.Put
+		if lg != nil {
+			if superseded, err = recordBaseline(ctx, lg, st, p); err != nil {
+				return err
+			}
+		}
 		if *asJSON {
-			return writeJSON(stdout, p)
+			return writeJSON(stdout, struct {
+				store.Put
+				SupersededBy *drift.Baseline `json:"superseded_by,omitempty"`
+			}{p, supersededBaseline(superseded)})
 		}
 		fmt.Fprintf(stdout, "Baseline %s  (run=%s, mean_score=%.3f)\n", p.ID, p.RunID, p.MeanScore)
+		if superseded != nil {
+			fmt.Fprintf(stdout, "  label %q was taken later in the fleet's quality log by %s of run %s: drift --baseline %s uses that one; this baseline keeps its id\n",
+				p.Label, superseded.ID, superseded.RunID, p.Label)
+		}
 		switch {
 		case !p.Created:
 			fmt.Fprintf(stdout, "  already stored: this run's baseline%s\n", labelNote(p.Label))
@@ -678,6 +711,14 @@ func newBaselineCmd(g *globals) *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// supersededBaseline is the baseline of a superseding Put, nil for none.
+func supersededBaseline(p *store.Put) *drift.Baseline {
+	if p == nil {
+		return nil
+	}
+	return &p.Baseline
 }
 
 // labelNote is " (label "x")", or "" without a label.
@@ -910,6 +951,9 @@ func newRunsCmd(g *globals) *cobra.Command {
 			return writeJSON(stdout, runs)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "verdryx: store %s\n", dbPath(*db, g.data))
+		if note := historyNote(ctx, st); note != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "verdryx: %s\n", note)
+		}
 		if len(runs) == 0 {
 			fmt.Fprintln(stdout, "no runs stored")
 			return nil

@@ -62,6 +62,9 @@ func newReportCmd(g *globals) *cobra.Command {
 			return err
 		}
 		in.Sources = append(in.Sources, "store "+path)
+		if note := historyNote(ctx, st); note != "" {
+			in.Sources = append(in.Sources, note)
+		}
 		if err := tr.add(ctx, &in, stderr); err != nil {
 			return err
 		}

@@ -137,6 +137,7 @@ type serveFlags struct {
 	generator, genModel, prices                                    *string
 	asJSON                                                         *bool
 	maxCost                                                        *float64
+	catchUpWait                                                    *time.Duration
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
@@ -157,6 +158,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
 	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
 	f.prices = fs.String("prices", envOr("VERDRYX_PRICES", ""), "JSON prices file ({\"<model id>\": {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}}) over the built-in book, for eval requests ($VERDRYX_PRICES)")
+	f.catchUpWait = fs.Duration("catch-up-wait", evalreq.DefaultCatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
 	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
 	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
@@ -181,6 +183,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 		"the longest (168h, 7d, 2w) the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
 	fs.DurationVar(&f.subjects.DuplicateWindow, "duplicate-window", streams.DuplicateWindow,
 		"how long the traces, eval and events streams drop a message whose Nats-Msg-Id they already hold (a re-replay later than this is deduplicated by the workers' state instead)")
+	fs.DurationVar(&f.subjects.QualityRetention, "quality-retention", 0,
+		"the longest the fleet's quality log (every run and baseline) keeps a record; 0 keeps every record (a new log) or leaves an existing log's limit; a store keeps what it applied whatever the log prunes, but a store started later misses what was pruned")
 	fs.Int64Var(&f.subjects.RetentionBytes, "retention-bytes", 0,
 		"backstop: the most bytes each stream keeps, the oldest messages dropped first; the server reserves it per stream, so four streams must fit its storage (0 leaves the streams' byte limits as they are)")
 	f.sec = addSecurityFlags(fs)
@@ -217,6 +221,12 @@ func (f *serveFlags) checkInputs() error {
 	}
 	if r := f.subjects.Retention; r < f.subjects.DuplicateWindow {
 		return usageErrorf("--retention %s: at least --duplicate-window, %s", r, f.subjects.DuplicateWindow)
+	}
+	if q := f.subjects.QualityRetention; q < 0 || (q > 0 && q < f.subjects.DuplicateWindow) {
+		return usageErrorf("--quality-retention %s: 0 (keep every record) or at least --duplicate-window, %s", q, f.subjects.DuplicateWindow)
+	}
+	if *f.catchUpWait < 0 {
+		return usageErrorf("--catch-up-wait %s: negative", *f.catchUpWait)
 	}
 	if f.subjects.RetentionBytes < 0 {
 		return usageErrorf("--retention-bytes %d: negative", f.subjects.RetentionBytes)
@@ -349,6 +359,7 @@ func (f *serveFlags) modelOptions(o *worker.Options) error {
 	}
 	o.Models, o.AllowModels, o.Judge, o.Providers, o.Generator = models, f.allowModels, *f.models.judge, providers, gen
 	o.Prices, o.MaxCostUSD = prices, *f.maxCost
+	o.CatchUpWait = *f.catchUpWait
 	return nil
 }
 

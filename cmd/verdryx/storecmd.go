@@ -12,7 +12,7 @@ import (
 
 // newStoreCmd groups the commands about the store file itself.
 func newStoreCmd(g *globals) *cobra.Command {
-	return newGroupCmd("store", "inspect or migrate the store file (verdryx.db)", newStoreCheckCmd(g), newStoreMigrateCmd(g))
+	return newGroupCmd("store", "inspect, migrate or sync the store file (verdryx.db)", newStoreCheckCmd(g), newStoreMigrateCmd(g), newStoreSyncCmd(g))
 }
 
 // newStoreCheckCmd says what a store file holds and what opening it would
