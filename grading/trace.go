@@ -29,18 +29,6 @@ type RunTracer interface {
 	StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, endRunFunc)
 }
 
-// ParentTracer is a RunTracer that can also start the span of a group of
-// runs (a model comparison: evalrun.Compare), producer.Spans implements
-// it. The returned context carries the group's span: a run span StartRun
-// (or a finished span) starts from that context, or one derived from it,
-// is the group span's child in the group's trace (its trace id derived
-// from id) instead of a root. The returned function ends the group span
-// as RunTracer's does.
-type ParentTracer interface {
-	RunTracer
-	StartParent(ctx context.Context, name, id, agentID string, start time.Time) (context.Context, endRunFunc)
-}
-
 // Span and event names of the eval trace (the call role attribute is
 // llm.AttrCallRole).
 const (

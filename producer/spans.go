@@ -178,7 +178,7 @@ type parentKey struct{}
 // (when set): the span of a group of runs, a model comparison. Run spans
 // started (StartRun, Span) from the returned context, or one derived from
 // it, are its children in its trace. The returned function ends it as
-// StartRun's does. It implements grading.ParentTracer.
+// StartRun's does. It implements evalrun.ParentTracer.
 func (s *Spans) StartParent(ctx context.Context, name, id, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error)) {
 	ctx = context.WithValue(ctx, parentKey{}, trace.SpanContext{}) // a root, whatever ctx held
 	ctx, end := s.StartRun(ctx, name, id, agentID, start)

@@ -18,6 +18,18 @@ import (
 // SpanCompare names the span of a model comparison.
 const SpanCompare = "verdryx.compare"
 
+// ParentTracer is a grading.RunTracer that can also start the span of
+// a group of runs, a model comparison (producer.Spans implements it). The
+// returned context carries the group's span: a run span StartRun (or a
+// finished SpanSink span) starts from that context, or one derived from
+// it, is the group span's child in the group's trace (its trace id
+// derived from id) instead of a root. The returned function ends the
+// group span as StartRun's does.
+type ParentTracer interface {
+	grading.RunTracer
+	StartParent(ctx context.Context, name, id, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error))
+}
+
 // CompareRequest is a comparison of models on one eval set.
 type CompareRequest struct {
 	Set *grading.EvalSet
@@ -108,7 +120,7 @@ func Reusable(run grading.Run, set *grading.EvalSet, judge string) bool {
 // resolve, a cap over an unpriced model) wrap grading.ErrBadRequest and
 // nothing is graded.
 //
-// When deps.Spans is a grading.ParentTracer the comparison's span is
+// When deps.Spans is a ParentTracer the comparison's span is
 // started first and every run graded for it is its child, in its trace;
 // otherwise one finished span is recorded after the comparison.
 func Compare(ctx context.Context, deps Deps, req CompareRequest) (res CompareResult, err error) {
@@ -125,7 +137,7 @@ func Compare(ctx context.Context, deps Deps, req CompareRequest) (res CompareRes
 	if cid == "" {
 		cid = grading.NewID("cmp", start)
 	}
-	if pt, ok := deps.Spans.(grading.ParentTracer); ok {
+	if pt, ok := deps.Spans.(ParentTracer); ok {
 		var end func(time.Time, map[string]any, error)
 		ctx, end = pt.StartParent(ctx, SpanCompare, cid, req.AgentID, start)
 		defer func() {
