@@ -37,9 +37,19 @@ type Request struct {
 	// Model is "stub" (the default) or a model the worker allows
 	// (Options.Allowed); Judge likewise names the judge of llm_judge
 	// cases, "" meaning the worker's (Options.Judge).
-	Model   string `json:"model,omitempty"`
-	Judge   string `json:"judge,omitempty"`
-	AgentID string `json:"agent_id,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Models, instead of Model, compares these models on the set
+	// (evalrun.Compare): two or more distinct ids, each "stub" or allowed;
+	// the reply's result is the comparison (evalrun.CompareResult, as
+	// compare --json prints it). Fresh grades every model again, even one
+	// with a reusable stored run; MinPairs is the fewest paired cases a
+	// verdict is given on (0: the default) and Alpha the tests'
+	// significance level. The drift fields and Semantic do not go with it.
+	Models   []string `json:"models,omitempty"`
+	Fresh    bool     `json:"fresh,omitempty"`
+	MinPairs int      `json:"min_pairs,omitempty"`
+	Judge    string   `json:"judge,omitempty"`
+	AgentID  string   `json:"agent_id,omitempty"`
 	// Index, when set ("active" or a generation id), answers the set's
 	// rag cases from that index generation of the worker's data directory,
 	// with the embedder that built it (rag.OpenStored); "" answers them
@@ -286,6 +296,9 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 		h.reply(req, Reply{RequestID: req.RequestID, Error: err.Error()})
 		return pull.Permanent("invalid eval request", err)
 	}
+	if len(req.Models) > 0 {
+		return h.handleCompare(ctx, req, greq)
+	}
 	rec, seen, err := h.store.EvalRequestState(ctx, req.RequestID)
 	if err != nil {
 		return pull.Transient("eval request lookup", err)
@@ -495,11 +508,18 @@ func Validate(req Request, roots confine.Roots, allowed []string) (evalrun.Reque
 	if req.RequestID == "" {
 		return evalrun.Request{}, errors.New("field request_id: missing")
 	}
-	for _, f := range []struct{ name, id string }{{"model", req.Model}, {"judge", req.Judge}} {
+	ids := []struct{ name, id string }{{"model", req.Model}, {"judge", req.Judge}}
+	for i, m := range req.Models {
+		ids = append(ids, struct{ name, id string }{fmt.Sprintf("models[%d]", i), m})
+	}
+	for _, f := range ids {
 		if f.id != "" && f.id != llm.StubID && !slices.Contains(allowed, f.id) {
 			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; serve --allow-model ID adds one)",
 				f.name, f.id, strings.Join(AllowedIDs(allowed), ", "))
 		}
+	}
+	if err := checkModels(req); err != nil {
+		return evalrun.Request{}, err
 	}
 	if (req.EvalSetPath == "") == (len(req.EvalSet) == 0) {
 		return evalrun.Request{}, errors.New("exactly one of eval_set_path and eval_set is required")

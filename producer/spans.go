@@ -39,7 +39,8 @@ type SpanOptions struct {
 // span (StartRun) under which grading records a span per case and the
 // GenAI span of every model and judge call. The trace id of a run span is
 // derived from its run id, so an eval and a later drift check on the same
-// run group together.
+// run group together; the runs of a model comparison are children of the
+// comparison's span (StartParent), in its trace.
 //
 // Spans is safe for concurrent use. Call Shutdown before the process exits:
 // it flushes what is queued and reports the export error, if any.
@@ -148,15 +149,40 @@ func (s *Spans) Span(ctx context.Context, name, runID, agentID string, start, en
 // it sets verdryx.<key> for each data key (nil values left out), marks the
 // span failed when err is not nil, and ends it at end; call it once. It
 // implements grading.RunTracer.
+//
+// A context from StartParent makes the run span a child of the parent's
+// span, in the parent's trace, instead.
 func (s *Spans) StartRun(ctx context.Context, name, runID, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error)) {
-	ctx, sp := s.tracer.Start(context.WithValue(ctx, runIDKey{}, runID), name, trace.WithTimestamp(start),
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithNewRoot())
+	opts := []trace.SpanStartOption{trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal)}
+	if parent, ok := ctx.Value(parentKey{}).(trace.SpanContext); ok && parent.IsValid() {
+		// Under the group's span, whatever span ctx carries now; a run
+		// started in this run's context is a child of the group again.
+		ctx = trace.ContextWithSpanContext(ctx, parent)
+	} else {
+		opts = append(opts, trace.WithNewRoot())
+	}
+	ctx, sp := s.tracer.Start(context.WithValue(ctx, runIDKey{}, runID), name, opts...)
 	attrs := []attribute.KeyValue{attribute.String("verdryx.run_id", runID)}
 	if agentID != "" {
 		attrs = append(attrs, attribute.String("verdryx.agent_id", agentID))
 	}
 	sp.SetAttributes(attrs...)
 	return ctx, func(end time.Time, data map[string]any, err error) { endRun(sp, end, data, err) }
+}
+
+// parentKey carries the span context of a StartParent span.
+type parentKey struct{}
+
+// StartParent starts a root span named name at start, under the trace of
+// id (TraceIDFor), with verdryx.run_id set to id and verdryx.agent_id
+// (when set): the span of a group of runs, a model comparison. Run spans
+// started (StartRun, Span) from the returned context, or one derived from
+// it, are its children in its trace. The returned function ends it as
+// StartRun's does. It implements evalrun.ParentTracer.
+func (s *Spans) StartParent(ctx context.Context, name, id, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error)) {
+	ctx = context.WithValue(ctx, parentKey{}, trace.SpanContext{}) // a root, whatever ctx held
+	ctx, end := s.StartRun(ctx, name, id, agentID, start)
+	return context.WithValue(ctx, parentKey{}, trace.SpanContextFromContext(ctx)), end
 }
 
 // endRun sets the data attributes and the error of a run span and ends it.

@@ -190,3 +190,50 @@ func TestNewSpansNeedsEndpoint(t *testing.T) {
 	_, err := NewSpans(context.Background(), SpanOptions{})
 	assert.Error(t, err)
 }
+
+// TestRunSpansUnderAParent: run spans started from StartParent's context
+// (and a finished Span) are children of the parent span, in its trace; a
+// run started from a context without it, or from a parent's context that
+// is itself wrapped in a run's, stays a root of its own trace or a child
+// of the parent, never of the run.
+func TestRunSpansUnderAParent(t *testing.T) {
+	rcv := &otlpReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	ctx := context.Background()
+	sp, err := NewSpans(ctx, SpanOptions{Endpoint: srv.URL})
+	require.NoError(t, err)
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+	// A parent started inside another run's context is still a root.
+	outer, endOuter := sp.StartRun(ctx, "verdryx.eval", "run-outer", "", start)
+	pctx, endParent := sp.StartParent(outer, "verdryx.compare", "cmp-1", "", start)
+	rctx, endA := sp.StartRun(pctx, "verdryx.eval", "run-a", "", start)
+	_, endB := sp.StartRun(rctx, "verdryx.eval", "run-b", "", start) // from inside run a: still the parent's child
+	endB(start, nil, nil)
+	endA(start, nil, nil)
+	sp.Span(pctx, "verdryx.eval", "run-c", "", start, start, nil)
+	endParent(start, map[string]any{"best": "m"}, nil)
+	endOuter(start, nil, nil)
+	sp.Span(ctx, "verdryx.eval", "run-d", "", start, start, nil)
+	require.NoError(t, sp.Shutdown(ctx))
+
+	byRun := map[string]*tracepb.Span{}
+	for _, g := range rcv.spans() {
+		byRun[attrString(g.span.Attributes, "verdryx.run_id")] = g.span
+	}
+	require.Len(t, byRun, 6)
+	parent := byRun["cmp-1"]
+	want := TraceIDFor("cmp-1")
+	assert.Equal(t, want[:], parent.TraceId, "the parent's trace id is derived from its id")
+	assert.Empty(t, parent.ParentSpanId, "the parent is a root, even inside a run's context")
+	for _, id := range []string{"run-a", "run-b", "run-c"} {
+		assert.Equal(t, parent.SpanId, byRun[id].ParentSpanId, id)
+		assert.Equal(t, parent.TraceId, byRun[id].TraceId, id)
+	}
+	for _, id := range []string{"run-outer", "run-d"} {
+		tid := TraceIDFor(id)
+		assert.Empty(t, byRun[id].ParentSpanId, id)
+		assert.Equal(t, tid[:], byRun[id].TraceId, id)
+	}
+}

@@ -90,6 +90,21 @@ func (s *Store) CommitRequest(ctx context.Context, requestID string, run grading
 	return nil
 }
 
+// CommitResult marks a running request done with its result and id (a
+// comparison's: its runs are saved as they are graded), saving no run. A
+// request not recorded as running is left as it is (ErrAlreadyDone).
+func (s *Store) CommitResult(ctx context.Context, requestID, id string, result []byte, now time.Time) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE eval_requests SET state = ?, result = ?, done_at = ?, run_id = ?
+		WHERE request_id = ? AND state = ?`, RequestDone, string(result), formatTime(now), id, requestID, RequestRunning)
+	if err != nil {
+		return fmt.Errorf("commit eval request %s: %w", requestID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("commit eval request %s: %w", requestID, ErrAlreadyDone)
+	}
+	return nil
+}
+
 // ErrAlreadyDone is returned when committing a request that is not
 // recorded as running (never claimed, or already committed).
 var ErrAlreadyDone = errors.New("store: eval request is not running")

@@ -18,6 +18,18 @@ import (
 // SpanCompare names the span of a model comparison.
 const SpanCompare = "verdryx.compare"
 
+// ParentTracer is a grading.RunTracer that can also start the span of
+// a group of runs, a model comparison (producer.Spans implements it). The
+// returned context carries the group's span: a run span StartRun (or a
+// finished SpanSink span) starts from that context, or one derived from
+// it, is the group span's child in the group's trace (its trace id
+// derived from id) instead of a root. The returned function ends the
+// group span as StartRun's does.
+type ParentTracer interface {
+	grading.RunTracer
+	StartParent(ctx context.Context, name, id, agentID string, start time.Time) (context.Context, func(end time.Time, data map[string]any, err error))
+}
+
 // CompareRequest is a comparison of models on one eval set.
 type CompareRequest struct {
 	Set *grading.EvalSet
@@ -36,6 +48,11 @@ type CompareRequest struct {
 	ComparisonID string
 	AgentID      string
 	Options      compare.Options
+	// Journal, when set, journals the paid calls of each model graded
+	// (the worker's spend ledger, one per request and model): the model's
+	// plan is resumed from what earlier attempts recorded (Plan.Resume),
+	// their spend counting against what is left of the cap.
+	Journal func(ctx context.Context, model string) (Journal, Prior, error)
 }
 
 // NotGraded is a model a comparison did not grade, and why.
@@ -95,10 +112,18 @@ func Reusable(run grading.Run, set *grading.EvalSet, judge string) bool {
 // Compare grades the set with every model, one after another, reusing
 // each model's latest stored run when it is Reusable (unless Fresh), and
 // compares the runs. Each run graded is stored and emitted as Execute
-// does, tagged with the comparison id. Request mistakes (fewer than two
-// models, a model or judge that does not resolve, a cap over an unpriced
-// model) wrap grading.ErrBadRequest and nothing is graded.
-func Compare(ctx context.Context, deps Deps, req CompareRequest) (CompareResult, error) {
+// does, tagged with the comparison id. A model whose latest stored run
+// is tagged with req.ComparisonID was graded for this very comparison (an
+// earlier attempt of it): it is not graded again, even with Fresh, is
+// listed as graded and its spend counts against the cap. Request
+// mistakes (fewer than two models, a model or judge that does not
+// resolve, a cap over an unpriced model) wrap grading.ErrBadRequest and
+// nothing is graded.
+//
+// When deps.Spans is a ParentTracer the comparison's span is
+// started first and every run graded for it is its child, in its trace;
+// otherwise one finished span is recorded after the comparison.
+func Compare(ctx context.Context, deps Deps, req CompareRequest) (res CompareResult, err error) {
 	judges, err := checkCompare(deps, req)
 	if err != nil {
 		return CompareResult{}, fmt.Errorf("%w: %w", grading.ErrBadRequest, err)
@@ -112,17 +137,46 @@ func Compare(ctx context.Context, deps Deps, req CompareRequest) (CompareResult,
 	if cid == "" {
 		cid = grading.NewID("cmp", start)
 	}
+	if pt, ok := deps.Spans.(ParentTracer); ok {
+		var end func(time.Time, map[string]any, error)
+		ctx, end = pt.StartParent(ctx, SpanCompare, cid, req.AgentID, start)
+		defer func() {
+			if err != nil {
+				end(now(), nil, fmt.Errorf("compare %s: %w", req.Set.ID, err))
+				return
+			}
+			end(now(), compareSpanData(res), nil)
+		}()
+	} else if deps.Spans != nil {
+		defer func() {
+			if err == nil {
+				deps.Spans.Span(ctx, SpanCompare, cid, req.AgentID, start, now(), compareSpanData(res))
+			}
+		}()
+	}
+	return compareModels(ctx, deps, req, judges, cid, now)
+}
+
+// compareModels grades or reuses each model's run and compares them.
+func compareModels(ctx context.Context, deps Deps, req CompareRequest, judges []llm.Model, cid string, now func() time.Time) (CompareResult, error) {
 	res := CompareResult{ReusedRuns: []string{}, GradedRuns: []string{}, CostLimitUSD: req.MaxCostUSD}
 	limit := int64(math.Round(req.MaxCostUSD * 1e6))
 	var spent int64
 	var runs []grading.Run
 	for i, model := range req.Models {
-		if !req.Fresh && deps.Store != nil {
+		if deps.Store != nil && (!req.Fresh || req.ComparisonID != "") {
 			latest, err := deps.Store.RecentRuns(ctx, req.Set.ID, model, 1)
 			if err != nil {
 				return res, fmt.Errorf("compare: latest run of %s: %w", model, err)
 			}
-			if len(latest) == 1 && Reusable(latest[0], req.Set, judges[i].ID()) {
+			if len(latest) == 1 && req.ComparisonID != "" && latest[0].ComparisonID == req.ComparisonID {
+				// Graded for this comparison by an earlier attempt.
+				spent += runSpend(grading.Summarize(latest[0]))
+				res.GradedRuns = append(res.GradedRuns, latest[0].ID)
+				runs = append(runs, latest[0])
+				continue
+			}
+			if !req.Fresh && len(latest) == 1 && Reusable(latest[0], req.Set, judges[i].ID()) {
 				res.ReusedRuns = append(res.ReusedRuns, latest[0].ID)
 				runs = append(runs, latest[0])
 				continue
@@ -144,8 +198,19 @@ func Compare(ctx context.Context, deps Deps, req CompareRequest) (CompareResult,
 			sem.Threshold = deps.Semantic.Threshold
 		}
 		d.Semantic = sem
-		r, err := Execute(ctx, d, Request{Set: req.Set, Model: model, AgentID: req.AgentID, MaxCostUSD: left,
+		plan, err := Prepare(ctx, d, Request{Set: req.Set, Model: model, AgentID: req.AgentID, MaxCostUSD: left,
 			RunID: grading.NewID("run", now()), ComparisonID: cid})
+		if err != nil {
+			return res, fmt.Errorf("compare: model %s: %w", model, err)
+		}
+		if req.Journal != nil {
+			j, prior, err := req.Journal(ctx, model)
+			if err != nil {
+				return res, fmt.Errorf("compare: model %s: spend ledger: %w", model, err)
+			}
+			plan.Resume(j, prior)
+		}
+		r, err := plan.execute(ctx)
 		if err != nil {
 			return res, fmt.Errorf("compare: model %s: %w", model, err)
 		}
@@ -161,9 +226,6 @@ func Compare(ctx context.Context, deps Deps, req CompareRequest) (CompareResult,
 	}
 	if err := res.compute(runs, req.Options, cid); err != nil {
 		return res, err
-	}
-	if deps.Spans != nil {
-		deps.Spans.Span(ctx, SpanCompare, cid, req.AgentID, start, now(), compareSpanData(res))
 	}
 	return res, nil
 }

@@ -445,6 +445,14 @@ func Execute(ctx context.Context, deps Deps, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return plan.execute(ctx)
+}
+
+// execute grades the plan, saves the run, emits its events and records
+// its spans (Execute after Prepare, and after Resume when a comparison
+// resumes a model).
+func (p *Plan) execute(ctx context.Context) (Result, error) {
+	deps, req, plan := p.deps, p.req, p
 	gradeEnd := plan.now()
 	res, err := plan.Grade(ctx, req.RunID)
 	if err != nil {
