@@ -105,10 +105,6 @@ func (s *Store) CommitResult(ctx context.Context, requestID, id string, result [
 	return nil
 }
 
-// ErrAlreadyDone is returned when committing a request that is not
-// recorded as running (never claimed, or already committed).
-var ErrAlreadyDone = errors.New("store: eval request is not running")
-
 // MarkEmitted records that the first n events of a done request were
 // emitted.
 func (s *Store) MarkEmitted(ctx context.Context, requestID string, n int) error {

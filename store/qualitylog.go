@@ -40,10 +40,6 @@ type LogRecord struct {
 // Row is one table row of a LogRecord.
 type Row map[string]any
 
-// ErrLogRecord: a log record this store cannot apply (malformed, or with
-// columns this build's schema does not have: a newer verdryx wrote it).
-var ErrLogRecord = errors.New("store: log record cannot be applied")
-
 // recordTables are the tables of each kind of record, in insertion order,
 // and the column naming the record's id.
 func recordTables(kind string) (tables []string, idCol string, ok bool) {
@@ -379,9 +375,9 @@ func (s *Store) Pending(ctx context.Context) ([][2]string, error) {
 	return out, rows.Err()
 }
 
-// LogSeq is the log sequence of a run or baseline (0: not on the log as
+// logSeq is the log sequence of a run or baseline (0: not on the log as
 // far as this store has read it).
-func (s *Store) LogSeq(ctx context.Context, id string) (uint64, error) {
+func (s *Store) logSeq(ctx context.Context, id string) (uint64, error) {
 	var seq sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT seq FROM quality_records WHERE id = ?`, id).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -111,7 +111,7 @@ func TestLogRecordReproducesTheRows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, LogState{Known: true, Applied: 5, Last: 6, Missed: 2, CheckedAt: t0}, ls)
 	assert.Equal(t, uint64(1), ls.Behind())
-	seq, err := b.LogSeq(ctx, run.ID)
+	seq, err := b.logSeq(ctx, run.ID)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), seq, "a run keeps its first place in the log")
 	pending, err = a.Pending(ctx)

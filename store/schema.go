@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -409,10 +408,6 @@ func errShape(sh Shape) error {
 	}
 	return fmt.Errorf("%w: %s; nothing was changed", ErrUnknownShape, sh.Problem)
 }
-
-// ErrUnknownShape: the file is neither empty, nor this build's store, nor
-// the Python verdryx's; it is refused untouched.
-var ErrUnknownShape = errors.New("store: not a verdryx store")
 
 // Inspect reads what the file at path holds without changing it (a
 // read-only open): verdryx store check prints it. A missing file is an

@@ -43,6 +43,16 @@ var (
 	ErrUnmeasured     = errors.New("store: run has no graded case")
 	// ErrBadLabel: a baseline label of the shape of a baseline id.
 	ErrBadLabel = errors.New("store: labels may not start with \"bl-\" (baseline ids do)")
+	// ErrUnknownShape: the file is neither empty, nor this build's store,
+	// nor the Python verdryx's; it is refused untouched.
+	ErrUnknownShape = errors.New("store: not a verdryx store")
+	// ErrAlreadyDone is returned when committing a request that is not
+	// recorded as running (never claimed, or already committed).
+	ErrAlreadyDone = errors.New("store: eval request is not running")
+	// ErrLogRecord: a log record this store cannot apply (malformed, or
+	// with columns this build's schema does not have: a newer verdryx
+	// wrote it).
+	ErrLogRecord = errors.New("store: log record cannot be applied")
 )
 
 // Options tune Open.

@@ -183,6 +183,8 @@ func TestExitCodes(t *testing.T) {
 		{"store check without a store", []string{"store", "check", "--db", filepath.Join(dir, "none.db")}, exitUsage, "no such file"},
 		{"store check of an empty file", []string{"store", "check", "--db", empty}, exitOK, ""},
 		{"store migrate of a current store", []string{"store", "migrate", "--db", db}, exitOK, ""},
+		{"store sync without nats", []string{"store", "sync", "--db", filepath.Join(dir, "sync.db")}, exitUsage, "--nats is required"},
+		{"store sync nats down", []string{"store", "sync", "--nats", deadNATS, "--db", filepath.Join(dir, "sync.db")}, exitService, ""},
 		{"store migrate without a store", []string{"store", "migrate", "--db", filepath.Join(dir, "none.db")}, exitUsage, "no store at"},
 		{"store without a subcommand", []string{"store"}, exitUsage, ""},
 
