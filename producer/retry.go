@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +47,7 @@ func Retryable(err error) bool {
 // Retrier retries a JetStream or KV write whose failure is Retryable (a
 // stream or bucket electing a leader) with backoff, 100 ms doubling to
 // 2 s, for up to a bound from its first failure; each try gets at most
-// StoreTimeout. It is the one place every single write of the worker's
+// RetryTry. It is the one place every single write of the worker's
 // paths retries (tail forwarding, eval requests and their claims, ledger
 // and events, dead letters), as AsyncPublisher is for batches. While any
 // write is failing, Healthy reports false. A nil *Retrier tries once. It
@@ -84,7 +85,8 @@ func (r *Retrier) Store(ctx context.Context, js jetstream.JetStream, msg *nats.M
 // Healthy reports whether no write is being retried.
 func (r *Retrier) Healthy() bool { return r == nil || r.failing.Load() == 0 }
 
-// Do calls try, each time with at most StoreTimeout beyond ctx, until it
+// Do calls try, each time with at most RetryTry beyond ctx (a nil
+// Retrier: once, with StoreTimeout), until it
 // returns nil or an error that is not Retryable,
 // ctx is done, or For has passed since its first failure; the last error
 // is returned, wrapped with what and the tries made when the bound ran
@@ -97,36 +99,73 @@ func (r *Retrier) Do(ctx context.Context, what string, try func(ctx context.Cont
 		defer cancel()
 		return try(tctx)
 	}
+	st := &writeState{r: r}
+	defer st.end()
 	var first time.Time
 	for n := 1; ; n++ {
-		tctx, cancel := context.WithTimeout(ctx, StoreTimeout)
+		tctx, cancel := context.WithTimeout(ctx, RetryTry)
+		// A try still unanswered after SlowWrite counts as failing (a
+		// stream without a leader may answer nothing until the timeout).
+		slow := time.AfterFunc(SlowWrite, st.failing)
 		err := try(tctx)
+		slow.Stop()
 		cancel()
 		if err == nil || !Retryable(err) || ctx.Err() != nil {
-			if !first.IsZero() {
-				r.failing.Add(-1)
-				if err == nil {
-					r.logger.Info("write succeeded after retries", "write", what, "tries", n, "after", time.Since(first).Round(time.Millisecond))
-				}
+			if err == nil && !first.IsZero() {
+				r.logger.Info("write succeeded after retries", "write", what, "tries", n, "after", time.Since(first).Round(time.Millisecond))
 			}
 			return err
 		}
+		st.failing()
 		now := time.Now()
 		if first.IsZero() {
 			first = now
-			r.failing.Add(1)
 		}
 		if waited := now.Sub(first); waited >= r.bound {
-			r.failing.Add(-1)
 			return fmt.Errorf("%s: %d tries over %s (the retry bound): %w", what, n, waited.Round(time.Millisecond), err)
 		}
 		wait := backoff(n)
 		r.warn.Warn("write failed; retrying (readiness 503 meanwhile)", "write", what, "try", n, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
-			r.failing.Add(-1)
 			return ctx.Err()
 		case <-time.After(wait):
 		}
+	}
+}
+
+// RetryTry bounds one try of Retrier.Do: a stream whose leader died
+// may leave a try unanswered until it times out, and the next try (safe:
+// a message id, a revision or an idempotent value keeps the effect
+// single) reaches the new leader.
+const RetryTry = 5 * time.Second
+
+// SlowWrite is how long a try of Retrier.Do may go unanswered before the
+// write counts as failing (Healthy false) until it ends.
+const SlowWrite = 2 * time.Second
+
+// writeState counts one Do call in Retrier.failing at most once, from its
+// first failure (or slow try) to its end.
+type writeState struct {
+	r             *Retrier
+	mu            sync.Mutex
+	counted, done bool
+}
+
+func (w *writeState) failing() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && !w.counted {
+		w.counted = true
+		w.r.failing.Add(1)
+	}
+}
+
+func (w *writeState) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	if w.counted {
+		w.r.failing.Add(-1)
 	}
 }

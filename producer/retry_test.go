@@ -67,6 +67,25 @@ func TestRetrierRetriesAnElection(t *testing.T) {
 	require.Greater(t, tries, 1)
 	require.True(t, short.Healthy(), "a write that gave up is no longer counted as failing")
 
+	// A try left unanswered past SlowWrite counts as failing until it ends.
+	release := make(chan struct{})
+	sawUnhealthy := make(chan bool, 1)
+	go func() {
+		defer close(release)
+		deadline := time.Now().Add(SlowWrite + 10*time.Second)
+		for time.Now().Before(deadline) {
+			if !r.Healthy() {
+				sawUnhealthy <- true
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // polling a flag, bounded by the deadline
+		}
+		sawUnhealthy <- false
+	}()
+	require.NoError(t, r.Do(ctx, "w", func(context.Context) error { <-release; return nil }))
+	require.True(t, <-sawUnhealthy, "a write hanging past SlowWrite is reported")
+	require.True(t, r.Healthy())
+
 	var none *Retrier
 	tries = 0
 	require.ErrorIs(t, none.Do(ctx, "w", func(context.Context) error { tries++; return nats.ErrNoResponders }), nats.ErrNoResponders)
