@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,11 @@ import (
 // Retryable reports whether a JetStream or KV call that failed with err
 // may succeed unchanged once the stream or bucket has a leader again: no
 // responders ("no response from stream"), a timeout, a reconnecting
-// connection, or the server saying the stream or the cluster is
-// unavailable for now (10008, 10009, 10118, 10163, 10194). A refusal
+// connection, the server saying the stream or the cluster is
+// unavailable for now (10008, 10009, 10118, 10163, 10194), or that the
+// same message id is still being stored (10158, a try before it between
+// leaders), also when the client gives the server's description as plain
+// text. A refusal
 // (wrong revision, a key that exists, bad input, permissions) is not.
 func Retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
@@ -30,12 +34,21 @@ func Retryable(err error) bool {
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrNoServers) {
 		return true
 	}
+	if errors.Is(err, jetstream.ErrConsumerLeadershipChanged) {
+		return true
+	}
+	// Some client paths (a direct get, a status reply) return the server's
+	// description as plain text.
+	if msg := err.Error(); strings.Contains(msg, "JetStream system temporarily unavailable") || strings.Contains(msg, "stream is offline") {
+		return true
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
 		case 10008, // JetStream system temporarily unavailable
 			10009, // cluster can not handle request
 			10118, // stream is offline
+			10158, // duplicate message id is in process (the same write, between leaders)
 			10163, // expected last sequence per subject temporarily unavailable
 			10194: // stream is offline: {err}
 			return true

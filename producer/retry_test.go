@@ -23,6 +23,8 @@ func TestRetryable(t *testing.T) {
 		{context.DeadlineExceeded, true},
 		{&jetstream.APIError{ErrorCode: 10008, Code: 503}, true},
 		{&jetstream.APIError{ErrorCode: 10118, Code: 500}, true},
+		{fmt.Errorf("publish: %w", &jetstream.APIError{ErrorCode: 10158, Code: 409}), true},
+		{fmt.Errorf("read spend ledger: %w", errors.New("nats: JetStream system temporarily unavailable")), true},
 		{context.Canceled, false},
 		{jetstream.ErrKeyExists, false},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence, Code: 400}, false},

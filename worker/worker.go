@@ -562,12 +562,16 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 		return nil, err
 	}
 	evalPull, err := pull.New(r.eval, evalH,
-		pull.Options{Name: "eval", Batch: 1, Heartbeat: streams.EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
+		pull.Options{Name: "eval", Batch: 1, Heartbeat: streams.EvalAckWait / 3, Expiry: evalPullExpiry, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
 	if err != nil {
 		return nil, err
 	}
 	return []*pull.Puller{evalPull}, nil
 }
+
+// evalPullExpiry is the eval consumer's pull expiry: a pull lost with the
+// eval stream's leader is renewed within about this long.
+const evalPullExpiry = 5 * time.Second
 
 // asks adds the RAG ask server when there is something to answer from
 // (OpenAsks). A refused ask is dead-lettered; with --otlp each ask is a
@@ -622,6 +626,9 @@ func (r *running) tail(g *oklogrun.Group) error {
 	g.Add(func() error {
 		defer close(r.tailDone)
 		if err := fw.Run(tctx); err != nil && !errors.Is(err, context.Canceled) {
+			if producer.Retryable(err) { // past --publish-retry-for
+				return serviceError(fmt.Errorf("tail %s: %w", o.TailPath, err))
+			}
 			return fmt.Errorf("tail %s: %w", o.TailPath, err)
 		}
 		if o.Once {
