@@ -556,7 +556,7 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 				default: // a release is due already
 				}
 			},
-			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
+			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, Retry: r.retry, MaxRecordBytes: o.MaxRecordBytes})
 		return err
 	}); err != nil {
 		return nil, err
