@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/lease"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -50,11 +51,15 @@ type Claims struct {
 	kv       jetstream.KeyValue
 	leases   jetstream.KeyValue
 	instance string
+	retry    *producer.Retrier
 }
 
 // NewClaims opens (creating if needed, with replicas, updating an
-// existing bucket with fewer) the claim bucket for this worker instance. It blocks for at most the KV round trips.
-func NewClaims(ctx context.Context, js jetstream.JetStream, instance string, replicas int) (*Claims, error) {
+// existing bucket with fewer) the claim bucket for this worker instance.
+// It blocks for at most the KV round trips. Every claim and ledger read
+// and write is retried by retry while the bucket has no leader (nil: tried
+// once; a failure then fails the attempt, which is redelivered).
+func NewClaims(ctx context.Context, js jetstream.JetStream, instance string, replicas int, retry *producer.Retrier) (*Claims, error) {
 	kv, err := streams.EnsureKV(ctx, js, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1, Replicas: max(replicas, 1),
 		TTL: 30 * 24 * time.Hour, Description: "verdryx: which worker owns each eval request"})
 	if err != nil {
@@ -64,7 +69,7 @@ func NewClaims(ctx context.Context, js jetstream.JetStream, instance string, rep
 	if err != nil {
 		return nil, fmt.Errorf("instance lease bucket %s: %w", lease.Bucket, err)
 	}
-	return &Claims{kv: kv, leases: leases, instance: instance}, nil
+	return &Claims{kv: kv, leases: leases, instance: instance, retry: retry}, nil
 }
 
 // claimKey is a KV-safe key for any request id.
@@ -89,7 +94,14 @@ func (c *Claims) Claim(ctx context.Context, requestID, runID string) (Claim, err
 	if err != nil {
 		return Claim{}, err
 	}
-	if rev, err := c.kv.Create(ctx, key, b); err == nil {
+	// A create retried after its acknowledgement was lost finds the key
+	// existing, with this instance's claim: it is taken below as ours.
+	var rev uint64
+	err = c.retry.Do(ctx, "claim eval request", func(ctx context.Context) (err error) {
+		rev, err = c.kv.Create(ctx, key, b)
+		return err
+	})
+	if err == nil {
 		mine.rev = rev
 		return mine, nil
 	} else if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -115,7 +127,10 @@ func (c *Claims) Claim(ctx context.Context, requestID, runID string) (Claim, err
 	if b, err = json.Marshal(taken); err != nil {
 		return Claim{}, err
 	}
-	rev, err := c.kv.Update(ctx, key, b, cur.rev)
+	err = c.retry.Do(ctx, "take over eval request", func(ctx context.Context) (err error) {
+		rev, err = c.kv.Update(ctx, key, b, cur.rev)
+		return err
+	})
 	if err != nil {
 		return Claim{}, fmt.Errorf("take over eval request %s from %s: %w", requestID, cur.Instance, err)
 	}
@@ -134,14 +149,21 @@ func (c *Claims) Done(ctx context.Context, requestID, runID string, result []byt
 	if err != nil {
 		return err
 	}
-	if _, err := c.kv.Put(ctx, claimKey(requestID), b); err != nil {
+	if err := c.retry.Do(ctx, "mark eval request done", func(ctx context.Context) error {
+		_, err := c.kv.Put(ctx, claimKey(requestID), b)
+		return err
+	}); err != nil {
 		return fmt.Errorf("mark eval request %s done: %w", requestID, err)
 	}
 	return nil
 }
 
 func (c *Claims) get(ctx context.Context, key string) (Claim, error) {
-	e, err := c.kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err := c.retry.Do(ctx, "read eval request claim", func(ctx context.Context) (err error) {
+		e, err = c.kv.Get(ctx, key)
+		return err
+	})
 	if err != nil {
 		return Claim{}, err
 	}
@@ -155,7 +177,10 @@ func (c *Claims) get(ctx context.Context, key string) (Claim, error) {
 
 // alive reports whether instance holds a live lease.
 func (c *Claims) alive(ctx context.Context, instance string) (bool, error) {
-	_, err := c.leases.Get(ctx, instance)
+	err := c.retry.Do(ctx, "read instance lease", func(ctx context.Context) error {
+		_, err := c.leases.Get(ctx, instance)
+		return err
+	})
 	switch {
 	case err == nil:
 		return true, nil

@@ -200,7 +200,7 @@ func TestEvalRequestComparisonCapHoldsAcrossARedelivery(t *testing.T) {
 	l, err := lease.Acquire(ctx, e.JS, "w", "host:w", lease.Options{})
 	require.NoError(t, err)
 	t.Cleanup(l.Release)
-	claims, err := NewClaims(ctx, e.JS, "w", 0)
+	claims, err := NewClaims(ctx, e.JS, "w", 0, nil)
 	require.NoError(t, err)
 	st := jstest.OpenStore(t, filepath.Join(e.Dir, "cap.db"))
 	prices := llm.PriceBook{"openai:good": {InputPerMTok: 100}, "openai:bad": {InputPerMTok: 100}}

@@ -246,7 +246,7 @@ func startClaimingWorker(t *testing.T, e *env, instance string) *evalWorker {
 	require.NoError(t, err)
 	t.Cleanup(lease.Release)
 	w := newEvalWorker(t, e, instance, nil)
-	w.h.opts.Claims, err = NewClaims(ctx, e.JS, instance, 0)
+	w.h.opts.Claims, err = NewClaims(ctx, e.JS, instance, 0, nil)
 	require.NoError(t, err)
 	jstest.RunPuller(t, e.Eval, w.h, pull.Options{Name: "eval", Batch: 1, NakDelay: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	return w
@@ -286,7 +286,7 @@ func TestClaimOfADeadWorkerIsTakenOver(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
 	// Instance "gone" claimed the request and died (no lease).
-	gone, err := NewClaims(ctx, e.JS, "gone", 0)
+	gone, err := NewClaims(ctx, e.JS, "gone", 0, nil)
 	require.NoError(t, err)
 	_, err = gone.Claim(ctx, "req-orphan", "run-orphan")
 	require.NoError(t, err)
@@ -355,7 +355,7 @@ func TestTwoChainWritersCannotForkTheChain(t *testing.T) {
 func TestAnAnswerFromTheClaimKeepsTheWarning(t *testing.T) {
 	e := newEnv(t)
 	ctx := jstest.Ctx(t, 10*time.Second)
-	other, err := NewClaims(ctx, e.JS, "other", 0)
+	other, err := NewClaims(ctx, e.JS, "other", 0, nil)
 	require.NoError(t, err)
 	_, err = other.Claim(ctx, "req-warned", "run-warned")
 	require.NoError(t, err)

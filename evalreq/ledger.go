@@ -18,6 +18,7 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/producer"
 )
 
 // A request's spend ledger lives in ClaimBucket beside its claim, under
@@ -56,6 +57,7 @@ type ledgerCase struct {
 // graded (CaseDone). It is safe for concurrent use.
 type Journal struct {
 	kv      jetstream.KeyValue
+	retry   *producer.Retrier
 	prefix  string
 	attempt string
 	logger  *slog.Logger
@@ -73,8 +75,12 @@ var _ evalrun.Journal = (*Journal)(nil)
 func (c *Claims) Journal(ctx context.Context, requestID string, logger *slog.Logger) (*Journal, evalrun.Prior, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	j := &Journal{kv: c.kv, prefix: claimKey(requestID), attempt: hex.EncodeToString(b[:]), logger: logger, paid: map[string]bool{}}
-	prior, err := j.load(ctx)
+	j := &Journal{kv: c.kv, retry: c.retry, prefix: claimKey(requestID), attempt: hex.EncodeToString(b[:]), logger: logger, paid: map[string]bool{}}
+	var prior evalrun.Prior
+	err := j.retry.Do(ctx, "read spend ledger", func(ctx context.Context) (err error) {
+		prior, err = j.load(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, evalrun.Prior{}, fmt.Errorf("read spend ledger of eval request %s: %w", requestID, err)
 	}
@@ -150,7 +156,10 @@ func (j *Journal) put(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	if _, err := j.kv.Put(ctx, key, b); err != nil {
+	if err := j.retry.Do(ctx, "write spend ledger", func(ctx context.Context) error {
+		_, err := j.kv.Put(ctx, key, b)
+		return err
+	}); err != nil {
 		return err
 	}
 	j.mu.Lock()
@@ -203,7 +212,7 @@ func (j *Journal) Forget(ctx context.Context) error {
 			continue
 		}
 		seen[k] = true
-		if err := j.kv.Purge(ctx, k); err != nil {
+		if err := j.retry.Do(ctx, "purge spend ledger", func(ctx context.Context) error { return j.kv.Purge(ctx, k) }); err != nil {
 			errs = append(errs, fmt.Errorf("purge %s: %w", k, err))
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/internal/ratelog"
 	"github.com/verdryx/verdryx/partstate"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
 )
 
@@ -84,6 +85,11 @@ type Options struct {
 	DeadLetter pull.DeadLetterer
 	// Healthy follows the partition pullers (see pull.Options.Healthy).
 	Healthy func(ok bool)
+	// Retry, when set, retries the router's publish of a record to its
+	// partition subject while the traces stream has no leader
+	// (producer.Retrier), holding its batch; nil tries once (a failure is
+	// then transient: the record is redelivered).
+	Retry *producer.Retrier
 	// FoldAfter: a day of a partition is folded out of memory once the
 	// partition's newest call is this far past the day's end; 0 means
 	// DefaultFoldAfter. Subjects.Retention prunes folded days that long

@@ -7,7 +7,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/consumer/pull"
-	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -43,7 +42,7 @@ func (r *router) HandleBatch(ctx context.Context, msgs []pull.Msg) []error {
 			if id != "" {
 				out.Header.Set(tracemsg.HeaderOrigMsgID, id)
 			}
-			if _, err := producer.Store(ctx, r.f.js, out, fmt.Sprintf("route:%d:%d", seq, p)); err != nil {
+			if _, err := r.f.opts.Retry.Store(ctx, r.f.js, out, fmt.Sprintf("route:%d:%d", seq, p)); err != nil {
 				errs[i] = pull.Transient("route trace record", err)
 				break
 			}

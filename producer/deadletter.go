@@ -3,7 +3,6 @@ package producer
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,10 +56,14 @@ func (d DeadLetter) MsgID() string {
 type DeadLetterPublisher struct {
 	JS      jetstream.JetStream
 	Subject string
+	// Retry, when set, retries a publish that fails while the stream has
+	// no leader (Retrier); nil tries once.
+	Retry *Retrier
 }
 
 // Publish publishes d's copy to p.Subject. It blocks until JetStream
-// acknowledges the copy, ctx is done, or 10 s have passed.
+// acknowledges the copy, ctx is done, or 10 s have passed (a try, with
+// Retry: as long as its bound while the stream has no leader).
 func (p *DeadLetterPublisher) Publish(ctx context.Context, d DeadLetter) error {
 	out := nats.NewMsg(p.Subject)
 	out.Data = d.Data
@@ -80,8 +83,8 @@ func (p *DeadLetterPublisher) Publish(ctx context.Context, d DeadLetter) error {
 	if id := d.MsgID(); id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := p.JS.PublishMsg(pctx, out, opts...)
-	return err
+	return p.Retry.Do(ctx, "dead-letter to "+p.Subject, func(ctx context.Context) error {
+		_, err := p.JS.PublishMsg(ctx, out, opts...)
+		return err
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/verdryx/verdryx/envelope"
@@ -53,6 +52,7 @@ type NATSChain struct {
 	stream  string
 	subject string
 	log     *slog.Logger
+	retry   *Retrier
 
 	mu         sync.Mutex
 	head       string
@@ -67,6 +67,9 @@ type NATSChain struct {
 type ChainOptions struct {
 	// Logger receives the chain's logs; nil discards them.
 	Logger *slog.Logger
+	// Retry, when set, retries an append that fails while the stream
+	// has no leader (Retrier); nil tries once.
+	Retry *Retrier
 }
 
 // NewNATSChain resumes the chain of subject from the last message stored in
@@ -76,7 +79,7 @@ func NewNATSChain(ctx context.Context, js jetstream.JetStream, stream, subject s
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &NATSChain{js: js, stream: stream, subject: subject, log: logger.With("component", "events", "subject", subject)}
+	c := &NATSChain{js: js, stream: stream, subject: subject, log: logger.With("component", "events", "subject", subject), retry: opts.Retry}
 	if err := c.resync(ctx); err != nil {
 		return nil, err
 	}
@@ -110,10 +113,12 @@ func (c *NATSChain) resync(ctx context.Context) error {
 }
 
 // Append seals ev onto the chain and publishes it, blocking (at most 10 s
-// beyond ctx) until JetStream acknowledges it. An event without agent_id is
-// skipped and counted. The chain advances only after the acknowledgement;
-// an event JetStream already holds (Duplicate) is reported as appended,
-// without being stored twice.
+// beyond ctx a try; with ChainOptions.Retry, tries while the stream has no
+// leader for up to its bound) until JetStream acknowledges it. An event
+// without agent_id is skipped and counted. The chain advances only after
+// the acknowledgement; an event JetStream already holds (Duplicate, such
+// as a retry whose first ack was lost) is reported as appended, without
+// being stored twice.
 func (c *NATSChain) Append(ctx context.Context, ev envelope.Event) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,8 +126,16 @@ func (c *NATSChain) Append(ctx context.Context, ev envelope.Event) (bool, error)
 		c.skipped++
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	var ok bool
+	err := c.retry.Do(ctx, "publish "+ev.Type+" event to "+c.subject, func(ctx context.Context) (err error) {
+		ok, err = c.appendOnce(ctx, ev)
+		return err
+	})
+	return ok, err
+}
+
+// appendOnce is one try of Append, c.mu held.
+func (c *NATSChain) appendOnce(ctx context.Context, ev envelope.Event) (bool, error) {
 	for try := 1; ; try++ {
 		if c.stale {
 			if err := c.resync(ctx); err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// Checked, when set, receives each line's verdict before the line is
 	// forwarded. The Classified is valid only during the call.
 	Checked func(tail.Line, tail.Classified)
+	// Retry, when set, retries a publish that fails while its stream has
+	// no leader (producer.Retrier), so the tailer waits on the line
+	// instead of failing; nil tries once (then Run returns the error).
+	Retry *producer.Retrier
 }
 
 // New returns a forwarder of what tl reads to the subjects,
@@ -119,7 +123,7 @@ func (f *Forwarder) handle(ctx context.Context, l tail.Line) error {
 }
 
 func (f *Forwarder) publish(ctx context.Context, subject string, data []byte, id string) error {
-	if _, err := producer.Store(ctx, f.js, &nats.Msg{Subject: subject, Data: data}, id); err != nil {
+	if _, err := f.opts.Retry.Store(ctx, f.js, &nats.Msg{Subject: subject, Data: data}, id); err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
 	return nil
@@ -127,6 +131,6 @@ func (f *Forwarder) publish(ctx context.Context, subject string, data []byte, id
 
 func (f *Forwarder) deadLetter(ctx context.Context, data []byte, id, reason string) error {
 	f.logger().Warn("tailed line dead-lettered", "reason", reason)
-	dead := producer.DeadLetterPublisher{JS: f.js, Subject: f.subjects.DeadLetter}
+	dead := producer.DeadLetterPublisher{JS: f.js, Subject: f.subjects.DeadLetter, Retry: f.opts.Retry}
 	return dead.Publish(ctx, producer.DeadLetter{Data: data, Subject: "tail", ID: id, Reason: reason})
 }

@@ -46,7 +46,7 @@ func TestEnsureOnlyReadsWhatAlreadyMatches(t *testing.T) {
 	ensureAll := func() {
 		_, _, err := streams.EnsureStreams(ctx, js, e.Subjects, 0)
 		require.NoError(t, err)
-		_, err = evalreq.NewClaims(ctx, js, "inst", 0)
+		_, err = evalreq.NewClaims(ctx, js, "inst", 0, nil)
 		require.NoError(t, err)
 		_, err = fleet.EnsureBucket(ctx, js, 0)
 		require.NoError(t, err)

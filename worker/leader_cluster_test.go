@@ -58,7 +58,7 @@ func TestPublishingRidesOutLeaderLoss(t *testing.T) {
 		require.NoError(t, err)
 		wk := &worker{addr: ln.Addr().String(), events: filepath.Join(t.TempDir(), "events.ndjson")}
 		require.NoError(t, ln.Close())
-		o := Options{DataDir: t.TempDir(), NATSURL: c.URLs(), Subjects: s, StartTimeout: 3 * time.Minute, HTTPAddr: wk.addr,
+		o := Options{DataDir: t.TempDir(), NATSURL: c.URLs(), Subjects: s, StartTimeout: 3 * time.Minute, HTTPAddr: wk.addr, Logger: jstest.Logger(t),
 			EventsPath: wk.events, NATSOptions: []nats.Option{nats.ReconnectWait(50 * time.Millisecond)}}
 		mutate(&o)
 		w, err := New(o)
@@ -149,7 +149,11 @@ func TestPublishingRidesOutLeaderLoss(t *testing.T) {
 		return buf.String()
 	}
 	merged := func() (string, error) {
-		agg, err := fleet.ReadAggregate(ctx, adm, s)
+		// A request the cluster loses between leaders is not answered:
+		// each read gets its own deadline.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		agg, err := fleet.ReadAggregate(rctx, adm, s)
 		if err != nil {
 			return "", err
 		}

@@ -90,10 +90,13 @@ type Options struct {
 	// (0: segpub.DefaultSettle).
 	Follow bool
 	Settle time.Duration
-	// PublishRetryFor bounds how long a replayed or followed batch whose
-	// publish fails (the traces stream electing a leader) is retried, with
-	// backoff, before the run fails with ErrService; /readyz answers 503
-	// while publishes fail. 0 means producer.DefaultRetryFor.
+	// PublishRetryFor bounds how long a JetStream or KV write that fails
+	// because its stream or bucket has no leader (an election) is retried,
+	// with backoff, from its first failure: a replayed or followed batch
+	// (past it the run fails with ErrService), a tailed line (likewise), an
+	// eval request's claim, ledger record, event or dead letter (past it
+	// the attempt fails and is redelivered). /readyz answers 503 while a
+	// write fails. 0 means producer.DefaultRetryFor.
 	PublishRetryFor time.Duration
 	// SLOEvery is how often the SLOs are evaluated over the fleet's
 	// merged state of the last SLOWindow (sloLoop: gauges on /metrics,

@@ -93,7 +93,7 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 		if _, _, err := streams.EnsureStreams(ctx, adm, streams.DefaultSubjects(), 0); err != nil {
 			return err
 		}
-		_, err := evalreq.NewClaims(ctx, adm, "a-replay-client", 0)
+		_, err := evalreq.NewClaims(ctx, adm, "a-replay-client", 0, nil)
 		return err
 	})
 	jstest.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {

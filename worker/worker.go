@@ -173,7 +173,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	r := &running{w: w, st: st, freed: make(chan struct{}, 1), roots: w.roots(), metrics: httpapi.NewMetrics(), tailDone: make(chan struct{}), inputsDone: make(chan struct{}), closed: make(chan struct{}),
-		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}}
+		start: &startRetrier{deadline: time.Now().Add(o.StartTimeout), log: o.Logger}, retry: producer.NewRetrier(o.PublishRetryFor, o.Logger)}
 	defer r.close()
 	// Health first: /readyz answers 503 while start-up waits for NATS.
 	if err := r.serveHTTP(); err != nil {
@@ -295,6 +295,10 @@ type running struct {
 	// publishFailing is true while the replay or the follower's publishes
 	// fail (retried, see Options.PublishRetryFor).
 	publishFailing atomic.Bool
+	// retry retries every other JetStream and KV write (tail, eval
+	// requests, claims and ledger, events, dead letters) while its stream
+	// or bucket has no leader; readiness is 503 while one is failing.
+	retry *producer.Retrier
 }
 
 func (r *running) onClose(f func()) { r.closers = append(r.closers, f) }
@@ -380,7 +384,7 @@ func (r *running) connect(ctx context.Context) error {
 func (r *running) sinks(ctx context.Context) error {
 	o := &r.w.opts
 	if err := r.start.do(ctx, "events chain", func(ctx context.Context) (err error) {
-		r.chain, err = producer.NewNATSChain(ctx, r.js, o.Subjects.EventsStream, o.Subjects.Events+"."+o.Instance, producer.ChainOptions{Logger: o.Logger})
+		r.chain, err = producer.NewNATSChain(ctx, r.js, o.Subjects.EventsStream, o.Subjects.Events+"."+o.Instance, producer.ChainOptions{Logger: o.Logger, Retry: r.retry})
 		return err
 	}); err != nil {
 		return err
@@ -523,7 +527,7 @@ func (r *running) serveHTTP() error {
 		return nil
 	}
 	hs := &httpapi.Server{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
-		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && !r.publishFailing.Load() && r.lease.Held()
+		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && !r.publishFailing.Load() && r.retry.Healthy() && r.lease.Held()
 	}}
 	hs.Report = reportHandler(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
 		if !r.ready.Load() { // r.js is set before ready
@@ -550,11 +554,11 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 	o := &r.w.opts
 	r.tracesOK.Store(true)
 	r.evalOK.Store(true)
-	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter})
+	dead := deadletter.ForPull(&producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter, Retry: r.retry})
 	// One run per request id across every worker sharing the eval consumer.
 	var claims *evalreq.Claims
 	if err := r.start.do(ctx, "eval claims", func(ctx context.Context) (err error) {
-		claims, err = evalreq.NewClaims(ctx, r.js, o.Instance, o.Subjects.Replicas)
+		claims, err = evalreq.NewClaims(ctx, r.js, o.Instance, o.Subjects.Replicas, r.retry)
 		return err
 	}); err != nil {
 		return nil, err
@@ -582,18 +586,22 @@ func (r *running) pullers(ctx context.Context) ([]*pull.Puller, error) {
 				default: // a release is due already
 				}
 			},
-			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, MaxRecordBytes: o.MaxRecordBytes})
+			Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.tracesOK.Store, Retry: r.retry, MaxRecordBytes: o.MaxRecordBytes})
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	evalPull, err := pull.New(r.eval, evalH,
-		pull.Options{Name: "eval", Batch: 1, Heartbeat: streams.EvalAckWait / 3, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
+		pull.Options{Name: "eval", Batch: 1, Heartbeat: streams.EvalAckWait / 3, Expiry: evalPullExpiry, Logger: o.Logger, Counters: r.metrics, DeadLetter: dead, Healthy: r.evalOK.Store})
 	if err != nil {
 		return nil, err
 	}
 	return []*pull.Puller{evalPull}, nil
 }
+
+// evalPullExpiry is the eval consumer's pull expiry: a pull lost with the
+// eval stream's leader is renewed within about this long.
+const evalPullExpiry = 5 * time.Second
 
 // asks adds the RAG ask server when there is something to answer from
 // (OpenAsks), and the follower of the active generation, which names the
@@ -608,7 +616,7 @@ func (r *running) asks(ctx context.Context, g *oklogrun.Group) error {
 	if asker == nil {
 		return nil
 	}
-	dl := &producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter}
+	dl := &producer.DeadLetterPublisher{JS: r.js, Subject: o.Subjects.DeadLetter, Retry: r.retry}
 	opts := ragask.Options{Logger: o.Logger, Replies: o.Replies,
 		Asked: func(ok bool) { r.metrics.Asks.WithLabelValues(map[bool]string{true: "ok", false: "error"}[ok]).Inc() },
 		DeadLetter: func(ctx context.Context, subject string, data []byte, h nats.Header, reason string) error {
@@ -664,12 +672,15 @@ func (r *running) tail(g *oklogrun.Group) error {
 	if err != nil {
 		return inputError(fmt.Errorf("--tail: %w", err))
 	}
-	fw := tailfwd.New(t, r.js, o.Subjects, tailfwd.Options{Logger: o.Logger,
+	fw := tailfwd.New(t, r.js, o.Subjects, tailfwd.Options{Logger: o.Logger, Retry: r.retry,
 		Counted: func(class string) { r.metrics.TailLines.WithLabelValues(class).Inc() }})
 	tctx, cancel := context.WithCancel(context.Background())
 	g.Add(func() error {
 		defer close(r.tailDone)
 		if err := fw.Run(tctx); err != nil && !errors.Is(err, context.Canceled) {
+			if producer.Retryable(err) { // past --publish-retry-for
+				return serviceError(fmt.Errorf("tail %s: %w", o.TailPath, err))
+			}
 			return fmt.Errorf("tail %s: %w", o.TailPath, err)
 		}
 		if o.Once {
@@ -821,7 +832,7 @@ func (r *running) publishInputs(ctx context.Context) (failedSegs []string, err e
 		if req.RequestID == "" {
 			return nil, inputError(fmt.Errorf("--eval-request %s: field request_id: missing", f))
 		}
-		if _, err := producer.Store(ctx, r.js, &nats.Msg{Subject: o.Subjects.EvalRequests, Data: raw}, "eval:"+req.RequestID); err != nil {
+		if _, err := r.retry.Store(ctx, r.js, &nats.Msg{Subject: o.Subjects.EvalRequests, Data: raw}, "eval:"+req.RequestID); err != nil {
 			return nil, serviceError(fmt.Errorf("publish eval request %s: %w", f, err))
 		}
 	}

@@ -172,7 +172,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
 	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
-	f.publishRetryFor = fs.Duration("publish-retry-for", producer.DefaultRetryFor, "how long a replayed or followed batch whose publish fails (the traces stream electing a leader) is retried with backoff: readiness says 503 meanwhile; then exit 3")
+	f.publishRetryFor = fs.Duration("publish-retry-for", producer.DefaultRetryFor, "how long a write whose stream or KV bucket has no leader (an election) is retried with backoff: replayed, followed and tailed publishes (then exit 3), eval claims, ledger, events and dead letters (then the attempt is redelivered); readiness says 503 meanwhile")
 	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
 	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
 	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")

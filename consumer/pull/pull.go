@@ -154,6 +154,12 @@ type Options struct {
 	// transient failure (not an Elsewhere one) and with true after a batch
 	// without one (readiness follows it).
 	Healthy func(ok bool)
+	// Expiry, when > 0, is how long each pull request lives (JetStream's
+	// heartbeat on it is half of that). A pull lost with a stream's leader
+	// is noticed after two missed heartbeats, so a short expiry resumes
+	// delivery sooner after an election; 0 keeps the client's default
+	// (30 s: up to 30 s without deliveries after one).
+	Expiry time.Duration
 	// PriorityGroup, when set, pulls as a member of this priority group of
 	// the consumer (a pinned-client consumer delivers to one member at a
 	// time).
@@ -213,6 +219,9 @@ func (p *Puller) Run(ctx context.Context) error {
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			p.log.Debug("consume", "err", err)
 		})}
+	if p.opts.Expiry > 0 && p.opts.PriorityGroup == "" {
+		copts = append(copts, jetstream.PullExpiry(p.opts.Expiry))
+	}
 	if p.opts.PriorityGroup != "" {
 		// A member that is not pinned holds its pull request open until it
 		// expires, and a drain waits for that: keep it short.
