@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -328,21 +329,42 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 	for _, wk := range workers {
 		wk.p.kill9(t)
 	}
-	runs := map[string]int{}
+	// A store holds its own runs and those it applied from the fleet's
+	// quality log, so one run may be in both: count distinct run ids.
+	runs := map[string]map[string]bool{}
 	for _, wk := range workers {
 		st, err := store.Open(ctx, filepath.Join(wk.data, "verdryx.db"), store.Options{})
 		require.NoError(t, err)
-		byReq, err := st.RunsByRequest(ctx)
-		require.NoError(t, st.Close())
+		require.NoError(t, st.Close()) // migrated and closed: read it as the console does
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(wk.data, "verdryx.db")+"?mode=ro")
 		require.NoError(t, err)
-		for id, c := range byReq {
-			runs[id] += c
+		rows, err := db.QueryContext(ctx, "SELECT request_id, id FROM eval_runs WHERE request_id != ''")
+		require.NoError(t, err)
+		for rows.Next() {
+			var req, run string
+			require.NoError(t, rows.Scan(&req, &run))
+			if runs[req] == nil {
+				runs[req] = map[string]bool{}
+			}
+			runs[req][run] = true
 		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+		require.NoError(t, db.Close())
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// Replies are core NATS, at most once: a client whose server is the
+	// one killed can miss one while it reconnects, and the request's
+	// redelivery then answers from the store. So every request is
+	// answered (fresh or replayed) and graded exactly once; how many
+	// first answers arrived is logged.
+	freshTotal := 0
 	for _, id := range ids {
-		require.Equal(t, 1, fresh[id], "request %s answered fresh once", id)
-		require.Equal(t, 1, runs[id], "request %s graded once across the workers", id)
+		require.GreaterOrEqual(t, answers[id], 1, "request %s answered", id)
+		require.LessOrEqual(t, fresh[id], 1, "request %s answered fresh at most once", id)
+		freshTotal += fresh[id]
+		require.Len(t, runs[id], 1, "request %s graded once across the workers (distinct runs %v)", id, runs[id])
 	}
+	t.Logf("%d of %d requests answered by their first attempt", freshTotal, len(ids))
 }
