@@ -160,7 +160,7 @@ func (c *Claims) Done(ctx context.Context, requestID, runID string, result []byt
 
 func (c *Claims) get(ctx context.Context, key string) (Claim, error) {
 	var e jetstream.KeyValueEntry
-	err := c.retry.Do(ctx, "read eval request claim", func(ctx context.Context) (err error) {
+	err := c.retry.Read(ctx, "read eval request claim", func(ctx context.Context) (err error) {
 		e, err = c.kv.Get(ctx, key)
 		return err
 	})
@@ -177,7 +177,7 @@ func (c *Claims) get(ctx context.Context, key string) (Claim, error) {
 
 // alive reports whether instance holds a live lease.
 func (c *Claims) alive(ctx context.Context, instance string) (bool, error) {
-	err := c.retry.Do(ctx, "read instance lease", func(ctx context.Context) error {
+	err := c.retry.Read(ctx, "read instance lease", func(ctx context.Context) error {
 		_, err := c.leases.Get(ctx, instance)
 		return err
 	})

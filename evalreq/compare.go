@@ -226,6 +226,15 @@ func (h *Handler) finishCompare(ctx context.Context, req Request, rec store.Eval
 			}
 		}
 	}
+	// The graded runs go on the fleet's log before anything says the
+	// request is done, as a single run does in handle.
+	if h.opts.Quality != nil {
+		for _, id := range res.GradedRuns {
+			if _, err := h.opts.Quality.Publish(ctx, store.KindRun, id); err != nil {
+				return pull.Transient("record compared run on the quality log", err)
+			}
+		}
+	}
 	if h.opts.Claims != nil {
 		if err := h.opts.Claims.Done(ctx, req.RequestID, rec.RunID, rec.Result); err != nil {
 			return pull.Transient("mark eval request done", err)

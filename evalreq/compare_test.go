@@ -95,8 +95,9 @@ func TestEvalRequestComparesModels(t *testing.T) {
 	e := newEnv(t)
 	chat := &fakeChat{calls: map[string]int{}}
 	st := jstest.OpenStore(t, filepath.Join(e.Dir, "cmp.db"))
+	ql := &recordingLog{}
 	h := NewHandler(st, evalrun.Deps{Store: st, Version: "test"}, e.NC, Options{Roots: testdataRoot(t), Logger: jstest.Logger(t),
-		Models: fakeModels(t, chat), Allowed: []string{"openai:good", "openai:bad"}})
+		Models: fakeModels(t, chat), Allowed: []string{"openai:good", "openai:bad"}, Quality: ql})
 	jstest.RunPuller(t, e.Eval, h, pull.Options{Name: "eval", Batch: 1, Logger: jstest.Logger(t)})
 	set := numbered(6)
 
@@ -117,6 +118,7 @@ func TestEvalRequestComparesModels(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.ComparisonID, run.ComparisonID, "each run tagged with the comparison id")
 	}
+	assert.ElementsMatch(t, res.GradedRuns, ql.runs(), "every graded run recorded on the quality log before the reply")
 	rec, ok, err := st.EvalRequestState(context.Background(), "c-1")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -227,4 +229,27 @@ func TestEvalRequestComparisonCapHoldsAcrossARedelivery(t *testing.T) {
 	assert.Equal(t, bound, res.CostLimitUSD, "the worker's bound caps the request")
 	assert.LessOrEqual(t, res.SpentUSD, bound+1e-9)
 	assert.LessOrEqual(t, float64(chat.total())*perCall, bound+1e-9, "every attempt's calls together stay under the cap: %v", chat.calls)
+}
+
+// recordingLog is a QualityLog that notes the runs published on it.
+type recordingLog struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (l *recordingLog) Publish(_ context.Context, kind, id string) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if kind == store.KindRun {
+		l.ids = append(l.ids, id)
+	}
+	return uint64(len(l.ids)), nil
+}
+
+func (l *recordingLog) CatchUp(context.Context, time.Duration) (uint64, error) { return 0, nil }
+
+func (l *recordingLog) runs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.ids...)
 }

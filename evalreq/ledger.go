@@ -77,7 +77,7 @@ func (c *Claims) Journal(ctx context.Context, requestID string, logger *slog.Log
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	j := &Journal{kv: c.kv, retry: c.retry, prefix: claimKey(requestID), attempt: hex.EncodeToString(b[:]), logger: logger, paid: map[string]bool{}}
 	var prior evalrun.Prior
-	err := j.retry.Do(ctx, "read spend ledger", func(ctx context.Context) (err error) {
+	err := j.retry.Read(ctx, "read spend ledger", func(ctx context.Context) (err error) {
 		prior, err = j.load(ctx)
 		return err
 	})

@@ -69,7 +69,11 @@ type Retrier struct {
 	bound   time.Duration
 	logger  *slog.Logger
 	warn    *ratelog.Log
+	now     func() time.Time
 	failing atomic.Int64 // writes between a failure and their end
+	// lastFail and lastOK are when (unix ns) a try last failed (or a
+	// failing call ended) and when a write last went through.
+	lastFail, lastOK atomic.Int64
 }
 
 // NewRetrier returns a Retrier retrying each write for up to bound (0:
@@ -82,7 +86,7 @@ func NewRetrier(bound time.Duration, logger *slog.Logger) *Retrier {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Retrier{bound: bound, logger: logger, warn: ratelog.New(logger, 10*time.Second)}
+	return &Retrier{bound: bound, logger: logger, warn: ratelog.New(logger, 10*time.Second), now: time.Now}
 }
 
 // Store is producer.Store (the package function) retried by r.
@@ -95,8 +99,32 @@ func (r *Retrier) Store(ctx context.Context, js jetstream.JetStream, msg *nats.M
 	return ack, err
 }
 
-// Healthy reports whether no write is being retried.
-func (r *Retrier) Healthy() bool { return r == nil || r.failing.Load() == 0 }
+// Healthy reports whether no write is being retried and none failed
+// since the last write that went through: a call that gave up, or a
+// read that a leader without a quorum still answered, does not make it
+// healthy again; a write that succeeds does, as does QuietRecovery
+// without any failure (a worker with nothing to write).
+func (r *Retrier) Healthy() bool {
+	if r == nil {
+		return true
+	}
+	if r.failing.Load() > 0 {
+		return false
+	}
+	f := r.lastFail.Load()
+	return f == 0 || r.lastOK.Load() >= f || r.now().UnixNano()-f >= int64(QuietRecovery)
+}
+
+// QuietRecovery is how long after its last failure a Retrier with no
+// write through since reports Healthy again.
+const QuietRecovery = 30 * time.Second
+
+// Read is Do for a read: retried alike, and counted as failing alike,
+// but its success does not make Healthy true again (a stream leader that
+// lost its quorum may still answer reads).
+func (r *Retrier) Read(ctx context.Context, what string, try func(ctx context.Context) error) error {
+	return r.do(ctx, what, false, try)
+}
 
 // Do calls try, each time with at most RetryTry beyond ctx (a nil
 // Retrier: once, with StoreTimeout), until it
@@ -107,6 +135,10 @@ func (r *Retrier) Healthy() bool { return r == nil || r.failing.Load() == 0 }
 // is made again (a message id, a revision check or an idempotent value
 // keeps its effect single).
 func (r *Retrier) Do(ctx context.Context, what string, try func(ctx context.Context) error) error {
+	return r.do(ctx, what, true, try)
+}
+
+func (r *Retrier) do(ctx context.Context, what string, write bool, try func(ctx context.Context) error) error {
 	if r == nil {
 		tctx, cancel := context.WithTimeout(ctx, StoreTimeout)
 		defer cancel()
@@ -124,6 +156,9 @@ func (r *Retrier) Do(ctx context.Context, what string, try func(ctx context.Cont
 		slow.Stop()
 		cancel()
 		if err == nil || !Retryable(err) || ctx.Err() != nil {
+			if err == nil && write {
+				r.lastOK.Store(r.now().UnixNano())
+			}
 			if err == nil && !first.IsZero() {
 				r.logger.Info("write succeeded after retries", "write", what, "tries", n, "after", time.Since(first).Round(time.Millisecond))
 			}
@@ -168,6 +203,9 @@ type writeState struct {
 func (w *writeState) failing() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.done {
+		w.r.lastFail.Store(w.r.now().UnixNano())
+	}
 	if !w.done && !w.counted {
 		w.counted = true
 		w.r.failing.Add(1)
@@ -179,6 +217,10 @@ func (w *writeState) end() {
 	defer w.mu.Unlock()
 	w.done = true
 	if w.counted {
+		// Ended, but not through: failing until a write goes through.
+		if w.r.lastOK.Load() < w.r.lastFail.Load() {
+			w.r.lastFail.Store(w.r.now().UnixNano())
+		}
 		w.r.failing.Add(-1)
 	}
 }

@@ -67,7 +67,9 @@ func TestRetrierRetriesAnElection(t *testing.T) {
 	require.ErrorIs(t, err, nats.ErrNoResponders)
 	require.ErrorContains(t, err, "the retry bound")
 	require.Greater(t, tries, 1)
-	require.True(t, short.Healthy(), "a write that gave up is no longer counted as failing")
+	require.False(t, short.Healthy(), "a write that gave up leaves it unhealthy until a write goes through")
+	require.NoError(t, short.Do(ctx, "w", func(context.Context) error { return nil }))
+	require.True(t, short.Healthy(), "a write that went through")
 
 	// A try left unanswered past SlowWrite counts as failing until it ends.
 	release := make(chan struct{})
@@ -92,4 +94,40 @@ func TestRetrierRetriesAnElection(t *testing.T) {
 	tries = 0
 	require.ErrorIs(t, none.Do(ctx, "w", func(context.Context) error { tries++; return nats.ErrNoResponders }), nats.ErrNoResponders)
 	require.Equal(t, 1, tries, "a nil Retrier tries once")
+}
+
+// TestRetrierReadDoesNotRecover: a read answered after failures (a leader
+// without a quorum may still answer reads) leaves the Retrier unhealthy;
+// a write that goes through, or QuietRecovery without a failure, makes it
+// healthy again.
+func TestRetrierReadDoesNotRecover(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	r := NewRetrier(time.Minute, nil)
+	r.now = func() time.Time { return now }
+	tries := 0
+	require.NoError(t, r.Read(ctx, "r", func(context.Context) error {
+		if tries++; tries < 2 {
+			return jetstream.ErrNoStreamResponse
+		}
+		return nil
+	}))
+	require.False(t, r.Healthy(), "a read through after a failure")
+	require.NoError(t, r.Read(ctx, "r", func(context.Context) error { return nil }))
+	require.False(t, r.Healthy(), "another read through")
+	now = now.Add(QuietRecovery - time.Second)
+	require.False(t, r.Healthy())
+	now = now.Add(time.Second)
+	require.True(t, r.Healthy(), "QuietRecovery without a failure")
+
+	tries = 0
+	require.NoError(t, r.Read(ctx, "r", func(context.Context) error {
+		if tries++; tries < 2 {
+			return nats.ErrNoResponders
+		}
+		return nil
+	}))
+	require.False(t, r.Healthy())
+	require.NoError(t, r.Do(ctx, "w", func(context.Context) error { return nil }))
+	require.True(t, r.Healthy(), "a write through")
 }

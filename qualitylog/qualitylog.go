@@ -43,6 +43,7 @@ type Log struct {
 	st     *store.Store
 	logger *slog.Logger
 	now    func() time.Time
+	retry  *producer.Retrier
 
 	mu      sync.Mutex
 	applied uint64
@@ -57,6 +58,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now stamps the store's view of the log; nil means time.Now.
 	Now func() time.Time
+	// Retry carries Publish through a stream leader's election (the
+	// worker's writes share one); nil makes one try with
+	// producer.StoreTimeout.
+	Retry *producer.Retrier
 }
 
 // Open ensures the log's stream (creating it with s's replicas and
@@ -76,7 +81,7 @@ func Open(ctx context.Context, js jetstream.JetStream, s streams.Subjects, st *s
 	if err != nil {
 		return nil, err
 	}
-	return &Log{js: js, stream: stream, subj: s.WithQuality(), st: st, logger: opts.Logger, now: opts.Now,
+	return &Log{js: js, stream: stream, subj: s.WithQuality(), st: st, logger: opts.Logger, now: opts.Now, retry: opts.Retry,
 		applied: ls.Applied, last: ls.Last, moved: make(chan struct{}), sent: map[string]bool{}}, nil
 }
 
@@ -95,7 +100,7 @@ func (l *Log) Publish(ctx context.Context, kind, id string) (uint64, error) {
 	}
 	msg := &nats.Msg{Subject: l.subj.Quality + "." + kind, Data: data, Header: nats.Header{}}
 	msg.Header.Set(HeaderKind, kind)
-	ack, err := producer.Store(ctx, l.js, msg, kind+":"+id)
+	ack, err := l.retry.Store(ctx, l.js, msg, kind+":"+id)
 	if err != nil {
 		return 0, fmt.Errorf("quality log: record %s %s: %w", kind, id, err)
 	}

@@ -466,7 +466,11 @@ func TestTailRidesOutLeaderLoss(t *testing.T) {
 
 	// The fleet counted each line once.
 	jstest.CheckFor(t, 120*time.Second, 100*time.Millisecond, func() error {
-		agg, err := fleet.ReadAggregate(ctx, adm, s)
+		// Each read has a deadline of its own: a request the cluster drops
+		// during an election is never answered.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		agg, err := fleet.ReadAggregate(rctx, adm, s)
 		if err != nil {
 			return err
 		}

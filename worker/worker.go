@@ -295,6 +295,9 @@ type running struct {
 	// publishFailing is true while the replay or the follower's publishes
 	// fail (retried, see Options.PublishRetryFor).
 	publishFailing atomic.Bool
+	// notReadyWhy is the last reason readiness gave (see notReady), so
+	// that a change is logged once.
+	notReadyWhy atomic.Pointer[string]
 	// retry retries every other JetStream and KV write (tail, eval
 	// requests, claims and ledger, events, dead letters) while its stream
 	// or bucket has no leader; readiness is 503 while one is failing.
@@ -353,7 +356,7 @@ func (r *running) connect(ctx context.Context) error {
 
 	// The fleet's quality log, which the store follows (actors).
 	if err := r.start.do(ctx, "quality log", func(ctx context.Context) (err error) {
-		r.quality, err = qualitylog.Open(ctx, r.js, o.Subjects, r.st, qualitylog.Options{Logger: o.Logger})
+		r.quality, err = qualitylog.Open(ctx, r.js, o.Subjects, r.st, qualitylog.Options{Logger: o.Logger, Retry: r.retry})
 		return err
 	}); err != nil {
 		return err
@@ -519,6 +522,25 @@ func (r *running) actors(ctx context.Context, g *oklogrun.Group) error {
 	return nil
 }
 
+// notReady is why readiness is 503, "" when it is 200.
+func (r *running) notReady() string {
+	switch {
+	case !r.ready.Load():
+		return "starting"
+	case !r.tracesOK.Load():
+		return "the traces consumer's last batch failed"
+	case !r.evalOK.Load():
+		return "the eval consumer's last batch failed"
+	case r.publishFailing.Load():
+		return "trace row publishes failing"
+	case !r.retry.Healthy():
+		return "a write failing (retried)"
+	case !r.lease.Held():
+		return "instance lease not held"
+	}
+	return ""
+}
+
 // serveHTTP starts /healthz, /readyz, /metrics and /report, before
 // anything else, so that readiness says 503 while start-up waits.
 func (r *running) serveHTTP() error {
@@ -527,7 +549,15 @@ func (r *running) serveHTTP() error {
 		return nil
 	}
 	hs := &httpapi.Server{Addr: o.HTTPAddr, Metrics: r.metrics, Ready: func() bool {
-		return r.ready.Load() && r.tracesOK.Load() && r.evalOK.Load() && !r.publishFailing.Load() && r.retry.Healthy() && r.lease.Held()
+		why := r.notReady()
+		if prev := r.notReadyWhy.Swap(&why); prev == nil || *prev != why {
+			if why == "" {
+				o.Logger.Info("ready")
+			} else {
+				o.Logger.Info("not ready", "reason", why)
+			}
+		}
+		return why == ""
 	}}
 	hs.Report = reportHandler(r.st, func(ctx context.Context, window outcome.Options) (*fleet.Aggregate, error) {
 		if !r.ready.Load() { // r.js is set before ready
