@@ -67,11 +67,8 @@ func notLogged(ctx context.Context, tx *sql.Tx, kind, id string) error {
 // orders them). first, when given, orders before all that.
 func (s *Store) labelOrder(where string, first ...string) string {
 	order := append(slices.Clone(first), "b.created_at DESC", "b.rowid DESC")
-	join := ""
-	if !s.noLog {
-		join = "LEFT JOIN quality_records q ON q.id = b.id "
-		order = append(append(slices.Clone(first), "q.seq IS NULL DESC", "q.seq DESC"), order[len(first):]...)
-	}
+	join := "LEFT JOIN quality_records q ON q.id = b.id "
+	order = append(append(slices.Clone(first), "q.seq IS NULL DESC", "q.seq DESC"), order[len(first):]...)
 	return join + where + " ORDER BY " + strings.Join(order, ", ") + " LIMIT 1"
 }
 
@@ -327,9 +324,6 @@ func (l LogState) Behind() uint64 {
 
 // LogState reads the store's place in the quality log. It only reads.
 func (s *Store) LogState(ctx context.Context) (LogState, error) {
-	if s.noLog {
-		return LogState{}, nil
-	}
 	var l LogState
 	var checked string
 	if err := s.db.QueryRowContext(ctx, `SELECT applied_seq, last_seq, missed, checked_at,

@@ -44,7 +44,7 @@ func (s *Store) RunsSince(ctx context.Context, since time.Time, checksFor int) (
 	if !since.IsZero() {
 		from = formatTime(since)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+s.runColumns()+` FROM eval_runs
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM eval_runs
 		WHERE started_at >= ? ORDER BY started_at, rowid`, from)
 	if err != nil {
 		return nil, fmt.Errorf("runs since %q: %w", from, err)

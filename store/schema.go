@@ -17,20 +17,16 @@ import (
 // default, so the Python verdryx's inserts still work), and verdryx's own
 // tables beside them. PRAGMA user_version stays 1, the version the Python
 // verdryx checks; verdryx's own schema version is in the verdryx_schema
-// table. A fresh file, a migrated Python store and an upgraded store of an
-// older verdryx schema are built by the same steps (upgrade), so they
-// cannot differ.
+// table. A fresh file and a migrated Python store are built by the same
+// steps (upgrade), so they cannot differ.
 
 // userVersion is the PRAGMA user_version of the Python verdryx's schema,
 // kept so the Python verdryx still opens the file.
 const userVersion = 1
 
-// schemaVersion is verdryx's own schema version, in verdryx_schema.
-// Version 2 added eval_runs.settings; version 3 eval_runs.comparison_id
-// and the quality log's tables (quality_log, quality_records: logDDL). An
-// older store is read as it is (a version-1 store's runs record no
-// settings, an older one's no comparison, and it knows no log position)
-// and upgraded by the first open for writing.
+// schemaVersion is verdryx's own schema version, in verdryx_schema: 3,
+// the first released (1 and 2 were development versions no release
+// wrote; a file of either is refused, nothing touched).
 const schemaVersion = 3
 
 // pythonDDL is the Python verdryx's schema, both generations (the second
@@ -82,7 +78,6 @@ func pythonColumns() map[string][]string {
 // verdryx schema version since.
 type addedColumn struct {
 	table, name, decl string
-	since             int
 }
 
 // addedColumns are verdryx's columns on the Python tables, in the order
@@ -92,9 +87,9 @@ type addedColumn struct {
 //
 //   - eval_runs: the eval set and its digest, the agent, the judge that
 //     graded llm_judge cases, the build, the eval request, the provenance
-//     (JSON); since version 2 the settings that changed the run's scores
-//     (JSON of grading.Settings; empty when not recorded); since version 3
-//     the model comparison that graded the run (empty for none).
+//     (JSON), the settings that changed the run's scores (JSON of
+//     grading.Settings; empty when not recorded) and the model comparison
+//     that graded the run (empty for none).
 //   - scores (measured cases only) and unanswered (every case the run could
 //     not measure; reason is a short code, detail says why): the case's
 //     position in the set (seq), grader, duration, checks (JSON), the
@@ -110,7 +105,7 @@ func addedColumns() []addedColumn {
 		{"request_id", "TEXT NOT NULL DEFAULT ''"},
 		{"provenance", "TEXT NOT NULL DEFAULT ''"},
 	} {
-		out = append(out, addedColumn{"eval_runs", c[0], c[1], 1})
+		out = append(out, addedColumn{"eval_runs", c[0], c[1]})
 	}
 	caseCols := [][2]string{
 		{"seq", "INTEGER"},
@@ -121,17 +116,17 @@ func addedColumns() []addedColumn {
 		{"typed", "TEXT NOT NULL DEFAULT ''"},
 	}
 	for _, c := range caseCols {
-		out = append(out, addedColumn{"scores", c[0], c[1], 1})
+		out = append(out, addedColumn{"scores", c[0], c[1]})
 	}
 	for _, c := range append([][2]string{
 		{"tokens", "INTEGER NOT NULL DEFAULT 0"},
 		{"cost_usd", "REAL NOT NULL DEFAULT 0.0"},
 		{"detail", "TEXT NOT NULL DEFAULT ''"},
 	}, caseCols...) {
-		out = append(out, addedColumn{"unanswered", c[0], c[1], 1})
+		out = append(out, addedColumn{"unanswered", c[0], c[1]})
 	}
-	out = append(out, addedColumn{"eval_runs", "settings", "TEXT NOT NULL DEFAULT ''", 2})
-	out = append(out, addedColumn{"eval_runs", "comparison_id", "TEXT NOT NULL DEFAULT ''", 3})
+	out = append(out, addedColumn{"eval_runs", "settings", "TEXT NOT NULL DEFAULT ''"})
+	out = append(out, addedColumn{"eval_runs", "comparison_id", "TEXT NOT NULL DEFAULT ''"})
 	return out
 }
 
@@ -197,9 +192,6 @@ const (
 	KindEmpty Kind = "empty"
 	// KindCurrent: this build's schema; opened as it is.
 	KindCurrent Kind = "verdryx"
-	// KindOlder: an older verdryx schema (Shape.Version) this build
-	// reads as it is and upgrades in place when opening for writing.
-	KindOlder Kind = "verdryx-older"
 	// KindPython: a store the Python verdryx wrote; opening for writing
 	// migrates it in place after a copy.
 	KindPython Kind = "python"
@@ -272,19 +264,16 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 		case sh.Version > schemaVersion:
 			sh.Newer = true
 			return unknown("verdryx schema %d, newer than this build's (%d): use a newer verdryx", sh.Version, schemaVersion)
-		case sh.Version < 1:
-			return unknown("verdryx schema %d, which no release wrote", sh.Version)
+		case sh.Version < schemaVersion:
+			return unknown("verdryx schema %d, which no release wrote (an unreleased build's): move it aside", sh.Version)
 		}
-		if p, err := missingColumns(ctx, q, sh.Version); err != nil || p != "" {
+		if p, err := missingColumns(ctx, q, true); err != nil || p != "" {
 			if err != nil {
 				return Shape{}, err
 			}
 			return unknown("verdryx schema %d, but %s", sh.Version, p)
 		}
 		sh.Kind = KindCurrent
-		if sh.Version < schemaVersion {
-			sh.Kind = KindOlder
-		}
 		return sh, nil
 	}
 	for _, t := range tables {
@@ -297,7 +286,7 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 			return unknown("the Python verdryx's table %s is missing", t)
 		}
 	}
-	if p, err := missingColumns(ctx, q, 0); err != nil || p != "" {
+	if p, err := missingColumns(ctx, q, false); err != nil || p != "" {
 		if err != nil {
 			return Shape{}, err
 		}
@@ -308,11 +297,10 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 }
 
 // missingColumns compares the columns of the Python tables present with
-// the Python verdryx's (version 0: exactly those) or verdryx schema
-// version's (those and verdryx's added up to that version, in order), and
-// says what differs ("" when nothing does).
-func missingColumns(ctx context.Context, q querier, version int) (string, error) {
-	withAdded := version > 0
+// the Python verdryx's (exactly those) or, withAdded, this build's (those
+// and verdryx's added, in order), and says what differs ("" when nothing
+// does).
+func missingColumns(ctx context.Context, q querier, withAdded bool) (string, error) {
 	for t, want := range pythonColumns() {
 		have, err := columns(ctx, q, t)
 		if err != nil {
@@ -324,7 +312,7 @@ func missingColumns(ctx context.Context, q querier, version int) (string, error)
 		want = slices.Clone(want)
 		if withAdded {
 			for _, c := range addedColumns() {
-				if c.table == t && c.since <= version {
+				if c.table == t {
 					want = append(want, c.name)
 				}
 			}
@@ -362,8 +350,8 @@ func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]
 	return out, rows.Err()
 }
 
-// upgrade brings an empty file, a Python verdryx's store or an older
-// verdryx schema to this build's schema inside tx: the Python tables that
+// upgrade brings an empty file or a Python verdryx's store to this
+// build's schema inside tx: the Python tables that
 // are missing, verdryx's columns on them (those a file lacks, each with
 // its default), verdryx's tables and indexes, the versions. It touches no
 // row.
@@ -425,7 +413,7 @@ func Inspect(ctx context.Context, path string) (Shape, error) {
 	if err != nil {
 		return Shape{}, fmt.Errorf("inspect store %s: %w", path, err)
 	}
-	if sh.Kind == KindPython || sh.Kind == KindCurrent || sh.Kind == KindOlder {
+	if sh.Kind == KindPython || sh.Kind == KindCurrent {
 		sh.Rows = map[string]int{}
 		for _, t := range sh.Tables {
 			if _, ok := pythonColumns()[t]; !ok {

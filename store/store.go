@@ -90,15 +90,6 @@ type Store struct {
 	path     string
 	readOnly bool
 	migrated *Migration
-	// noSettings: a read-only open of an older verdryx schema without
-	// eval_runs.settings; every run reads as not recording its settings.
-	noSettings bool
-	// noComparison: a read-only open of a schema older than 3, without
-	// eval_runs.comparison_id; every run reads as graded on its own.
-	noComparison bool
-	// noLog: a read-only open of a schema older than 3, without the
-	// quality log's tables; the store knows no log position.
-	noLog bool
 }
 
 // SchemaVersion is verdryx's own schema version (table verdryx_schema);
@@ -198,10 +189,6 @@ func (s *Store) checkReadable(ctx context.Context) error {
 	switch sh.Kind {
 	case KindCurrent:
 		return nil
-	case KindOlder:
-		// Read as it is; the first open for writing upgrades it.
-		s.noSettings, s.noComparison, s.noLog = sh.Version < 2, sh.Version < 3, sh.Version < 3
-		return nil
 	case KindPython:
 		return fmt.Errorf("%w: the first verdryx command that writes to it (eval, baseline, serve) or verdryx store migrate migrates it in place, after a copy; read-only commands leave it as it is", ErrNeedsMigration)
 	case KindEmpty:
@@ -211,9 +198,8 @@ func (s *Store) checkReadable(ctx context.Context) error {
 }
 
 // ensureSchema creates the schema in an empty file, migrates a Python
-// verdryx's store after copying it, upgrades an older verdryx schema (in
-// one transaction: columns added with their defaults, no row touched) and
-// refuses any other shape. The
+// verdryx's store after copying it (in one transaction: columns added
+// with their defaults, no row touched) and refuses any other shape. The
 // shape is read again inside the write transaction, so two processes
 // opening one file at once migrate it once.
 func (s *Store) ensureSchema(ctx context.Context, beforeCommit func()) error {
@@ -460,19 +446,8 @@ func saveRun(ctx context.Context, tx *sql.Tx, run grading.Run) (err error) {
 	return nil
 }
 
-// runColumns are the columns scanRun reads, in its order: settings and
-// comparison_id read as empty (not recorded) from an older schema opened
-// read-only.
-func (s *Store) runColumns() string {
-	settings, comparison := "settings", "comparison_id"
-	if s.noSettings {
-		settings = "''"
-	}
-	if s.noComparison {
-		comparison = "''"
-	}
-	return `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance, ` + settings + `, ` + comparison
-}
+// runColumns are the columns scanRun reads, in its order.
+const runColumns = `id, eval_set_id, eval_set_digest, agent_id, model, judge_id, verdryx_version, request_id, started_at, finished_at, provenance, settings, comparison_id`
 
 // scanRun reads one eval_runs row of runColumns. A run the Python verdryx
 // wrote has no eval set, no provenance, no settings, and may have no
@@ -577,12 +552,8 @@ type RunInfo struct {
 
 // Runs lists every stored run, most recent first.
 func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
-	settingsCol := "r.settings"
-	if s.noSettings {
-		settingsCol = "''"
-	}
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at, `+settingsCol+`,
+		SELECT r.id, r.eval_set_id, r.model, r.agent_id, r.started_at, r.settings,
 			(SELECT COUNT(*) FROM scores WHERE run_id = r.id),
 			(SELECT COUNT(*) FROM unanswered WHERE run_id = r.id),
 			(SELECT AVG(value) FROM scores WHERE run_id = r.id),
@@ -623,7 +594,7 @@ func (s *Store) Runs(ctx context.Context) ([]RunInfo, error) {
 // Run loads one run with every score, graded and unmeasured, in case order.
 // A missing run is ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (grading.Run, error) {
-	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+s.runColumns()+` FROM eval_runs WHERE id = ?`, id).Scan)
+	run, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM eval_runs WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return grading.Run{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
 	}
@@ -661,11 +632,7 @@ func (s *Store) RecentRuns(ctx context.Context, evalSetID, model string, n int, 
 // recorded), most recent first, until n are kept; a run it refuses is not
 // loaded.
 func (s *Store) RecentRunsWhere(ctx context.Context, evalSetID, model string, n int, keep func(id string, settings *grading.Settings) bool, exclude ...string) ([]grading.Run, error) {
-	settingsCol := "settings"
-	if s.noSettings {
-		settingsCol = "''"
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, `+settingsCol+` FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
+	rows, err := s.db.QueryContext(ctx, `SELECT id, settings FROM eval_runs WHERE (?1 = '' OR eval_set_id = ?1) AND model = ?2
 		ORDER BY started_at DESC, rowid DESC`, evalSetID, model)
 	if err != nil {
 		return nil, fmt.Errorf("recent runs of %s/%s: %w", evalSetID, model, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -357,124 +359,69 @@ func TestBaselineLabels(t *testing.T) {
 	assert.Equal(t, 3, list[1].Cases, "graded and unmeasured cases of the run")
 }
 
-// TestSettingsRoundTripAndOlderSchema: a run's settings come back as saved
-// (nil stays nil: not recorded); a store of verdryx schema 1 (no
-// eval_runs.settings) is read as it is, every run's settings unrecorded, and
-// the first open for writing adds the column keeping every row.
-func TestSettingsRoundTripAndOlderSchema(t *testing.T) {
+// TestSettingsAndComparisonRoundTrip: a run's settings and comparison id
+// come back as saved (nil settings stay nil: not recorded; "" is a run
+// graded on its own).
+func TestSettingsAndComparisonRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTest(t)
+	st, _ := openTest(t)
 	with := sampleRun("r-set", "", t0, 1, 0)
 	with.Settings = &grading.Settings{Judge: "openai:judge-1", SemanticJudge: "openai:judge-1", SemanticThreshold: 0.7,
 		IndexGeneration: "gen-7", Embedder: "hash/v1", Retrieval: "hybrid", TopK: 3, Generator: "offline-extractive"}
+	with.ComparisonID = "cmp-1"
 	without := sampleRun("r-none", "", t0.Add(time.Minute), 1)
 	require.NoError(t, st.SaveRun(ctx, with))
 	require.NoError(t, st.SaveRun(ctx, without))
 	got, err := st.Run(ctx, "r-set")
 	require.NoError(t, err)
 	assert.Equal(t, with.Settings, got.Settings)
+	assert.Equal(t, "cmp-1", got.ComparisonID)
 	got, err = st.Run(ctx, "r-none")
 	require.NoError(t, err)
 	assert.Nil(t, got.Settings, "no settings recorded reads back as not recorded")
+	assert.Equal(t, "", got.ComparisonID)
 	list, err := st.Runs(ctx)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	assert.Nil(t, list[0].Settings)
 	assert.Equal(t, with.Settings, list[1].Settings)
-	require.NoError(t, st.Close())
-
-	// Make it the schema-1 store an earlier build wrote.
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN comparison_id; ALTER TABLE eval_runs DROP COLUMN settings; UPDATE verdryx_schema SET version = 1`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	sh, err := Inspect(ctx, path)
-	require.NoError(t, err)
-	assert.Equal(t, KindOlder, sh.Kind)
-	assert.Equal(t, 1, sh.Version)
-
-	ro, err := Open(ctx, path, Options{ReadOnly: true})
-	require.NoError(t, err, "a read-only open reads an older schema as it is")
-	got, err = ro.Run(ctx, "r-set")
-	require.NoError(t, err)
-	assert.Nil(t, got.Settings, "schema 1 recorded no settings")
-	list, err = ro.Runs(ctx)
-	require.NoError(t, err)
-	assert.Len(t, list, 2)
-	require.NoError(t, ro.Close())
-	sh, err = Inspect(ctx, path)
-	require.NoError(t, err)
-	assert.Equal(t, KindOlder, sh.Kind, "a read-only open changed nothing")
-
-	rw, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	defer rw.Close()
-	sh, err = Inspect(ctx, path)
-	require.NoError(t, err)
-	assert.Equal(t, KindCurrent, sh.Kind, "the first open for writing upgrades it")
-	assert.Equal(t, SchemaVersion(), sh.Version)
-	assert.Equal(t, 2, sh.Rows["eval_runs"])
-	got, err = rw.Run(ctx, "r-set")
-	require.NoError(t, err)
-	assert.Nil(t, got.Settings, "an upgraded run's settings stay unrecorded")
-	with.ID = "r-after"
-	require.NoError(t, rw.SaveRun(ctx, with))
-	got, err = rw.Run(ctx, "r-after")
-	require.NoError(t, err)
-	assert.Equal(t, with.Settings, got.Settings)
 }
 
-// TestComparisonIDRoundTripAndSchema2: a run's comparison id comes back
-// as saved ("" for a run graded on its own); a store of verdryx schema 2
-// (no eval_runs.comparison_id) is read as it is, settings kept and every
-// run graded on its own, and the first open for writing adds the column
-// keeping every row.
-func TestComparisonIDRoundTripAndSchema2(t *testing.T) {
+// TestUnreleasedSchemaRefused: a store stamped with a verdryx schema no
+// release wrote (development versions 1 and 2, with the columns they
+// lacked) is refused by read-only and writing opens alike, and left as it
+// is.
+func TestUnreleasedSchemaRefused(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTest(t)
-	in := sampleRun("r-cmp", "", t0, 1, 0)
-	in.ComparisonID = "cmp-1"
-	in.Settings = &grading.Settings{Judge: "openai:j"}
-	alone := sampleRun("r-alone", "", t0.Add(time.Minute), 1)
-	require.NoError(t, st.SaveRun(ctx, in))
-	require.NoError(t, st.SaveRun(ctx, alone))
-	got, err := st.Run(ctx, "r-cmp")
-	require.NoError(t, err)
-	assert.Equal(t, "cmp-1", got.ComparisonID)
-	got, err = st.Run(ctx, "r-alone")
-	require.NoError(t, err)
-	assert.Equal(t, "", got.ComparisonID)
-	require.NoError(t, st.Close())
+	for _, c := range []struct {
+		version int
+		drop    string
+	}{
+		{1, "ALTER TABLE eval_runs DROP COLUMN comparison_id; ALTER TABLE eval_runs DROP COLUMN settings"},
+		{2, "ALTER TABLE eval_runs DROP COLUMN comparison_id"},
+	} {
+		st, path := openTest(t)
+		require.NoError(t, st.SaveRun(ctx, sampleRun("r-1", "", t0, 1, 0)))
+		require.NoError(t, st.Close())
+		db, err := sql.Open("sqlite", path)
+		require.NoError(t, err)
+		_, err = db.Exec(c.drop + fmt.Sprintf("; UPDATE verdryx_schema SET version = %d", c.version))
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+		before, err := os.ReadFile(path)
+		require.NoError(t, err)
 
-	db, err := sql.Open("sqlite", path)
-	require.NoError(t, err)
-	_, err = db.Exec(`ALTER TABLE eval_runs DROP COLUMN comparison_id; UPDATE verdryx_schema SET version = 2`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	sh, err := Inspect(ctx, path)
-	require.NoError(t, err)
-	assert.Equal(t, KindOlder, sh.Kind)
-	assert.Equal(t, 2, sh.Version)
-
-	ro, err := Open(ctx, path, Options{ReadOnly: true})
-	require.NoError(t, err, "a read-only open reads schema 2 as it is")
-	got, err = ro.Run(ctx, "r-cmp")
-	require.NoError(t, err)
-	assert.Equal(t, "", got.ComparisonID, "schema 2 recorded no comparison")
-	assert.Equal(t, in.Settings, got.Settings, "schema 2's settings are still read")
-	require.NoError(t, ro.Close())
-
-	rw, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	defer rw.Close()
-	sh, err = Inspect(ctx, path)
-	require.NoError(t, err)
-	assert.Equal(t, KindCurrent, sh.Kind, "the first open for writing upgrades it")
-	assert.Equal(t, 2, sh.Rows["eval_runs"])
-	in.ID = "r-after"
-	require.NoError(t, rw.SaveRun(ctx, in))
-	got, err = rw.Run(ctx, "r-after")
-	require.NoError(t, err)
-	assert.Equal(t, "cmp-1", got.ComparisonID)
+		sh, err := Inspect(ctx, path)
+		require.NoError(t, err)
+		assert.Equal(t, KindUnknown, sh.Kind, "schema %d", c.version)
+		assert.Contains(t, sh.Problem, "which no release wrote")
+		for _, ro := range []bool{true, false} {
+			_, err = Open(ctx, path, Options{ReadOnly: ro})
+			require.ErrorIs(t, err, ErrUnknownShape, "schema %d, read-only %v", c.version, ro)
+			assert.Contains(t, err.Error(), fmt.Sprintf("verdryx schema %d", c.version))
+		}
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "schema %d: the file is left as it is", c.version)
+	}
 }

@@ -60,7 +60,6 @@ func printShape(w io.Writer, path string, sh store.Shape) {
 	kind := map[store.Kind]string{
 		store.KindEmpty:   "empty (no tables)",
 		store.KindCurrent: fmt.Sprintf("verdryx's (schema %d, on the Python verdryx's tables)", sh.Version),
-		store.KindOlder:   fmt.Sprintf("an older verdryx's (schema %d; this build's is %d)", sh.Version, store.SchemaVersion()),
 		store.KindPython:  "the Python verdryx's, without the unanswered table",
 		store.KindUnknown: "not one verdryx reads: " + sh.Problem,
 	}[sh.Kind]
@@ -77,8 +76,6 @@ func printShape(w io.Writer, path string, sh store.Shape) {
 	does := map[store.Kind]string{
 		store.KindEmpty:   "a command that writes (eval, baseline, serve) creates the schema",
 		store.KindCurrent: "every command opens it as it is",
-		store.KindOlder: "read-only commands read it as it is (runs record no settings); the first command that writes\n" +
-			"                adds the new columns in one transaction, keeping every row",
 		store.KindPython: "the first command that writes (eval, baseline, serve, store migrate) copies the file beside it and migrates it in place,\n" +
 			"                keeping every row; read-only commands (runs, baselines, drift, report) refuse it until then",
 		store.KindUnknown: "every command refuses it and leaves it as it is",
