@@ -3,7 +3,8 @@ package calls
 // Field names one column of a TokenFuse segment, in schema order.
 type Field uint8
 
-// The sixteen segment columns (contracts.md section 2), in schema order.
+// The sixteen segment columns (docs/traces.md, "TokenFuse segments"), in
+// schema order.
 const (
 	FieldTSMillis Field = iota
 	FieldRunID

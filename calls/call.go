@@ -1,7 +1,7 @@
 package calls
 
 // Column names of a TokenFuse call-trace segment, in schema order
-// (contracts.md section 2). Call's JSON tags use the same names.
+// (docs/traces.md, "TokenFuse segments"). Call's JSON tags use the same names.
 const (
 	ColTSMillis     = "ts_millis"
 	ColRunID        = "run_id"

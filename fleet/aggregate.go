@@ -30,7 +30,7 @@ func (e *MissingPartitionsError) Error() string {
 }
 
 // ReadAggregate reads every partition's newest published aggregate from
-// the Bucket buckets and returns their union. A partition with
+// the KV bucket Bucket and returns their union. A partition with
 // no aggregate and no record in the stream counts as empty; one with
 // records but no aggregate fails the read (MissingPartitionsError). The
 // aggregates are as of each owner's last snapshot (at most SnapshotEvery

@@ -257,6 +257,15 @@ func TestStoreLoadValidates(t *testing.T) {
 		{"an earlier format", func(t *testing.T, s *Store, m Manifest) {
 			resign(t, s, m, "", nil, func(m *Manifest) { m.Format = "verdryx-index/v1" })
 		}, `format "verdryx-index/v1"`, false},
+		{"a later format", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, "", nil, func(m *Manifest) { m.Format = "verdryx-index/v3" })
+		}, `format "verdryx-index/v3", want "verdryx-index/v2"`, false},
+		{"another program's format", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, "", nil, func(m *Manifest) { m.Format = "other-index/v2" })
+		}, `format "other-index/v2", want "verdryx-index/v2"`, false},
+		{"no format", func(t *testing.T, s *Store, m Manifest) {
+			resign(t, s, m, "", nil, func(m *Manifest) { m.Format = "" })
+		}, `format "", want "verdryx-index/v2"`, false},
 		{"manifest edited without fingerprint", func(t *testing.T, s *Store, m Manifest) {
 			p := filepath.Join(s.Dir(), "generations", m.ID, manifestFile)
 			b, _ := os.ReadFile(p)

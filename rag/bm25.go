@@ -62,10 +62,11 @@ var errBM25 = errors.New("bm25 statistics do not decode")
 // decodeBM25 checks the layout of b (magic, sizes, offsets in order) and
 // returns its statistics; the postings are checked as they are read.
 func decodeBM25(b []byte) (*bm25, error) {
-	r := reader{b: b}
-	if string(r.next(len(bm25Magic))) != bm25Magic {
-		return nil, fmt.Errorf("%w: no %q header", errBM25, strings.TrimSpace(bm25Magic))
+	if err := checkMagic(b, bm25Magic); err != nil {
+		return nil, fmt.Errorf("%w: %w", errBM25, err)
 	}
+	r := reader{b: b}
+	r.next(len(bm25Magic))
 	s := &bm25{}
 	s.n = int(r.u32())
 	s.avg = math.Float64frombits(r.u64())
@@ -110,6 +111,15 @@ func (r *reader) next(n int) []byte {
 	out := r.b[r.off : r.off+n]
 	r.off += n
 	return out
+}
+
+// checkMagic returns nil when b starts with magic (a format's name and
+// version), else an error naming the format b starts with and magic.
+func checkMagic(b []byte, magic string) error {
+	if string(b[:min(len(b), len(magic))]) != magic {
+		return fmt.Errorf("format %q, this build reads %q", b[:min(len(b), len(magic))], magic)
+	}
+	return nil
 }
 
 func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.next(4)) }

@@ -3,6 +3,7 @@ package rag
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -214,5 +215,69 @@ func entriesOf(c Corpus) func(func(Entry) error) error {
 			}
 		}
 		return nil
+	}
+}
+
+// otherMagics returns good with the magic (its first len(magic) bytes,
+// the version at byte at) changed: each other byte changed in turn, and
+// the version set to every other value; each with the format it names.
+func otherMagics(good []byte, magic string, at int) (bad [][]byte, versions [][]byte) {
+	for i := range len(magic) {
+		for _, c := range []byte{'A', 'z', 0, 0xff} {
+			if i == at || good[i] == c {
+				continue
+			}
+			b := append([]byte(nil), good...)
+			b[i] = c
+			bad = append(bad, b)
+		}
+	}
+	for v := range 256 {
+		if byte(v) == magic[at] {
+			continue
+		}
+		b := append([]byte(nil), good...)
+		b[at] = byte(v)
+		versions = append(versions, b)
+	}
+	return bad, versions
+}
+
+// TestChunkIndexRefusesOtherMagicsAndVersions: a chunks.idx under another
+// magic than "VXCHNK1\n", or of another version than 1, is refused
+// naming the format found and the one this build reads.
+func TestChunkIndexRefusesOtherMagicsAndVersions(t *testing.T) {
+	var buf strings.Builder
+	require.NoError(t, writeChunks(&buf, Corpus{ID: "c", LabelFields: []string{"source"}, SourceField: "source"}, []string{"source"},
+		[]span{{off: 1, n: 10}, {off: 12, n: 8}}))
+	good := []byte(buf.String())
+	path := filepath.Join(t.TempDir(), chunksFile)
+	read := func(b []byte) error {
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, _, _, err := readChunks(path, 20, 2)
+		return err
+	}
+	require.NoError(t, read(good))
+	bad, versions := otherMagics(good, chunksMagic, len("VXCHNK"))
+	for _, b := range append(bad, versions...) {
+		err := read(b)
+		require.ErrorIs(t, err, index.ErrCorrupt)
+		require.ErrorContains(t, err, fmt.Sprintf(`format %q, this build reads "VXCHNK1\n"`, b[:len(chunksMagic)]))
+	}
+	require.ErrorContains(t, read(good[:3]), `format "VXC", this build reads`)
+}
+
+// TestBM25RefusesOtherMagicsAndVersions: BM25 statistics under another
+// magic than "VXBM25\x01\n", or of another version than 1, are refused
+// naming the format found and the one this build reads.
+func TestBM25RefusesOtherMagicsAndVersions(t *testing.T) {
+	good := encodeBM25([]string{"two pints of milk", "a pint"})
+	_, err := decodeBM25(good)
+	require.NoError(t, err)
+	bad, versions := otherMagics(good, bm25Magic, len("VXBM25"))
+	for _, b := range append(bad, versions...) {
+		_, err := decodeBM25(b)
+		require.ErrorIs(t, err, errBM25)
+		require.ErrorContains(t, err, fmt.Sprintf(`format %q, this build reads "VXBM25\x01\n"`, b[:len(bm25Magic)]))
 	}
 }

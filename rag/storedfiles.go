@@ -80,9 +80,10 @@ func readChunks(path string, corpusSize int64, rows int) (Corpus, map[string]boo
 	}
 	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", index.ErrCorrupt, path, what) }
 	r := reader{b: b}
-	if string(r.next(len(chunksMagic))) != chunksMagic {
-		return Corpus{}, nil, nil, bad("no chunk index header")
+	if err := checkMagic(b, chunksMagic); err != nil {
+		return Corpus{}, nil, nil, bad(err.Error())
 	}
+	r.next(len(chunksMagic))
 	var h chunksHeader
 	if hdr := r.next(int(r.u32())); r.err != nil || json.Unmarshal(hdr, &h) != nil {
 		return Corpus{}, nil, nil, bad("corpus schema does not decode")

@@ -1,7 +1,7 @@
 // Package segment reads TokenFuse Parquet segment files into the call
 // schema of package calls.
 //
-// The reader (contracts.md section 2) works column page by column
+// The reader (docs/traces.md, "TokenFuse segments") works column page by column
 // page, without reconstructing rows: values are copied in batches straight
 // out of decoded pages, and dictionary-encoded strings are mapped to
 // interned ids once per dictionary, not once per row.

@@ -22,7 +22,8 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 )
 
-// The stack's console's SQL, verbatim (contracts.md section 6).
+// The stack's console's SQL, verbatim (github.com/TAIPANBOX/genaryx,
+// crates/connectors/src/verdryx.rs; docs/stack.md).
 const (
 	consoleHasTable = `SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1 LIMIT 1`
 	consoleRuns     = `SELECT id, model, started_at, finished_at FROM eval_runs ORDER BY started_at DESC`
@@ -33,8 +34,9 @@ const (
 	consoleBaseline = `SELECT id, eval_run_id, mean_score, created_at, label FROM baselines ORDER BY created_at DESC`
 )
 
-// pythonDDLv1 is the Python verdryx's schema as contracts.md gives it
-// (the first generation: no unanswered).
+// pythonDDLv1 is the Python verdryx's schema (github.com/TAIPANBOX/verdryx,
+// verdryx/store.py; docs/formats.md) in its first generation: no
+// unanswered.
 const pythonDDLv1 = `
 CREATE TABLE eval_runs (id TEXT PRIMARY KEY, model TEXT NOT NULL, started_at TEXT NOT NULL, finished_at TEXT);
 CREATE TABLE scores (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL REFERENCES eval_runs(id),

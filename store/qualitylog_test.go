@@ -155,13 +155,21 @@ func TestLogDecidesWhichBaselineALabelNames(t *testing.T) {
 	}
 }
 
-// TestLogRecordsThatCannotApply: a record naming a column this schema
-// lacks, or another table, is refused and the position stays; a baseline
-// whose run the store lacks is skipped, counted as applied.
+// TestLogRecordsThatCannotApply: a record of another kind, not JSON,
+// naming a column this schema lacks, or another table, is refused and the
+// position stays; a baseline whose run the store lacks is skipped, counted
+// as applied.
 func TestLogRecordsThatCannotApply(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openTest(t)
-	_, err := DecodeLogRecord([]byte(`{"kind":"run","id":"r","rows":{"eval_runs":[{"id":"r"}],"calls":[{}]}}`))
+	for _, kind := range []string{"", "runs", "Run", "baseline.v2", "snapshot"} {
+		_, err := DecodeLogRecord([]byte(`{"kind":"` + kind + `","id":"r","rows":{"eval_runs":[{"id":"r"}]}}`))
+		assert.ErrorIs(t, err, ErrLogRecord)
+		assert.ErrorContains(t, err, `kind "`+kind+`" (want run or baseline)`)
+	}
+	_, err := DecodeLogRecord([]byte("VXRB\x01"))
+	assert.ErrorIs(t, err, ErrLogRecord)
+	_, err = DecodeLogRecord([]byte(`{"kind":"run","id":"r","rows":{"eval_runs":[{"id":"r"}],"calls":[{}]}}`))
 	assert.ErrorIs(t, err, ErrLogRecord)
 	assert.ErrorContains(t, err, `table "calls"`)
 	_, err = DecodeLogRecord([]byte(`{"kind":"run","id":"r","rows":{"eval_runs":[{"id":"other"}]}}`))

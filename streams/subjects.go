@@ -13,7 +13,7 @@ import (
 // Subjects names every subject and stream the worker uses. All are
 // configurable; DefaultSubjects documents the defaults.
 type Subjects struct {
-	Traces       string // per-call records and segment references (stream TracesStream)
+	Traces       string // per-call JSON records and row batches (stream TracesStream; docs/formats.md)
 	EvalRequests string // eval requests (stream EvalStream)
 	RAGAsk       string // RAG asks, core request/reply, queue group "verdryx"
 	Events       string // verdryx publishes its envelopes on Events.<instance> (stream EventsStream)

@@ -1,7 +1,7 @@
 // Package tracegen writes TokenFuse call-trace segments in the exact Parquet
-// schema of contracts.md section 2 (INT64, UTF8 strings, UINT64 and UINT32
-// logical integers, nullable tool_calls), deterministically: the same input
-// gives the same bytes. It builds the fixtures under testdata/traces and the
+// schema of TokenFuse's gateway (docs/traces.md, "TokenFuse segments":
+// INT64, UTF8 strings, UINT64 and UINT32 logical integers, nullable
+// tool_calls), deterministically: the same input gives the same bytes. It builds the fixtures under testdata/traces and the
 // large directories of `verdryx bench traces`.
 package tracegen
 

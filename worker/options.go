@@ -79,8 +79,9 @@ type Options struct {
 	OTLPEndpoint string
 	// TailPath, when set, is an NDJSON file followed and forwarded.
 	TailPath string
-	// ReplayDir, when set, is a Parquet segment directory published to the
-	// traces subject at start (it is also a root).
+	// ReplayDir, when set, is a Parquet segment directory whose rows are
+	// published to the traces partition subjects at start, as row batches
+	// (segpub.Publish).
 	ReplayDir string
 	// Follow publishes ReplayDir with a segpub.Follower instead of one
 	// replay: the segments there at start and each one completed later,

@@ -3,8 +3,8 @@
 // encoding of the call schema's columns, so that a replay sends a few
 // thousand rows per NATS message instead of one JSON record per call.
 //
-// Layout (version 1; varints are encoding/binary's, strings are a uvarint
-// length and the bytes):
+// Layout (version 1, specified in docs/formats.md; varints are
+// encoding/binary's, strings are a uvarint length and the bytes):
 //
 //	"VXRB" 0x01
 //	digest     32 bytes, the segment file's SHA-256
@@ -145,12 +145,15 @@ func Decode(b []byte, into *Batch) error {
 			return fmt.Errorf("%w: compressed: %w", ErrFormat, err)
 		}
 		if !bytes.HasPrefix(into.buf, []byte(Magic)) {
-			return fmt.Errorf("%w: compressed: no %q magic inside", ErrFormat, Magic)
+			return fmt.Errorf("%w: compressed: format %q inside, this build reads %q", ErrFormat, into.buf[:min(len(into.buf), len(Magic))], Magic)
 		}
 		b = into.buf
 	}
-	if !bytes.HasPrefix(b, []byte(Magic)) || len(b) < len(Magic)+1 {
-		return fmt.Errorf("%w: no %q magic", ErrFormat, Magic)
+	if !bytes.HasPrefix(b, []byte(Magic)) {
+		return fmt.Errorf("%w: format %q, this build reads %q or %q", ErrFormat, b[:min(len(b), len(Magic))], Magic, magicS2)
+	}
+	if len(b) < len(Magic)+1 {
+		return fmt.Errorf("%w: no version byte after %q", ErrFormat, Magic)
 	}
 	if v := b[len(Magic)]; v != Version {
 		return fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, v, Version)

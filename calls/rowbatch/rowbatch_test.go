@@ -2,6 +2,7 @@ package rowbatch
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -381,4 +382,89 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+}
+
+// TestDecodeRefusesOtherMagicsAndVersions: a batch under any other magic
+// (each byte of "VXRB" changed in turn) or of any version but Version,
+// plain or inside "VXRZ", is refused with an error naming what it found
+// and what this build reads.
+func TestDecodeRefusesOtherMagicsAndVersions(t *testing.T) {
+	good := encodeCalls(Header{Segment: "s", Parts: 4, Part: 1}, calls.AllFields, []uint64{3, 4}, randomCalls(rand.New(rand.NewPCG(11, 12)), 2))
+	var b Batch
+	require.NoError(t, Decode(good, &b))
+	require.NoError(t, Decode(Compress(nil, good), &b))
+	for i := range len(Magic) {
+		for _, c := range []byte{'A', 'S', 'x', 0, 0xff} {
+			bad := append([]byte(nil), good...)
+			if bad[i] == c {
+				continue
+			}
+			bad[i] = c
+			err := Decode(bad, &b)
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, fmt.Sprintf(`format %q, this build reads "VXRB" or "VXRZ"`, bad[:len(Magic)]))
+			err = Decode(Compress(nil, bad), &b)
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, fmt.Sprintf(`compressed: format %q inside, this build reads "VXRB"`, bad[:len(Magic)]))
+		}
+	}
+	for v := range 256 {
+		if v == Version {
+			continue
+		}
+		bad := append([]byte(nil), good...)
+		bad[len(Magic)] = byte(v)
+		want := fmt.Sprintf("version %d, this build reads %d", v, Version)
+		for _, in := range [][]byte{bad, Compress(nil, bad)} {
+			err := Decode(in, &b)
+			require.ErrorIs(t, err, ErrFormat)
+			require.ErrorContains(t, err, want)
+		}
+	}
+	err := Decode([]byte(Magic), &b)
+	require.ErrorIs(t, err, ErrFormat)
+	require.ErrorContains(t, err, "no version byte")
+}
+
+// TestLayoutIsAsDocumented: a batch written byte by byte as
+// docs/formats.md lays it out decodes to its calls, and the encoder
+// writes exactly those bytes.
+func TestLayoutIsAsDocumented(t *testing.T) {
+	uv := binary.AppendUvarint
+	str := func(b []byte, s string) []byte { return append(uv(b, uint64(len(s))), s...) }
+	var digest [32]byte
+	for i := range digest {
+		digest[i] = byte(i * 7)
+	}
+	fields := calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldModel, calls.FieldInputTokens,
+		calls.FieldStep, calls.FieldToolCalls)
+	two := uint32(2)
+	want := []calls.Call{
+		{TSMillis: 1000, RunID: "r1", HasRunID: true, Model: "m", InputTokens: 7, Step: 3, HasStep: true},
+		{TSMillis: 990, RunID: "r2", HasRunID: true, Model: "m", InputTokens: 7, ToolCalls: &two},
+	}
+	b := append([]byte("VXRB"), 1)
+	b = append(b, digest[:]...)
+	b = str(b, "seg-a")
+	b = uv(b, 4)              // parts
+	b = uv(b, 2)              // part
+	b = uv(b, 2)              // n
+	b = uv(uv(b, 5), 4)       // rows 5 and 9
+	b = uv(b, uint64(fields)) // fields
+	b = uv(b, 3)              // dictionary: first use, column by column
+	b = str(str(str(b, "r1"), "r2"), "m")
+	b = uv(uv(append(b, modePlain), 2000), 19) // ts_millis: zig-zag 1000, then 990-1000
+	b = uv(uv(append(b, modePlain), 0), 1)     // run_id: dictionary indexes
+	b = uv(append(b, modeConst), 2)            // model: one value, "m"
+	b = uv(append(b, modeConst), 7)            // input_tokens
+	b = uv(append(b, modeSome, 0b01), 3)       // step: row 0 only
+	b = uv(append(b, modeSome, 0b10), 2)       // tool_calls: row 1 only
+
+	var got Batch
+	require.NoError(t, Decode(b, &got))
+	require.Equal(t, Header{Digest: digest, Segment: "seg-a", Parts: 4, Part: 2}, got.Header)
+	require.Equal(t, []uint64{5, 9}, got.Rows)
+	require.Equal(t, fields, got.Fields)
+	require.Equal(t, want, got.Calls)
+	require.Equal(t, b, encodeCalls(Header{Digest: digest, Segment: "seg-a", Parts: 4, Part: 2}, fields, []uint64{5, 9}, want))
 }

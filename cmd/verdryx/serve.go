@@ -105,7 +105,7 @@ func (n natsFlags) connect(url, name string, extra ...nats.Option) (*nats.Conn, 
 
 func addSubjectFlags(fs *pflag.FlagSet) *streams.Subjects {
 	s := streams.DefaultSubjects()
-	fs.StringVar(&s.Traces, "subject-traces", s.Traces, "subject of per-call trace records and segment references")
+	fs.StringVar(&s.Traces, "subject-traces", s.Traces, "subject of trace messages: per-call records and row batches")
 	fs.StringVar(&s.EvalRequests, "subject-eval", s.EvalRequests, "subject of eval requests")
 	fs.StringVar(&s.RAGAsk, "subject-ask", s.RAGAsk, "subject of RAG asks (core request/reply)")
 	fs.StringVar(&s.Events, "subject-events", s.Events, "prefix of the events subject; each instance publishes on <prefix>.<instance>")
@@ -161,7 +161,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.catchUpWait = fs.Duration("catch-up-wait", evalreq.DefaultCatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
 	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
 	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
-	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set and segment paths in messages may resolve under (repeatable; default <data>/eval)")
+	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set paths in eval requests may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
 	f.settle = fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")

@@ -21,8 +21,8 @@ import (
 	"github.com/verdryx/verdryx/grading/evalrun"
 )
 
-// The stack's console, as contracts.md section 6 gives it: the SQL it
-// runs on a read-only connection, and how it reads ids off the CLI.
+// The stack's console (github.com/TAIPANBOX/genaryx; docs/stack.md): the
+// SQL it runs on a read-only connection, and how it reads ids off the CLI.
 const (
 	consoleRunsSQL    = `SELECT id, model, started_at, finished_at FROM eval_runs ORDER BY started_at DESC`
 	consoleRunSQL     = `SELECT id, model, started_at, finished_at FROM eval_runs WHERE id = ?1`

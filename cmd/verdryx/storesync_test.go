@@ -74,7 +74,7 @@ func TestStoreSyncGivesTheConsoleTheFleet(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "0 new, 0 already held")
 
-	// The console's SQL (shared/reference/contracts.md section 6).
+	// The console's SQL (docs/stack.md).
 	db, err := sql.Open("sqlite", "file:"+console+"?mode=ro")
 	require.NoError(t, err)
 	defer db.Close()

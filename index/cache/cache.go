@@ -323,8 +323,11 @@ func (c *Cache) read(key string) ([]float32, error) {
 
 // decode verifies an entry's bytes against key and returns its vector.
 func decode(b []byte, key string) ([]float32, error) {
-	if len(b) < headerLen+4+sha256.Size || string(b[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: not a %s entry", errInvalid, magic)
+	if head := b[:min(len(b), len(magic))]; string(head) != magic {
+		return nil, fmt.Errorf("%w: format %q, this build reads %q", errInvalid, head, magic)
+	}
+	if len(b) < headerLen+4+sha256.Size {
+		return nil, fmt.Errorf("%w: %d bytes, too short for an entry", errInvalid, len(b))
 	}
 	want, err := hex.DecodeString(key)
 	if err != nil || !bytes.Equal(b[len(magic):len(magic)+sha256.Size], want) {

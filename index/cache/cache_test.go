@@ -311,3 +311,38 @@ func TestProgressCountsWhatIsEmbedded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, seen, "nothing embedded, nothing reported")
 }
+
+// TestDecodeRefusesOtherMagicsAndVersions: an entry under another magic
+// than "VDXEMB01" (each byte of "VDXEMB" changed in turn) or of another
+// version than 01 is refused naming the format found and the one this
+// build reads.
+func TestDecodeRefusesOtherMagicsAndVersions(t *testing.T) {
+	key := Key(index.InfoOf(hashembed.New(4)), "a text")
+	good := encode(key, []float32{1, -2, 0.5, 3})
+	_, err := decode(good, key)
+	require.NoError(t, err)
+	var bad [][]byte
+	for i := range len(magic) {
+		for _, c := range []byte{'A', 'z', '0', '9', 0, 0xff} {
+			if good[i] == c {
+				continue
+			}
+			b := append([]byte(nil), good...)
+			b[i] = c
+			bad = append(bad, b)
+		}
+	}
+	for v := range 100 {
+		if v == 1 {
+			continue
+		}
+		b := append([]byte(nil), good...)
+		copy(b[len(magic)-2:], fmt.Sprintf("%02d", v))
+		bad = append(bad, b)
+	}
+	for _, b := range bad {
+		_, err := decode(b, key)
+		require.ErrorIs(t, err, errInvalid)
+		require.ErrorContains(t, err, fmt.Sprintf(`format %q, this build reads "VDXEMB01"`, b[:len(magic)]))
+	}
+}

@@ -1,5 +1,5 @@
 // Package segname parses the file names of TokenFuse trace segments
-// (contracts.md section 2). It is a leaf: the Parquet reader (package
+// (docs/traces.md, "TokenFuse segments"). It is a leaf: the Parquet reader (package
 // segment) lists directories with it, and the partition state (package
 // partstate) orders rows by it without importing the reader.
 package segname
@@ -9,8 +9,7 @@ import (
 	"strings"
 )
 
-// Parse parses a TokenFuse segment file name, either naming
-// (contracts.md section 2):
+// Parse parses a TokenFuse segment file name, either naming:
 //
 //   - calls-{pid:x}-{nanos:x}-{seq:08}.parquet, the current gateway's (pid
 //     and nanos lowercase hex, seq decimal of at least 8 digits);

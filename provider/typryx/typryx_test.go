@@ -209,8 +209,8 @@ func TestAskMalformedAnswers(t *testing.T) {
 	}
 }
 
-// Answers as typryx sends them, byte for byte, written from the contract
-// (shared/reference/contracts.md, "The typed grader and typryx"): members
+// Answers as typryx sends them, byte for byte, written from its API
+// (github.com/TAIPANBOX/typryx; docs/eval.md, "The typed grader"): members
 // in typryx's order, held_back_fields an integer on both kinds of result,
 // cost_usd present only when not 0.
 const (
