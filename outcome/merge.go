@@ -3,7 +3,6 @@ package outcome
 import (
 	"errors"
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/verdryx/verdryx/internal/prefetch"
@@ -21,8 +20,8 @@ var ErrIncompatible = errors.New("reducers have different options")
 // split of the calls, in any order and grouping, gives the Report and SLO
 // of the sequential reduction, field for field.
 //
-// Both reducers must have equal Options (else ErrIncompatible) and no open
-// transaction. o is not changed and may be merged again elsewhere; merging
+// Both reducers must have equal Options (else ErrIncompatible). o is not
+// changed and may be merged again elsewhere; merging
 // the same calls twice counts them twice. A cost sum that overflows
 // saturates and becomes r's Err, as in Add. r's position (SetPos) is left
 // as it is. Merge reads o while writing r: neither may be used
@@ -54,8 +53,6 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 	switch {
 	case r == o:
 		return errors.New("merge: a reducer cannot be merged into itself")
-	case r.tx.open || o.tx.open:
-		return errors.New("merge: a transaction is open (Commit or Rollback first)")
 	case !sameOptions(r.opts, o.opts):
 		return fmt.Errorf("merge: %w", ErrIncompatible)
 	}
@@ -80,7 +77,7 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 			prefetch.Indexed(base, runIDs[i+prefetchAhead:min(len(runIDs), i+2*prefetchAhead)], stateShift)
 		}
 		src := &o.runs[i]
-		if src.calls == 0 {
+		if src.Calls == 0 {
 			runMap[i] = -1
 			continue
 		}
@@ -93,22 +90,21 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 		}
 		runMap[i] = id
 		rs := &r.runs[id]
-		r.touch(id, rs)
-		if err := r.mergeRun(rs, src, symMap, id); err != nil {
+		in := *src
+		in.Outcome.Value, in.Agent.Value = symMap[src.Outcome.Value], symMap[src.Agent.Value]
+		if err := r.mergeRun(rs, &in, id); err != nil {
 			return err
 		}
 	}
 	for i := range o.anon {
 		a := o.anon[i]
-		a.outcome, a.agent = symMap[a.outcome], symMap[a.agent]
-		a.epoch = r.tx.epoch
+		a.Outcome.Value, a.Agent.Value = symMap[a.Outcome.Value], symMap[a.Agent.Value]
 		r.anon = append(r.anon, a)
 		r.anonGrp = append(r.anonGrp, symMap[o.anonGrp[i]])
 	}
 	for i := range o.flat {
 		f := o.flat[i]
-		f.outcome = symMap[f.outcome]
-		f.epoch = r.tx.epoch
+		f.Outcome.Value = symMap[f.Outcome.Value]
 		r.flat = append(r.flat, f)
 	}
 	for k, acc := range o.groups {
@@ -119,7 +115,7 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 		key := uint64(run)<<32 | uint64(uint32(symMap[int32(uint32(k))]))
 		g := r.groups[key]
 		if g == nil {
-			g = &groupAcc{epoch: r.tx.epoch}
+			g = &groupAcc{}
 			r.groups[key] = g
 		}
 		g.calls += acc.calls
@@ -136,41 +132,30 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 	return nil
 }
 
-// mergeRun folds the state src of another reducer (symbols through symMap)
-// into rs, run id of r.
-func (r *Reducer) mergeRun(rs, src *runState, symMap []int32, id int32) error {
-	if rs.calls == 0 {
-		epoch := rs.epoch
-		*rs = *src
-		rs.outcome, rs.agent = symMap[src.outcome], symMap[src.agent]
-		rs.epoch = epoch
-		return nil
+// mergeRun folds in (the state of other calls of run id, symbols of r)
+// into rs. A cost sum that overflows saturates and becomes r's Err, as in
+// Add; in is changed.
+func (r *Reducer) mergeRun(rs, in *runState, id int32) error {
+	err := rs.Merge(in)
+	if errors.Is(err, ErrOverflow) {
+		r.addCost(&rs.Cost, in.Cost, id)
+		in.Cost = 0
+		err = rs.Merge(in)
 	}
-	if uint64(rs.calls)+uint64(src.calls) > math.MaxUint32 {
-		return fmt.Errorf("merge: run %q: more than %d calls", r.runSyms.Name(id), uint32(math.MaxUint32))
-	}
-	rs.calls += src.calls
-	rs.blocked += src.blocked
-	rs.refused += src.refused
-	r.addCost(&rs.cost, src.cost, id)
-	rs.lastTS = max(rs.lastTS, src.lastTS)
-	if src.outcome != 0 && (rs.outcome == 0 || later(src.outStep, src.outPos, rs.outStep, rs.outPos)) {
-		rs.outcome, rs.outStep, rs.outPos = symMap[src.outcome], src.outStep, src.outPos
-	}
-	if src.agent != 0 && (rs.agent == 0 || later(src.agentStep, src.agentPos, rs.agentStep, rs.agentPos)) {
-		rs.agent, rs.agentStep, rs.agentPos = symMap[src.agent], src.agentStep, src.agentPos
+	if err != nil {
+		return fmt.Errorf("merge: run %q: %w", r.runSyms.Name(id), err)
 	}
 	return nil
 }
 
 // MergeOwned is Merge for an o its caller gives up: o must not be used
 // afterwards. When r is empty (nothing added, merged or restored since
-// NewReducer) and o has no open transaction, r takes o's state as it is
+// NewReducer), r takes o's state as it is
 // instead of copying it run by run, keeping its own position; the Report,
-// SLO, Stats and MarshalBinary bytes are those Merge would give. Otherwise
+// SLO and Stats are those Merge would give. Otherwise
 // it is Merge.
 func (r *Reducer) MergeOwned(o *Reducer) error {
-	if r == o || o.tx.open || !sameOptions(r.opts, o.opts) || !r.empty() {
+	if r == o || !sameOptions(r.opts, o.opts) || !r.empty() {
 		return r.Merge(o)
 	}
 	pos := r.pos
@@ -187,7 +172,7 @@ func (r *Reducer) Empty() bool { return r.empty() }
 // empty reports whether nothing was ever added to, merged into or
 // restored into r.
 func (r *Reducer) empty() bool {
-	return !r.tx.open && r.err == nil && r.stats == Stats{} && len(r.runs) == 0 && len(r.anon) == 0 &&
+	return r.err == nil && r.stats == Stats{} && len(r.runs) == 0 && len(r.anon) == 0 &&
 		len(r.flat) == 0 && len(r.groups) == 0 && r.runSyms.Len() == 1 && r.syms.Len() == 1
 }
 

@@ -3,11 +3,11 @@ package outcome
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
 	"github.com/verdryx/verdryx/internal/hugepage"
-	"github.com/verdryx/verdryx/internal/wire"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/prefetch"
@@ -28,8 +28,8 @@ type Options struct {
 	// reads neither ts_millis (unless From or To is set) nor agent_id
 	// (unless By is agent_id), and keeps neither a run's last time nor
 	// its agent, so a directory's reduction reads fewer columns, as a
-	// query planner would push the projection down. SLO and MarshalBinary
-	// refuse such a reducer, and it merges only with another CostOnly one.
+	// query planner would push the projection down. SLO refuses such a
+	// reducer, and it merges only with another CostOnly one.
 	CostOnly bool
 }
 
@@ -51,20 +51,7 @@ type Stats struct {
 
 // runState is the whole per-run memory of the reduction: a few words per
 // run, however many calls the run has.
-type runState struct {
-	cost      int64 // micro-USD of non-blocked calls
-	lastTS    int64 // latest ts_millis seen
-	calls     uint32
-	blocked   uint32
-	refused   uint32 // blocked + wardryx_deny/hold
-	outStep   uint32 // step of the outcome kept
-	agentStep uint32
-	outcome   int32  // symbol id of the last non-empty outcome, 0 = none
-	agent     int32  // symbol id of the agent id kept, 0 = none
-	epoch     uint32 // transaction that last saved this state
-	outPos    uint64 // position (SetPos) of the outcome kept
-	agentPos  uint64 // position of the agent kept
-}
+type runState = Run[uint32, int32, seq]
 
 // runState is 64 bytes (1<<stateShift), one cache line: an interleaved
 // reduction touches the states of rows at random, so its size is its cost
@@ -72,14 +59,6 @@ type runState struct {
 const stateShift = 6
 
 const _ = -uint(unsafe.Sizeof(runState{}) ^ 1<<stateShift)
-
-// later reports whether a value at (step, pos) replaces one kept at
-// (keptStep, keptPos): the greater step wins, then the greater position;
-// an equal key (the same row offered again) replaces too, so a sequential
-// reduction keeps "later read wins on ties".
-func later(step uint32, pos uint64, keptStep uint32, keptPos uint64) bool {
-	return step > keptStep || (step == keptStep && pos >= keptPos)
-}
 
 // PosRowBits is the number of low bits of a position (Pos) that hold the
 // row index within its source.
@@ -99,7 +78,6 @@ func Pos(source uint32, row uint64) uint64 {
 type groupAcc struct {
 	calls, blocked int64
 	cost           int64
-	epoch          uint32
 }
 
 // Reducer folds calls into per-run state, in any order, and reports cost per
@@ -125,8 +103,7 @@ type Reducer struct {
 	groups  map[uint64]*groupAcc // run index<<32 | group symbol, when grouped
 	stats   Stats
 	pos     uint64 // position of the next row offered (SetPos)
-	tx      txn
-	err     error // first sum overflow (checked.go)
+	err     error  // first sum overflow (checked.go)
 }
 
 // UseHugePages makes the reducer ask for transparent huge pages for its
@@ -272,76 +249,65 @@ func (r *Reducer) Add(c calls.Call) {
 	r.pos++
 }
 
-// AddN folds n calls equal to c, as n calls of Add(c) would (positions
-// included: the n calls take the next n positions), in constant time when
-// c has a run id, no cost, and the reducer no grouping; a run's state
-// rebuilt from its counts (a fleet's report) is fed this way.
-func (r *Reducer) AddN(c calls.Call, n uint64) {
-	if n == 0 {
-		return
-	}
-	if !c.HasRunID || c.CostMicroUSD != 0 || r.grouped {
-		for range n {
-			r.Add(c)
-		}
-		return
-	}
-	run := r.runSyms.InternString(c.RunID)
-	dec := r.syms.InternString(c.Decision)
-	out := r.syms.InternString(c.Outcome)
-	agent := r.syms.InternString(c.AgentID)
-	r.sync()
-	last := r.pos + n - 1
-	r.pos += n
-	r.stats.Calls += int64(n)
-	if r.windowed && (c.TSMillis < r.from || c.TSMillis >= r.to) {
-		r.stats.OutsideWindow += int64(n)
-		return
-	}
-	step := c.Step
-	if !c.HasStep {
-		step = 0
-	}
-	rs := &r.runs[run]
-	r.touch(run, rs)
-	// lastTS takes ts when it is newer or when one of the calls makes
-	// the (wrapping) count 1.
-	toOne := uint64(uint32(1 - rs.calls))
-	if toOne == 0 {
-		toOne = 1 << 32
-	}
-	if c.TSMillis > rs.lastTS || toOne <= n {
-		rs.lastTS = c.TSMillis
-	}
-	rs.calls += uint32(n)
-	cls := r.class[dec]
-	if cls == calls.ClassBlocked {
-		rs.blocked += uint32(n)
-	}
-	if cls != calls.ClassAllowed {
-		rs.refused += uint32(n)
-	}
-	// later is monotone in the position: if any of the n calls replaces
-	// the value kept, the last one does, and it is kept.
-	if out != 0 && later(step, last, rs.outStep, rs.outPos) {
-		rs.outcome, rs.outStep, rs.outPos = out, step, last
-	}
-	if agent != 0 && later(step, last, rs.agentStep, rs.agentPos) {
-		rs.agent, rs.agentStep, rs.agentPos = agent, step, last
-	}
-}
-
 // AddRecord folds a flat {outcome, cost_usd} record, already reduced to a
 // run: it counts as one run of one call. An empty outcome reads as untagged.
 func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 	r.stats.Records++
 	r.pos++
 	r.flat = append(r.flat, runState{
-		calls:   1,
-		cost:    costMicroUSD,
-		outcome: r.syms.InternString(outcome),
+		Calls:   1,
+		Cost:    costMicroUSD,
+		Outcome: Kept[int32, seq]{Value: r.syms.InternString(outcome)},
 	})
 	r.sync()
+}
+
+// AddRun adds a run whose calls were folded elsewhere (package
+// partstate's partition state) as its state a: the run id, or with hasID
+// false an independent call (one without an outcome counts as dropped,
+// as Add drops it). Its calls count in Stats.Calls and are taken as
+// inside the window: the caller applied it. a's outcome and agent keep
+// their steps, but their positions are of another order: at an equal
+// step, a call of the run added to r afterwards wins, so a run added so
+// is whole. It fails, adding nothing, on a grouped reducer (a run's
+// state does not split its calls by group) and when a's calls do not fit
+// a Reducer's counts.
+func AddRun[P position](r *Reducer, id string, hasID bool, a *Run[uint64, string, P]) error {
+	switch {
+	case r.grouped:
+		return fmt.Errorf("run %q: a run's state keeps no split of its calls by %s: the report cannot be grouped", id, r.opts.By)
+	case a.Calls > math.MaxUint32:
+		return fmt.Errorf("run %q: %d calls: %w", id, a.Calls, errTooManyCalls)
+	}
+	in := runState{Cost: a.Cost, LastTS: a.LastTS, Calls: uint32(a.Calls), Blocked: uint32(a.Blocked), Refused: uint32(a.Refused),
+		Outcome: Kept[int32, seq]{Value: r.syms.InternString(a.Outcome.Value), Step: a.Outcome.Step},
+		Agent:   Kept[int32, seq]{Value: r.syms.InternString(a.Agent.Value), Step: a.Agent.Step}}
+	n := int64(in.Calls)
+	switch {
+	case hasID:
+		run := r.runSyms.InternString(id)
+		r.sync()
+		if err := r.mergeRun(&r.runs[run], &in, run); err != nil {
+			return err
+		}
+	case in.Outcome.Value == 0:
+		r.stats.DroppedUntagged += n
+	default:
+		r.anon = append(r.anon, in)
+		r.anonGrp = append(r.anonGrp, 0)
+	}
+	r.stats.Calls += n
+	return nil
+}
+
+// AddStats adds the counts of calls folded elsewhere that are in no run
+// (calls outside the window, untagged independent calls dropped) to r's
+// Stats, field by field.
+func (r *Reducer) AddStats(s Stats) {
+	r.stats.Calls += s.Calls
+	r.stats.OutsideWindow += s.OutsideWindow
+	r.stats.DroppedUntagged += s.DroppedUntagged
+	r.stats.Records += s.Records
 }
 
 // AddBatch folds every row of b, whose string ids come from RunSymbols and
@@ -383,14 +349,13 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 	// The hot path: no window, no grouping, runs known. A CostOnly
 	// reducer's batches carry neither agents nor times.
 	r.stats.Calls += int64(n)
-	runs, class, epoch, pos := r.runs, r.class, r.tx.epoch, r.pos
+	runs, class, pos := r.runs, r.class, r.pos
 	r.pos += uint64(n)
 	run, dec, cost := b.RunID[:n], b.Decision[:n], b.CostMicroUSD[:n]
 	step, out := b.Step[:n], b.Outcome[:n]
-	full := !r.opts.CostOnly
 	var ts []int64
 	var agent []int32
-	if full {
+	if !r.opts.CostOnly {
 		ts, agent = b.TSMillis[:n], b.AgentID[:n]
 	}
 	base := unsafe.Pointer(unsafe.SliceData(runs))
@@ -399,34 +364,14 @@ func (r *Reducer) AddBatch(b *calls.Batch) {
 		if i%prefetchAhead == 0 && i+prefetchAhead < n {
 			prefetch.Indexed(base, run[i+prefetchAhead:min(n, i+2*prefetchAhead)], stateShift)
 		}
-		rs := &runs[run[i]]
-		if rs.epoch != epoch {
-			r.touch(run[i], rs)
+		var a int32
+		var t int64
+		if agent != nil {
+			a, t = agent[i], ts[i]
 		}
-		rs.calls++
-		cls := class[dec[i]]
-		if cls != calls.ClassAllowed {
-			rs.refused++
-		}
-		if cls == calls.ClassBlocked {
-			rs.blocked++
-		} else if s, ok := wire.AddInt64(rs.cost, cost[i]); ok {
-			rs.cost = s
-		} else {
-			r.addCost(&rs.cost, cost[i], run[i])
-		}
-		st, p := step[i], pos+uint64(i)
-		if o := out[i]; o != 0 && later(st, p, rs.outStep, rs.outPos) {
-			rs.outcome, rs.outStep, rs.outPos = o, st, p
-		}
-		if !full {
-			continue
-		}
-		if a := agent[i]; a != 0 && later(st, p, rs.agentStep, rs.agentPos) {
-			rs.agent, rs.agentStep, rs.agentPos = a, st, p
-		}
-		if t := ts[i]; t > rs.lastTS || rs.calls == 1 {
-			rs.lastTS = t
+		rs, cls, p := &runs[run[i]], class[dec[i]], seq{pos + uint64(i)}
+		if !rs.Add(cls, cost[i], step[i], p, out[i], a, t) {
+			r.saturate(rs, run[i], cls, cost[i], step[i], p, out[i], a, t)
 		}
 	}
 }
@@ -454,40 +399,16 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 		rs = &r.anon[len(r.anon)-1]
 	} else {
 		rs = &r.runs[run]
-		r.touch(run, rs)
 	}
-	rs.calls++
-	if cls == calls.ClassBlocked {
-		rs.blocked++
-	} else {
-		r.addCost(&rs.cost, cost, run)
-	}
-	if cls != calls.ClassAllowed {
-		rs.refused++
-	}
-	if out != 0 && later(step, pos, rs.outStep, rs.outPos) {
-		rs.outcome, rs.outStep, rs.outPos = out, step, pos
-	}
-	if agent != 0 && later(step, pos, rs.agentStep, rs.agentPos) {
-		rs.agent, rs.agentStep, rs.agentPos = agent, step, pos
-	}
-	if ts > rs.lastTS || rs.calls == 1 {
-		rs.lastTS = ts
+	if !rs.Add(cls, cost, step, seq{pos}, out, agent, ts) {
+		r.saturate(rs, run, cls, cost, step, seq{pos}, out, agent, ts)
 	}
 	if r.grouped && run >= 0 {
 		key := uint64(run)<<32 | uint64(uint32(group))
 		g := r.groups[key]
 		if g == nil {
-			g = &groupAcc{epoch: r.tx.epoch}
+			g = &groupAcc{}
 			r.groups[key] = g
-			if r.tx.open {
-				r.tx.groups = append(r.tx.groups, undoGroup{key: key})
-			}
-		} else if g.epoch != r.tx.epoch {
-			if r.tx.open {
-				r.tx.groups = append(r.tx.groups, undoGroup{key: key, had: true, acc: *g})
-			}
-			g.epoch = r.tx.epoch
 		}
 		g.calls++
 		if cls == calls.ClassBlocked {
@@ -498,80 +419,10 @@ func (r *Reducer) addRow(run int32, ts int64, dec int32, cost int64, step uint32
 	}
 }
 
-type undoGroup struct {
-	key uint64
-	had bool
-	acc groupAcc
-}
-
-// txn is the undo state of an open Begin.
-type txn struct {
-	open    bool
-	epoch   uint32
-	runs    []int32
-	saved   []runState
-	groups  []undoGroup
-	anonLen int
-	flatLen int
-	stats   Stats
-	pos     uint64
-}
-
-// Begin opens a transaction: everything added until Commit can be undone by
-// Rollback. The consumer wraps each segment in one so a segment that turns
-// out corrupt halfway is not half counted. Memory is one saved state per
-// run touched. Transactions do not nest.
-func (r *Reducer) Begin() {
-	t := &r.tx
-	t.open = true
-	t.epoch++
-	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
-	t.anonLen = len(r.anon)
-	t.flatLen = len(r.flat)
-	t.stats = r.stats
-	t.pos = r.pos
-}
-
-// Commit keeps everything added since Begin.
-func (r *Reducer) Commit() {
-	r.tx.open = false
-	r.tx.runs, r.tx.saved, r.tx.groups = r.tx.runs[:0], r.tx.saved[:0], r.tx.groups[:0]
-}
-
-// Rollback undoes everything added since Begin. Strings interned meanwhile
-// stay interned (a run with no calls is not reported).
-func (r *Reducer) Rollback() {
-	t := &r.tx
-	if !t.open {
-		return
-	}
-	for i, run := range t.runs {
-		r.runs[run] = t.saved[i]
-	}
-	for i := len(t.groups) - 1; i >= 0; i-- {
-		g := t.groups[i]
-		if g.had {
-			*r.groups[g.key] = g.acc
-		} else {
-			delete(r.groups, g.key)
-		}
-	}
-	r.anon = r.anon[:t.anonLen]
-	r.anonGrp = r.anonGrp[:t.anonLen]
-	r.flat = r.flat[:t.flatLen]
-	r.stats = t.stats
-	r.pos = t.pos
-	t.open = false
-	t.runs, t.saved, t.groups = t.runs[:0], t.saved[:0], t.groups[:0]
-}
-
-// touch saves run's state the first time a transaction changes it.
-func (r *Reducer) touch(run int32, rs *runState) {
-	if rs.epoch != r.tx.epoch {
-		rs.epoch = r.tx.epoch
-		if r.tx.open {
-			r.tx.runs = append(r.tx.runs, run)
-			r.tx.saved = append(r.tx.saved, *rs)
-		}
-	}
+// saturate folds a call whose cost overflows rs's (Run.Add refused it):
+// the cost saturates and becomes r's Err (addCost), the rest of the call
+// is folded as Add would.
+func (r *Reducer) saturate(rs *runState, run int32, cls calls.Class, cost int64, step uint32, pos seq, out, agent int32, ts int64) {
+	r.addCost(&rs.Cost, cost, run)
+	rs.Add(cls, 0, step, pos, out, agent, ts)
 }

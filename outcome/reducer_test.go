@@ -3,7 +3,6 @@ package outcome
 import (
 	"io"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -106,27 +105,6 @@ func TestReduceBatchMatchesAdd(t *testing.T) {
 	}
 	viaBatch.AddBatch(&b)
 	require.Equal(t, viaAdd.Report(), viaBatch.Report())
-}
-
-func TestRollback(t *testing.T) {
-	for _, by := range []string{"", calls.ColModel} {
-		t.Run("by="+by, func(t *testing.T) {
-			r := newReducer(t, Options{By: by})
-			r.Add(call("a", 1, "allow", 10, "case_resolved"))
-			before := r.Report()
-			r.Begin()
-			r.Add(call("a", 2, "allow", 100, "abandoned"))
-			r.Add(call("b", 0, "allow", 7, "escalated"))
-			r.Add(calls.Call{Outcome: "escalated", CostMicroUSD: 3})
-			r.AddRecord("case_resolved", 9)
-			r.Rollback()
-			require.Equal(t, before, r.Report())
-			r.Begin()
-			r.Add(call("a", 2, "allow", 100, "abandoned"))
-			r.Commit()
-			require.Equal(t, []row{{"abandoned", 1, 2, 0, 110}}, rows(t, r))
-		})
-	}
 }
 
 func TestGroupByModelSplitsCallsNotOutcome(t *testing.T) {
@@ -245,41 +223,6 @@ func TestWilson(t *testing.T) {
 	lo, hi = wilson(40, 40, z)
 	require.InDelta(t, 0.91240, lo, 1e-4)
 	require.InDelta(t, 1.0, hi, 1e-12)
-}
-
-// TestAddNMatchesRepeatedAdd: AddN(c, n) leaves a reducer exactly as n
-// calls of Add(c) do (states, positions, stats), with and without a time
-// window, grouping, run ids and costs, over random sequences.
-func TestAddNMatchesRepeatedAdd(t *testing.T) {
-	rng := rand.New(rand.NewPCG(24, 1))
-	decisions := []string{"allow", "budget_exceeded", "wardryx_deny"}
-	for _, opts := range []Options{{}, {By: "agent_id"}, {From: time.UnixMilli(50), To: time.UnixMilli(150)}} {
-		for range 200 {
-			a, err := NewReducer(opts)
-			require.NoError(t, err)
-			b, err := NewReducer(opts)
-			require.NoError(t, err)
-			for range 1 + rng.IntN(12) {
-				c := calls.Call{RunID: string(rune('a' + rng.IntN(3))), HasRunID: rng.IntN(8) > 0, Step: uint32(rng.IntN(3)), HasStep: rng.IntN(4) > 0,
-					Decision: decisions[rng.IntN(3)], TSMillis: int64(rng.IntN(200)), CostMicroUSD: int64(rng.IntN(2) * rng.IntN(100))}
-				if rng.IntN(2) == 0 {
-					c.Outcome = []string{"", "ok", "bad"}[rng.IntN(3)]
-					c.AgentID = []string{"", "x", "y"}[rng.IntN(3)]
-				}
-				n := uint64(rng.IntN(4))
-				for range n {
-					a.Add(c)
-				}
-				b.AddN(c, n)
-			}
-			require.Equal(t, a.runs, b.runs)
-			require.Equal(t, a.anon, b.anon)
-			require.Equal(t, a.groups, b.groups)
-			require.Equal(t, a.stats, b.stats)
-			require.Equal(t, a.pos, b.pos)
-			require.Equal(t, a.Report(), b.Report())
-		}
-	}
 }
 
 // readCSV folds CSV outcome records from src (named name in errors), as

@@ -85,23 +85,23 @@ func (r *Reducer) Report() *Report {
 	if r.grouped {
 		for k, acc := range r.groups {
 			rs := &r.runs[k>>32]
-			add(int32(uint32(k)), rs.outcome, 1, acc.calls, acc.blocked, acc.cost)
+			add(int32(uint32(k)), rs.Outcome.Value, 1, acc.calls, acc.blocked, acc.cost)
 		}
 	} else {
 		for i := range r.runs {
 			rs := &r.runs[i]
-			if rs.calls > 0 {
-				add(0, rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
+			if rs.Calls > 0 {
+				add(0, rs.Outcome.Value, 1, int64(rs.Calls), int64(rs.Blocked), rs.Cost)
 			}
 		}
 	}
 	for i := range r.anon {
 		rs := &r.anon[i]
-		add(r.anonGrp[i], rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
+		add(r.anonGrp[i], rs.Outcome.Value, 1, int64(rs.Calls), int64(rs.Blocked), rs.Cost)
 	}
 	for i := range r.flat {
 		rs := &r.flat[i]
-		add(0, rs.outcome, 1, int64(rs.calls), int64(rs.blocked), rs.cost)
+		add(0, rs.Outcome.Value, 1, int64(rs.Calls), int64(rs.Blocked), rs.Cost)
 	}
 
 	groups := make(map[int32]*GroupReport)

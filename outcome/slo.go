@@ -169,8 +169,8 @@ func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport
 	}
 	runs := make([]sloRun, 0, len(r.runs))
 	collect := func(rs *runState) {
-		if rs.calls > 0 {
-			runs = append(runs, sloRun{ts: rs.lastTS, agent: rs.agent, outcome: rs.outcome, refused: rs.refused > 0, cost: rs.cost})
+		if rs.Calls > 0 {
+			runs = append(runs, sloRun{ts: rs.LastTS, agent: rs.Agent.Value, outcome: rs.Outcome.Value, refused: rs.Refused > 0, cost: rs.Cost})
 		}
 	}
 	for i := range r.runs {
@@ -201,7 +201,7 @@ func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport
 	// (then there is no window to print).
 	for i := range r.flat {
 		rs := &r.flat[i]
-		runs = append(runs, sloRun{ts: first, outcome: rs.outcome, refused: rs.refused > 0, cost: rs.cost})
+		runs = append(runs, sloRun{ts: first, outcome: rs.Outcome.Value, refused: rs.Refused > 0, cost: rs.Cost})
 	}
 	var positive []int64
 	for _, run := range runs {

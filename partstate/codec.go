@@ -17,17 +17,17 @@ import (
 // newest ts (zig-zag), then the outcome, its step and order, and the agent,
 // its step and order (orders as four varints).
 func (a *runAgg) encode(b []byte) []byte {
-	b = binary.AppendUvarint(b, a.calls)
-	b = binary.AppendUvarint(b, a.blocked)
-	b = binary.AppendUvarint(b, a.refused)
-	b = binary.AppendVarint(b, a.cost)
-	b = binary.AppendVarint(b, a.lastTS)
-	b = appendString(b, a.outcome)
-	b = binary.AppendUvarint(b, uint64(a.outStep))
-	b = appendOrder(b, a.outOrder)
-	b = appendString(b, a.agent)
-	b = binary.AppendUvarint(b, uint64(a.agentStep))
-	return appendOrder(b, a.agentOrder)
+	b = binary.AppendUvarint(b, a.Calls)
+	b = binary.AppendUvarint(b, a.Blocked)
+	b = binary.AppendUvarint(b, a.Refused)
+	b = binary.AppendVarint(b, a.Cost)
+	b = binary.AppendVarint(b, a.LastTS)
+	b = appendString(b, a.Outcome.Value)
+	b = binary.AppendUvarint(b, uint64(a.Outcome.Step))
+	b = appendOrder(b, a.Outcome.Pos)
+	b = appendString(b, a.Agent.Value)
+	b = binary.AppendUvarint(b, uint64(a.Agent.Step))
+	return appendOrder(b, a.Agent.Pos)
 }
 
 func appendOrder(b []byte, o Order) []byte {
@@ -64,16 +64,16 @@ func (d *decoder) uint32() uint32 {
 func decodeRunAgg(b []byte) (runAgg, error) {
 	d := decoder{wire.Reader{B: b}}
 	var a runAgg
-	a.calls, a.blocked, a.refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
-	a.cost, a.lastTS = d.Varint(), d.Varint()
-	a.outcome = string(d.Bytes(math.MaxUint64))
-	a.outStep, a.outOrder = d.uint32(), d.order()
-	a.agent = string(d.Bytes(math.MaxUint64))
-	a.agentStep, a.agentOrder = d.uint32(), d.order()
+	a.Calls, a.Blocked, a.Refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
+	a.Cost, a.LastTS = d.Varint(), d.Varint()
+	a.Outcome.Value = string(d.Bytes(math.MaxUint64))
+	a.Outcome.Step, a.Outcome.Pos = d.uint32(), d.order()
+	a.Agent.Value = string(d.Bytes(math.MaxUint64))
+	a.Agent.Step, a.Agent.Pos = d.uint32(), d.order()
 	if d.Err == nil && len(d.B) != 0 {
 		d.Err = fmt.Errorf("%d trailing bytes", len(d.B))
 	}
-	if d.Err == nil && (a.blocked > a.refused || a.refused > a.calls) {
+	if d.Err == nil && (a.Blocked > a.Refused || a.Refused > a.Calls) {
 		d.Err = errors.New("inconsistent call counts")
 	}
 	if d.Err != nil {

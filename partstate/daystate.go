@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/internal/wire"
+	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -28,33 +29,15 @@ func DayOf(ts int64) int32 {
 	return int32(min(max(d, undated+1), math.MaxInt32))
 }
 
-// merge folds b (the state of other calls of the same run) into a, exactly
-// as adding b's calls one by one after a's would: counts and cost add, the
-// newest ts is the larger, and the outcome and agent kept are those of the
-// latest (step, order) of either. It fails, changing nothing, when the
-// cost would overflow.
+// merge folds b (the state of other calls of the same run) into a,
+// exactly as adding b's calls one by one after a's would (outcome.Run's
+// Merge). It fails, changing nothing, when the cost would overflow.
 func (a *runAgg) merge(b *runAgg) error {
-	if b.calls == 0 {
-		return nil
-	}
-	cost, ok := wire.AddInt64(a.cost, b.cost)
-	if !ok {
+	err := a.Merge(&b.Run)
+	if errors.Is(err, outcome.ErrOverflow) {
 		return fmt.Errorf("field cost_microusd: %w", errOverflow)
 	}
-	if a.calls == 0 || b.lastTS > a.lastTS {
-		a.lastTS = b.lastTS
-	}
-	a.cost = cost
-	a.calls += b.calls
-	a.blocked += b.blocked
-	a.refused += b.refused
-	if b.outcome != "" && (a.outcome == "" || later(b.outStep, b.outOrder, a.outStep, a.outOrder)) {
-		a.outcome, a.outStep, a.outOrder = b.outcome, b.outStep, b.outOrder
-	}
-	if b.agent != "" && (a.agent == "" || later(b.agentStep, b.agentOrder, a.agentStep, a.agentOrder)) {
-		a.agent, a.agentStep, a.agentOrder = b.agent, b.agentStep, b.agentOrder
-	}
-	return nil
+	return err
 }
 
 // DayTable is one folded day of a partition: the state, per run, of the
@@ -81,7 +64,7 @@ func newDayTable(part, parts int, day int32) *DayTable {
 func (t *DayTable) calls() uint64 {
 	n := t.dropped
 	for _, a := range t.runs {
-		n += a.calls
+		n += a.Calls
 	}
 	return n
 }
@@ -148,29 +131,29 @@ func (t *DayTable) Encode(b []byte) []byte {
 	for name, a := range t.runs {
 		runs = appendString(runs, name)
 		flags := uint64(0)
-		if a.outcome != "" {
+		if a.Outcome.Value != "" {
 			flags |= 1
 		}
-		if a.agent != "" {
+		if a.Agent.Value != "" {
 			flags |= 2
 		}
 		runs = binary.AppendUvarint(runs, flags)
-		runs = binary.AppendUvarint(runs, a.calls)
-		runs = binary.AppendUvarint(runs, a.blocked)
-		runs = binary.AppendUvarint(runs, a.refused)
-		runs = binary.AppendVarint(runs, a.cost)
-		runs = binary.AppendVarint(runs, a.lastTS-dayStart)
-		if a.outcome != "" {
-			runs = binary.AppendUvarint(runs, e.str(a.outcome))
-			runs = binary.AppendUvarint(runs, uint64(a.outStep))
-			runs = binary.AppendUvarint(runs, e.prefix(a.outOrder))
-			runs = binary.AppendUvarint(runs, a.outOrder[3])
+		runs = binary.AppendUvarint(runs, a.Calls)
+		runs = binary.AppendUvarint(runs, a.Blocked)
+		runs = binary.AppendUvarint(runs, a.Refused)
+		runs = binary.AppendVarint(runs, a.Cost)
+		runs = binary.AppendVarint(runs, a.LastTS-dayStart)
+		if a.Outcome.Value != "" {
+			runs = binary.AppendUvarint(runs, e.str(a.Outcome.Value))
+			runs = binary.AppendUvarint(runs, uint64(a.Outcome.Step))
+			runs = binary.AppendUvarint(runs, e.prefix(a.Outcome.Pos))
+			runs = binary.AppendUvarint(runs, a.Outcome.Pos[3])
 		}
-		if a.agent != "" {
-			runs = binary.AppendUvarint(runs, e.str(a.agent))
-			runs = binary.AppendUvarint(runs, uint64(a.agentStep))
-			runs = binary.AppendUvarint(runs, e.prefix(a.agentOrder))
-			runs = binary.AppendUvarint(runs, a.agentOrder[3])
+		if a.Agent.Value != "" {
+			runs = binary.AppendUvarint(runs, e.str(a.Agent.Value))
+			runs = binary.AppendUvarint(runs, uint64(a.Agent.Step))
+			runs = binary.AppendUvarint(runs, e.prefix(a.Agent.Pos))
+			runs = binary.AppendUvarint(runs, a.Agent.Pos[3])
 		}
 	}
 	b = slices.Grow(b, 64+len(t.keys)+len(runs)+32*len(e.preList)+16*len(e.strList))
@@ -326,20 +309,20 @@ func eachDayRun(d *decoder, day int32, start func(n int), fn func(i int, name []
 		at := len(d.B)
 		a = runAgg{}
 		flags := d.Uvarint()
-		a.calls, a.blocked, a.refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
-		a.cost, a.lastTS = d.Varint(), d.Varint()+dayStart
+		a.Calls, a.Blocked, a.Refused = d.Uvarint(), d.Uvarint(), d.Uvarint()
+		a.Cost, a.LastTS = d.Varint(), d.Varint()+dayStart
 		if flags&1 != 0 {
-			a.outcome = ref(&a.outStep, &a.outOrder)
+			a.Outcome.Value = ref(&a.Outcome.Step, &a.Outcome.Pos)
 		}
 		if flags&2 != 0 {
-			a.agent = ref(&a.agentStep, &a.agentOrder)
+			a.Agent.Value = ref(&a.Agent.Step, &a.Agent.Pos)
 		}
-		if d.Err == nil && (flags > 3 || a.calls == 0 || a.refused < a.blocked || a.calls < a.refused) {
-			d.Err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.calls, a.refused, a.blocked)
+		if d.Err == nil && (flags > 3 || a.Calls == 0 || a.Refused < a.Blocked || a.Calls < a.Refused) {
+			d.Err = fmt.Errorf("run %q: flags %d, %d calls, %d refused, %d blocked", name, flags, a.Calls, a.Refused, a.Blocked)
 		}
 		// An outcome or agent is written only when there is one: an empty
 		// one flagged is not a table this build wrote.
-		if d.Err == nil && (flags&1 != 0 && a.outcome == "" || flags&2 != 0 && a.agent == "") {
+		if d.Err == nil && (flags&1 != 0 && a.Outcome.Value == "" || flags&2 != 0 && a.Agent.Value == "") {
 			d.Err = fmt.Errorf("run %q: an empty outcome or agent flagged", name)
 		}
 		if d.Err != nil {

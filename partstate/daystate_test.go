@@ -15,6 +15,7 @@ import (
 	"github.com/verdryx/verdryx/tracemsg"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/outcome"
 )
 
 func TestDayOfFloorsToUTCDays(t *testing.T) {
@@ -72,8 +73,8 @@ func TestPartialsMergeToTheSequentialState(t *testing.T) {
 }
 
 func TestMergeRefusesACostOverflow(t *testing.T) {
-	a := runAgg{calls: 1, cost: 1 << 62, lastTS: 5}
-	b := runAgg{calls: 1, cost: 1 << 62, lastTS: 9}
+	a := runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 1, Cost: 1 << 62, LastTS: 5}}
+	b := runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 1, Cost: 1 << 62, LastTS: 9}}
 	before := a
 	require.ErrorIs(t, a.merge(&b), errOverflow)
 	assert.Equal(t, before, a, "a failed merge changes nothing")
@@ -82,9 +83,9 @@ func TestMergeRefusesACostOverflow(t *testing.T) {
 func TestDayTableRoundTripsAndRefusesDamage(t *testing.T) {
 	tb := newDayTable(3, 8, DayOf(1764633600000))
 	tb.rev, tb.dropped = 4, 2
-	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 3, refused: 1, cost: 700, lastTS: 1764633600123, outcome: "case_resolved", outStep: 2, outOrder: Order{1, 2, 3, 4}}))
-	require.NoError(t, tb.add("rrun-1", &runAgg{calls: 1, cost: 5, lastTS: 1764633600001, agent: "agent://x", agentStep: 1}))
-	require.NoError(t, tb.add("ikey", &runAgg{calls: 1, cost: 9, lastTS: 1764633600200, outcome: "escalated"}))
+	require.NoError(t, tb.add("rrun-1", &runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 3, Refused: 1, Cost: 700, LastTS: 1764633600123, Outcome: outcome.Kept[string, Order]{Value: "case_resolved", Step: 2, Pos: Order{1, 2, 3, 4}}}}))
+	require.NoError(t, tb.add("rrun-1", &runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 1, Cost: 5, LastTS: 1764633600001, Agent: outcome.Kept[string, Order]{Value: "agent://x", Step: 1}}}))
+	require.NoError(t, tb.add("ikey", &runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 1, Cost: 9, LastTS: 1764633600200, Outcome: outcome.Kept[string, Order]{Value: "escalated"}}}))
 	k := tracemsg.HashKey("call-1")
 	tb.keys = append(tb.keys, k[:]...)
 	b := tb.Encode([]byte("prefix"))
@@ -122,16 +123,16 @@ func randomDayTable(rng *rand.Rand, n int) *DayTable {
 	}
 	outcomes := []string{"", "case_resolved", "escalated", "a \x00 tag"}
 	for i := range n {
-		a := &runAgg{calls: 1 + rng.Uint64N(200), cost: rng.Int64N(1<<40) - 1<<20,
-			lastTS: int64(day)*DayMillis + rng.Int64N(DayMillis)}
-		a.refused = rng.Uint64N(a.calls + 1)
-		a.blocked = rng.Uint64N(a.refused + 1)
-		if a.outcome = outcomes[rng.IntN(len(outcomes))]; a.outcome != "" {
-			a.outStep, a.outOrder = rng.Uint32(), order()
+		a := &runAgg{Run: outcome.Run[uint64, string, Order]{Calls: 1 + rng.Uint64N(200), Cost: rng.Int64N(1<<40) - 1<<20,
+			LastTS: int64(day)*DayMillis + rng.Int64N(DayMillis)}}
+		a.Refused = rng.Uint64N(a.Calls + 1)
+		a.Blocked = rng.Uint64N(a.Refused + 1)
+		if a.Outcome.Value = outcomes[rng.IntN(len(outcomes))]; a.Outcome.Value != "" {
+			a.Outcome.Step, a.Outcome.Pos = rng.Uint32(), order()
 		}
 		if rng.IntN(3) > 0 {
-			a.agent = fmt.Sprintf("agent://x/%d", rng.IntN(5))
-			a.agentStep, a.agentOrder = rng.Uint32N(50), order()
+			a.Agent.Value = fmt.Sprintf("agent://x/%d", rng.IntN(5))
+			a.Agent.Step, a.Agent.Pos = rng.Uint32N(50), order()
 		}
 		tb.runs[fmt.Sprintf("rrun-%d", i)] = a
 	}

@@ -11,24 +11,19 @@ import (
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/segname"
-	"github.com/verdryx/verdryx/internal/wire"
+	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
-// runAgg is the reduction state of one run (or one independent call): what
-// outcome's cost-per-outcome and SLO reports need of it, exactly. The
-// outcome and agent kept are the non-empty ones with the highest (step,
-// order), order being the call's place in the records' own order (see
-// Order), so the state is a function of the set of calls applied, never
-// of the order they arrived in.
+// runAgg is the reduction state of one run (or one independent call):
+// outcome's run-fold kernel (outcome.Run), the outcome and agent kept
+// being the non-empty ones with the highest (step, order), order being
+// the call's place in the records' own order (see Order), so the state is
+// a function of the set of calls applied, never of the order they
+// arrived in; and gen, State.Gen of its last undo entry (not encoded).
 type runAgg struct {
-	calls, blocked, refused uint64
-	cost                    int64 // micro-USD of non-blocked calls
-	lastTS                  int64 // newest ts_millis
-	outcome, agent          string
-	outStep, agentStep      uint32
-	outOrder, agentOrder    Order
-	gen                     uint64 // State.Gen of its last undo entry; not encoded
+	outcome.Run[uint64, string, Order]
+	gen uint64
 }
 
 // Order is a call's place in the records' own order, the tie-break of
@@ -76,57 +71,26 @@ func RecordOrder(tsMillis int64, key string) Order {
 	return Order{ns, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16]), 0}
 }
 
-// later reports whether (step, order) comes after (s2, o2).
-func later(step uint32, order Order, s2 uint32, o2 Order) bool {
-	return step > s2 || step == s2 && order.Compare(o2) >= 0
-}
-
 // add folds one call in; it fails, changing nothing, when the run's cost
 // would overflow.
 func (a *runAgg) add(c *calls.Call, order Order) error {
-	cls := calls.Classify(c.Decision)
-	cost := a.cost
-	if cls != calls.ClassBlocked {
-		var ok bool
-		if cost, ok = wire.AddInt64(a.cost, c.CostMicroUSD); !ok {
-			return fmt.Errorf("run %q: field cost_microusd %d: %w", c.RunID, c.CostMicroUSD, errOverflow)
-		}
-	}
-	a.cost = cost
-	a.calls++
-	switch cls {
-	case calls.ClassBlocked:
-		a.blocked++
-		a.refused++
-	case calls.ClassWardryx:
-		a.refused++
-	}
 	step := c.Step
 	if !c.HasStep {
 		step = 0
 	}
-	if c.Outcome != "" && (a.outcome == "" || later(step, order, a.outStep, a.outOrder)) {
-		a.outcome, a.outStep, a.outOrder = c.Outcome, step, order
-	}
-	if c.AgentID != "" && (a.agent == "" || later(step, order, a.agentStep, a.agentOrder)) {
-		a.agent, a.agentStep, a.agentOrder = c.AgentID, step, order
-	}
-	if c.TSMillis > a.lastTS || a.calls == 1 {
-		a.lastTS = c.TSMillis
+	if !a.Add(calls.Classify(c.Decision), c.CostMicroUSD, step, order, c.Outcome, c.AgentID, c.TSMillis) {
+		return fmt.Errorf("run %q: field cost_microusd %d: %w", c.RunID, c.CostMicroUSD, errOverflow)
 	}
 	return nil
 }
 
 // apply is add, or for an untagged independent call dropped (see
-// droppedCalls) a count of it.
+// droppedCalls) a count of it: a call, its ts, nothing else.
 func (a *runAgg) apply(c *calls.Call, order Order, dropped bool) error {
 	if !dropped {
 		return a.add(c, order)
 	}
-	a.calls++
-	if c.TSMillis > a.lastTS || a.calls == 1 {
-		a.lastTS = c.TSMillis
-	}
+	a.Add(calls.ClassAllowed, 0, 0, Order{}, "", "", c.TSMillis)
 	return nil
 }
 

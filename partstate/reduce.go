@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -139,7 +138,7 @@ func (g *Aggregate) Calls() int64 {
 	for _, s := range g.Parts {
 		for _, runs := range s.Runs {
 			for _, a := range runs {
-				n += a.calls
+				n += a.Calls
 			}
 		}
 		for _, d := range s.dropped {
@@ -173,7 +172,7 @@ func (g *Aggregate) Runs() (map[string]uint64, error) {
 		if _, ok := out[name[1:]]; !ok {
 			out[strings.Clone(name[1:])] = 0
 		}
-		out[name[1:]] += a.calls
+		out[name[1:]] += a.Calls
 	}, nil)
 	return out, err
 }
@@ -226,14 +225,12 @@ var ErrUndatedState = errors.New("a partition holds state written by an older ve
 // Reducer returns an outcome.Reducer holding exactly the aggregate's
 // calls in opts' time window (starting and ending on the hour; none:
 // all): each run's partial states of the window's days and hours are
-// merged and folded in as calls that reproduce the merged state (its
-// call, blocked and refused counts, its cost on one non-blocked call, its
-// outcome, agent and newest ts), and the calls of other days and hours
-// are offered as calls outside the window, so the
-// reducer's reports and stats equal those of reducing the original calls
-// with the same options. Cost is O(partial states) for runs with ids
-// (outcome.Reducer.AddN folds a run's like calls at once), O(calls) for
-// independent and dropped calls and with a grouping.
+// merged and added as the run's state (outcome.AddRun), and the calls of
+// other days and hours and the untagged independent calls dropped are
+// counted in its stats, so the reducer's reports and stats equal those of
+// reducing the original calls with the same options. Cost is O(partial
+// states). A grouped report (opts.By) is refused: a run's state does not
+// split its calls by agent, key or model.
 func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	w, err := WindowDays(opts)
 	if err != nil {
@@ -241,6 +238,9 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 	}
 	if !g.Read.covers(w) {
 		return nil, fmt.Errorf("a report of %s from an aggregate holding the tables of %s only", w, g.Read)
+	}
+	if opts.By != "" {
+		return nil, fmt.Errorf("a report grouped by %s: the partitions keep each run's state whole, not its calls split by %s", opts.By, opts.By)
 	}
 	r, err := outcome.NewReducer(opts)
 	if err != nil {
@@ -265,42 +265,33 @@ func (g *Aggregate) Reducer(opts outcome.Options) (*outcome.Reducer, error) {
 			go func() { results[i] <- g.mergePart(p, w) }()
 		}
 	}()
-	var outside uint64
-	dropped := map[int64]uint64{}
+	var st outcome.Stats
 	for i := range parts {
 		m := <-results[i]
 		<-ahead
 		if err == nil {
 			err = m.err
 		}
-		if err != nil {
-			continue // every merge is waited for
-		}
 		for _, name := range m.names {
-			feedRun(r, name, m.merged[name])
+			if err != nil {
+				break // every merge is waited for
+			}
+			base, hasID := name, name[0] == RunPrefix
+			if hasID {
+				base = name[1:]
+			}
+			if err = outcome.AddRun(r, base, hasID, &m.merged[name].Run); err != nil {
+				err = fmt.Errorf("partition %d: %w", parts[i], err)
+			}
 		}
-		outside += m.outside
-		for ts, n := range m.dropped {
-			dropped[ts] += n
-		}
+		st.OutsideWindow += int64(m.outside)
+		st.DroppedUntagged += int64(m.dropped)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for ts, n := range dropped {
-		for range n {
-			r.Add(calls.Call{Decision: "allow", TSMillis: ts})
-		}
-	}
-	if outside > 0 {
-		ts := opts.To.UnixMilli()
-		if !opts.From.IsZero() {
-			ts = opts.From.UnixMilli() - 1
-		}
-		for range outside {
-			r.Add(calls.Call{Decision: "allow", TSMillis: ts})
-		}
-	}
+	st.Calls = st.OutsideWindow + st.DroppedUntagged
+	r.AddStats(st)
 	return r, nil
 }
 
@@ -312,13 +303,13 @@ const reportMergesAhead = 2
 
 // partMerge is one partition's part of a report (see Aggregate.Reducer):
 // its runs' partial states of the window merged, by name, the names
-// sorted, the calls outside the window, and the dropped calls by the
-// ts_millis they are reported at (their day's or hour's start).
+// sorted, the calls outside the window, and the untagged independent
+// calls dropped in it.
 type partMerge struct {
 	merged  map[string]*runAgg
 	names   []string
 	outside uint64
-	dropped map[int64]uint64
+	dropped uint64
 	err     error
 }
 
@@ -328,10 +319,10 @@ type partMerge struct {
 // a day w cuts that is not kept by the hour fails it
 // (ErrWindowCutsWholeDay).
 func (g *Aggregate) mergePart(p int, w DayWindow) partMerge {
-	m := partMerge{merged: map[string]*runAgg{}, dropped: map[int64]uint64{}}
+	m := partMerge{merged: map[string]*runAgg{}}
 	eerr := g.eachOf(p, w, func(p int, day int32, name string, a *runAgg, n uint64) {
 		if a != nil {
-			n = a.calls
+			n = a.Calls
 		}
 		base, hour := splitName(name)
 		switch {
@@ -345,11 +336,7 @@ func (g *Aggregate) mergePart(p int, w DayWindow) partMerge {
 		case hour >= 0 && !w.hasHour(day, hour):
 			m.outside += n
 		case a == nil || base[0] == droppedCalls:
-			ts := int64(0)
-			if day != undated {
-				ts = int64(day)*DayMillis + max(int64(hour), 0)*hourMillis
-			}
-			m.dropped[ts] += n
+			m.dropped += n
 		default:
 			agg := m.merged[base]
 			if agg == nil {
@@ -368,35 +355,4 @@ func (g *Aggregate) mergePart(p int, w DayWindow) partMerge {
 		m.names = slices.Sorted(maps.Keys(m.merged))
 	}
 	return m
-}
-
-// feedRun adds calls to r reproducing run state a.
-func feedRun(r *outcome.Reducer, name string, a *runAgg) {
-	base := calls.Call{TSMillis: a.lastTS, HasStep: true}
-	if name[0] == RunPrefix {
-		base.RunID, base.HasRunID = name[1:], true
-	}
-	blocked, wardryx, allowed := a.blocked, a.refused-a.blocked, a.calls-a.refused
-	carrier := base
-	carrier.Outcome, carrier.AgentID, carrier.CostMicroUSD = a.outcome, a.agent, a.cost
-	switch {
-	case allowed > 0:
-		carrier.Decision = "allow"
-		allowed--
-	case wardryx > 0:
-		carrier.Decision = "wardryx_deny"
-		wardryx--
-	default:
-		carrier.Decision = "budget_exceeded" // cost is 0: blocked calls are not costed
-		blocked--
-	}
-	r.Add(carrier)
-	for _, k := range []struct {
-		n   uint64
-		dec string
-	}{{blocked, "budget_exceeded"}, {wardryx, "wardryx_deny"}, {allowed, "allow"}} {
-		c := base
-		c.Decision = k.dec
-		r.AddN(c, k.n)
-	}
 }

@@ -353,6 +353,8 @@ func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts 
 		return nil, nil, usageErrorf("%s: %v", name, err)
 	}
 	switch {
+	case *f.nats.url != "" && opts.By != "":
+		return nil, nil, usageErrorf("%s: --by %s with --nats: the workers keep each run's state whole, not its calls split by %s (group --traces or --input instead)", name, opts.By, opts.By)
 	case *f.nats.url != "":
 		r, err = f.fleetReducer(ctx, opts, stderr)
 		return r, nil, err
