@@ -10,8 +10,9 @@ import (
 
 // BurnEvents returns one slo_burn envelope per alerting indicator (trigger
 // exhausted or fast_burn, ci_high below target, canonical agent:// subject),
-// stamped ts. The data keys are exactly those of contracts.md section 1;
-// burn_rate is null when the burn window held no event.
+// stamped ts. The data keys are exactly those docs/traces.md "SLOs and
+// error budgets" lists; burn_rate is null when the burn window held no
+// event.
 func (rep *SLOReport) BurnEvents(ts time.Time) []envelope.Event {
 	var out []envelope.Event
 	for _, s := range rep.Subjects {

@@ -60,7 +60,8 @@ type SLOOptions struct {
 	Scores map[string][]float64
 }
 
-// DefaultSLOOptions returns the defaults of contracts.md section 3.
+// DefaultSLOOptions returns the defaults docs/traces.md "SLOs and error
+// budgets" gives.
 func DefaultSLOOptions() SLOOptions {
 	return SLOOptions{Target: 0.95, Confidence: 0.95, MinEvents: 20,
 		GoodOutcomes: []string{Resolved}, QualityFloor: 0.8, CostMultiple: 3.0}

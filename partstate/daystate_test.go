@@ -213,4 +213,14 @@ func TestSnapshotsAndDeltasRefuseOtherFormats(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = decodeDelta(append([]byte("VDXDELT2"), delta[len(deltaMagic):]...))
 	require.EqualError(t, err, `partition delta: format "VDXDELT2", this build reads "VDXDLTA1" only`)
+	// Another version of each (the last byte of the magic) is refused too.
+	_, err = DecodeState(append([]byte("VDXSNAP2"), snap[len(snapMagic):]...))
+	require.ErrorContains(t, err, `format "VDXSNAP2"`)
+	_, _, err = decodeDelta(append([]byte("VDXDLTA2"), delta[len(deltaMagic):]...))
+	require.ErrorContains(t, err, `format "VDXDLTA2"`)
+	tb := newDayTable(0, 8, DayOf(1764633600000)).Encode(nil)
+	_, err = DecodeDayTable(tb)
+	require.NoError(t, err)
+	_, err = DecodeDayTable(append([]byte("VDXDAY02"), tb[len(dayMagic):]...))
+	require.ErrorContains(t, err, "VDXDAY02")
 }

@@ -30,7 +30,7 @@ const Stdin = "-"
 //     segments first in the gateway's order (segment.List), then the
 //     others by name; other files are ignored;
 //   - a file named .parquet or starting with PAR1: its rows, read as a
-//     segment's (the call columns, contracts.md section 2);
+//     segment's (the call columns, docs/traces.md "TokenFuse segments");
 //   - any other file: records (calls.ScanRecordsFile).
 //
 // Unlike a --traces directory, a bad Parquet file is an error, naming the
