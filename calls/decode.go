@@ -63,7 +63,7 @@ func (r *Record) HasAttributes() bool { return r.Has&(1<<bitAttributes) != 0 }
 // HasExt reports whether the decoder's extra key i was set to a string.
 func (r *Record) HasExt(i int) bool { return r.Has&(1<<(bitExt+uint(i))) != 0 }
 
-// CallRecord returns the allocated form of r: what DecodeStrict would have
+// CallRecord returns the allocated form of r: what strictjson.Decode would have
 // decoded from the same line.
 func (r *Record) CallRecord() CallRecord {
 	var rec CallRecord
@@ -175,7 +175,7 @@ func (r *Record) SetFrom(rec *CallRecord) {
 
 // RecordDecoder decodes per-call records: one JSON object with
 // CallRecord's keys (plus the extra string keys it was made with), exactly
-// as DecodeStrict decodes them into a CallRecord (encoding/json with
+// as strictjson.Decode decodes them into a CallRecord (encoding/json with
 // unknown fields refused): keys match exactly or else case-insensitively,
 // a later duplicate key wins and null resets a key to absent (an extra
 // key's null leaves it as it was), numbers must fit their column's Go
@@ -186,8 +186,8 @@ func (r *Record) SetFrom(rec *CallRecord) {
 // It scans the known keys by hand, with no allocation per record once its
 // buffers have grown. It refuses whatever encoding/json refuses; it never
 // words the error itself: Decode's callers rerun the reference decoder
-// (DecodeStrict) on a refused line, so errors are word for word those of
-// DecodeStrict, naming the field and byte offset.
+// (strictjson.Decode) on a refused line, so errors are word for word those of
+// strictjson.Decode, naming the field and byte offset.
 //
 // A RecordDecoder is not safe for concurrent use; the zero value accepts
 // no extra keys.
@@ -208,8 +208,8 @@ func NewRecordDecoder(ext ...string) *RecordDecoder {
 }
 
 // Decode decodes data into rec and reports whether data is a record
-// DecodeStrict accepts. On false, rec is undefined: the caller words the
-// error with DecodeStrict (see DecodeRecord).
+// strictjson.Decode accepts. On false, rec is undefined: the caller words the
+// error with strictjson.Decode (see DecodeRecord).
 func (d *RecordDecoder) Decode(data []byte, rec *Record) bool {
 	*rec = Record{}
 	d.buf = d.buf[:0]

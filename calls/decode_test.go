@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
 // extRecord has the JSON shape of the worker's trace message: CallRecord
@@ -23,10 +25,10 @@ type extRecord struct {
 	Segment string `json:"segment,omitempty"`
 }
 
-// referenceExt decodes data the old way: DecodeStrict (encoding/json).
+// referenceExt decodes data the old way: strictjson.Decode (encoding/json).
 func referenceExt(data []byte) (extRecord, error) {
 	var rec extRecord
-	err := DecodeStrict(data, &rec)
+	err := strictjson.Decode(data, &rec)
 	return rec, err
 }
 
@@ -46,13 +48,13 @@ func fastExt(d *RecordDecoder, data []byte) (extRecord, bool) {
 	return out, true
 }
 
-// checkSame fails unless the fast decoder and DecodeStrict agree on data:
+// checkSame fails unless the fast decoder and strictjson.Decode agree on data:
 // the same accept/reject and, when accepted, the same values (float bits
 // included), both for CallRecord and for the worker's extended shape.
 func checkSame(t testing.TB, data []byte) {
 	t.Helper()
 	var plain CallRecord
-	refErr := DecodeStrict(data, &plain)
+	refErr := strictjson.Decode(data, &plain)
 	var r Record
 	d := NewRecordDecoder(ColCallID) // CallRecord's call_id is the decoder's extra key
 	ok := d.Decode(data, &r)
@@ -281,7 +283,7 @@ func TestRecordDecoderDifferentialGenerated(t *testing.T) {
 			rec = mutate(rng, rec)
 		}
 		checkSame(t, rec)
-		if DecodeStrict(rec, new(CallRecord)) == nil {
+		if strictjson.Decode(rec, new(CallRecord)) == nil {
 			accepted++
 		}
 	}
@@ -290,7 +292,7 @@ func TestRecordDecoderDifferentialGenerated(t *testing.T) {
 	require.Less(t, accepted, n*9/10)
 }
 
-// FuzzRecordDecoder compares the fast decoder with DecodeStrict. Its seed
+// FuzzRecordDecoder compares the fast decoder with strictjson.Decode. Its seed
 // corpus (the hand-picked cases and generated records) runs in go test;
 // run it longer with
 //
@@ -307,7 +309,7 @@ func FuzzRecordDecoder(f *testing.F) {
 }
 
 // referenceReadNDJSON is ReadNDJSON as it was before the fast decoder:
-// DecodeStrict on every trimmed line.
+// strictjson.Decode on every trimmed line.
 // referenceCheck is Record.Check written over the allocated form.
 func referenceCheck(rec *CallRecord) error {
 	switch {
@@ -340,7 +342,7 @@ func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error)
 			CallRecord
 			CallID *string `json:"call_id"`
 		}
-		if err := DecodeStrict(b, &withID); err != nil {
+		if err := strictjson.Decode(b, &withID); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		rec := withID.CallRecord
@@ -466,7 +468,7 @@ func BenchmarkRecordDecoder(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeStrict is the same with encoding/json (DecodeStrict), the
+// BenchmarkDecodeStrict is the same with encoding/json (strictjson.Decode), the
 // reference.
 func BenchmarkDecodeStrict(b *testing.B) {
 	lines := benchLines(1000)
@@ -474,7 +476,7 @@ func BenchmarkDecodeStrict(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		var rec CallRecord
-		if err := DecodeStrict(lines[i%len(lines)], &rec); err != nil {
+		if err := strictjson.Decode(lines[i%len(lines)], &rec); err != nil {
 			b.Fatal(err)
 		}
 	}

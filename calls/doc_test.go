@@ -11,10 +11,11 @@ import (
 )
 
 // TestImportsOnlyHugepageOfVerdryx holds the package doc's promise: of
-// verdryx, the package's non-test files import internal/hugepage only.
-func TestImportsOnlyHugepageOfVerdryx(t *testing.T) {
+// verdryx, the package's non-test files import the leaf utilities
+// internal/hugepage and internal/strictjson only.
+func TestImportsOnlyLeavesOfVerdryx(t *testing.T) {
 	const module = "github.com/verdryx/verdryx/"
-	allowed := map[string]bool{module + "internal/hugepage": true}
+	allowed := map[string]bool{module + "internal/hugepage": true, module + "internal/strictjson": true}
 	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

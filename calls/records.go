@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
 // CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
@@ -188,7 +190,7 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 	dec := json.NewDecoder(src)
 	tok, err := dec.Token()
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, describeStrict(err))
+		return fmt.Errorf("%s: %w", name, strictjson.Describe(err))
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return fmt.Errorf("%s: want a JSON array of records", name)
@@ -202,7 +204,7 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 		off := dec.InputOffset()
 		raw = raw[:0]
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, describeStrict(err))
+			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, strictjson.Describe(err))
 		}
 		if err := CheckSize(len(raw), 0); err != nil {
 			return fmt.Errorf("%s: record %d (byte %d): %w", name, n, off, err)
@@ -215,7 +217,7 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("%s: end of the array: %w", name, describeStrict(err))
+		return fmt.Errorf("%s: end of the array: %w", name, strictjson.Describe(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: trailing data after the JSON array at byte %d", name, dec.InputOffset())
@@ -224,12 +226,12 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 }
 
 // decodeChecked decodes one record (an NDJSON line, an element of a JSON
-// array) into rec and checks it (Record.Check), with DecodeStrict's
+// array) into rec and checks it (Record.Check), with strictjson.Decode's
 // errors when the fast path refuses it.
 func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 	if !d.Decode(b, rec) {
 		var ref CallRecord
-		if err := DecodeStrict(b, &ref); err != nil {
+		if err := strictjson.Decode(b, &ref); err != nil {
 			return err
 		}
 		rec.SetFrom(&ref) // never expected: the fast path is tested to agree
@@ -251,7 +253,7 @@ func ReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
 // errors), decoded in place by a RecordDecoder: the Record and its bytes
 // are valid only during fn. Lines are trimmed of white space (Unicode's,
 // as bytes.TrimSpace does) and blank ones skipped. The first bad record
-// stops the read with DecodeStrict's error prefixed by name and line
+// stops the read with strictjson.Decode's error prefixed by name and line
 // ("calls.ndjson:12: unknown field \"x\""), as does a line over
 // MaxRecordBytes or one that fails Record.Check (a negative cost); an
 // error of fn is prefixed the same way. call_id, the call's identity, is
@@ -303,8 +305,8 @@ type Ext struct {
 
 // DecodeRecordInto decodes one record message (a NATS trace message, a
 // tailed line) into rec and the ext destinations with a RecordDecoder, the
-// decoder ScanNDJSON uses. ref is what DecodeStrict decodes data into when
-// the fast path refuses it, so that errors are DecodeStrict's word for
+// decoder ScanNDJSON uses. ref is what strictjson.Decode decodes data into when
+// the fast path refuses it, so that errors are strictjson.Decode's word for
 // word: it must be rec itself, or the struct that embeds rec and holds the
 // ext destinations as its other JSON fields. rec and the destinations
 // should be zero on entry. At most MaxExt ext keys. A record that decodes
@@ -320,7 +322,7 @@ func DecodeRecordInto(data []byte, ref any, rec *CallRecord, ext ...Ext) error {
 	d := RecordDecoder{ext: names[:len(ext)]}
 	var r Record
 	if !d.Decode(data, &r) {
-		if err := DecodeStrict(data, ref); err != nil {
+		if err := strictjson.Decode(data, ref); err != nil {
 			return err
 		}
 		r.SetFrom(rec)

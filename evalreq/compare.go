@@ -13,6 +13,7 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/compare"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/store"
 )
 
@@ -86,7 +87,7 @@ func (h *Handler) handleCompare(ctx context.Context, req Request, greq evalrun.R
 	}
 	cid := rec.RunID
 	if !seen {
-		cid = grading.NewID("cmp", h.now())
+		cid = ids.New("cmp", h.now())
 	}
 	if h.opts.Claims != nil {
 		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, cid)

@@ -19,6 +19,7 @@ import (
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/rag"
@@ -320,7 +321,7 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	}
 	runID := rec.RunID
 	if !seen {
-		runID = grading.NewID("run", h.now())
+		runID = ids.New("run", h.now())
 	}
 	if h.opts.Claims != nil {
 		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)

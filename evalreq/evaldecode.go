@@ -3,10 +3,10 @@ package evalreq
 import (
 	"fmt"
 
-	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading/evalrun"
+	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
 // checkAgentID validates an agent_id where it enters: empty (unset) or the
@@ -22,7 +22,7 @@ func checkAgentID(id string) error {
 // fields and trailing data are errors, agent_id must be canonical.
 func Decode(data []byte) (Request, error) {
 	var req Request
-	if err := calls.DecodeStrict(data, &req); err != nil {
+	if err := strictjson.Decode(data, &req); err != nil {
 		return req, err
 	}
 	return req, checkAgentID(req.AgentID)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
 // fillDistinct sets every field of the struct v points to a non-zero value
@@ -59,7 +59,7 @@ func TestEvalRequestKeepsEveryField(t *testing.T) {
 	b, err := json.Marshal(req)
 	require.NoError(t, err)
 	var decoded Request
-	require.NoError(t, calls.DecodeStrict(b, &decoded))
+	require.NoError(t, strictjson.Decode(b, &decoded))
 	require.Equal(t, req, decoded, "JSON round trip")
 
 	g := decoded.GradingRequest()

@@ -2,8 +2,6 @@ package grading
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/internal/ids"
 )
 
 // Provenance records what a run measured, so runs are compared only when
@@ -122,14 +121,6 @@ func (r *Run) totals() (tokens int64, costUSD float64) {
 	return tokens, costUSD
 }
 
-// NewID returns prefix + "-" + a UTC timestamp + 8 random hex digits; ids
-// sort by creation time to the second.
-func NewID(prefix string, now time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return fmt.Sprintf("%s-%s-%s", prefix, now.UTC().Format("20060102T150405Z"), hex.EncodeToString(b[:]))
-}
-
 // Runner grades eval sets. Configure it, then call Run; a Runner may be used
 // by several goroutines at once.
 type Runner struct {
@@ -223,7 +214,7 @@ func (r *Runner) run(ctx context.Context, set *EvalSet, agentID, runID string) (
 	}
 	run.ID = runID
 	if run.ID == "" {
-		run.ID = NewID("run", run.StartedAt)
+		run.ID = ids.New("run", run.StartedAt)
 	}
 	if r.Judge != nil && slices.ContainsFunc(set.Cases, func(c Case) bool { return c.Kind() == GraderLLMJudge }) {
 		run.Judge = r.Judge.Model.ID() // recorded only when it grades something

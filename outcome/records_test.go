@@ -17,7 +17,7 @@ import (
 )
 
 // referenceFold is the NDJSON fold as it was before the record folder:
-// each record decoded by DecodeStrict into a CallRecord, then Add or
+// each record decoded by strictjson.Decode into a CallRecord, then Add or
 // AddRecord.
 func referenceFold(src []byte, name string, r *Reducer) error {
 	return calls.ReadNDJSON(bytes.NewReader(src), name, func(rec *calls.CallRecord) error {

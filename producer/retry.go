@@ -102,7 +102,7 @@ func (r *Retrier) Store(ctx context.Context, js jetstream.JetStream, msg *nats.M
 // Healthy reports whether no write is being retried and none failed
 // since the last write that went through: a call that gave up, or a
 // read that a leader without a quorum still answered, does not make it
-// healthy again; a write that succeeds does, as does QuietRecovery
+// healthy again; a write that succeeds does, as does quietRecovery
 // without any failure (a worker with nothing to write).
 func (r *Retrier) Healthy() bool {
 	if r == nil {
@@ -112,12 +112,12 @@ func (r *Retrier) Healthy() bool {
 		return false
 	}
 	f := r.lastFail.Load()
-	return f == 0 || r.lastOK.Load() >= f || r.now().UnixNano()-f >= int64(QuietRecovery)
+	return f == 0 || r.lastOK.Load() >= f || r.now().UnixNano()-f >= int64(quietRecovery)
 }
 
-// QuietRecovery is how long after its last failure a Retrier with no
+// quietRecovery is how long after its last failure a Retrier with no
 // write through since reports Healthy again.
-const QuietRecovery = 30 * time.Second
+const quietRecovery = 30 * time.Second
 
 // Read is Do for a read: retried alike, and counted as failing alike,
 // but its success does not make Healthy true again (a stream leader that

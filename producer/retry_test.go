@@ -98,7 +98,7 @@ func TestRetrierRetriesAnElection(t *testing.T) {
 
 // TestRetrierReadDoesNotRecover: a read answered after failures (a leader
 // without a quorum may still answer reads) leaves the Retrier unhealthy;
-// a write that goes through, or QuietRecovery without a failure, makes it
+// a write that goes through, or quietRecovery without a failure, makes it
 // healthy again.
 func TestRetrierReadDoesNotRecover(t *testing.T) {
 	ctx := context.Background()
@@ -115,10 +115,10 @@ func TestRetrierReadDoesNotRecover(t *testing.T) {
 	require.False(t, r.Healthy(), "a read through after a failure")
 	require.NoError(t, r.Read(ctx, "r", func(context.Context) error { return nil }))
 	require.False(t, r.Healthy(), "another read through")
-	now = now.Add(QuietRecovery - time.Second)
+	now = now.Add(quietRecovery - time.Second)
 	require.False(t, r.Healthy())
 	now = now.Add(time.Second)
-	require.True(t, r.Healthy(), "QuietRecovery without a failure")
+	require.True(t, r.Healthy(), "quietRecovery without a failure")
 
 	tries = 0
 	require.NoError(t, r.Read(ctx, "r", func(context.Context) error {

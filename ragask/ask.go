@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/grading"
+
+	"github.com/verdryx/verdryx/internal/ids"
+	"github.com/verdryx/verdryx/internal/strictjson"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/streams"
@@ -176,7 +177,7 @@ func (a *Server) answer(ctx context.Context, data []byte, timeout time.Duration)
 	var end func(time.Time, map[string]any, error)
 	if a.opts.Tracer != nil {
 		start := a.opts.Now()
-		actx, end = a.opts.Tracer.StartRun(actx, SpanAsk, grading.NewID("ask", start), "", start)
+		actx, end = a.opts.Tracer.StartRun(actx, SpanAsk, ids.New("ask", start), "", start)
 	}
 	rec, err := a.asker.AskWith(actx, q, o)
 	if end != nil {
@@ -220,7 +221,7 @@ func parseQuestion(data []byte) (string, rag.AskOptions, error) {
 			TopK     json.RawMessage   `json:"top_k"`
 			Filter   map[string]string `json:"filter"`
 		}
-		if err := calls.DecodeStrict(data, &req); err != nil {
+		if err := strictjson.Decode(data, &req); err != nil {
 			return "", o, errors.New("malformed ask: " + err.Error())
 		}
 		s = strings.TrimSpace(req.Question)

@@ -16,13 +16,14 @@ import (
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/report"
 )
 
 // comparisonRun is a stored run of model in comparison cmp over n exact
 // cases, passing those pass says, each costing costUSD.
 func comparisonRun(cmp, model string, at time.Time, n int, costUSD float64, pass func(i int) bool) grading.Run {
-	run := grading.Run{ID: grading.NewID("run", at), ComparisonID: cmp, EvalSetID: "held-out", EvalSetDigest: "sha256:h", Model: model,
+	run := grading.Run{ID: ids.New("run", at), ComparisonID: cmp, EvalSetID: "held-out", EvalSetDigest: "sha256:h", Model: model,
 		Version: "test", StartedAt: at, FinishedAt: at.Add(time.Second), Settings: &grading.Settings{},
 		Provenance: grading.Provenance{EvalSetDigest: "sha256:h", Model: model, Version: "test"}}
 	for i := range n {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/grader"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/report"
 )
 
@@ -42,7 +43,7 @@ func TestBrowserReportShowsWhatChanged(t *testing.T) {
 	var runIDs []string
 	for i := range 4 {
 		at := t0.Add(time.Duration(i*11) * time.Second)
-		run := grading.Run{ID: grading.NewID("run", at), EvalSetID: "book", EvalSetDigest: "sha256:b", Model: "stub", Version: "test",
+		run := grading.Run{ID: ids.New("run", at), EvalSetID: "book", EvalSetDigest: "sha256:b", Model: "stub", Version: "test",
 			StartedAt: at, FinishedAt: at.Add(time.Second), Settings: settings,
 			Provenance: grading.Provenance{EvalSetDigest: "sha256:b", Graders: map[string]map[string]any{"rag": {}}, Model: "stub", Version: "test"}}
 		for _, c := range cases {

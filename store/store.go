@@ -29,6 +29,7 @@ import (
 
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/drift"
+	"github.com/verdryx/verdryx/internal/ids"
 )
 
 // Errors callers test with errors.Is.
@@ -750,7 +751,7 @@ func (s *Store) PutBaseline(ctx context.Context, spec BaselineSpec, now time.Tim
 	default:
 		p.Previous = &existing
 	}
-	p.Baseline = drift.Baseline{ID: grading.NewID("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC().Truncate(time.Microsecond), Label: spec.Label}
+	p.Baseline = drift.Baseline{ID: ids.New("bl", now), RunID: spec.RunID, MeanScore: mean, CreatedAt: now.UTC().Truncate(time.Microsecond), Label: spec.Label}
 	p.Created = true
 	if _, err := tx.ExecContext(ctx, `INSERT INTO baselines (id, eval_run_id, mean_score, created_at, label) VALUES (?, ?, ?, ?, ?)`,
 		p.ID, p.RunID, p.MeanScore, formatTime(p.CreatedAt), p.Label); err != nil {

@@ -34,7 +34,7 @@ func MsgID(h Headers) string {
 // DecodeCallRecord decodes a trace message strictly: unknown fields and
 // trailing data are errors; free-form data goes in "attributes". It is the
 // record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
-// DecodeStrict's errors.
+// strictjson.Decode's errors.
 func DecodeCallRecord(data []byte) (calls.CallRecord, error) {
 	var rec calls.CallRecord
 	if err := calls.DecodeRecordInto(data, &rec, &rec,

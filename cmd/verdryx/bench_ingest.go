@@ -15,7 +15,7 @@ func newBenchIngestCmd() *cobra.Command {
 		Use:   "ingest",
 		Short: "benchmark per-call NDJSON ingest against encoding/json",
 		Long: "Generate per-call NDJSON records (about 250 bytes each) into a temporary file or --file (an existing\n" +
-			"--file is read as it is) and measure, in one run: encoding/json decoding each line (calls.DecodeStrict,\n" +
+			"--file is read as it is) and measure, in one run: encoding/json decoding each line (strictjson.Decode,\n" +
 			"the decoder --input used before), the record decoder bare (calls.ScanNDJSON), the full cost-per-correct\n" +
 			"--input reduction, and that reduction fed by encoding/json as it was. MB/s (10^6 bytes), allocations per\n" +
 			"record and peak RSS; best of --rounds.",
@@ -53,7 +53,7 @@ func newBenchIngestCmd() *cobra.Command {
 			name string
 			p    ingest.Pass
 		}{
-			{"encoding/json bare (DecodeStrict)", res.JSONBare},
+			{"encoding/json bare (strictjson.Decode)", res.JSONBare},
 			{"record decoder bare (ScanNDJSON)", res.DecoderBare},
 			{"cost-per-correct --input", res.Input},
 			{"--input via encoding/json (before)", res.JSONInput},

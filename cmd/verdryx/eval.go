@@ -23,6 +23,7 @@ import (
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/junit"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/qualitylog"
 	"github.com/verdryx/verdryx/store"
@@ -326,7 +327,7 @@ func newEvalCmd(g *globals) *cobra.Command {
 // line the stack's console parses, first, as the Python verdryx prints it:
 // "Eval run <id>  (model=<model>, db=<path>)".
 func printEvalRunLine(w io.Writer, asJSON bool, model, db string) string {
-	id := grading.NewID("run", time.Now())
+	id := ids.New("run", time.Now())
 	if !asJSON {
 		fmt.Fprintf(w, "Eval run %s  (model=%s, db=%s)\n", id, model, db)
 	}

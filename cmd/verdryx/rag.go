@@ -21,6 +21,7 @@ import (
 	"github.com/verdryx/verdryx/grading/mutation"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/index/hashembed"
+	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
@@ -394,7 +395,7 @@ func askTraced(ctx context.Context, p *rag.Pipeline, q string, opts rag.AskOptio
 		return rag.Record{}, nil, inputError(fmt.Errorf("--otlp: %w", err))
 	}
 	start := time.Now()
-	actx, end := spans.StartRun(ctx, ragask.SpanAsk, grading.NewID("ask", start), "", start)
+	actx, end := spans.StartRun(ctx, ragask.SpanAsk, ids.New("ask", start), "", start)
 	rec, err = p.AskWith(actx, q, opts)
 	end(time.Now(), ragask.SpanData(rec, opts), err)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/verdryx/verdryx/grading/compare"
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/internal/ids"
 )
 
 // SpanCompare names the span of a model comparison.
@@ -135,7 +136,7 @@ func Compare(ctx context.Context, deps Deps, req CompareRequest) (res CompareRes
 	start := now()
 	cid := req.ComparisonID
 	if cid == "" {
-		cid = grading.NewID("cmp", start)
+		cid = ids.New("cmp", start)
 	}
 	if pt, ok := deps.Spans.(ParentTracer); ok {
 		var end func(time.Time, map[string]any, error)
@@ -199,7 +200,7 @@ func compareModels(ctx context.Context, deps Deps, req CompareRequest, judges []
 		}
 		d.Semantic = sem
 		plan, err := Prepare(ctx, d, Request{Set: req.Set, Model: model, AgentID: req.AgentID, MaxCostUSD: left,
-			RunID: grading.NewID("run", now()), ComparisonID: cid})
+			RunID: ids.New("run", now()), ComparisonID: cid})
 		if err != nil {
 			return res, fmt.Errorf("compare: model %s: %w", model, err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/bench/rss"
+	"github.com/verdryx/verdryx/internal/strictjson"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -110,7 +111,7 @@ type NDJSONResult struct {
 	Generated  bool   `json:"generated"`
 	Rounds     int    `json:"rounds"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
-	// JSONBare: each line decoded by calls.DecodeStrict (encoding/json,
+	// JSONBare: each line decoded by strictjson.Decode (encoding/json,
 	// the decoder --input used before), nothing else.
 	JSONBare Pass `json:"encoding_json_bare"`
 	// DecoderBare: each line decoded by calls.ScanNDJSON (the record
@@ -119,7 +120,7 @@ type NDJSONResult struct {
 	// Input: what cost-per-correct --input does: outcome.ReadRecordsFile
 	// into a reducer, then the report rendered as a table.
 	Input Pass `json:"input"`
-	// JSONInput: the same reduction fed by DecodeStrict and Reducer.Add,
+	// JSONInput: the same reduction fed by strictjson.Decode and Reducer.Add,
 	// as --input was before the record decoder.
 	JSONInput Pass `json:"encoding_json_input"`
 	// Speed-ups: DecoderBare, Input and JSONInput over JSONBare; Input
@@ -256,7 +257,7 @@ func generateFile(path string, n int) error {
 	return err
 }
 
-// jsonBare decodes every line of path with DecodeStrict.
+// jsonBare decodes every line of path with strictjson.Decode.
 func jsonBare(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -272,7 +273,7 @@ func jsonBare(path string) (int64, error) {
 			continue
 		}
 		var rec calls.CallRecord
-		if err := calls.DecodeStrict(b, &rec); err != nil {
+		if err := strictjson.Decode(b, &rec); err != nil {
 			return n, fmt.Errorf("%s:%d: %w", path, n+1, err)
 		}
 		n++
@@ -293,7 +294,7 @@ func decoderBare(path string) (int64, error) {
 }
 
 // jsonFold is the --input fold as it was: every line decoded by
-// DecodeStrict into a CallRecord, then Reducer.Add (or AddRecord).
+// strictjson.Decode into a CallRecord, then Reducer.Add (or AddRecord).
 func jsonFold(path string, r *outcome.Reducer) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -310,7 +311,7 @@ func jsonFold(path string, r *outcome.Reducer) error {
 			continue
 		}
 		var rec calls.CallRecord
-		if err := calls.DecodeStrict(b, &rec); err != nil {
+		if err := strictjson.Decode(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		switch {

@@ -7,38 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestDecodeStrict(t *testing.T) {
-	type target struct {
-		Name string `json:"name"`
-		N    int    `json:"n"`
-	}
-	for _, tc := range []struct {
-		name, in, wantErr string
-	}{
-		{"ok", `{"name":"a","n":1}`, ""},
-		{"trailing space", "{\"name\":\"a\"}\n \t", ""},
-		{"unknown field", `{"name":"a","cost_micro_usd":1}`, `unknown field "cost_micro_usd"`},
-		{"trailing data", `{"name":"a"} {}`, "trailing data after the JSON value at byte 12"},
-		{"type error", `{"n":"x"}`, "field n: JSON string at byte"},
-		{"syntax", `{"n":1,}`, "byte 8: invalid character"},
-		{"empty", ``, "empty input, want a JSON object"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var v target
-			err := DecodeStrict([]byte(tc.in), &v)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("want nil, have %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("want error containing %q, have %v", tc.wantErr, err)
-			}
-		})
-	}
-}
-
 // TestCostBounds: one rule on the cost of a call, whatever the form: a
 // cost above the per-call maximum, negative, or not a number is refused
 // naming the field; the maximum itself and a record without decision are

@@ -1,4 +1,7 @@
-package calls
+// Package strictjson decodes JSON that arrives from outside the process
+// strictly, with errors that name the field and byte offset in the words
+// of the JSON, never of Go. It imports nothing of verdryx.
+package strictjson
 
 import (
 	"bytes"
@@ -10,16 +13,16 @@ import (
 	"strings"
 )
 
-// DecodeStrict decodes JSON that arrives from outside the process into v:
+// Decode decodes JSON that arrives from outside the process into v:
 // exactly one JSON value, no field v's type does not declare, and nothing but
 // white space after it. An unknown field is an error naming it
 // (`unknown field "cost_micro_usd"`); data after the first JSON value is an
 // error giving its byte offset; a type error names the field and offset.
-func DecodeStrict(data []byte, v any) error {
+func Decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return describeStrict(err)
+		return describe(err, reflect.TypeOf(v))
 	}
 	off := dec.InputOffset()
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -51,18 +54,22 @@ func typeWords(t reflect.Type) string {
 	return "an object"
 }
 
-func describeStrict(err error) error {
+// Describe words an error of an encoding/json Decoder (a syntax error, a
+// type error, an early end) as Decode does.
+func Describe(err error) error { return describe(err, nil) }
+
+func describe(err error, t reflect.Type) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		// An embedded struct's Go name is not a JSON key: drop it.
-		field := strings.TrimPrefix(te.Field, "CallRecord.")
+		field := dropEmbedded(t, te.Field)
 		if field == "" {
-			field = "(top level)"
-		}
-		if field == "(top level)" {
-			return fmt.Errorf("JSON %s at byte %d: want an object of the record's fields", te.Value, te.Offset)
+			want := "another JSON value"
+			if t != nil {
+				want = typeWords(t)
+			}
+			return fmt.Errorf("JSON %s at byte %d: want %s", te.Value, te.Offset, want)
 		}
 		return fmt.Errorf("field %s: JSON %s at byte %d: want %s", field, te.Value, te.Offset, typeWords(te.Type))
 	case errors.As(err, &se):
@@ -71,4 +78,27 @@ func describeStrict(err error) error {
 		return errors.New("empty input, want a JSON object")
 	}
 	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// dropEmbedded drops from a decoding error's field path the Go names of
+// the embedded structs it passes through (encoding/json names them, but
+// they are not keys of the JSON): t is the type decoded into.
+func dropEmbedded(t reflect.Type, path string) string {
+	var keep []string
+	for _, seg := range strings.Split(path, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+		}
+		if seg != "" {
+			keep = append(keep, seg)
+		}
+		t = nil // past the first key, nested types are not followed
+	}
+	return strings.Join(keep, ".")
 }
