@@ -124,6 +124,7 @@ func TestExitCodes(t *testing.T) {
 		{"tail bad log level", []string{"tail", "--log-level", "loud", chain}, exitUsage, "--log-level"},
 
 		{"cost-per-correct ok", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic")}, exitOK, ""},
+		{"cost-per-correct grouped over nats", []string{"cost-per-correct", "--nats", deadNATS, "--by", "model"}, exitUsage, "--by model with --nats"},
 		{"cost-per-correct empty dir", []string{"cost-per-correct", "--traces", emptyDir}, exitUsage, "no TokenFuse segments"},
 		{"cost-per-correct last", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "100000w"}, exitOK, ""},
 		{"cost-per-correct bad last", []string{"cost-per-correct", "--traces", filepath.Join(testdata, "traces", "basic"), "--last", "0d"}, exitUsage, "--last"},
