@@ -17,8 +17,8 @@ import (
 
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // spanCollector is an in-process OTLP/HTTP receiver keeping every span.

@@ -18,9 +18,9 @@ import (
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // fakeChat is an OpenAI-compatible endpoint: model "good" answers "q-i"

@@ -17,8 +17,8 @@ import (
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // startModelWorker runs one eval consumer whose requests may name the

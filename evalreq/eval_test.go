@@ -18,8 +18,8 @@ import (
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 func testdataRoot(t *testing.T) confine.Roots {

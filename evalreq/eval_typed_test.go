@@ -15,11 +15,11 @@ import (
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
-	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/testkit/jstest"
+	"github.com/verdryx/verdryx/testkit/typryxtest"
 )
 
 const workerTypedKey = "tpx_worker_key_3f2e1d0c9b"

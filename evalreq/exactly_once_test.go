@@ -19,10 +19,10 @@ import (
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // evalWorker is one eval consumer with its own store and chain.

@@ -10,10 +10,10 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/deadletter"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 

@@ -10,13 +10,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"github.com/verdryx/verdryx/internal/calltest"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/calltest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // clusterConn connects to every node of c, reconnecting forever.

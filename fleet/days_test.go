@@ -18,11 +18,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/calltest"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/segpub"
+	"github.com/verdryx/verdryx/testkit/calltest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracegen"
 	"github.com/verdryx/verdryx/tracemsg"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/calltest"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/testkit/calltest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/partstate"

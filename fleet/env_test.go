@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/jstest"
-	"github.com/verdryx/verdryx/internal/jstest/jsenv"
 	"github.com/verdryx/verdryx/partstate"
+	"github.com/verdryx/verdryx/testkit/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest/jsenv"
 )
 
 func TestMain(m *testing.M) { jstest.VerifyMain(m) }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/calltest"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/segpub"
+	"github.com/verdryx/verdryx/testkit/calltest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracegen"
 )
 

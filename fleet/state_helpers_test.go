@@ -14,7 +14,7 @@ import (
 // The two helpers below repeat partstate's in-package ones over its
 // exported API: partstate's tests are in-package, so they cannot import a
 // helper package that imports partstate. Generators and reductions are
-// shared, in internal/calltest.
+// shared, in testkit/calltest.
 
 // applyAll applies cs to s as records (key i), one message each.
 func applyAll(t *testing.T, s *partstate.State, cs []calls.Call, from int) {

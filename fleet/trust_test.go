@@ -19,9 +19,9 @@ import (
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // inlineSet is an inline eval set with one rag case naming corpus and

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // TestLeaseRenewsItselfAndIsLostOnlyToAnotherHolder: the lease is renewed

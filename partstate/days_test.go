@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 

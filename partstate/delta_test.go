@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/calltest"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/llm"
-	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/testkit/typryxtest"
 )
 
 var _ grading.RunTracer = (*Spans)(nil)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 func TestAskRoundTrip(t *testing.T) {

@@ -3,8 +3,8 @@ package segpub
 import (
 	"testing"
 
-	"github.com/verdryx/verdryx/internal/jstest"
-	"github.com/verdryx/verdryx/internal/jstest/jsenv"
+	"github.com/verdryx/verdryx/testkit/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest/jsenv"
 )
 
 func TestMain(m *testing.M) { jstest.VerifyMain(m) }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/segment"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // lockedBuf is a log sink safe for the follower's goroutine.

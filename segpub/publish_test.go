@@ -13,11 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls/rowbatch"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // countingJS counts the cluster-wide changes a start-up asks for.

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/embedded"
-	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 func TestMain(m *testing.M) { jstest.VerifyMain(m) }

@@ -3,7 +3,7 @@ package tracemsg
 import (
 	"testing"
 
-	"github.com/verdryx/verdryx/internal/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 func TestMain(m *testing.M) { jstest.VerifyMain(m) }

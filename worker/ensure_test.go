@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // countingJS counts the cluster-wide changes a start-up asks for.

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/verdryx/verdryx/internal/jstest"
-	"github.com/verdryx/verdryx/internal/jstest/jsenv"
+	"github.com/verdryx/verdryx/testkit/jstest"
+	"github.com/verdryx/verdryx/testkit/jstest/jsenv"
 )
 
 // TestMain keeps a developer's stack out of the tests: the default store

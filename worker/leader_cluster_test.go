@@ -18,11 +18,11 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // TestPublishingRidesOutLeaderLoss: on a three-node cluster, a worker

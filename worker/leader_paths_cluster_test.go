@@ -22,10 +22,10 @@ import (
 
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // leaderRig stops and restarts the nodes leading streams and buckets of an

@@ -21,12 +21,12 @@ import (
 
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/qualitylog"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // qualitySet is the inline eval set of the quality-log tests: the stub

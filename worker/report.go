@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/window"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/outcome/window"
 	htmlreport "github.com/verdryx/verdryx/report"
 	"github.com/verdryx/verdryx/store"
 )

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // TestWorkerStartsWithANodeDown: on a three-node cluster with one node

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/verdryx/verdryx/internal/bench/chain"
+	"github.com/verdryx/verdryx/bench/chain"
 )
 
 // benchChain maps the flags of `verdryx bench chain` onto chain.Run and

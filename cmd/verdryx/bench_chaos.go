@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/verdryx/verdryx/internal/bench/chaos"
+	"github.com/verdryx/verdryx/bench/chaos"
 )
 
 // benchChaos maps the flags of `verdryx bench chaos` onto chaos.Run and

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/bench/chaos"
+	"github.com/verdryx/verdryx/bench/chaos"
 )
 
 // runChaosBinary builds verdryx into a temp dir and runs `verdryx bench

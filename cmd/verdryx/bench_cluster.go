@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/cluster"
+	"github.com/verdryx/verdryx/bench/cluster"
 )
 
 // newBenchClusterCmd maps the flags of `verdryx bench cluster` onto

@@ -11,7 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/docsbench"
+	"github.com/verdryx/verdryx/bench/docsbench"
 )
 
 // newBenchIngestDocsCmd maps the flags of `verdryx bench ingest-docs`

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/verdryx/verdryx/internal/bench/search"
+	"github.com/verdryx/verdryx/bench/search"
 )
 
 // benchIndex maps the flags of `verdryx bench index` onto search.Run and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/ingest"
+	"github.com/verdryx/verdryx/bench/ingest"
 )
 
 // newBenchIngestCmd maps the flags of `verdryx bench ingest` onto

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/soak"
+	"github.com/verdryx/verdryx/bench/soak"
 )
 
 // newBenchSoakCmd maps the flags of `verdryx bench soak` onto soak.Run and

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/bench/soak"
+	"github.com/verdryx/verdryx/bench/soak"
 )
 
 // TestBenchSoakSmall runs a short soak end to end: six simulated days of

@@ -7,7 +7,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/traces"
+	"github.com/verdryx/verdryx/bench/traces"
 	"github.com/verdryx/verdryx/tracegen"
 )
 

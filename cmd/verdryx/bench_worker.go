@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/verdryx/verdryx/internal/bench/e2e"
+	"github.com/verdryx/verdryx/bench/e2e"
 )
 
 // newBenchWorkerCmd maps the flags of `verdryx bench worker` onto e2e.Run

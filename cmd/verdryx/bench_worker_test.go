@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/bench/e2e"
+	"github.com/verdryx/verdryx/bench/e2e"
 )
 
 // buildBinary builds verdryx into a temporary directory for a test that

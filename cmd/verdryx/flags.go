@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/verdryx/verdryx/internal/window"
+	"github.com/verdryx/verdryx/outcome/window"
 )
 
 // logFlags are --log-format and --log-level, on every long-running command.

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/evalreq"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // envLeaderHelper carries the serve arguments (JSON) of a worker process

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/verdryx/verdryx/internal/window"
+	"github.com/verdryx/verdryx/outcome/window"
 	htmlreport "github.com/verdryx/verdryx/report"
 	"github.com/verdryx/verdryx/tracemsg"
 )

@@ -22,8 +22,8 @@ import (
 
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/index/hashembed"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/ragask"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // lampsCorpus writes a corpus in which the Varn lighthouse keeper lights

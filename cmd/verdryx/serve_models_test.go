@@ -27,8 +27,8 @@ import (
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/index/hashembed"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/ragask"
+	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/worker"
 )
 

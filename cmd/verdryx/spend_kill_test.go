@@ -23,8 +23,8 @@ import (
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // envSpendHelper carries the serve arguments (JSON) of the worker process

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/verdryx/verdryx/bench/traces"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
-	"github.com/verdryx/verdryx/internal/bench/traces"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/tracegen"
 )

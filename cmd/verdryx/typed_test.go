@@ -19,9 +19,9 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/grader"
-	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/testkit/typryxtest"
 )
 
 // typedCLIKey is the key the fake typryx accepts; no byte of it may leave

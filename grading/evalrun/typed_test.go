@@ -17,10 +17,10 @@ import (
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/drift"
 	"github.com/verdryx/verdryx/grading/evalrun"
-	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/store"
+	"github.com/verdryx/verdryx/testkit/typryxtest"
 )
 
 const typedKey = "tpx_grading_key_5e4d3c2b1a"

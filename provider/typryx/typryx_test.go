@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/typryxtest"
 	"github.com/verdryx/verdryx/provider/typryx"
+	"github.com/verdryx/verdryx/testkit/typryxtest"
 )
 
 const testKey = "tpx_live_9f8e7d6c5b4a3210"

@@ -2,7 +2,7 @@
 // two eval sets, one significantly regressed run, one unmeasured case and
 // one unmeasured run (see report/fixture).
 //
-//	go run ./internal/reportsample -db /tmp/verdryx-sample.db
+//	go run ./tools/reportsample -db /tmp/verdryx-sample.db
 //	verdryx report --db /tmp/verdryx-sample.db --traces testdata/traces/slo --out /tmp/verdryx-sample.html
 package main
 

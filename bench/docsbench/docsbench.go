@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdryx/verdryx/bench/rss"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/index/cache"
 	"github.com/verdryx/verdryx/index/hashembed"
-	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/internal/mdgen"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/rag/docs"

@@ -14,9 +14,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/bench/proc"
 	"github.com/verdryx/verdryx/embedded"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"

@@ -41,8 +41,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/verdryx/verdryx/bench/proc"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/streams"
 )
 

@@ -30,8 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verdryx/verdryx/bench/proc"
 	"github.com/verdryx/verdryx/embedded"
-	"github.com/verdryx/verdryx/internal/bench/proc"
 	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )

@@ -18,8 +18,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/verdryx/verdryx/bench/rss"
 	"github.com/verdryx/verdryx/index"
-	"github.com/verdryx/verdryx/internal/bench/rss"
 )
 
 // Options configures Run.

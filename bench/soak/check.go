@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verdryx/verdryx/internal/bench/proc"
+	"github.com/verdryx/verdryx/bench/proc"
 )
 
 // window returns the days [from, to) the fleet's report is checked over

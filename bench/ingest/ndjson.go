@@ -18,8 +18,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/verdryx/verdryx/bench/rss"
 	"github.com/verdryx/verdryx/calls"
-	"github.com/verdryx/verdryx/internal/bench/rss"
 	"github.com/verdryx/verdryx/internal/strictjson"
 	"github.com/verdryx/verdryx/outcome"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/embedded"
-	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
 // Env is one test's server: a connection to it, the default subjects,

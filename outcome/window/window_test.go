@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/verdryx/verdryx/internal/window"
+	"github.com/verdryx/verdryx/outcome/window"
 )
 
 // TestLast: units, and a count of days or weeks past what a Duration
