@@ -164,9 +164,14 @@ type Options struct {
 	// the consumer (a pinned-client consumer delivers to one member at a
 	// time).
 	PriorityGroup string
-	Logger        *slog.Logger // nil discards
-	Counters      Counters     // nil ignores
-	DeadLetter    DeadLetterer // nil: permanent failures are only terminated
+	// FinishWithin bounds how long Run, once its context is cancelled,
+	// lets the messages already delivered finish (their handler's context
+	// is cancelled then, and what is unfinished is redelivered after
+	// AckWait); default DefaultFinishWithin.
+	FinishWithin time.Duration
+	Logger       *slog.Logger // nil discards
+	Counters     Counters     // nil ignores
+	DeadLetter   DeadLetterer // nil: permanent failures are only terminated
 }
 
 // Puller consumes one durable JetStream consumer in batches and acks, naks
@@ -193,6 +198,9 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
+	if opts.FinishWithin <= 0 {
+		opts.FinishWithin = DefaultFinishWithin
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -204,8 +212,13 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 // drainTimeout bounds the wait for a consume drain on shutdown.
 const drainTimeout = 10 * time.Second
 
+// DefaultFinishWithin is Options.FinishWithin's default: within the 60 s
+// stop timeouts of the shipped systemd unit and Kubernetes manifests.
+const DefaultFinishWithin = 30 * time.Second
+
 // Run consumes until ctx is canceled, then stops fetching, finishes the
-// messages already delivered and returns nil. Messages are handed to the
+// messages already delivered (for up to Options.FinishWithin, after which
+// their handler's context is cancelled) and returns nil. Messages are handed to the
 // handler in batches: the first waits, the rest are whatever is already
 // buffered, up to Batch, so a single message is handled at once and a
 // backlog is handled in large batches.
@@ -232,9 +245,23 @@ func (p *Puller) Run(ctx context.Context) error {
 		return fmt.Errorf("consume %s: %w", p.opts.Name, err)
 	}
 	batch := make([]Msg, 0, p.opts.Batch)
-	// Handling uses a context that outlives ctx, so in-flight work is
-	// finished on shutdown rather than abandoned half-way.
-	work := context.WithoutCancel(ctx)
+	// Handling uses a context that outlives ctx by FinishWithin, so
+	// in-flight work is finished on shutdown rather than abandoned
+	// half-way, but a write retrying against a lost cluster does not hold
+	// the stop for ever.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	finished := make(chan struct{})
+	defer close(finished)
+	unhook := context.AfterFunc(ctx, func() {
+		select {
+		case <-finished:
+		case <-time.After(p.opts.FinishWithin):
+			p.log.Warn("shutdown: in-flight messages not finished; cancelling them (redelivered after AckWait)", "after", p.opts.FinishWithin)
+			stopWork()
+		}
+	})
+	defer unhook()
 	for {
 		batch = batch[:0]
 		select {
