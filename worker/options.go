@@ -42,11 +42,12 @@ type ReplayFailedError struct {
 }
 
 func (e *ReplayFailedError) Error() string {
-	return fmt.Sprintf("--replay %s: %d segment(s) failed and contributed nothing", e.Dir, len(e.Segments))
+	return fmt.Sprintf("Options.ReplayDir %s: %d segment(s) failed and contributed nothing", e.Dir, len(e.Segments))
 }
 
-// Options configure a Worker. Error messages name the `verdryx serve` flag
-// an option comes from.
+// Options configure a Worker. Errors and logs name an option by its field,
+// as Options.ReplayDir (a caller that sets options from flags maps these
+// names back to its flags).
 type Options struct {
 	// DataDir holds the embedded NATS store, the SQLite store (by default),
 	// tail offsets and the index generations asks are answered from.
@@ -149,7 +150,9 @@ type Options struct {
 	Roots []string
 	// Once makes Run return when the inputs are drained: both consumers
 	// have nothing pending or unacked, twice in a row 500 ms apart, and the
-	// tail reached its end.
+	// tail reached its end. Unless $GOGC is set, a Once run collects
+	// garbage at 1.75x the live heap instead of 2x (a lower peak RSS while
+	// a backlog drains), restored when Run returns.
 	Once bool
 	// HugePages hints the process's heap onto transparent huge pages while
 	// Run runs (hugepage.AdviseHeap): fewer page faults for a heap that

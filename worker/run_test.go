@@ -126,7 +126,7 @@ func TestWorkerNewAndRunRefuseBadInput(t *testing.T) {
 
 	_, _, err = runOnce(t, "basic", func(o *Options) { o.EventsPath = filepath.Join(t.TempDir(), "missing", "dir", "events.ndjson") })
 	require.ErrorIs(t, err, ErrInput)
-	require.Contains(t, err.Error(), "--events")
+	require.Contains(t, err.Error(), "Options.EventsPath")
 }
 
 func TestEnsureDefaults(t *testing.T) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -203,19 +200,6 @@ func (f *serveFlags) checkInputs() error {
 			return err
 		}
 	}
-	for _, p := range f.evalFiles {
-		b, err := os.ReadFile(p)
-		switch {
-		case err != nil:
-			return inputError(fmt.Errorf("--eval-request: %w", err))
-		case len(bytes.TrimSpace(b)) == 0:
-			return usageErrorf("--eval-request %s: the file is empty (want one eval-request JSON object)", p)
-		case !json.Valid(b) || bytes.TrimSpace(b)[0] != '{':
-			var v map[string]any
-			err := json.Unmarshal(b, &v)
-			return usageErrorf("--eval-request %s: not one JSON object: %v", p, err)
-		}
-	}
 	if d := f.subjects.DuplicateWindow; d <= 0 {
 		return usageErrorf("--duplicate-window %s: want a positive duration", d)
 	}
@@ -363,9 +347,6 @@ func (f *serveFlags) modelOptions(o *worker.Options) error {
 	return nil
 }
 
-// onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.
-const onceGCPercent = 75
-
 // newServeCmd makes the serve command, which runs the worker (docs/worker.md).
 func newServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -386,7 +367,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		wrapLog := redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler
+		names := serveOptionFlags()
+		redactLog := redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler
+		wrapLog := func(h slog.Handler) slog.Handler { return flagNamesHandler{redactLog(h), names} }
 		if keyRedactor != nil {
 			// The typryx key never leaves the process: not in output, logs
 			// or errors.
@@ -415,36 +398,35 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if *f.once && os.Getenv("GOGC") == "" {
-			// A run that ends when drained peaks while its backlog drains,
-			// the embedded server's block caches and the partitions' open
-			// days held at once (about 500 MiB live on 10 M rows in flight):
-			// collecting at 1.75x the live heap instead of 2x keeps its peak
-			// RSS about 100 MiB lower for 2-4% more CPU (docs/worker.md).
-			defer debug.SetGCPercent(debug.SetGCPercent(onceGCPercent))
-		}
 		w, err := worker.New(opts)
 		if err == nil {
 			err = runPrinting(ctx, w, *f.asJSON, stdout, stderr)
 		}
-		var failed *worker.ReplayFailedError
-		switch {
-		case errors.As(err, &failed):
-			for _, s := range failed.Segments {
-				fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
-			}
-			return &exitError{code: exitFailure, err: err}
-		case errors.Is(err, worker.ErrInput), errors.Is(err, lease.ErrInstanceInUse):
-			return inputError(err)
-		case errors.Is(err, worker.ErrService):
-			return serviceError(err)
-		case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
-			return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
-		}
-		return err
+		return serveExit(withFlagNames(names, err), stderr)
 	}
 	groupFlags(cmd, serveFlagGroups())
 	return cmd
+}
+
+// serveExit is the exit of serve's error err: 1 when replayed segments
+// failed (each named on stderr), 2 for bad input, 3 when NATS or another
+// service failed.
+func serveExit(err error, stderr io.Writer) error {
+	var failed *worker.ReplayFailedError
+	switch {
+	case errors.As(err, &failed):
+		for _, s := range failed.Segments {
+			fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
+		}
+		return &exitError{code: exitFailure, err: err}
+	case errors.Is(err, worker.ErrInput), errors.Is(err, lease.ErrInstanceInUse):
+		return inputError(err)
+	case errors.Is(err, worker.ErrService):
+		return serviceError(err)
+	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
+		return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
+	}
+	return err
 }
 
 // serveFlagGroups are the flags serve --help shows: what a first

@@ -62,6 +62,7 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	if err == nil {
 		r, err = agg.Reducer(opts)
 	}
+	err = withFlagNames(serveOptionFlags(), err)
 	switch {
 	case errors.Is(err, fleet.ErrWindowNotWholeHours), errors.Is(err, fleet.ErrWindowCutsWholeDay):
 		return nil, usageErrorf("--nats: %v", err)
