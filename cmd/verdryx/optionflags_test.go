@@ -9,11 +9,15 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/worker"
 )
 
 // TestEveryOptionNameInTheWorkersMessagesMapsToAFlag: each option name
@@ -68,4 +72,30 @@ func TestWithFlagNamesKeepsTheErrorsIdentity(t *testing.T) {
 	log := slog.New(flagNamesHandler{slog.NewTextHandler(&buf, nil), serveOptionFlags()}).With("a", 1)
 	log.Info("no Options.RAGCorpus here", "b", 2)
 	assert.Contains(t, buf.String(), `msg="no --rag-corpus here" a=1 b=2`)
+}
+
+// TestServeFlagDefaultsAreTheWorkers: each serve flag that sets an option
+// with a default shows (and defaults to) worker.Defaults' value.
+func TestServeFlagDefaultsAreTheWorkers(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	addServeFlags(fs)
+	d := worker.Defaults()
+	for flag, want := range map[string]string{
+		"nats-listen":       d.Listen,
+		"http":              d.HTTPAddr,
+		"settle":            d.Settle.String(),
+		"publish-retry-for": d.PublishRetryFor.String(),
+		"slo-every":         d.SLOEvery.String(),
+		"catch-up-wait":     d.CatchUpWait.String(),
+		"pinned-ttl":        d.PinnedTTL.String(),
+		"snapshot-every":    d.SnapshotEvery.String(),
+		"fold-after":        d.FoldAfter.String(),
+		"start-timeout":     d.StartTimeout.String(),
+		"max-record-bytes":  strconv.Itoa(d.MaxRecordBytes),
+		"hours-kept":        strconv.Itoa(int(d.HoursKept.Hours())) + "h",
+	} {
+		f := fs.Lookup(flag)
+		require.NotNil(t, f, flag)
+		assert.Equal(t, want, f.DefValue, "--%s", flag)
+	}
 }

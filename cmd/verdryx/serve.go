@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
@@ -27,7 +26,6 @@ import (
 	"github.com/verdryx/verdryx/internal/window"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
-	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
@@ -138,13 +136,13 @@ type serveFlags struct {
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
-	f := &serveFlags{}
+	f, d := &serveFlags{}, worker.Defaults()
 	f.nats = addNATSFlags(fs, "", "NATS server URL; empty starts the embedded server ($NATS_URL, $VERDRYX_NATS_URL)")
-	f.listen = fs.String("nats-listen", "127.0.0.1:4222", "embedded server listen address (port 0 picks a free port)")
+	f.listen = fs.String("nats-listen", d.Listen, "embedded server listen address (port 0 picks a free port)")
 	f.db = fs.String("db", envOr("VERDRYX_DB", ""), "SQLite store (default <data>/verdryx.db; $VERDRYX_DB)")
 	f.events = fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "also append envelopes to this chained NDJSON file ($VERDRYX_EVENTS_PATH)")
 	f.instance = fs.String("instance", "", "instance name for this worker's event chain subject (default <host>-<hash of data dir>)")
-	f.http = fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
+	f.http = fs.String("http", d.HTTPAddr, "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
 	f.otlp = addOTLPFlag(fs)
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
@@ -155,26 +153,26 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
 	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
 	f.prices = fs.String("prices", envOr("VERDRYX_PRICES", ""), "JSON prices file ({\"<model id>\": {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}}) over the built-in book, for eval requests ($VERDRYX_PRICES)")
-	f.catchUpWait = fs.Duration("catch-up-wait", evalreq.DefaultCatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
+	f.catchUpWait = fs.Duration("catch-up-wait", d.CatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
 	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
 	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set paths in eval requests may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
-	f.settle = fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
-	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
+	f.settle = fs.Duration("settle", d.Settle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	f.sloEvery = fs.Duration("slo-every", d.SLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
 	f.sloWindow = new(time.Duration)
-	daysVar(fs, f.sloWindow, "slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long (24h, 60d, 2w) before now, from the start of its first day (UTC)")
+	daysVar(fs, f.sloWindow, "slo-window", d.SLOWindow, "the SLOs' window: the calls of this long (24h, 60d, 2w) before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
-	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
-	f.publishRetryFor = fs.Duration("publish-retry-for", producer.DefaultRetryFor, "how long a write whose stream or KV bucket has no leader (an election) is retried with backoff: replayed, followed and tailed publishes (then exit 3), eval claims, ledger, events and dead letters (then the attempt is redelivered); readiness says 503 meanwhile")
-	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
-	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
-	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
-	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(fleet.DefaultHoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
-	f.foldAfter = fs.Duration("fold-after", fleet.DefaultFoldAfter, "a day of trace state leaves memory (folded into a day table in the KV bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
+	f.pinnedTTL = fs.Duration("pinned-ttl", d.PinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.publishRetryFor = fs.Duration("publish-retry-for", d.PublishRetryFor, "how long a write whose stream or KV bucket has no leader (an election) is retried with backoff: replayed, followed and tailed publishes (then exit 3), eval claims, ledger, events and dead letters (then the attempt is redelivered); readiness says 503 meanwhile")
+	f.startTimeout = fs.Duration("start-timeout", d.StartTimeout, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
+	f.maxRecord = fs.Int("max-record-bytes", d.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
+	f.snapshotEvery = fs.Duration("snapshot-every", d.SnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
+	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(d.HoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
+	f.foldAfter = fs.Duration("fold-after", d.FoldAfter, "a day of trace state leaves memory (folded into a day table in the KV bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
 	f.subjects = addSubjectFlags(fs)
 	daysVar(fs, &f.subjects.Retention, "retention", streams.DefaultRetention,
 		"the longest (168h, 7d, 2w) the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
@@ -603,7 +601,7 @@ func newReplayCmd() *cobra.Command {
 	subjects := addSubjectFlags(fs)
 	allowEmpty := fs.Bool("allow-empty", false, "succeed on a directory without segments (default: exit 2 saying it is empty)")
 	follow := fs.Bool("follow", false, "keep following DIR: publish each segment once as the gateway completes it, until interrupted")
-	settle := fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	settle := fs.Duration("settle", (&segpub.FollowOptions{}).EnsureDefaults().Settle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) != 1 {
