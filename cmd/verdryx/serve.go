@@ -439,16 +439,17 @@ func serveFlagGroups() []flagGroup {
 	}
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segpub.Stats, error) {
-	var progress func(int)
-	if isTerminal(stderr) {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
-		defer bar.Finish()
-		last := 0
-		progress = func(n int) { _ = bar.Add(n - last); last = n }
+// replayProgress is the progress callback of a replay: with show, a bar
+// of the rows acknowledged on a terminal stderr (call done when the
+// replay returns); nil otherwise.
+func replayProgress(stderr io.Writer, show bool) (progress func(int), done func()) {
+	if !show || !isTerminal(stderr) {
+		return nil, func() {}
 	}
-	return segpub.Publish(ctx, js, s.Traces, dir, segpub.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
+	last := 0
+	return func(n int) { _ = bar.Add(n - last); last = n }, func() { _ = bar.Finish() }
 }
 
 // sloEvery maps --slo-every to worker.Options.SLOEvery: 0 (off) is
@@ -458,21 +459,6 @@ func sloEvery(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
-}
-
-// followDir publishes the segments of dir as they complete until ctx is
-// done, a line per segment on stdout.
-func followDir(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, settle time.Duration, stdout io.Writer, logger *slog.Logger) error {
-	f := segpub.NewFollower(js, s.Traces, dir, segpub.FollowOptions{Settle: settle,
-		Options: segpub.Options{Partitions: s.Partitions, Logger: logger},
-		OnPublished: func(path string, st segpub.Stats) {
-			fmt.Fprintf(stdout, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
-		}})
-	err := f.Run(ctx)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 // runPrinting runs w until it returns, printing what it reports: the
@@ -531,6 +517,14 @@ type replayJSON struct {
 func newReplayJSON(st segpub.Stats, dir string, s streams.Subjects) replayJSON {
 	return replayJSON{Dir: dir, Subject: s.Traces, Partitions: max(s.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
 		Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+}
+
+// printPublished prints a line on w for each segment a follower
+// published.
+func printPublished(w io.Writer) func(string, segpub.Stats) {
+	return func(path string, st segpub.Stats) {
+		fmt.Fprintf(w, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
+	}
 }
 
 // printReplayStats prints what a replay published: new rows against rows
@@ -629,15 +623,18 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if _, _, err := streams.EnsureStreams(ctx, js, *subjects, 0); err != nil {
+		progress, done := replayProgress(stderr, !*follow)
+		st, err := segpub.Replay(ctx, js, pos[0], segpub.ReplayOptions{Subjects: *subjects, Follow: *follow,
+			FollowOptions: segpub.FollowOptions{Settle: *settle, OnPublished: printPublished(stdout),
+				Options: segpub.Options{Strict: *strict, Progress: progress, Logger: logger}}})
+		done()
+		switch {
+		case err != nil && (*follow || errors.Is(err, segpub.ErrStreams)):
 			return err
-		}
-		if *follow {
-			return followDir(ctx, js, *subjects, pos[0], *settle, stdout, logger)
-		}
-		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr, logger)
-		if err != nil {
+		case err != nil:
 			return inputError(err)
+		case *follow:
+			return nil
 		}
 		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		if *asJSON {
