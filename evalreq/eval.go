@@ -515,7 +515,7 @@ func Validate(req Request, roots confine.Roots, allowed []string) (evalrun.Reque
 	}
 	for _, f := range ids {
 		if f.id != "" && f.id != llm.StubID && !slices.Contains(allowed, f.id) {
-			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; serve --allow-model ID adds one)",
+			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; the worker's Options.AllowModels adds one)",
 				f.name, f.id, strings.Join(AllowedIDs(allowed), ", "))
 		}
 	}

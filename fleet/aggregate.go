@@ -110,7 +110,7 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, wan
 			return nil, nil, fmt.Errorf("partition %d pointer: %w", p, err)
 		}
 		if ptr.Partitions != n {
-			return nil, nil, fmt.Errorf("partition %d was published with %d partitions, not %d (--partitions)", p, ptr.Partitions, n)
+			return nil, nil, fmt.Errorf("partition %d was published with %d partitions, not %d (Subjects.Partitions)", p, ptr.Partitions, n)
 		}
 		b, err := getBlob(ctx, kv, ptr.Aggregate)
 		if errors.Is(err, errBlobChanged) && try < 5 {

@@ -167,22 +167,45 @@ type Fleet struct {
 
 // commitReq}
 
+// EnsureDefaults fills the zero fields of o that have a default and
+// returns o: Subjects streams.DefaultSubjects(), SnapshotEvery
+// DefaultSnapshotEvery, PinnedTTL DefaultPinnedTTL, AckWait 30 s, Batch
+// 512, FoldAfter DefaultFoldAfter, HoursKept DefaultHoursKept (a negative
+// HoursKept stays: every call by the day), Logger one that discards.
+// MaxRecordBytes is calls.CheckSize's (0: calls.MaxRecordBytes).
+func (o *Options) EnsureDefaults() *Options {
+	if o.Subjects == (streams.Subjects{}) {
+		o.Subjects = streams.DefaultSubjects()
+	}
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if o.PinnedTTL <= 0 {
+		o.PinnedTTL = DefaultPinnedTTL
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = defaultAckWait
+	}
+	if o.Batch <= 0 {
+		o.Batch = 512
+	}
+	if o.FoldAfter <= 0 {
+		o.FoldAfter = DefaultFoldAfter
+	}
+	if o.HoursKept == 0 {
+		o.HoursKept = DefaultHoursKept
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
 // New ensures the partition consumers and buckets (the streams must
 // exist: streams.EnsureStreams) and returns the fleet consumer of this worker.
 // router is the bare traces subject's consumer (nil: no routing).
 func New(ctx context.Context, js jetstream.JetStream, router jetstream.Consumer, opts Options) (*Fleet, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.SnapshotEvery <= 0 {
-		opts.SnapshotEvery = DefaultSnapshotEvery
-	}
-	if opts.Batch <= 0 {
-		opts.Batch = 512
-	}
-	if opts.Subjects == (streams.Subjects{}) {
-		opts.Subjects = streams.DefaultSubjects()
-	}
+	opts.EnsureDefaults()
 	cons, err := EnsurePartitions(ctx, js, opts.Subjects, PartitionOptions{PinnedTTL: opts.PinnedTTL, AckWait: opts.AckWait})
 	if err != nil {
 		return nil, err

@@ -446,7 +446,7 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 			return fmt.Errorf("partition %d pointer: %w", h.p, err)
 		}
 		if ptr.Partitions != parts {
-			return fmt.Errorf("partition %d was published with %d partitions, this worker uses %d (--partitions)", h.p, ptr.Partitions, parts)
+			return fmt.Errorf("partition %d was published with %d partitions, this worker uses %d (Subjects.Partitions)", h.p, ptr.Partitions, parts)
 		}
 	}
 	s := partstate.NewState(h.p, parts)

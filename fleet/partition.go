@@ -19,6 +19,9 @@ const partitionGroup = "verdryx"
 // stopped pulling (a dead worker) before another worker takes it over.
 const DefaultPinnedTTL = 10 * time.Second
 
+// defaultAckWait is the partition consumers' ack wait by default.
+const defaultAckWait = 30 * time.Second
+
 // PartitionConsumer is the durable consumer name of partition p.
 func PartitionConsumer(p int) string { return streams.TracesConsumer + "-" + strconv.Itoa(p) }
 
@@ -52,7 +55,7 @@ func EnsurePartitions(ctx context.Context, js jetstream.JetStream, s streams.Sub
 		opts.MaxAckPending = 50000
 	}
 	if opts.AckWait <= 0 {
-		opts.AckWait = 30 * time.Second
+		opts.AckWait = defaultAckWait
 	}
 	out := make([]jetstream.Consumer, s.PartitionCount())
 	for p := range out {

@@ -12,6 +12,15 @@ import (
 	"github.com/verdryx/verdryx/internal/segname"
 )
 
+// DirEnv is the environment variable naming the TokenFuse gateway's data
+// directory, where it writes its segments.
+const DirEnv = "TOKENFUSE_DATA_DIR"
+
+// EnvDir is the segment directory $TOKENFUSE_DATA_DIR names, "" when it
+// is not set: the directory a reader of traces given no other source
+// reads.
+func EnvDir() string { return os.Getenv(DirEnv) }
+
 // Segment is one TokenFuse segment file of a directory. A segment named
 // the earlier way, calls-{seq:08}.parquet, has PID and Nanos 0 and Legacy
 // set.

@@ -38,6 +38,23 @@ const (
 	DefaultPoll   = 2 * time.Second
 )
 
+// EnsureDefaults fills the zero fields of o that have a default and
+// returns o: Settle DefaultSettle, Poll DefaultPoll, Logger one that
+// discards, and Options' (Options.EnsureDefaults).
+func (o *FollowOptions) EnsureDefaults() *FollowOptions {
+	if o.Settle <= 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Options.EnsureDefaults()
+	return o
+}
+
 // Follower publishes the segments of a directory as the gateway completes
 // them. Its methods are safe for concurrent use.
 type Follower struct {
@@ -65,15 +82,7 @@ type pendingSeg struct {
 // NewFollower returns a follower of dir publishing to subject as Publish
 // does.
 func NewFollower(js jetstream.JetStream, subject, dir string, opts FollowOptions) *Follower {
-	if opts.Settle <= 0 {
-		opts.Settle = DefaultSettle
-	}
-	if opts.Poll <= 0 {
-		opts.Poll = DefaultPoll
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.EnsureDefaults()
 	opts.Strict = false // a bad segment waits for a change; it never stops the follower
 	return &Follower{js: js, subject: subject, dir: dir, opts: opts,
 		pending: map[string]*pendingSeg{}, done: map[string]bool{}}

@@ -64,6 +64,23 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// EnsureDefaults fills the zero fields of o that have a default and
+// returns o: MaxInFlight 64, Partitions tracemsg.DefaultPartitions,
+// BatchRows DefaultBatchRows. AckTimeout and RetryFor are the publisher's
+// (producer.AsyncOptions: 0 means its defaults).
+func (o *Options) EnsureDefaults() *Options {
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	if o.Partitions <= 0 {
+		o.Partitions = tracemsg.DefaultPartitions
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	return o
+}
+
 // Row batches: Publish cuts each segment's rows of a partition into batches
 // of at most DefaultBatchRows rows, and halves a batch whose encoding is larger
 // than batchTarget bytes. A worker refuses a batch larger than
@@ -112,9 +129,7 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject, dir string, o
 // ReplaySegments is Publish of the segments segs (in that order); ignored
 // is reported as Stats.Ignored.
 func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string, segs []segment.Segment, ignored int, opts Options) (Stats, error) {
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 64
-	}
+	opts.EnsureDefaults()
 	st := Stats{Ignored: ignored}
 	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
 		RetryFor: opts.RetryFor, Healthy: opts.Healthy, Progress: opts.Progress, Logger: opts.Logger})
@@ -125,9 +140,6 @@ func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string,
 		return st
 	}
 	parts := opts.Partitions
-	if parts <= 0 {
-		parts = tracemsg.DefaultPartitions
-	}
 	// The next segment is read and encoded while this one's batches are
 	// published: the stream (and the workers behind it) is fed while a
 	// segment is encoded, rather than going idle at each segment's start.

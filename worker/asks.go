@@ -49,19 +49,19 @@ func OpenAsks(ctx context.Context, o Options) (ragask.Asker, error) {
 		}
 		c, err := rag.LoadCorpus(o.RAGCorpus)
 		if err != nil {
-			return nil, fmt.Errorf("--rag-corpus: %w", err)
+			return nil, fmt.Errorf("Options.RAGCorpus: %w", err)
 		}
 		emb := hashembed.New(0)
 		p, err := rag.Build(ctx, c, emb, gen, rag.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("--rag-corpus: %w", err)
+			return nil, fmt.Errorf("Options.RAGCorpus: %w", err)
 		}
-		log.Info("rag asks answered from --rag-corpus in memory", "corpus", o.RAGCorpus, "embedder", emb.Name()+"/"+emb.Model(), "generator", gen.Name())
+		log.Info("rag asks answered from Options.RAGCorpus in memory", "corpus", o.RAGCorpus, "embedder", emb.Name()+"/"+emb.Model(), "generator", gen.Name())
 		return p, nil
 	}
 	g := newGenerations(index.NewStore(o.DataDir, index.StoreOptions{Logger: log}), o.Providers, gen, log)
 	if g.Generation() == "" && g.failed == "" {
-		log.Info("rag asks disabled: no --rag-corpus and no index generation with a recorded corpus; enabled when one is activated", "data", o.DataDir)
+		log.Info("rag asks disabled: no Options.RAGCorpus and no index generation with a recorded corpus; enabled when one is activated", "data", o.DataDir)
 	}
 	return g, nil
 }

@@ -23,7 +23,7 @@ func lockDataDir(dir string) (release func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("data directory %s is in use by another verdryx process (lock %s); give this one its own --data", dir, path)
+			return nil, fmt.Errorf("data directory %s is in use by another verdryx process (lock %s); give this one its own Options.DataDir", dir, path)
 		}
 		return nil, fmt.Errorf("data directory lock %s: %w", path, err)
 	}

@@ -211,7 +211,7 @@ func (g *Generations) check() {
 		s.refs.Store(1)
 	case cur == nil && errors.Is(err, index.ErrNoCorpus):
 		g.failed = id
-		g.log.Info("rag asks disabled: no --rag-corpus and no index generation with a recorded corpus; enabled when one is activated",
+		g.log.Info("rag asks disabled: no Options.RAGCorpus and no index generation with a recorded corpus; enabled when one is activated",
 			"data", filepath.Dir(g.store.Dir()), "generation", id, "reason", err)
 		return
 	default:

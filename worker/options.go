@@ -13,10 +13,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/embedded"
+	"github.com/verdryx/verdryx/evalreq"
+	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/llm"
+	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
+	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -42,11 +47,12 @@ type ReplayFailedError struct {
 }
 
 func (e *ReplayFailedError) Error() string {
-	return fmt.Sprintf("--replay %s: %d segment(s) failed and contributed nothing", e.Dir, len(e.Segments))
+	return fmt.Sprintf("Options.ReplayDir %s: %d segment(s) failed and contributed nothing", e.Dir, len(e.Segments))
 }
 
-// Options configure a Worker. Error messages name the `verdryx serve` flag
-// an option comes from.
+// Options configure a Worker. Errors and logs name an option by its field,
+// as Options.ReplayDir (a caller that sets options from flags maps these
+// names back to its flags).
 type Options struct {
 	// DataDir holds the embedded NATS store, the SQLite store (by default),
 	// tail offsets and the index generations asks are answered from.
@@ -149,7 +155,9 @@ type Options struct {
 	Roots []string
 	// Once makes Run return when the inputs are drained: both consumers
 	// have nothing pending or unacked, twice in a row 500 ms apart, and the
-	// tail reached its end.
+	// tail reached its end. Unless $GOGC is set, a Once run collects
+	// garbage at 1.75x the live heap instead of 2x (a lower peak RSS while
+	// a backlog drains), restored when Run returns.
 	Once bool
 	// HugePages hints the process's heap onto transparent huge pages while
 	// Run runs (hugepage.AdviseHeap): fewer page faults for a heap that
@@ -200,11 +208,56 @@ func DefaultOptions(dataDir string) Options {
 	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: streams.DefaultSubjects()}
 }
 
-// EnsureDefaults fills every zero option that has a default (HTTPAddr
-// excepted: empty disables HTTP) and returns o.
+// Defaults returns the default of every option that has one and does not
+// depend on DataDir: the values EnsureDefaults fills in, and HTTPAddr's
+// (127.0.0.1:9464), which EnsureDefaults leaves empty because "" disables
+// HTTP. A default is written here or in the package that owns the option
+// (fleet.Options.EnsureDefaults, segpub, producer, evalreq) and read from
+// here by `verdryx serve`'s flags.
+func Defaults() Options {
+	f := (&fleet.Options{}).EnsureDefaults()
+	follow := (&segpub.FollowOptions{}).EnsureDefaults()
+	return Options{
+		Listen:          "127.0.0.1:4222",
+		HTTPAddr:        "127.0.0.1:9464",
+		Settle:          follow.Settle,
+		PublishRetryFor: producer.DefaultRetryFor,
+		SLOEvery:        DefaultSLOEvery,
+		SLOWindow:       DefaultSLOWindow,
+		CatchUpWait:     evalreq.DefaultCatchUpWait,
+		Subjects:        streams.DefaultSubjects(),
+		PinnedTTL:       f.PinnedTTL,
+		SnapshotEvery:   f.SnapshotEvery,
+		FoldAfter:       f.FoldAfter,
+		HoursKept:       f.HoursKept,
+		StartTimeout:    2 * time.Minute,
+		MaxRecordBytes:  calls.MaxRecordBytes,
+	}
+}
+
+// EnsureDefaults fills every zero option that has a default and returns
+// o: those of Defaults (HTTPAddr excepted: empty disables HTTP; a negative
+// SLOEvery, HoursKept or MaxRecordBytes stays: off, or no limit), and,
+// given a DataDir, DBPath (store.ResolvePath), Instance
+// (DefaultInstance) and Roots (<DataDir>/eval); a nil Logger discards.
 func (o *Options) EnsureDefaults() *Options {
-	if o.Listen == "" {
-		o.Listen = "127.0.0.1:4222"
+	d := Defaults()
+	setIfZero(&o.Listen, d.Listen)
+	setIfZero(&o.Settle, d.Settle)
+	setIfZero(&o.PublishRetryFor, d.PublishRetryFor)
+	setIfZero(&o.SLOEvery, d.SLOEvery)
+	setIfZero(&o.CatchUpWait, d.CatchUpWait)
+	setIfZero(&o.Subjects, d.Subjects)
+	setIfZero(&o.PinnedTTL, d.PinnedTTL)
+	setIfZero(&o.SnapshotEvery, d.SnapshotEvery)
+	setIfZero(&o.FoldAfter, d.FoldAfter)
+	setIfZero(&o.HoursKept, d.HoursKept)
+	setIfZero(&o.MaxRecordBytes, d.MaxRecordBytes)
+	if o.SLOWindow <= 0 {
+		o.SLOWindow = d.SLOWindow
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = d.StartTimeout
 	}
 	if o.DBPath == "" && o.DataDir != "" {
 		// The stack's rule: $VERDRYX_DB, $TAIPAN_HOME/verdryx.db when that
@@ -217,22 +270,18 @@ func (o *Options) EnsureDefaults() *Options {
 	if len(o.Roots) == 0 && o.DataDir != "" {
 		o.Roots = []string{filepath.Join(o.DataDir, "eval")}
 	}
-	if o.Subjects == (streams.Subjects{}) {
-		o.Subjects = streams.DefaultSubjects()
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 2 * time.Minute
-	}
-	if o.SLOEvery == 0 {
-		o.SLOEvery = DefaultSLOEvery
-	}
-	if o.SLOWindow <= 0 {
-		o.SLOWindow = DefaultSLOWindow
-	}
 	return o
+}
+
+// setIfZero sets *p to def when *p is the zero value.
+func setIfZero[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
 }
 
 // DefaultInstance names a worker's chain subject: stable across restarts

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/verdryx/verdryx/evalreq"
@@ -113,13 +112,9 @@ func (w *Worker) closeOutputs() {
 // but were not reported by this run: requests an earlier run graded,
 // which this run acknowledged without grading again.
 func (w *Worker) emitEarlier(ctx context.Context, st *store.Store) error {
-	for _, path := range w.opts.EvalRequestFiles {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return inputError(fmt.Errorf("--eval-request %s: %w", path, err))
-		}
-		var req evalreq.Request
-		if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" || w.reported(req.RequestID) {
+	for _, f := range w.evalFiles {
+		req := f.req
+		if w.reported(req.RequestID) {
 			continue
 		}
 		rec, ok, err := st.EvalRequestState(ctx, req.RequestID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -126,7 +127,7 @@ func TestWorkerNewAndRunRefuseBadInput(t *testing.T) {
 
 	_, _, err = runOnce(t, "basic", func(o *Options) { o.EventsPath = filepath.Join(t.TempDir(), "missing", "dir", "events.ndjson") })
 	require.ErrorIs(t, err, ErrInput)
-	require.Contains(t, err.Error(), "--events")
+	require.Contains(t, err.Error(), "Options.EventsPath")
 }
 
 func TestEnsureDefaults(t *testing.T) {
@@ -138,4 +139,31 @@ func TestEnsureDefaults(t *testing.T) {
 	require.Equal(t, DefaultInstance("d"), o.Instance)
 	require.Empty(t, o.HTTPAddr, "an empty HTTP address disables HTTP and stays empty")
 	require.NotNil(t, o.Logger)
+}
+
+// TestEnsureDefaultsFillsEveryDefault: each option Defaults gives a value
+// (HTTPAddr excepted) is that value in zero options EnsureDefaults filled,
+// and an option already set is left as it is.
+func TestEnsureDefaultsFillsEveryDefault(t *testing.T) {
+	d := Defaults()
+	var o Options
+	o.EnsureDefaults()
+	dv, ov := reflect.ValueOf(d), reflect.ValueOf(o)
+	filled := 0
+	for i := range dv.NumField() {
+		name := dv.Type().Field(i).Name
+		if dv.Field(i).IsZero() || name == "HTTPAddr" {
+			continue
+		}
+		filled++
+		require.Equal(t, dv.Field(i).Interface(), ov.Field(i).Interface(), "Options.%s", name)
+	}
+	require.GreaterOrEqual(t, filled, 12, "Defaults holds the defaults")
+	require.Empty(t, o.HTTPAddr)
+	set := Options{PublishRetryFor: time.Second, SLOEvery: -1, HoursKept: -1, MaxRecordBytes: -1}
+	set.EnsureDefaults()
+	require.Equal(t, time.Second, set.PublishRetryFor)
+	require.Equal(t, time.Duration(-1), set.SLOEvery)
+	require.Equal(t, time.Duration(-1), set.HoursKept)
+	require.Equal(t, -1, set.MaxRecordBytes)
 }

@@ -131,9 +131,8 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 // add reduces the calls of the one trace input given (none leaves the
 // cost and SLO sections not measured) into in.Traces and names the source.
 func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr io.Writer) error {
-	if dir := os.Getenv("TOKENFUSE_DATA_DIR"); dir != "" && f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
-		fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $TOKENFUSE_DATA_DIR, %s (none of --traces, --input or --nats given)\n", dir)
-		f.tf.traces = dir
+	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
+		f.tf.tracesFromEnv(stderr)
 	}
 	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
 		if f.tf.from != "" || f.tf.to != "" || f.tf.last != "" {

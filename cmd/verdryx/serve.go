@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/evalreq"
 	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/grading"
@@ -30,7 +26,6 @@ import (
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/window"
-	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/provider/openai"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/redact"
@@ -141,13 +136,13 @@ type serveFlags struct {
 }
 
 func addServeFlags(fs *pflag.FlagSet) *serveFlags {
-	f := &serveFlags{}
+	f, d := &serveFlags{}, worker.Defaults()
 	f.nats = addNATSFlags(fs, "", "NATS server URL; empty starts the embedded server ($NATS_URL, $VERDRYX_NATS_URL)")
-	f.listen = fs.String("nats-listen", "127.0.0.1:4222", "embedded server listen address (port 0 picks a free port)")
+	f.listen = fs.String("nats-listen", d.Listen, "embedded server listen address (port 0 picks a free port)")
 	f.db = fs.String("db", envOr("VERDRYX_DB", ""), "SQLite store (default <data>/verdryx.db; $VERDRYX_DB)")
 	f.events = fs.String("events", envOr("VERDRYX_EVENTS_PATH", ""), "also append envelopes to this chained NDJSON file ($VERDRYX_EVENTS_PATH)")
 	f.instance = fs.String("instance", "", "instance name for this worker's event chain subject (default <host>-<hash of data dir>)")
-	f.http = fs.String("http", "127.0.0.1:9464", "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
+	f.http = fs.String("http", d.HTTPAddr, "loopback address for /healthz, /readyz, /metrics and /report; empty disables")
 	f.otlp = addOTLPFlag(fs)
 	f.tail = fs.String("tail", "", "follow this NDJSON file (envelopes are chain-checked and forwarded; records feed the traces)")
 	f.replay = fs.String("replay", "", "publish this Parquet segment directory to the traces subject at start")
@@ -158,26 +153,26 @@ func addServeFlags(fs *pflag.FlagSet) *serveFlags {
 	f.generator = fs.String("generator", "offline", "generator answering RAG asks: offline (extractive, no network) or openai (paid, opt-in; --gen-model)")
 	f.genModel = fs.String("gen-model", defaultGenModel, "chat model for --generator openai")
 	f.prices = fs.String("prices", envOr("VERDRYX_PRICES", ""), "JSON prices file ({\"<model id>\": {\"input_usd_per_mtok\": N, \"output_usd_per_mtok\": N}}) over the built-in book, for eval requests ($VERDRYX_PRICES)")
-	f.catchUpWait = fs.Duration("catch-up-wait", evalreq.DefaultCatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
+	f.catchUpWait = fs.Duration("catch-up-wait", d.CatchUpWait, "how long an eval request's drift check waits for this worker's store to apply the fleet's quality log before it answers with what the store has (the reply says so)")
 	f.maxCost = fs.Float64("max-cost-usd", 0, "bound on each eval request's priced spend in US dollars: a request asking a higher max_cost_usd, or none, runs under this one (0: no bound; every allowed model and the judge must then have a price)")
 	f.asJSON = fs.Bool("json", false, "print each eval result as the JSON object eval --json prints (and the replay counts and the cost report as JSON)")
 	fs.StringArrayVar(&f.roots, "root", nil, "directory eval-set paths in eval requests may resolve under (repeatable; default <data>/eval)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "go on when --replay holds no segments (default: exit 2 saying it is empty)")
 	f.follow = fs.Bool("follow", false, "keep following the --replay directory: publish each segment once as the gateway completes it")
-	f.settle = fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
-	f.sloEvery = fs.Duration("slo-every", worker.DefaultSLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
+	f.settle = fs.Duration("settle", d.Settle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	f.sloEvery = fs.Duration("slo-every", d.SLOEvery, "evaluate the SLOs over the fleet's merged state this often (gauges on /metrics, slo_burn events on the chain); 0 turns it off")
 	f.sloWindow = new(time.Duration)
-	daysVar(fs, f.sloWindow, "slo-window", worker.DefaultSLOWindow, "the SLOs' window: the calls of this long (24h, 60d, 2w) before now, from the start of its first day (UTC)")
+	daysVar(fs, f.sloWindow, "slo-window", d.SLOWindow, "the SLOs' window: the calls of this long (24h, 60d, 2w) before now, from the start of its first day (UTC)")
 	f.once = fs.Bool("once", false, "exit when the inputs are drained: every consumer has nothing pending and the tail reached its end")
 	f.hugePages = fs.String("huge-pages", "auto", "hint the heap onto transparent huge pages (fewer page faults while a large replay grows it): on, off, or auto (on with --once only: in a process that runs for days the kernel can keep sparsely used huge pages resident)")
 	f.log = addLogFlags(fs, "info")
-	f.pinnedTTL = fs.Duration("pinned-ttl", fleet.DefaultPinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
-	f.publishRetryFor = fs.Duration("publish-retry-for", producer.DefaultRetryFor, "how long a write whose stream or KV bucket has no leader (an election) is retried with backoff: replayed, followed and tailed publishes (then exit 3), eval claims, ledger, events and dead letters (then the attempt is redelivered); readiness says 503 meanwhile")
-	f.startTimeout = fs.Duration("start-timeout", 2*time.Minute, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
-	f.maxRecord = fs.Int("max-record-bytes", calls.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
-	f.snapshotEvery = fs.Duration("snapshot-every", fleet.DefaultSnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
-	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(fleet.DefaultHoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
-	f.foldAfter = fs.Duration("fold-after", fleet.DefaultFoldAfter, "a day of trace state leaves memory (folded into a day table in the KV bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
+	f.pinnedTTL = fs.Duration("pinned-ttl", d.PinnedTTL, "a trace partition whose owner stopped pulling moves to another worker after this long")
+	f.publishRetryFor = fs.Duration("publish-retry-for", d.PublishRetryFor, "how long a write whose stream or KV bucket has no leader (an election) is retried with backoff: replayed, followed and tailed publishes (then exit 3), eval claims, ledger, events and dead letters (then the attempt is redelivered); readiness says 503 meanwhile")
+	f.startTimeout = fs.Duration("start-timeout", d.StartTimeout, "how long start-up waits and retries while NATS or a JetStream quorum is away (a node down): readiness says 503 meanwhile; then exit 3")
+	f.maxRecord = fs.Int("max-record-bytes", d.MaxRecordBytes, "trace records larger than this are dead-lettered, not counted (-1: no limit)")
+	f.snapshotEvery = fs.Duration("snapshot-every", d.SnapshotEvery, "the longest a partition owner waits between snapshots while records arrive (a cheap snapshot is written more often, down to a twentieth of this); acks wait for it")
+	f.hoursKept = fs.String("hours-kept", strconv.Itoa(int(d.HoursKept.Hours()))+"h", "calls stamped at most this long before the worker's clock when they arrive are kept by the hour, so reports over --nats can start and end on any hour of their days; older calls (a replay of older traces, stragglers) by the day, a state per run and day instead of per run and hour, and a window cannot cut their day: a duration (36h, 7d), retention (the --retention) or off (every call by the day)")
+	f.foldAfter = fs.Duration("fold-after", d.FoldAfter, "a day of trace state leaves memory (folded into a day table in the KV bucket) once a partition's newest call is this far past the day's end; later calls of the day correct its table")
 	f.subjects = addSubjectFlags(fs)
 	daysVar(fs, &f.subjects.Retention, "retention", streams.DefaultRetention,
 		"the longest (168h, 7d, 2w) the traces and eval-request streams keep a message (the events and dead-letter streams 4x as long); applied to existing streams at start; at least --duplicate-window")
@@ -201,19 +196,6 @@ func (f *serveFlags) checkInputs() error {
 	if *f.replay != "" {
 		if err := checkTraceDir("--replay", *f.replay, *f.allowEmpty || *f.follow); err != nil {
 			return err
-		}
-	}
-	for _, p := range f.evalFiles {
-		b, err := os.ReadFile(p)
-		switch {
-		case err != nil:
-			return inputError(fmt.Errorf("--eval-request: %w", err))
-		case len(bytes.TrimSpace(b)) == 0:
-			return usageErrorf("--eval-request %s: the file is empty (want one eval-request JSON object)", p)
-		case !json.Valid(b) || bytes.TrimSpace(b)[0] != '{':
-			var v map[string]any
-			err := json.Unmarshal(b, &v)
-			return usageErrorf("--eval-request %s: not one JSON object: %v", p, err)
 		}
 	}
 	if d := f.subjects.DuplicateWindow; d <= 0 {
@@ -363,9 +345,6 @@ func (f *serveFlags) modelOptions(o *worker.Options) error {
 	return nil
 }
 
-// onceGCPercent is the GOGC `serve --once` runs with when GOGC is not set.
-const onceGCPercent = 75
-
 // newServeCmd makes the serve command, which runs the worker (docs/worker.md).
 func newServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -386,7 +365,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		wrapLog := redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler
+		names := serveOptionFlags()
+		redactLog := redact.FromEnv(nil, f.sec.sec.Password, f.sec.sec.Token).Handler
+		wrapLog := func(h slog.Handler) slog.Handler { return flagNamesHandler{redactLog(h), names} }
 		if keyRedactor != nil {
 			// The typryx key never leaves the process: not in output, logs
 			// or errors.
@@ -415,36 +396,35 @@ func newServeCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if *f.once && os.Getenv("GOGC") == "" {
-			// A run that ends when drained peaks while its backlog drains,
-			// the embedded server's block caches and the partitions' open
-			// days held at once (about 500 MiB live on 10 M rows in flight):
-			// collecting at 1.75x the live heap instead of 2x keeps its peak
-			// RSS about 100 MiB lower for 2-4% more CPU (docs/worker.md).
-			defer debug.SetGCPercent(debug.SetGCPercent(onceGCPercent))
-		}
 		w, err := worker.New(opts)
 		if err == nil {
 			err = runPrinting(ctx, w, *f.asJSON, stdout, stderr)
 		}
-		var failed *worker.ReplayFailedError
-		switch {
-		case errors.As(err, &failed):
-			for _, s := range failed.Segments {
-				fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
-			}
-			return &exitError{code: exitFailure, err: err}
-		case errors.Is(err, worker.ErrInput), errors.Is(err, lease.ErrInstanceInUse):
-			return inputError(err)
-		case errors.Is(err, worker.ErrService):
-			return serviceError(err)
-		case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
-			return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
-		}
-		return err
+		return serveExit(withFlagNames(names, err), stderr)
 	}
 	groupFlags(cmd, serveFlagGroups())
 	return cmd
+}
+
+// serveExit is the exit of serve's error err: 1 when replayed segments
+// failed (each named on stderr), 2 for bad input, 3 when NATS or another
+// service failed.
+func serveExit(err error, stderr io.Writer) error {
+	var failed *worker.ReplayFailedError
+	switch {
+	case errors.As(err, &failed):
+		for _, s := range failed.Segments {
+			fmt.Fprintf(stderr, "segment not ingested: %s\n", s)
+		}
+		return &exitError{code: exitFailure, err: err}
+	case errors.Is(err, worker.ErrInput), errors.Is(err, lease.ErrInstanceInUse):
+		return inputError(err)
+	case errors.Is(err, worker.ErrService):
+		return serviceError(err)
+	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrTimeout):
+		return serviceError(fmt.Errorf("%w (is the server at --nats / $NATS_URL running?)", err))
+	}
+	return err
 }
 
 // serveFlagGroups are the flags serve --help shows: what a first
@@ -459,16 +439,17 @@ func serveFlagGroups() []flagGroup {
 	}
 }
 
-func replayWithProgress(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, strict bool, stderr io.Writer, logger *slog.Logger) (segpub.Stats, error) {
-	var progress func(int)
-	if isTerminal(stderr) {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
-		defer bar.Finish()
-		last := 0
-		progress = func(n int) { _ = bar.Add(n - last); last = n }
+// replayProgress is the progress callback of a replay: with show, a bar
+// of the rows acknowledged on a terminal stderr (call done when the
+// replay returns); nil otherwise.
+func replayProgress(stderr io.Writer, show bool) (progress func(int), done func()) {
+	if !show || !isTerminal(stderr) {
+		return nil, func() {}
 	}
-	return segpub.Publish(ctx, js, s.Traces, dir, segpub.Options{Strict: strict, Progress: progress, Partitions: s.Partitions, Logger: logger})
+	bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("replay rows"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
+	last := 0
+	return func(n int) { _ = bar.Add(n - last); last = n }, func() { _ = bar.Finish() }
 }
 
 // sloEvery maps --slo-every to worker.Options.SLOEvery: 0 (off) is
@@ -478,21 +459,6 @@ func sloEvery(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
-}
-
-// followDir publishes the segments of dir as they complete until ctx is
-// done, a line per segment on stdout.
-func followDir(ctx context.Context, js jetstream.JetStream, s streams.Subjects, dir string, settle time.Duration, stdout io.Writer, logger *slog.Logger) error {
-	f := segpub.NewFollower(js, s.Traces, dir, segpub.FollowOptions{Settle: settle,
-		Options: segpub.Options{Partitions: s.Partitions, Logger: logger},
-		OnPublished: func(path string, st segpub.Stats) {
-			fmt.Fprintf(stdout, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
-		}})
-	err := f.Run(ctx)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 // runPrinting runs w until it returns, printing what it reports: the
@@ -551,6 +517,14 @@ type replayJSON struct {
 func newReplayJSON(st segpub.Stats, dir string, s streams.Subjects) replayJSON {
 	return replayJSON{Dir: dir, Subject: s.Traces, Partitions: max(s.Partitions, 1), Segments: st.Segments, Rows: st.Rows, New: st.New,
 		Duplicates: st.Duplicates, Ignored: st.Ignored, Failed: append([]string{}, st.Failed...)}
+}
+
+// printPublished prints a line on w for each segment a follower
+// published.
+func printPublished(w io.Writer) func(string, segpub.Stats) {
+	return func(path string, st segpub.Stats) {
+		fmt.Fprintf(w, "published %s: %d rows, %d new, %d already stored\n", filepath.Base(path), st.Rows, st.New, st.Duplicates)
+	}
 }
 
 // printReplayStats prints what a replay published: new rows against rows
@@ -621,7 +595,7 @@ func newReplayCmd() *cobra.Command {
 	subjects := addSubjectFlags(fs)
 	allowEmpty := fs.Bool("allow-empty", false, "succeed on a directory without segments (default: exit 2 saying it is empty)")
 	follow := fs.Bool("follow", false, "keep following DIR: publish each segment once as the gateway completes it, until interrupted")
-	settle := fs.Duration("settle", segpub.DefaultSettle, "with --follow: report a segment once when it stays incomplete this long without growing")
+	settle := fs.Duration("settle", (&segpub.FollowOptions{}).EnsureDefaults().Settle, "with --follow: report a segment once when it stays incomplete this long without growing")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		if len(pos) != 1 {
@@ -649,15 +623,18 @@ func newReplayCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if _, _, err := streams.EnsureStreams(ctx, js, *subjects, 0); err != nil {
+		progress, done := replayProgress(stderr, !*follow)
+		st, err := segpub.Replay(ctx, js, pos[0], segpub.ReplayOptions{Subjects: *subjects, Follow: *follow,
+			FollowOptions: segpub.FollowOptions{Settle: *settle, OnPublished: printPublished(stdout),
+				Options: segpub.Options{Strict: *strict, Progress: progress, Logger: logger}}})
+		done()
+		switch {
+		case err != nil && (*follow || errors.Is(err, segpub.ErrStreams)):
 			return err
-		}
-		if *follow {
-			return followDir(ctx, js, *subjects, pos[0], *settle, stdout, logger)
-		}
-		st, err := replayWithProgress(ctx, js, *subjects, pos[0], *strict, stderr, logger)
-		if err != nil {
+		case err != nil:
 			return inputError(err)
+		case *follow:
+			return nil
 		}
 		logger.Debug("replay done", "dir", pos[0], "subject", subjects.Traces, "rows", st.Rows, "new", st.New, "duplicates", st.Duplicates)
 		if *asJSON {

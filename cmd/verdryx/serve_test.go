@@ -130,7 +130,7 @@ func TestServeAskCorpus(t *testing.T) {
 		t.Fatal("ready with no generation")
 	default:
 	}
-	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no --rag-corpus and no index generation with a recorded corpus; enabled when one is activated"`)
+	assert.Contains(t, logs.String(), `level=INFO msg="rag asks disabled: no Options.RAGCorpus and no index generation with a recorded corpus; enabled when one is activated"`)
 
 	_, errOut, code := ragRun(t, "index", "build", "--corpus", ragCorpusPath, "--data", data)
 	require.Equal(t, exitOK, code, errOut)
@@ -145,7 +145,7 @@ func TestServeAskCorpus(t *testing.T) {
 	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger, RAGCorpus: ragCorpusPath})
 	require.NoError(t, err)
 	require.NotNil(t, a)
-	assert.Contains(t, logs.String(), `msg="rag asks answered from --rag-corpus in memory"`)
+	assert.Contains(t, logs.String(), `msg="rag asks answered from Options.RAGCorpus in memory"`)
 	a, err = worker.OpenAsks(ctx, worker.Options{DataDir: data, Logger: logger, RAGCorpus: filepath.Join(data, "nope.json")})
 	require.NoError(t, err)
 	assert.Nil(t, a)

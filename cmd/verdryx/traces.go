@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -62,6 +61,7 @@ func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, std
 	if err == nil {
 		r, err = agg.Reducer(opts)
 	}
+	err = withFlagNames(serveOptionFlags(), err)
 	switch {
 	case errors.Is(err, fleet.ErrWindowNotWholeHours), errors.Is(err, fleet.ErrWindowCutsWholeDay):
 		return nil, usageErrorf("--nats: %v", err)
@@ -109,9 +109,6 @@ func (t *traceFlags) options(by string, stderr io.Writer) (outcome.Options, erro
 	return o, err
 }
 
-// reduceGCPercent is the GOGC a directory's reduction runs with.
-const reduceGCPercent = 400
-
 // reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
 // a progress bar on a terminal stderr and one line per skipped segment.
 func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (segfold.DirStats, error) {
@@ -128,7 +125,7 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 	if procs == 0 {
 		procs = runtime.GOMAXPROCS(0)
 	}
-	opts := segfold.DirOptions{Strict: strict, Procs: procs, HugePages: true} // the CLI exits when done
+	opts := segfold.DirOptions{Strict: strict, Procs: procs, HugePages: true, TuneGC: true} // the CLI exits when done
 	if isTerminal(stderr) && len(segs) > 1 {
 		var total int64
 		for _, s := range segs {
@@ -143,11 +140,6 @@ func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bo
 		opts.OnSegment = func(s segment.Segment) { _ = bar.Add64(s.Size) }
 		defer bar.Finish()
 	}
-	// The reduction's heap is nearly all live state (run and intern
-	// tables that only grow), so collecting it as often as the default
-	// asks reclaims next to nothing: 6% of the wall time of 10 M rows.
-	// A quarter as often keeps the peak RSS where it was.
-	defer debug.SetGCPercent(debug.SetGCPercent(reduceGCPercent))
 	st, err := segfold.ReduceSegments(ctx, segs, ignored, r, opts)
 	if err != nil {
 		if segment.IsError(err) {
@@ -339,11 +331,8 @@ func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64
 // --allow-empty; a bad record is an input error.
 func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *segfold.DirStats, error) {
 	n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != "")
-	if n == 0 {
-		if dir := os.Getenv("TOKENFUSE_DATA_DIR"); dir != "" {
-			fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $TOKENFUSE_DATA_DIR, %s (none of --traces, --input or --nats given)\n", dir)
-			f.traces, n = dir, 1
-		}
+	if n == 0 && f.tracesFromEnv(stderr) {
+		n = 1
 	}
 	if n != 1 {
 		return nil, nil, usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL (or set $TOKENFUSE_DATA_DIR)", name)
@@ -375,6 +364,19 @@ func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts 
 		return nil, nil, usageErrorf("%s: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", name, f.traces)
 	}
 	return r, &st, nil
+}
+
+// tracesFromEnv sets --traces to the directory of $TOKENFUSE_DATA_DIR
+// (segment.EnvDir), saying so on stderr, and reports whether it is set.
+// It is for a command given none of --traces, --input and --nats.
+func (f *traceFlags) tracesFromEnv(stderr io.Writer) bool {
+	dir := segment.EnvDir()
+	if dir == "" {
+		return false
+	}
+	fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $%s, %s (none of --traces, --input or --nats given)\n", segment.DirEnv, dir)
+	f.traces = dir
+	return true
 }
 
 // loadScores reads per-agent eval scores from an existing store.

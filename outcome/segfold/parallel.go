@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,9 @@ type segTally struct {
 // the first bad segment (in segs order) is returned and r is not changed.
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	opts.Procs = max(1, opts.Procs)
+	if opts.TuneGC {
+		defer debug.SetGCPercent(debug.SetGCPercent(tunedGCPercent))
+	}
 	st := DirStats{Ignored: ignored}
 	bad := make(map[int]error)
 	var work []rowGroup

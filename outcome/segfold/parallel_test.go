@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/outcome"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -113,5 +115,37 @@ func TestParallelStrictAndLenient(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got.Stats.Failed, 1)
 		require.Equal(t, 1, got.Stats.Segments)
+	}
+}
+
+// TestTuneGCHoldsOnlyWhileReducing: with TuneGC the reduction runs at
+// tunedGCPercent and the process's pace is restored when it returns;
+// without it the pace is left alone.
+func TestTuneGCHoldsOnlyWhileReducing(t *testing.T) {
+	const before = 123
+	defer debug.SetGCPercent(debug.SetGCPercent(before))
+	segs, ignored, err := segment.List(segFixtureDir("split"))
+	require.NoError(t, err)
+	for _, tune := range []bool{true, false} {
+		var during []int
+		seen := func(segment.Segment) {
+			p := debug.SetGCPercent(before)
+			debug.SetGCPercent(p)
+			during = append(during, p)
+		}
+		r, err := outcome.NewReducer(outcome.Options{})
+		require.NoError(t, err)
+		_, err = ReduceSegments(context.Background(), segs, ignored, r, DirOptions{TuneGC: tune, OnSegment: seen})
+		require.NoError(t, err)
+		require.NotEmpty(t, during)
+		want := before
+		if tune {
+			want = tunedGCPercent
+		}
+		for _, p := range during {
+			require.Equal(t, want, p, "TuneGC %v", tune)
+		}
+		p := debug.SetGCPercent(before)
+		require.Equal(t, before, p, "the pace is restored")
 	}
 }
