@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/deadletter"
+	"github.com/verdryx/verdryx/internal/calltest"
 	"github.com/verdryx/verdryx/internal/jstest"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
@@ -47,7 +48,7 @@ func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callP
 	ctx := jstest.Ctx(e.T, 20*time.Second)
 	n := e.Subjects.PartitionCount()
 	for i, c := range cl {
-		rec := calls.RecordOf(c)
+		rec := calltest.RecordOf(c)
 		if callPrefix != "" {
 			rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
 		}

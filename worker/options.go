@@ -194,12 +194,6 @@ type Options struct {
 	MaxRecordBytes int
 }
 
-// DefaultOptions returns the options of `verdryx serve` with no flags but
-// the data directory.
-func DefaultOptions(dataDir string) Options {
-	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: streams.DefaultSubjects()}
-}
-
 // EnsureDefaults fills every zero option that has a default (HTTPAddr
 // excepted: empty disables HTTP) and returns o.
 func (o *Options) EnsureDefaults() *Options {
