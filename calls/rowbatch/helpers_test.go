@@ -59,4 +59,3 @@ func (b *Builder) appendCall(c *calls.Call, row uint64, runs, syms *calls.Symbol
 		b.str[k] = append(b.str[k], t.InternString(*stringField(c, f)))
 	}
 }
-
