@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/producer"
@@ -116,7 +117,7 @@ func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string,
 		opts.MaxInFlight = 64
 	}
 	st := Stats{Ignored: ignored}
-	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
+	p := producer.NewAsyncPublisher(js, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
 		RetryFor: opts.RetryFor, Healthy: opts.Healthy, Progress: opts.Progress, Logger: opts.Logger})
 	// stats is st with the publisher's counts.
 	stats := func() Stats {
