@@ -107,9 +107,6 @@ func (b *Builder) Add(id string, v []float32) error {
 	return nil
 }
 
-// Len returns the number of rows added so far.
-func (b *Builder) Len() int { return len(b.ids) }
-
 // Build returns the Index. The Builder must not be used afterwards.
 func (b *Builder) Build() (*Index, error) {
 	if len(b.ids) == 0 {
