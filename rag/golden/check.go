@@ -18,7 +18,7 @@ type Check struct {
 	Detail string
 }
 
-// Names of the golden checks, in the order CheckGolden reports them.
+// Names of the golden checks, in the order Checker.Check reports them.
 const (
 	CheckRankedIDs          = "ranked_ids"
 	CheckCollisionInContext = "collision_sibling_in_context"
