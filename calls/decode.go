@@ -63,14 +63,6 @@ func (r *Record) HasAttributes() bool { return r.Has&(1<<bitAttributes) != 0 }
 // HasExt reports whether the decoder's extra key i was set to a string.
 func (r *Record) HasExt(i int) bool { return r.Has&(1<<(bitExt+uint(i))) != 0 }
 
-// CallRecord returns the allocated form of r: what strictjson.Decode would have
-// decoded from the same line.
-func (r *Record) CallRecord() CallRecord {
-	var rec CallRecord
-	r.fill(&rec)
-	return rec
-}
-
 func (r *Record) fill(rec *CallRecord) {
 	str := func(f Field) *string {
 		if !r.HasField(f) {
@@ -195,16 +187,6 @@ type RecordDecoder struct {
 	ext   []string
 	buf   []byte // unescaped strings of the current record
 	stack []byte // open containers while skipping a nested value
-}
-
-// NewRecordDecoder returns a decoder that also accepts the string keys ext
-// (at most MaxExt; the worker's trace messages add "call_id" and
-// "segment"), decoded into Record.Ext in that order.
-func NewRecordDecoder(ext ...string) *RecordDecoder {
-	if len(ext) > MaxExt {
-		panic("calls: NewRecordDecoder: more than MaxExt extra keys")
-	}
-	return &RecordDecoder{ext: ext}
 }
 
 // Decode decodes data into rec and reports whether data is a record

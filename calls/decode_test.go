@@ -38,7 +38,7 @@ func fastExt(d *RecordDecoder, data []byte) (extRecord, bool) {
 	if !d.Decode(data, &r) {
 		return extRecord{}, false
 	}
-	out := extRecord{CallRecord: r.CallRecord()}
+	out := extRecord{CallRecord: r.callRecord()}
 	if r.HasExt(0) {
 		out.CallID = string(r.Ext[0])
 	}
@@ -56,7 +56,7 @@ func checkSame(t testing.TB, data []byte) {
 	var plain CallRecord
 	refErr := strictjson.Decode(data, &plain)
 	var r Record
-	d := NewRecordDecoder(ColCallID) // CallRecord's call_id is the decoder's extra key
+	d := newRecordDecoder(ColCallID) // CallRecord's call_id is the decoder's extra key
 	ok := d.Decode(data, &r)
 	if ok != (refErr == nil) {
 		t.Fatalf("CallRecord %q: fast accepted=%v, encoding/json error %v", data, ok, refErr)
@@ -66,9 +66,9 @@ func checkSame(t testing.TB, data []byte) {
 			t.Fatalf("CallRecord %q: call_id %q, want %q", data, r.Ext[0], plain.CallID)
 		}
 		plain.CallID = ""
-		requireSameRecord(t, data, plain, r.CallRecord())
+		requireSameRecord(t, data, plain, r.callRecord())
 	}
-	ext := NewRecordDecoder("call_id", "segment")
+	ext := newRecordDecoder("call_id", "segment")
 	want, refErr := referenceExt(data)
 	have, ok := fastExt(ext, data)
 	if ok != (refErr == nil) {
@@ -308,7 +308,7 @@ func FuzzRecordDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkSame(t, data) })
 }
 
-// referenceReadNDJSON is ReadNDJSON as it was before the fast decoder:
+// referenceReadNDJSON is readNDJSON as it was before the fast decoder:
 // strictjson.Decode on every trimmed line.
 // referenceCheck is Record.Check written over the allocated form.
 func referenceCheck(rec *CallRecord) error {
@@ -395,7 +395,7 @@ func TestReadNDJSONSameAsReference(t *testing.T) {
 			want = append(want, *r)
 			return nil
 		})
-		haveErr := ReadNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *CallRecord) error {
+		haveErr := readNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *CallRecord) error {
 			have = append(have, *r)
 			return nil
 		})

@@ -86,42 +86,15 @@ func (rec *CallRecord) Call() Call {
 	}
 }
 
-// RecordOf returns the record form of a call, the inverse of Call.
-func RecordOf(c Call) CallRecord {
-	r := CallRecord{
-		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
-		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
-		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
-		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
-	}
-	if c.HasRunID {
-		r.RunID = &c.RunID
-	}
-	if c.HasStep {
-		r.Step = &c.Step
-	}
-	return r
-}
-
-// ReadRecordsFile calls fn with each outcome record of path: NDJSON (one
+// ScanRecordsFile calls fn with each outcome record of path: NDJSON (one
 // object per line, blank lines skipped), a JSON array of records, or CSV
-// (header row naming the columns); see ScanRecordsFile for how the format
-// is chosen. Each record is a per-call record
-// with the Parquet column names (a record without a run_id key is an
+// (header row naming the columns). Each record is a per-call record with
+// the Parquet column names (a record without a run_id key is an
 // independent call) or a flat {outcome, cost_usd} record. The first bad
 // record, or the first error of fn, stops the read with an error naming the
-// file and line (and the field, for a bad record). Each record is freshly
-// allocated; ScanRecordsFile is the allocation-free form.
-func ReadRecordsFile(path string, fn func(*CallRecord) error) error {
-	return ScanRecordsFile(path, func(r *Record) error {
-		rec := r.CallRecord()
-		return fn(&rec)
-	})
-}
-
-// ScanRecordsFile is ReadRecordsFile with each record decoded in place
-// (see ScanNDJSON): the Record is valid only during fn. NDJSON is read with
-// no allocation per record; a CSV row is converted. The format is the
+// file and line (and the field, for a bad record). Each record is decoded
+// in place (see ScanNDJSON): the Record is valid only during fn. NDJSON is
+// read with no allocation per record; a CSV row is converted. The format is the
 // extension's (.ndjson, .jsonl: NDJSON; .csv: CSV; .json: a JSON array
 // when the file starts with '[', else NDJSON); any other name is read as
 // its first byte says (see ScanRecords).
@@ -237,16 +210,6 @@ func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 		rec.SetFrom(&ref) // never expected: the fast path is tested to agree
 	}
 	return rec.Check()
-}
-
-// ReadNDJSON calls fn with each NDJSON outcome record of src (named name
-// in errors). Each record is freshly allocated and may be kept; ScanNDJSON
-// is the allocation-free form.
-func ReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
-	return ScanNDJSON(src, name, func(r *Record) error {
-		rec := r.CallRecord()
-		return fn(&rec)
-	})
 }
 
 // ScanNDJSON calls fn with each NDJSON outcome record of src (named name in

@@ -122,10 +122,6 @@ func prevHashMember(line []byte) bool {
 	return json.Unmarshal(line, &probe) == nil && probe.PrevHash != nil
 }
 
-// Head returns the hash the next event must carry as prev_hash ("" when the
-// last line was malformed or no event has been seen).
-func (c *Checker) Head() string { return c.lastHash }
-
 // Break is one chain break found by verification.
 type Break struct {
 	Line     int    // 1-based line number

@@ -336,18 +336,6 @@ func (w *Writer) rollback(size int64) {
 	w.size = size
 }
 
-// Head returns the hash the next event will carry as prev_hash ("" when
-// the next event starts a new chain).
-// After a failed write or fsync it re-reads the end of the file first.
-func (w *Writer) Head() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.reloadIfStale(); err != nil {
-		w.logger.Warn("head of the events file unknown", "err", err)
-	}
-	return w.prev
-}
-
 // Written returns how many events this writer appended and still holds
 // in the file: an event removed by a failed fsync no longer counts.
 func (w *Writer) Written() int64 {

@@ -10,6 +10,7 @@ import (
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/partstate"
+	"github.com/verdryx/verdryx/testkit/calltest"
 )
 
 // benchBatches encodes rows rows of the shape `bench traces` calls "every
@@ -23,10 +24,13 @@ func benchBatches(rows, runs int) [][]byte {
 	const base = int64(1_780_000_000_000)
 	decisions := []string{"allow", "allow", "allow", "allow", "budget_exceeded", "wardryx_deny"}
 	var out [][]byte
+	var pending []calls.Call
 	flush := func(first uint64) {
-		if b.Len() == 0 {
+		if len(pending) == 0 {
 			return
 		}
+		calltest.AppendCalls(&b, pending, first, runSyms, syms)
+		pending = pending[:0]
 		h := rowbatch.Header{Segment: "bench.parquet", Parts: 1, Part: 0}
 		h.Digest[0] = 24
 		enc := b.Encode(nil, h, calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
@@ -42,12 +46,12 @@ func benchBatches(rows, runs int) [][]byte {
 		if step == steps-1 {
 			c.Outcome = []string{"case_resolved", "escalated", "abandoned"}[run%3]
 		}
-		b.AppendCall(&c, uint64(i), runSyms, syms)
-		if b.Len() == 4096 {
-			flush(0)
+		pending = append(pending, c)
+		if len(pending) == 4096 {
+			flush(uint64(i + 1 - len(pending)))
 		}
 	}
-	flush(0)
+	flush(uint64(rows - len(pending)))
 	return out
 }
 

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/segpub"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -47,9 +49,7 @@ func TestBatchesCountEachRowOnceWhateverTheCut(t *testing.T) {
 func encodeTestBatch(e *env, name string, part int, first uint64, cs []calls.Call) []byte {
 	var b rowbatch.Builder
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
-	for i := range cs {
-		b.AppendCall(&cs[i], first+uint64(i), runs, syms)
-	}
+	calltest.AppendCalls(&b, cs, first, runs, syms)
 	h := rowbatch.Header{Digest: sha256.Sum256([]byte(name)), Segment: name, Parts: e.Subjects.PartitionCount(), Part: part}
 	return b.Encode(nil, h, calls.AllFields, 0, b.Len(), runs, syms)
 }

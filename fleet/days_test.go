@@ -32,7 +32,7 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 	t.Helper()
 	ctx := jstest.Ctx(t, 10*time.Second)
 	for i, c := range cs {
-		rec := calls.RecordOf(c)
+		rec := calltest.RecordOf(c)
 		rec.CallID = ids[i]
 		b, err := json.Marshal(rec)
 		require.NoError(t, err)

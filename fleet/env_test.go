@@ -8,8 +8,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/partstate"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/testkit/jstest/jsenv"
 )
@@ -25,7 +27,7 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 	e.T.Helper()
 	ctx := jstest.Ctx(e.T, 10*time.Second)
 	for i, c := range cl {
-		b, err := json.Marshal(calls.RecordOf(c))
+		b, err := json.Marshal(calltest.RecordOf(c))
 		require.NoError(e.T, err)
 		_, err = e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
 		require.NoError(e.T, err)

@@ -16,11 +16,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/deadletter"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/streams"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/testkit/jstest"
 	"github.com/verdryx/verdryx/tracemsg"
 )
@@ -47,7 +49,7 @@ func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callP
 	ctx := jstest.Ctx(e.T, 20*time.Second)
 	n := e.Subjects.PartitionCount()
 	for i, c := range cl {
-		rec := calls.RecordOf(c)
+		rec := calltest.RecordOf(c)
 		if callPrefix != "" {
 			rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
 		}

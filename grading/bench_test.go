@@ -27,7 +27,7 @@ func BenchmarkRunnerStub(b *testing.B) {
 	r := &Runner{Model: &llm.Stub{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.Run(context.Background(), set, ""); err != nil {
+		if _, err := r.RunWithID(context.Background(), set, "", ""); err != nil {
 			b.Fatal(err)
 		}
 	}

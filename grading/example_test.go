@@ -8,7 +8,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 )
 
-func ExampleRunner_Run() {
+func ExampleRunner_RunWithID() {
 	set, err := grading.ParseEvalSet([]byte(`{"id":"demo","cases":[
 		{"id":"echo","prompt":"hello","expected":"hello"},
 		{"id":"polite","prompt":"so sorry","expected":"(?i)sorry","grader":"regex"},
@@ -17,7 +17,7 @@ func ExampleRunner_Run() {
 		fmt.Println(err)
 		return
 	}
-	run, err := (&grading.Runner{Model: &llm.Stub{}}).Run(context.Background(), set, "")
+	run, err := (&grading.Runner{Model: &llm.Stub{}}).RunWithID(context.Background(), set, "", "")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,7 +18,7 @@ func TestRAGWithAModelGeneratorCountsItsTokens(t *testing.T) {
 	m := &cannedModel{id: "claude-haiku-4-5", text: "INSUFFICIENT_CONTEXT"}
 	asker, err := OfflineRAG(ctx, set.resolve(set.Corpus), m)
 	require.NoError(t, err)
-	run, err := (&Runner{Model: m, RAG: asker, Concurrency: 1}).Run(ctx, set, "")
+	run, err := (&Runner{Model: m, RAG: asker, Concurrency: 1}).RunWithID(ctx, set, "", "")
 	require.NoError(t, err)
 	require.Len(t, run.Scores, 7)
 	abstainers := 0

@@ -174,17 +174,13 @@ type Runner struct {
 	typed *typedPlan
 }
 
-// Run grades every case of set and returns the run. It returns an error
-// when ctx is done before every case finished, or when typryx failed a
-// typed case (ErrTypedService: the other cases are abandoned); other
-// per-case failures are recorded as unmeasured scores with their reason.
-func (r *Runner) Run(ctx context.Context, set *EvalSet, agentID string) (Run, error) {
-	return r.run(ctx, set, agentID, "")
-}
-
-// RunWithID is Run with the run's id given: a run recorded before it is
-// graded keeps the id it was recorded with; "" makes a new id as Run does.
-// The run span's trace id derives from the id.
+// RunWithID grades every case of set and returns the run, whose id is
+// runID: a run recorded before it is graded keeps the id it was recorded
+// with; "" makes a new id. The run span's trace id derives from the id.
+// It returns an error when ctx is done before every case finished, or
+// when typryx failed a typed case (ErrTypedService: the other cases are
+// abandoned); other per-case failures are recorded as unmeasured scores
+// with their reason.
 func (r *Runner) RunWithID(ctx context.Context, set *EvalSet, agentID, runID string) (Run, error) {
 	return r.run(ctx, set, agentID, runID)
 }

@@ -62,7 +62,7 @@ func TestRunnerBoundsConcurrency(t *testing.T) {
 	r := &Runner{Model: m, Concurrency: 3}
 	done := make(chan Run)
 	go func() {
-		run, err := r.Run(context.Background(), set, "")
+		run, err := r.RunWithID(context.Background(), set, "", "")
 		assert.NoError(t, err)
 		done <- run
 	}()
@@ -102,7 +102,7 @@ func TestRunnerCountsUngradableApart(t *testing.T) {
 		{"id":"judged","prompt":"draft","rubric":"r","grader":"llm_judge"},
 		{"id":"tag","prompt":"escalated","grader":"outcome_tag"}]}`)
 	judge := &grader.Judge{Model: &cannedModel{id: "claude-haiku-4-5", text: "no idea"}}
-	run, err := (&Runner{Model: failingModel{}, Judge: judge}).Run(context.Background(), set, "agent://a.example/b")
+	run, err := (&Runner{Model: failingModel{}, Judge: judge}).RunWithID(context.Background(), set, "agent://a.example/b", "")
 	require.NoError(t, err)
 	byID := map[string]Score{}
 	for _, s := range run.Scores {
@@ -126,7 +126,7 @@ func TestRunnerCountsUngradableApart(t *testing.T) {
 
 func TestRunnerAllUnmeasuredHasNoMean(t *testing.T) {
 	set := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"fail 1","expected":"x"},{"id":"b","prompt":"fail 2","expected":"y"}]}`)
-	run, err := (&Runner{Model: failingModel{}}).Run(context.Background(), set, "")
+	run, err := (&Runner{Model: failingModel{}}).RunWithID(context.Background(), set, "", "")
 	require.NoError(t, err)
 	_, ok := run.Mean()
 	assert.False(t, ok)
@@ -141,7 +141,7 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var err error
-	go func() { defer wg.Done(); _, err = (&Runner{Model: m, Concurrency: 1}).Run(ctx, set, "") }()
+	go func() { defer wg.Done(); _, err = (&Runner{Model: m, Concurrency: 1}).RunWithID(ctx, set, "", "") }()
 	cancel()
 	wg.Wait()
 	assert.True(t, errors.Is(err, context.Canceled))
@@ -150,11 +150,11 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 func TestRunnerRecordsJudgeOnlyWhenUsed(t *testing.T) {
 	j := &grader.Judge{Model: &llm.Stub{}}
 	plain := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","expected":"p"}]}`)
-	run, err := (&Runner{Model: &llm.Stub{}, Judge: j}).Run(context.Background(), plain, "")
+	run, err := (&Runner{Model: &llm.Stub{}, Judge: j}).RunWithID(context.Background(), plain, "", "")
 	require.NoError(t, err)
 	assert.Empty(t, run.Judge)
 	judged := mustSet(t, `{"id":"s","cases":[{"id":"a","prompt":"p","rubric":"r","grader":"llm_judge"}]}`)
-	run, err = (&Runner{Model: &llm.Stub{}, Judge: j}).Run(context.Background(), judged, "")
+	run, err = (&Runner{Model: &llm.Stub{}, Judge: j}).RunWithID(context.Background(), judged, "", "")
 	require.NoError(t, err)
 	assert.Equal(t, llm.StubID, run.Judge)
 }

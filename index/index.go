@@ -107,9 +107,6 @@ func (b *Builder) Add(id string, v []float32) error {
 	return nil
 }
 
-// Len returns the number of rows added so far.
-func (b *Builder) Len() int { return len(b.ids) }
-
 // Build returns the Index. The Builder must not be used afterwards.
 func (b *Builder) Build() (*Index, error) {
 	if len(b.ids) == 0 {
@@ -131,9 +128,6 @@ func newQuantized(dims int, ids []string, codes []int8, scales []float32, norm f
 	red := &reduced{codes: codes, scales: scales, errs: errs, norm: norm}
 	return &Index{dims: dims, ids: ids, red: red, kernels: kernel()}
 }
-
-// quantized reports whether the index keeps only its int8 copy.
-func (x *Index) quantized() bool { return x.data == nil }
 
 // ID returns the id of row r.
 func (x *Index) ID(r int) string { return x.ids[r] }
@@ -203,12 +197,6 @@ func (x *Index) Kernels() (f32, i8 string) {
 		return x.f32Name, "none"
 	}
 	return x.f32Name, x.i8.name
-}
-
-// row returns a copy of row i.
-func (x *Index) row(i int) []float32 {
-	defer runtime.KeepAlive(x) // x owns the rows (see Store.LoadGeneration)
-	return append([]float32(nil), x.rowOf(i, make([]float32, x.dims))...)
 }
 
 // Fingerprint returns "sha256:<hex>" over the dimensions, the ids and the

@@ -290,7 +290,7 @@ func TestMergeOwnedEqualsMerge(t *testing.T) {
 		require.NoError(t, got.MergeOwned(second))
 		require.NotNil(t, second.runSyms, "into a non-empty reducer MergeOwned merges")
 		require.Equal(t, reduce(t, want), reduce(t, got), "opts %d", oi)
-		require.Equal(t, uint64(77), got.CurrentPos())
+		require.Equal(t, uint64(77), got.pos)
 
 		// Incompatible options are refused as by Merge.
 		other := newReducer(t, Options{By: "model"})

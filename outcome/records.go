@@ -61,7 +61,7 @@ func (f *recordFolder) fold(rec *calls.Record) error {
 }
 
 // ReadRecordsFile folds the outcome records of path into r (see
-// calls.ReadRecordsFile for the formats). The first bad record stops the
+// calls.ScanRecordsFile for the formats). The first bad record stops the
 // read with an error naming the file, line and field. NDJSON is folded
 // with no allocation per record (calls.ScanNDJSON).
 func ReadRecordsFile(path string, r *Reducer) error {

@@ -17,19 +17,30 @@ import (
 )
 
 // referenceFold is the NDJSON fold as it was before the record folder:
-// each record decoded by strictjson.Decode into a CallRecord, then Add or
-// AddRecord.
+// each record converted to a Call (or a flat outcome and cost), then Add
+// or AddRecord.
 func referenceFold(src []byte, name string, r *Reducer) error {
-	return calls.ReadNDJSON(bytes.NewReader(src), name, func(rec *calls.CallRecord) error {
-		if rec.CostUSD != nil && rec.CostMicroUSD == nil {
-			v := *rec.CostUSD // checked by the decoder
-			r.AddRecord(calls.Deref(rec.Outcome), int64(math.Round(v*1e6)))
+	return calls.ScanNDJSON(bytes.NewReader(src), name, func(rec *calls.Record) error {
+		str := func(f calls.Field) string { return string(rec.Strings[f]) }
+		if rec.HasCostUSD() && !rec.HasField(calls.FieldCostMicroUSD) {
+			r.AddRecord(str(calls.FieldOutcome), int64(math.Round(rec.CostUSD*1e6))) // checked by the decoder
 			return r.Err()
 		}
-		if rec.RunID == nil && rec.Outcome == nil && rec.CostMicroUSD == nil {
+		if !rec.HasField(calls.FieldRunID) && !rec.HasField(calls.FieldOutcome) && !rec.HasField(calls.FieldCostMicroUSD) {
 			return errors.New("not an outcome record: needs run_id, outcome, cost_microusd or cost_usd")
 		}
-		r.Add(rec.Call())
+		c := calls.Call{
+			TSMillis: rec.TSMillis, RunID: str(calls.FieldRunID), HasRunID: rec.HasField(calls.FieldRunID),
+			Model: str(calls.FieldModel), Decision: str(calls.FieldDecision), InputTokens: rec.InputTokens,
+			OutputTokens: rec.OutputTokens, CostMicroUSD: rec.CostMicroUSD, Step: rec.Step, HasStep: rec.HasField(calls.FieldStep),
+			AgentID: str(calls.FieldAgentID), SavedMicroUSD: rec.SavedMicroUSD, ParentRunID: str(calls.FieldParentRunID),
+			OnBehalfOf: str(calls.FieldOnBehalfOf), Outcome: str(calls.FieldOutcome), KeyID: str(calls.FieldKeyID), Unit: str(calls.FieldUnit),
+		}
+		if rec.HasField(calls.FieldToolCalls) {
+			v := rec.ToolCalls
+			c.ToolCalls = &v
+		}
+		r.Add(c)
 		return r.Err()
 	})
 }

@@ -129,9 +129,6 @@ func (r *Reducer) UseHugePages() {
 // sequence for records.
 func (r *Reducer) SetPos(pos uint64) { r.pos = pos }
 
-// CurrentPos returns the position the next call offered will take.
-func (r *Reducer) CurrentPos() uint64 { return r.pos }
-
 // NewReducer returns an empty reducer.
 func NewReducer(opts Options) (*Reducer, error) {
 	r := &Reducer{opts: opts, runSyms: calls.NewSymbols(), syms: calls.NewSymbols()}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/verdryx/verdryx/internal/ratelog"
 )
 
 // AsyncOptions tune an AsyncPublisher.
 type AsyncOptions struct {
-	// MaxInFlight bounds publishes awaiting their acknowledgement; Publish
-	// waits for the oldest before sending more. 0 means 1024.
+	// MaxInFlight bounds publishes awaiting their acknowledgement;
+	// PublishRows waits for the oldest before sending more. 0 means 1024.
 	MaxInFlight int
 	// AckTimeout bounds the wait for one acknowledgement before the
 	// message is published again (with the same message id, so never
@@ -25,7 +26,7 @@ type AsyncOptions struct {
 	// RetryFor bounds how long a message whose publish fails (a stream
 	// without a leader answers "no response from stream", an ack times
 	// out) is sent again, counted from its first failure, waiting
-	// between tries from 100 ms doubling to 2 s; past it Publish and
+	// between tries from 100 ms doubling to 2 s; past it PublishRows and
 	// Drain return the error. 0 means DefaultRetryFor.
 	RetryFor time.Duration
 	// Healthy, when set, is told false when a publish fails (and is being
@@ -58,23 +59,22 @@ const (
 
 // AsyncStats counts what an AsyncPublisher published.
 type AsyncStats struct {
-	Published  int // messages handed to Publish (rows, for PublishRows)
-	New        int // messages JetStream stored (rows, for PublishRows)
-	Duplicates int // messages JetStream dropped as already stored (same message id)
+	Published  int // rows handed to PublishRows
+	New        int // rows JetStream stored
+	Duplicates int // rows JetStream dropped as already stored (same message id)
 }
 
-// AsyncPublisher publishes to one subject through a bounded window of
+// AsyncPublisher publishes through a bounded window of
 // asynchronous JetStream publishes, in order, each with a message id, so a
 // slow server slows the caller down (backpressure) instead of failing it,
 // and a retried or repeated publish is deduplicated by JetStream. It is
 // not safe for concurrent use.
 type AsyncPublisher struct {
-	js      jetstream.JetStream
-	subject string
-	opts    AsyncOptions
-	st      AsyncStats
-	window  []pending
-	warn    *ratelog.Log
+	js     jetstream.JetStream
+	opts   AsyncOptions
+	st     AsyncStats
+	window []pending
+	warn   *ratelog.Log
 	// reported is the acknowledged count last passed to Progress.
 	reported int
 	// failing is true from a failed publish until the next ack.
@@ -92,8 +92,8 @@ type pending struct {
 	weight  int       // what the message counts for in AsyncStats
 }
 
-// NewAsyncPublisher returns a publisher to subject through js.
-func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions) *AsyncPublisher {
+// NewAsyncPublisher returns a publisher through js.
+func NewAsyncPublisher(js jetstream.JetStream, opts AsyncOptions) *AsyncPublisher {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 1024
 	}
@@ -117,35 +117,19 @@ func NewAsyncPublisher(js jetstream.JetStream, subject string, opts AsyncOptions
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &AsyncPublisher{js: js, subject: subject, opts: opts, warn: ratelog.New(logger, 10*time.Second)}
+	return &AsyncPublisher{js: js, opts: opts, warn: ratelog.New(logger, 10*time.Second)}
 }
 
 // Stats returns the counts so far; New and Duplicates are final after
 // Drain returns nil.
 func (p *AsyncPublisher) Stats() AsyncStats { return p.st }
 
-// Publish sends data with Nats-Msg-Id id, first waiting until fewer than
-// MaxInFlight publishes await their acknowledgement. It returns when the
-// message is sent, not when it is acknowledged (see Drain), or with ctx's
-// error.
-func (p *AsyncPublisher) Publish(ctx context.Context, data []byte, id string) error {
-	return p.PublishTo(ctx, p.subject, data, id)
-}
-
-// PublishTo is Publish to another subject than the publisher's (a
-// partition subject, say); order and backpressure are shared with Publish.
-func (p *AsyncPublisher) PublishTo(ctx context.Context, subject string, data []byte, id string) error {
-	return p.PublishWithHeader(ctx, subject, nil, data, id)
-}
-
-// PublishWithHeader is PublishTo with headers (h may be nil; it must not
-// be changed afterwards: a message whose ack fails is sent again as is).
-func (p *AsyncPublisher) PublishWithHeader(ctx context.Context, subject string, h nats.Header, data []byte, id string) error {
-	return p.PublishRows(ctx, subject, h, data, id, 1)
-}
-
-// PublishRows is PublishWithHeader of a message that carries rows rows:
-// the stats (and Progress) count it as rows.
+// PublishRows sends data to subject with headers h (nil for none; h
+// must not be changed afterwards: a message whose ack fails is sent again
+// as is) and Nats-Msg-Id id, first waiting until fewer than MaxInFlight
+// publishes await their acknowledgement. The stats (and Progress) count
+// the message as rows rows. It returns when the message is sent, not when
+// it is acknowledged (see Drain), or with ctx's error.
 func (p *AsyncPublisher) PublishRows(ctx context.Context, subject string, h nats.Header, data []byte, id string, rows int) error {
 	if err := p.drain(ctx, p.opts.MaxInFlight-1); err != nil {
 		return err

@@ -32,10 +32,9 @@ const (
 type DedupeFile struct {
 	w *envelope.Writer
 
-	mu      sync.Mutex
-	seen    map[string]struct{}
-	order   []string
-	dropped int64
+	mu    sync.Mutex
+	seen  map[string]struct{}
+	order []string
 }
 
 // NewDedupeFile wraps w, whose file is path, reading the tail of the file
@@ -100,7 +99,6 @@ func (d *DedupeFile) Append(_ context.Context, ev envelope.Event) (bool, error) 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.seen[hash]; ok {
-		d.dropped++
 		return true, nil
 	}
 	ok, err := d.w.Append(ev)
@@ -108,11 +106,4 @@ func (d *DedupeFile) Append(_ context.Context, ev envelope.Event) (bool, error) 
 		d.remember(hash)
 	}
 	return ok, err
-}
-
-// Dropped returns how many appends were dropped as already written.
-func (d *DedupeFile) Dropped() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dropped
 }

@@ -63,9 +63,9 @@ func TestAsyncPublisherBackpressureAndDuplicates(t *testing.T) {
 	const n = 3000
 	publishAll := func() AsyncStats {
 		var progress []int
-		p := NewAsyncPublisher(js, "t.rows", AsyncOptions{MaxInFlight: 64, Progress: func(acked int) { progress = append(progress, acked) }})
+		p := NewAsyncPublisher(js, AsyncOptions{MaxInFlight: 64, Progress: func(acked int) { progress = append(progress, acked) }})
 		for i := range n {
-			require.NoError(t, p.Publish(ctx, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("row-%d", i)))
+			require.NoError(t, p.PublishRows(ctx, "t.rows", nil, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("row-%d", i), 1))
 			require.LessOrEqual(t, len(p.window), 64, "at most MaxInFlight unacknowledged")
 		}
 		require.NoError(t, p.Drain(ctx))
@@ -171,8 +171,8 @@ func TestAsyncPublisherWaitsOnAMessageIDInProcess(t *testing.T) {
 	js := &inProcessJS{JetStream: inner, busy: 6, tries: map[string]int{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := NewAsyncPublisher(js, "t.rows", AsyncOptions{MaxInFlight: 4})
-	require.NoError(t, p.Publish(ctx, []byte("row"), "busy-0"))
+	p := NewAsyncPublisher(js, AsyncOptions{MaxInFlight: 4})
+	require.NoError(t, p.PublishRows(ctx, "t.rows", nil, []byte("row"), "busy-0", 1))
 	require.NoError(t, p.Drain(ctx))
 	require.Equal(t, 7, js.tries["busy-0"], "six answers in process, then the ack")
 	// The first copy was stored; the one acknowledged is its duplicate.
@@ -193,7 +193,7 @@ func TestAsyncPublisherRidesOutAStreamWithoutLeader(t *testing.T) {
 	defer cancel()
 	var health []bool
 	down := make(chan struct{})
-	p := NewAsyncPublisher(js, "u.rows", AsyncOptions{MaxInFlight: 16, RetryFor: time.Minute, Healthy: func(ok bool) {
+	p := NewAsyncPublisher(js, AsyncOptions{MaxInFlight: 16, RetryFor: time.Minute, Healthy: func(ok bool) {
 		health = append(health, ok)
 		if !ok && len(health) == 1 {
 			close(down)
@@ -203,7 +203,7 @@ func TestAsyncPublisherRidesOutAStreamWithoutLeader(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for i := range n {
-			if err := p.Publish(ctx, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("id-%d", i)); err != nil {
+			if err := p.PublishRows(ctx, "u.rows", nil, fmt.Appendf(nil, "row %d", i), fmt.Sprintf("id-%d", i), 1); err != nil {
 				done <- err
 				return
 			}
@@ -251,9 +251,9 @@ func TestAsyncPublisherGivesUpAfterRetryFor(t *testing.T) {
 	_, js := runJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := NewAsyncPublisher(js, "u.rows", AsyncOptions{RetryFor: 3 * time.Second})
+	p := NewAsyncPublisher(js, AsyncOptions{RetryFor: 3 * time.Second})
 	start := time.Now()
-	require.NoError(t, p.Publish(ctx, []byte("row"), "id-0"))
+	require.NoError(t, p.PublishRows(ctx, "u.rows", nil, []byte("row"), "id-0", 1))
 	err := p.Drain(ctx)
 	require.ErrorContains(t, err, "retry bound")
 	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)

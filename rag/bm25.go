@@ -187,13 +187,6 @@ func (s *bm25) maxMatchDF(t string) int {
 	return best
 }
 
-// rank returns the rows with a positive score for query, best first (ties
-// by row), at most depth of them, restricted to allowed when it is non-nil.
-func (s *bm25) rank(query string, allowed map[int]bool, depth int) []int {
-	rows, _ := s.rankErr(query, allowed, depth)
-	return rows
-}
-
 // rankErr is rank, also reporting postings that do not decode (their
 // rows so far are kept).
 func (s *bm25) rankErr(query string, allowed map[int]bool, depth int) ([]int, error) {

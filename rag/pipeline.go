@@ -153,21 +153,6 @@ func NewOffline(ctx context.Context, corpusPath string, opts Options) (*Pipeline
 	return Build(ctx, c, hashembed.New(0), NewExtractive(0), opts)
 }
 
-// Open loads the active generation of store for corpus c and embedder emb,
-// ranking by the retrieval it records (as OpenStored; opts.Retrieval is
-// overridden). A generation built from another corpus or embedder is
-// refused with index.ErrStale before emb or gen is called.
-func Open(store *index.Store, c Corpus, emb index.Embedder, gen Generator, opts Options) (*Pipeline, error) {
-	idx, m, err := store.Load(index.Expect{CorpusDigest: c.Digest(), Embedder: index.InfoOf(emb)})
-	if err != nil {
-		return nil, err
-	}
-	if opts.Retrieval, err = retrievalOf(m); err != nil {
-		return nil, err
-	}
-	return New(c, idx, m.ID, emb, gen, opts)
-}
-
 // Corpus returns the pipeline's corpus: its id and citation schema, and,
 // for a corpus in memory (New, Build), its entries; a stored generation's
 // (OpenStored) has none, its chunks being read as they are retrieved.
@@ -189,11 +174,6 @@ func (p *Pipeline) Describe() (retrieval string, topK int, generator string) {
 
 // Generation returns the index generation id answers come from.
 func (p *Pipeline) Generation() string { return p.generation }
-
-// Retrieve embeds question and returns the top-k chunks, best first.
-func (p *Pipeline) Retrieve(ctx context.Context, question string) ([]Chunk, error) {
-	return p.retrieve(ctx, question, p.topK, nil)
-}
 
 // retrieve returns the topK best chunks among those filter allows, a chunk
 // whose text repeats a better one's (the same file in two places) not

@@ -69,23 +69,24 @@ func TestAskRecordsEveryStage(t *testing.T) {
 }
 
 func TestAskIsSafeForConcurrentUse(t *testing.T) {
-	es, err := golden.LoadEvalSet("../testdata/grimoire/evalset.json")
+	const corpus = "../testdata/grimoire/corpus.json"
+	cases, err := golden.Load("../testdata/grimoire/golden.json")
 	require.NoError(t, err)
-	p, err := rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
+	p, err := rag.NewOffline(context.Background(), corpus, rag.Options{})
 	require.NoError(t, err)
-	want := make([]rag.Record, len(es.Cases))
-	for i, gc := range es.Cases {
+	want := make([]rag.Record, len(cases))
+	for i, gc := range cases {
 		want[i], err = p.Ask(context.Background(), gc.Question)
 		require.NoError(t, err)
 	}
 	// A fresh pipeline whose first asks are concurrent: what it computes
 	// on first use (the generator's term statistics) is computed once.
-	p, err = rag.NewOffline(context.Background(), es.CorpusPath, rag.Options{})
+	p, err = rag.NewOffline(context.Background(), corpus, rag.Options{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	errs := make(chan string, 8*len(es.Cases))
+	errs := make(chan string, 8*len(cases))
 	for range 8 {
-		for i, gc := range es.Cases {
+		for i, gc := range cases {
 			wg.Go(func() {
 				rec, err := p.Ask(context.Background(), gc.Question)
 				if err != nil || rec.Answer != want[i].Answer || rec.ContextPayload != want[i].ContextPayload {

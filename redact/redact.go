@@ -119,9 +119,6 @@ func (r *Redactor) Error(err error) error {
 	return &redacted{msg: red, err: err}
 }
 
-// Error redacts the fixed patterns of err.
-func Error(err error) error { return (*Redactor)(nil).Error(err) }
-
 type redacted struct {
 	msg string
 	err error

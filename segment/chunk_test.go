@@ -285,7 +285,7 @@ func TestLZ4SegmentsAreRefused(t *testing.T) {
 			require.Contains(t, res.err, "column ts_millis")
 			require.Empty(t, res.calls, "nothing read")
 		}
-		err := ReadBytes("calls-1-1-00000001.parquet", data, func(calls.Call) error { return nil })
+		err := readBytes("calls-1-1-00000001.parquet", data, func(calls.Call) error { return nil })
 		require.ErrorIs(t, err, ErrUnsupported)
 	}
 	// A column whose first row group is LZ4 is refused in every row group

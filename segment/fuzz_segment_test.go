@@ -1,10 +1,11 @@
 package segment
 
 import (
-	"github.com/verdryx/verdryx/calls"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
 // FuzzReadSegmentBytes feeds arbitrary bytes to the segment reader (footer,
@@ -27,6 +28,6 @@ func FuzzReadSegmentBytes(f *testing.F) {
 	}
 	f.Add([]byte("PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = ReadBytes("fuzz.parquet", data, func(calls.Call) error { return nil })
+		_ = readBytes("fuzz.parquet", data, func(calls.Call) error { return nil })
 	})
 }

@@ -3,8 +3,9 @@ package segment
 import (
 	"bytes"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"path/filepath"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
 // ScanBytes is ScanFile over a segment already read into memory (named
@@ -26,18 +27,4 @@ func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) 
 		}
 	}
 	return nil
-}
-
-// ReadBytes is Read over a segment's bytes.
-func ReadBytes(name string, b []byte, fn func(calls.Call) error) error {
-	runs, syms := calls.NewSymbols(), calls.NewSymbols()
-	sc := NewScanner(calls.AllFields, runs, syms)
-	return sc.ScanBytes(name, b, func(batch *calls.Batch) error {
-		for i := range batch.Len {
-			if err := fn(batch.Call(i, runs, syms)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -395,7 +395,7 @@ func TestFooterLengthCheckedBeforeReading(t *testing.T) {
 	} {
 		_, err := OpenParquet(bytes.NewReader(c.data), int64(len(c.data)))
 		require.ErrorContains(t, err, c.want, "%q", c.data)
-		err = ReadBytes("calls-1-1-00000001.parquet", c.data, func(calls.Call) error { return nil })
+		err = readBytes("calls-1-1-00000001.parquet", c.data, func(calls.Call) error { return nil })
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.ErrorContains(t, err, "calls-1-1-00000001.parquet")
 	}

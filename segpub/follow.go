@@ -100,15 +100,6 @@ func (f *Follower) Pending() (n int, oldest time.Duration) {
 	return len(f.pending), oldest
 }
 
-// Stats returns the totals of what the follower published.
-func (f *Follower) Stats() Stats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := f.stats
-	st.Failed = append([]string(nil), st.Failed...)
-	return st
-}
-
 // Run follows the directory until ctx is done: every segment present at
 // the start and every one completed later is published once (in the
 // directory's segment order among those ready together), each as Publish

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/producer"
@@ -131,7 +132,7 @@ func Publish(ctx context.Context, js jetstream.JetStream, subject, dir string, o
 func ReplaySegments(ctx context.Context, js jetstream.JetStream, subject string, segs []segment.Segment, ignored int, opts Options) (Stats, error) {
 	opts.EnsureDefaults()
 	st := Stats{Ignored: ignored}
-	p := producer.NewAsyncPublisher(js, subject, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
+	p := producer.NewAsyncPublisher(js, producer.AsyncOptions{MaxInFlight: opts.MaxInFlight, AckTimeout: opts.AckTimeout,
 		RetryFor: opts.RetryFor, Healthy: opts.Healthy, Progress: opts.Progress, Logger: opts.Logger})
 	// stats is st with the publisher's counts.
 	stats := func() Stats {

@@ -93,10 +93,6 @@ type Store struct {
 	migrated *Migration
 }
 
-// SchemaVersion is verdryx's own schema version (table verdryx_schema);
-// PRAGMA user_version stays the Python verdryx's 1.
-func SchemaVersion() int { return schemaVersion }
-
 // pageSize is the page size of a store file created by this build.
 const pageSize = 64 << 10
 

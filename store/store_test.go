@@ -48,7 +48,7 @@ func TestOpenConfiguresAndMigrates(t *testing.T) {
 	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v))
 	assert.Equal(t, 1, v, "the Python verdryx's user_version, which it checks")
 	require.NoError(t, st.db.QueryRowContext(ctx, "SELECT version FROM verdryx_schema").Scan(&v))
-	assert.Equal(t, SchemaVersion(), v)
+	assert.Equal(t, schemaVersion, v)
 	var mode string
 	require.NoError(t, st.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
 	assert.Equal(t, "wal", mode)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/testkit/calltest"
 )
 
 // Fuzz targets for every decoder that takes outside bytes. Run one for a
@@ -18,7 +19,7 @@ import (
 // panics the decoder, and an accepted record has a valid agent_id and
 // converts to a call.
 func FuzzDecodeCallRecord(f *testing.F) {
-	b, _ := json.Marshal(calls.RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
+	b, _ := json.Marshal(calltest.RecordOf(calls.Call{RunID: "r", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 5, AgentID: "agent://a.b/c"}))
 	f.Add(b)
 	f.Add([]byte(`{"call_id":"c1","decision":"allow"}`))
 	f.Add([]byte(`{"run_id":"r","cost_micro_usd":1}`))

@@ -202,12 +202,6 @@ type Options struct {
 	MaxRecordBytes int
 }
 
-// DefaultOptions returns the options of `verdryx serve` with no flags but
-// the data directory.
-func DefaultOptions(dataDir string) Options {
-	return Options{DataDir: dataDir, Listen: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:9464", Subjects: streams.DefaultSubjects()}
-}
-
 // Defaults returns the default of every option that has one and does not
 // depend on DataDir: the values EnsureDefaults fills in, and HTTPAddr's
 // (127.0.0.1:9464), which EnsureDefaults leaves empty because "" disables

@@ -23,7 +23,7 @@ func runOnce(t *testing.T, fixture string, mutate func(*Options)) (calls int64, 
 	t.Helper()
 	dir, aerr := filepath.Abs(filepath.Join("..", "testdata", "traces", fixture))
 	require.NoError(t, aerr)
-	opts := DefaultOptions(t.TempDir())
+	opts := Options{DataDir: t.TempDir()}
 	opts.Listen, opts.HTTPAddr, opts.Once, opts.ReplayDir = "127.0.0.1:0", "", true, dir
 	if mutate != nil {
 		mutate(&opts)
@@ -80,7 +80,7 @@ func evals(outs []Output) []EvalOutput {
 // Earlier.
 func TestWorkerRunOnceDrainsThenReportsFromTheOpenStore(t *testing.T) {
 	events := filepath.Join(t.TempDir(), "events.ndjson")
-	opts := DefaultOptions(t.TempDir())
+	opts := Options{DataDir: t.TempDir()}
 	dir, err := filepath.Abs(filepath.Join("..", "testdata", "traces", "basic"))
 	require.NoError(t, err)
 	opts.Listen, opts.HTTPAddr, opts.Once, opts.ReplayDir = "127.0.0.1:0", "", true, dir

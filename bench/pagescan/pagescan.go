@@ -16,15 +16,10 @@ import (
 	"github.com/verdryx/verdryx/segment"
 )
 
-// Scan reads every page of the given columns of a segment and folds each
-// value (or dictionary index) into a checksum, doing nothing else. It
-// returns the rows scanned and the checksum (so the work cannot be
-// optimised away).
-func Scan(path string, fields calls.FieldSet) (rows int64, sum uint64, err error) {
-	return scan(path, fields, -1)
-}
-
-// ScanRowGroup is Scan of row group gi only: the unit of a parallel scan.
+// ScanRowGroup reads every page of the given columns of row group gi
+// of a segment and folds each value (or dictionary index) into a
+// checksum, doing nothing else. It returns the rows scanned and the
+// checksum (so the work cannot be optimised away): the unit of a parallel scan.
 func ScanRowGroup(path string, fields calls.FieldSet, gi int) (rows int64, sum uint64, err error) {
 	return scan(path, fields, gi)
 }

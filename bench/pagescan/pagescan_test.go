@@ -28,7 +28,7 @@ func BenchmarkPageScan(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, s := range segs {
-			if _, _, err := Scan(s.Path, r.Fields()); err != nil {
+			if _, _, err := scanAll(s.Path, r.Fields()); err != nil {
 				b.Fatal(err)
 			}
 		}

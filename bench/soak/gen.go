@@ -186,10 +186,6 @@ func (g *Generator) Next() (Delivery, bool, error) {
 	return dl, true, nil
 }
 
-// Beyond returns the calls held for a day after the last one: generated,
-// never delivered.
-func (g *Generator) Beyond() int64 { return g.beyond }
-
 // call draws the next call of the fleet at ts.
 func (g *Generator) call(ts int64) calls.Call {
 	k := g.rng.IntN(len(g.live))

@@ -48,7 +48,7 @@ func encodeCalls(h Header, fields calls.FieldSet, rows []uint64, cs []calls.Call
 	var b Builder
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
 	for i := range cs {
-		b.AppendCall(&cs[i], rows[i], runs, syms)
+		b.appendCall(&cs[i], rows[i], runs, syms)
 	}
 	return b.Encode(nil, h, fields, 0, b.Len(), runs, syms)
 }
@@ -116,7 +116,7 @@ func TestSubRangesEncodeTheirOwnRows(t *testing.T) {
 	var b Builder
 	runs, syms := calls.NewSymbols(), calls.NewSymbols()
 	for i := range cs {
-		b.AppendCall(&cs[i], uint64(10+2*i), runs, syms)
+		b.appendCall(&cs[i], uint64(10+2*i), runs, syms)
 	}
 	h := Header{Segment: "s", Parts: 1}
 	for _, rg := range [][2]int{{0, 100}, {0, 1}, {37, 64}, {99, 100}} {
@@ -331,7 +331,7 @@ func TestAppendRowsIsAppendOfEachRow(t *testing.T) {
 		for i := range n {
 			if r.IntN(3) > 0 {
 				idx, rows = append(idx, int32(i)), append(rows, uint64(10*i))
-				one.Append(src, i, uint64(10*i))
+				one.appendRow(src, i, uint64(10*i))
 			}
 		}
 		if len(idx) == 0 {
@@ -361,7 +361,7 @@ func BenchmarkDecode(b *testing.B) {
 		if i%97 == 0 {
 			c.Outcome = "case_resolved"
 		}
-		bl.AppendCall(&c, uint64(i*16), runs, syms)
+		bl.appendCall(&c, uint64(i*16), runs, syms)
 	}
 	fields := calls.Fields(calls.FieldTSMillis, calls.FieldRunID, calls.FieldDecision, calls.FieldCostMicroUSD,
 		calls.FieldStep, calls.FieldAgentID, calls.FieldOutcome)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/segment"
+	"github.com/verdryx/verdryx/testkit/calltest"
 	"github.com/verdryx/verdryx/tracegen"
 )
 
@@ -97,7 +98,7 @@ func TestInputForms(t *testing.T) {
 	var arr, nd bytes.Buffer
 	recs := make([]calls.CallRecord, len(all))
 	for i, c := range all {
-		recs[i] = calls.RecordOf(c)
+		recs[i] = calltest.RecordOf(c)
 		line, err := json.Marshal(recs[i])
 		require.NoError(t, err)
 		nd.Write(append(line, '\n'))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/verdryx/verdryx/internal/ratelog"
 	"github.com/verdryx/verdryx/redact"
 )
@@ -110,12 +111,6 @@ func kindOf(err error) Kind {
 type BatchHandler interface {
 	HandleBatch(ctx context.Context, msgs []Msg) []error
 }
-
-// BatchHandlerFunc adapts a function to BatchHandler.
-type BatchHandlerFunc func(ctx context.Context, msgs []Msg) []error
-
-// HandleBatch calls f.
-func (f BatchHandlerFunc) HandleBatch(ctx context.Context, msgs []Msg) []error { return f(ctx, msgs) }
 
 // DeadLetterer copies a terminated message with its reason to the
 // dead-letter subject.

@@ -23,7 +23,7 @@ func TestRunStopsWithinFinishWithin(t *testing.T) {
 	_, err := e.JS.Publish(ctx, e.Subjects.EvalRequests, []byte(`{}`))
 	require.NoError(t, err)
 	entered, cancelled := make(chan struct{}), make(chan error, 1)
-	h := pull.BatchHandlerFunc(func(hctx context.Context, msgs []pull.Msg) []error {
+	h := handlerFunc(func(hctx context.Context, msgs []pull.Msg) []error {
 		close(entered)
 		<-hctx.Done()
 		cancelled <- hctx.Err()
@@ -48,3 +48,7 @@ func TestRunStopsWithinFinishWithin(t *testing.T) {
 	}
 	require.True(t, errors.Is(<-cancelled, context.Canceled), "the handler's context was cancelled")
 }
+
+type handlerFunc func(ctx context.Context, msgs []pull.Msg) []error
+
+func (f handlerFunc) HandleBatch(ctx context.Context, msgs []pull.Msg) []error { return f(ctx, msgs) }

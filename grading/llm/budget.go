@@ -174,13 +174,6 @@ func (b *Budget) Counts() (paid, refused int) {
 	return b.calls, b.refused
 }
 
-// Reached reports whether the spend has reached the limit.
-func (b *Budget) Reached() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.spent >= b.limit
-}
-
 // paid reports whether a call of model costs anything: priced above 0, or
 // not priced at all (an unpriced model cannot be bounded; Prepare refuses
 // a capped run with one).

@@ -56,16 +56,6 @@ type Report struct {
 	ControlResults  []ControlResult           `json:"control_results"`
 }
 
-// Run grades every golden case of set unmutated, under each
-// named mutation and under each control of its reference answer, answered
-// (retrieval and context) by p over corpus, with the graders eval uses. A
-// case that fails unmutated is listed in BaseFailures and not mutated. The
-// report's slices are never nil. An error of p names the case; the report
-// so far is returned with it.
-func Run(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker) (Report, error) {
-	return RunWith(ctx, set, corpus, p, Options{})
-}
-
 // Options configure RunWith.
 type Options struct {
 	// Semantic, when set, grades every answer (unmutated, mutant,
@@ -83,7 +73,12 @@ const ClassUnsupportedClaim = "unsupported claim appended"
 // nothing a corpus of sources is likely to say.
 const unsupportedClaim = "The keepers also repaint the lantern gallery vermilion every Michaelmas."
 
-// RunWith is Run with options.
+// RunWith grades every golden case of set unmutated, under each
+// named mutation and under each control of its reference answer, answered
+// (retrieval and context) by p over corpus, with the graders eval uses. A
+// case that fails unmutated is listed in BaseFailures and not mutated. The
+// report's slices are never nil. An error of p names the case; the report
+// so far is returned with it.
 func RunWith(ctx context.Context, set *grading.EvalSet, corpus rag.Corpus, p grading.RAGAsker, opts Options) (Report, error) {
 	grade := func(id string, rec rag.Record) (float64, []grader.Check) {
 		v, checks := set.GradeRAGRecord(id, rec)

@@ -27,7 +27,7 @@ func TestRunMutationsKillsEveryMutant(t *testing.T) {
 	require.True(t, ok)
 	p, err := grading.OfflineRAG(ctx, cpath, nil)
 	require.NoError(t, err)
-	rep, err := Run(ctx, set, corpus, p)
+	rep, err := RunWith(ctx, set, corpus, p, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, set.ID, rep.EvalSet)
 	assert.Positive(t, rep.Cases)
@@ -67,13 +67,13 @@ func TestRunMutationsBaseFailures(t *testing.T) {
 	set, err := grading.LoadEvalSet(grimoire(t))
 	require.NoError(t, err)
 	corpus, _, _ := set.RAGCorpus()
-	rep, err := Run(ctx, set, corpus, weakAsker{})
+	rep, err := RunWith(ctx, set, corpus, weakAsker{}, Options{})
 	require.NoError(t, err)
 	assert.Len(t, rep.BaseFailures, rep.Cases)
 	assert.Zero(t, rep.Mutants, "a failing case is not mutated")
 	assert.Zero(t, rep.Sensitivity, "nothing measured is 0, which fails the run")
 
-	_, err = Run(ctx, set, corpus, weakAsker{err: errors.New("down")})
+	_, err = RunWith(ctx, set, corpus, weakAsker{err: errors.New("down")}, Options{})
 	assert.ErrorContains(t, err, "case "+set.Cases[0].ID+": down")
 }
 
@@ -137,7 +137,7 @@ func TestRunSemanticKillsUnsupportedClaim(t *testing.T) {
 
 	// Without the semantic checks the class is not run (the golden checks
 	// cannot see it).
-	plain, err := Run(ctx, set, corpus, p)
+	plain, err := RunWith(ctx, set, corpus, p, Options{})
 	require.NoError(t, err)
 	assert.NotContains(t, plain.Classes, ClassUnsupportedClaim)
 }

@@ -67,9 +67,6 @@ func New(dataDir string) *Cache {
 	return &Cache{dir: filepath.Join(dataDir, "index", "cache")}
 }
 
-// Dir returns <data>/index/cache.
-func (c *Cache) Dir() string { return c.dir }
-
 // Options configure Embed.
 type Options struct {
 	// Cache keeps the vectors; nil embeds every text.

@@ -232,10 +232,10 @@ func TestCorruptEntriesAreReembedded(t *testing.T) {
 	}
 	assert.Equal(t, 4, f.inputs())
 	require.NoError(t, c.Preflight())
-	require.NoError(t, os.RemoveAll(c.Dir()))
-	require.NoError(t, os.Symlink(t.TempDir(), c.Dir()))
+	require.NoError(t, os.RemoveAll(c.dir))
+	require.NoError(t, os.Symlink(t.TempDir(), c.dir))
 	assert.ErrorIs(t, c.Preflight(), index.ErrUnsafePath)
-	assert.Equal(t, filepath.Join(dir, "index", "cache"), c.Dir())
+	assert.Equal(t, filepath.Join(dir, "index", "cache"), c.dir)
 }
 
 // TestPrune: entries whose key is not kept and stray temporary files are

@@ -41,7 +41,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.SetBytes(n)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Load(dir, DefaultOptions()); err != nil {
+		if _, err := loadDir(dir, DefaultOptions()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -130,39 +130,15 @@ type Skipped struct {
 	Reason string `json:"reason"`
 }
 
-// Result is a folder read: its documents, the paths skipped and, from
-// Load, the corpus of its chunks.
+// Result is a folder read: its documents and the paths skipped.
 type Result struct {
 	// Corpus holds one entry per chunk, files in lexical path order and
-	// chunks in document order (Load only; Walk streams them instead).
+	// chunks in document order, when a caller collects them; Walk leaves
+	// it empty (it streams them).
 	Corpus rag.Corpus
 	// Files are the documents read, Skipped the paths that were not.
 	Files   []File
 	Skipped []Skipped
-}
-
-// Load reads the documents under dir (recursively; dir itself may be a
-// symbolic link, nothing under it is followed) and returns their chunks as
-// a corpus (Walker, collected). Symbolic links, hidden directories (a name
-// starting with '.'), files that are not regular, files of no known Kind
-// and files whose path a context label cannot carry (a quote, ']' or a
-// line break) are listed in Skipped. A document that is not UTF-8 or
-// cannot be read is an error naming it. It only reads.
-func Load(dir string, opts Options) (Result, error) {
-	w, err := NewWalker(dir, opts)
-	if err != nil {
-		return Result{}, err
-	}
-	c := w.Schema()
-	res, err := w.Walk(func(e rag.Entry) error {
-		c.Entries = append(c.Entries, e)
-		return nil
-	})
-	if err != nil {
-		return Result{}, err
-	}
-	res.Corpus = c
-	return res, nil
 }
 
 // corpusID is the slug of the folder's base name.

@@ -48,7 +48,7 @@ func copyDir(t *testing.T, src string) string {
 
 func load(t *testing.T, dir string, opts Options) Result {
 	t.Helper()
-	res, err := Load(dir, opts)
+	res, err := loadDir(dir, opts)
 	require.NoError(t, err)
 	return res
 }
@@ -301,7 +301,7 @@ func TestSkippedAndRefused(t *testing.T) {
 
 	bad := append([]byte("# Fine\n\nok "), 0xff, 'x')
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "locks", "bad.md"), bad, 0o644))
-	_, err := Load(dir, DefaultOptions())
+	_, err := loadDir(dir, DefaultOptions())
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrNotUTF8), err)
 	assert.Contains(t, err.Error(), "locks/bad.md")
@@ -330,7 +330,7 @@ func TestTextParagraphs(t *testing.T) {
 
 func TestOptionsRefused(t *testing.T) {
 	for _, o := range []Options{{ChunkTokens: 4}, {ChunkTokens: 100, ChunkOverlap: 100}, {ChunkTokens: 100, ChunkOverlap: -1}} {
-		_, err := Load(manual, o)
+		_, err := loadDir(manual, o)
 		assert.Error(t, err, "%+v", o)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // Prose returns, for each entry of c cut from a Markdown document (its
 // "source" a Markdown path and its "span" the bytes its text covers, as
-// Load writes them), the byte ranges [start, end) of its text that are
+// Walk writes them), the byte ranges [start, end) of its text that are
 // prose: the text of paragraphs, list items and block quotes, link texts
 // included. Headings, fenced and indented code (console output too), HTML
 // blocks, inline code spans, images, autolinks, raw HTML and what an HTML

@@ -39,11 +39,11 @@ func TestChunksRetrieveTheirSection(t *testing.T) {
 		{"Which version added lease renewal batching?", "Version 2.4"},
 		{"Which release first had fencing tokens?", "Version 2.2"},
 	} {
-		chunks, err := p.Retrieve(context.Background(), q.question)
+		rec, err := p.Ask(context.Background(), q.question)
 		require.NoError(t, err)
 		found := false
 		var ids []string
-		for _, c := range chunks {
+		for _, c := range rec.Chunks {
 			ids = append(ids, c.ID)
 			found = found || strings.Contains(c.Text, q.answer)
 		}

@@ -61,8 +61,12 @@ func (w *Walker) Schema() rag.Corpus {
 
 // Walk reads the documents (files in lexical path order, chunks in
 // document order) and calls fn with each chunk's entry, in order; an
-// error from fn stops the walk and is returned. Skipped paths are as Load
-// describes. Entry ids are unique across the folder: an id repeated by a
+// error from fn stops the walk and is returned. Symbolic links, hidden
+// directories (a name starting with '.'), files that are not regular,
+// files of no known Kind and files whose path a context label cannot
+// carry (a quote, ']' or a line break) are listed in Skipped. A document
+// that is not UTF-8 or cannot be read is an error naming it. It only
+// reads. Entry ids are unique across the folder: an id repeated by a
 // later document (two paths of one slug) gets "~2", "~3", ... Metadata
 // has the types rag.ParseCorpus gives (span numbers as json.Number,
 // headings as []any).

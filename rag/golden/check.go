@@ -18,7 +18,7 @@ type Check struct {
 	Detail string
 }
 
-// Names of the golden checks, in the order CheckGolden reports them.
+// Names of the golden checks, in the order Checker.Check reports them.
 const (
 	CheckRankedIDs          = "ranked_ids"
 	CheckCollisionInContext = "collision_sibling_in_context"
@@ -71,11 +71,6 @@ func NewChecker(c rag.Corpus) *Checker {
 		}
 	}
 	return k
-}
-
-// CheckGolden grades rec against gc with the checks of NewChecker(c).Check.
-func CheckGolden(gc Case, rec rag.Record, c rag.Corpus) []Check {
-	return NewChecker(c).Check(gc, rec)
 }
 
 // citation is one id cited in square brackets.
@@ -647,16 +642,6 @@ func maskKey(key, sub string) string {
 	return strings.ReplaceAll(key, sub, strings.Repeat("\x00", len(sub)))
 }
 
-// Passed reports whether every check is OK.
-func Passed(checks []Check) bool {
-	for _, c := range checks {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
-}
-
 func detailList(prefix string, items []string) string {
 	if len(items) == 0 {
 		return ""
@@ -676,20 +661,6 @@ func clip(s string) string {
 		return s[:77] + "..."
 	}
 	return s
-}
-
-// UngroundedNumbers returns each quantity of rec.Answer (as written,
-// folded) that no chunk cited in its sentence, or in the citation that
-// closes it, holds. Quantities are compared as values with the default
-// unit table; the chunks are the record's. An answer with numbers and no
-// citation has every number ungrounded.
-func UngroundedNumbers(rec rag.Record) []string {
-	c := rag.Corpus{}
-	for _, ch := range rec.Chunks {
-		c.Entries = append(c.Entries, rag.Entry{ID: ch.ID, Text: ch.Text, Metadata: ch.Metadata})
-	}
-	k := NewChecker(c)
-	return k.ungrounded(k.analyse(rec.Answer), rec)
 }
 
 // ungrounded returns the quantities of a that no chunk supporting their

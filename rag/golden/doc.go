@@ -1,8 +1,7 @@
 // Package golden holds the golden cases of a RAG corpus and the checks of
 // an answer against them: the golden file format (Case, Load, Parse),
 // Validate, which derives each case's subjects from the corpus and checks
-// the cases' evidence, the RAG grader's eval set (LoadEvalSet), the
-// Checker, and the named Mutations and Controls that prove the checks
+// the cases' evidence, the Checker, and the named Mutations and Controls that prove the checks
 // catch wrong answers and pass right ones.
 //
 // A golden file is {"id": "...", "cases": [...]} where each case has the
@@ -22,7 +21,8 @@
 // and negated qualifiers. Mutations derives the wrong answers the checks
 // must catch.
 //
-// An eval set for the RAG grader uses the verdryx eval-set shape:
+// An eval set for the RAG grader uses the verdryx eval-set shape (read by
+// grading.LoadEvalSet):
 //
 //	{
 //	  "id": "grimoire-golden-v1",
@@ -30,8 +30,7 @@
 //	  "cases": [{"id": "<case_id>", "grader": "rag", "golden": "golden.json#<case_id>"}]
 //	}
 //
-// Paths are relative to the eval-set file. LoadEvalSet resolves and
-// validates all of it.
+// Paths are relative to the eval-set file.
 //
 // Draft writes skeleton cases for chosen chunks (verdryx golden draft); their
 // questions open with DraftMarker, which Parse refuses until replaced.

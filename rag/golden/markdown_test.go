@@ -23,9 +23,15 @@ const bracketsFolder = "../docs/testdata/brackets"
 
 func loadBrackets(t *testing.T) rag.Corpus {
 	t.Helper()
-	res, err := docs.Load(bracketsFolder, docs.DefaultOptions())
+	w, err := docs.NewWalker(bracketsFolder, docs.DefaultOptions())
 	require.NoError(t, err)
-	return res.Corpus
+	c := w.Schema()
+	_, err = w.Walk(func(e rag.Entry) error {
+		c.Entries = append(c.Entries, e)
+		return nil
+	})
+	require.NoError(t, err)
+	return c
 }
 
 // citationFailures returns the failed citation checks of answer graded

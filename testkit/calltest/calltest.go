@@ -1,4 +1,5 @@
-// Package calltest generates calls and reduces them for tests of the
+// Package calltest generates calls, puts them in the forms the worker
+// receives them (records, row batches) and reduces them, for tests of the
 // packages that fold calls (partstate, fleet): what a partition state or
 // a fleet reports is compared with the direct reduction of the same calls.
 package calltest
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/outcome"
 )
 
@@ -71,4 +73,58 @@ func ReportJSON(t testing.TB, r *outcome.Reducer) []byte {
 	}{rep, slo}, "", " ")
 	require.NoError(t, err)
 	return b
+}
+
+// RecordOf returns the record form of c, the inverse of CallRecord.Call:
+// every field present, run_id and step only when c has them.
+func RecordOf(c calls.Call) calls.CallRecord {
+	r := calls.CallRecord{
+		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
+		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
+		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
+		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
+	}
+	if c.HasRunID {
+		r.RunID = &c.RunID
+	}
+	if c.HasStep {
+		r.Step = &c.Step
+	}
+	return r
+}
+
+// AppendCalls adds cs to b as segment rows first, first+1, ... the way a
+// segment scan does (calls.Batch columns, then Builder.AppendRows), their
+// strings interned into runs (run_id) and syms (every other string): pass
+// the same tables to Encode.
+func AppendCalls(b *rowbatch.Builder, cs []calls.Call, first uint64, runs, syms *calls.Symbols) {
+	n := len(cs)
+	src := &calls.Batch{Len: n, HasRunID: true,
+		TSMillis: make([]int64, n), RunID: make([]int32, n), Model: make([]int32, n), Decision: make([]int32, n),
+		InputTokens: make([]uint64, n), OutputTokens: make([]uint64, n), CostMicroUSD: make([]int64, n),
+		Step: make([]uint32, n), StepNull: make([]bool, n), AgentID: make([]int32, n), SavedMicroUSD: make([]int64, n),
+		ParentRunID: make([]int32, n), OnBehalfOf: make([]int32, n), Outcome: make([]int32, n), KeyID: make([]int32, n),
+		Unit: make([]int32, n), ToolCalls: make([]uint32, n), ToolNull: make([]bool, n)}
+	idx, rows := make([]int32, n), make([]uint64, n)
+	for i := range cs {
+		c := &cs[i]
+		idx[i], rows[i] = int32(i), first+uint64(i)
+		src.TSMillis[i], src.InputTokens[i], src.OutputTokens[i] = c.TSMillis, c.InputTokens, c.OutputTokens
+		src.CostMicroUSD[i], src.SavedMicroUSD[i] = c.CostMicroUSD, c.SavedMicroUSD
+		src.Step[i], src.StepNull[i] = c.Step, !c.HasStep
+		if c.ToolCalls != nil {
+			src.ToolCalls[i] = *c.ToolCalls
+		} else {
+			src.ToolNull[i] = true
+		}
+		src.RunID[i] = runs.InternString(c.RunID)
+		for _, s := range []struct {
+			col []int32
+			v   string
+		}{{src.Model, c.Model}, {src.Decision, c.Decision}, {src.AgentID, c.AgentID}, {src.ParentRunID, c.ParentRunID},
+			{src.OnBehalfOf, c.OnBehalfOf}, {src.Outcome, c.Outcome}, {src.KeyID, c.KeyID}, {src.Unit, c.Unit}} {
+			s.col[i] = syms.InternString(s.v)
+		}
+	}
+	b.AppendRows(src, idx, rows)
 }
