@@ -89,23 +89,13 @@ func (h *Handler) handleCompare(ctx context.Context, req Request, greq evalrun.R
 	if !seen {
 		cid = ids.New("cmp", h.now())
 	}
-	if h.opts.Claims != nil {
-		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, cid)
-		if errors.Is(err, errClaimedElsewhere) {
-			return pull.Elsewhere("claim eval request", err)
-		}
-		if err != nil {
-			return pull.Transient("claim eval request", err)
-		}
-		if cl.State == claimDone {
-			var res evalrun.CompareResult
-			if err := json.Unmarshal(cl.Result, &res); err != nil {
-				return pull.Permanent("claimed eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
-			}
-			h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true, Warning: compareWarning(res, nil)})
-			return nil
-		}
-		cid = cl.RunID
+	cid, done, err := h.claim(ctx, req, cid, func(raw json.RawMessage) (string, error) {
+		var res evalrun.CompareResult
+		err := json.Unmarshal(raw, &res)
+		return compareWarning(res, nil), err
+	})
+	if done || err != nil {
+		return err
 	}
 	if !seen {
 		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, cid, h.now()); err != nil {

@@ -157,6 +157,35 @@ type QualityLog interface {
 // DefaultCatchUpWait is Options.CatchUpWait's default.
 const DefaultCatchUpWait = 5 * time.Second
 
+// claim takes the fleet-wide claim of req for id (with Options.Claims;
+// without, id as it is). It returns the id the claim holds (another
+// attempt's, when one began it) and done when another worker finished the
+// request: then it has answered from that worker's claim, with the
+// warning warn reads from the stored result, and the caller returns
+// err. A live instance grading it elsewhere is pull.Elsewhere (retried;
+// readiness stays as it is).
+func (h *Handler) claim(ctx context.Context, req Request, id string, warn func(json.RawMessage) (string, error)) (string, bool, error) {
+	if h.opts.Claims == nil {
+		return id, false, nil
+	}
+	cl, err := h.opts.Claims.Claim(ctx, req.RequestID, id)
+	if errors.Is(err, errClaimedElsewhere) {
+		return "", true, pull.Elsewhere("claim eval request", err)
+	}
+	if err != nil {
+		return "", true, pull.Transient("claim eval request", err)
+	}
+	if cl.State != claimDone {
+		return cl.RunID, false, nil
+	}
+	w, err := warn(cl.Result)
+	if err != nil {
+		return "", true, pull.Permanent("claimed eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
+	}
+	h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true, Warning: w})
+	return "", true, nil
+}
+
 // warning is the Reply.Warning of a result: a run the cost cap stopped,
 // a run with no case graded.
 func warning(res evalrun.Result) string {
@@ -323,27 +352,13 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	if !seen {
 		runID = ids.New("run", h.now())
 	}
-	if h.opts.Claims != nil {
-		cl, err := h.opts.Claims.Claim(ctx, req.RequestID, runID)
-		if errors.Is(err, errClaimedElsewhere) {
-			// Another live instance grades it: retried, but nothing is
-			// wrong with this worker (readiness stays as it is).
-			return pull.Elsewhere("claim eval request", err)
-		}
-		if err != nil {
-			return pull.Transient("claim eval request", err)
-		}
-		if cl.State == claimDone {
-			// Graded and emitted by another worker: answer from its claim,
-			// with the warning its own reply carried.
-			var res evalrun.Result
-			if err := json.Unmarshal(cl.Result, &res); err != nil {
-				return pull.Permanent("claimed eval result unreadable", fmt.Errorf("request %s: %w", req.RequestID, err))
-			}
-			h.reply(req, Reply{RequestID: req.RequestID, OK: true, Result: cl.Result, Replayed: true, Warning: warning(res)})
-			return nil
-		}
-		runID = cl.RunID
+	runID, done, err := h.claim(ctx, req, runID, func(raw json.RawMessage) (string, error) {
+		var res evalrun.Result
+		err := json.Unmarshal(raw, &res)
+		return warning(res), err
+	})
+	if done || err != nil {
+		return err
 	}
 	if !seen {
 		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {

@@ -167,7 +167,9 @@ func (wk *clusterWorker) waitReady(t *testing.T) {
 // the claims bucket alone. The worker never exits, /readyz says 503 while
 // its writes fail and 200 once they flow, every request is graded once
 // (one stored run, one result) and answered, each by the attempt under
-// way: no delivery failed and went back to the stream.
+// way: no delivery failed and went back to the stream. A reply lost in
+// transit (core NATS) is asked for again, as a client would, and comes
+// from the store.
 func TestEvalRidesOutLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test")
@@ -212,18 +214,21 @@ func TestEvalRidesOutLeaderLoss(t *testing.T) {
 	set := `{"id":"leader-loss","cases":[` + strings.Join(cases, ",") + `]}`
 	// publish sends n requests named prefix-i, each until JetStream stores
 	// it (a request id is its message id: stored once).
+	send := func(id, msgID string) {
+		b := fmt.Sprintf(`{"request_id":%q,"eval_set":%s,"model":"stub","agent_id":"agent://acme.example/leader-bot","reply_to":%q}`, id, set, inbox+"."+id)
+		jstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := adm.Publish(pctx, s.EvalRequests, []byte(b), jetstream.WithMsgID(msgID))
+			return err
+		})
+	}
 	publish := func(prefix string, n int) []string {
 		var ids []string
 		for i := range n {
 			id := fmt.Sprintf("%s-%d", prefix, i)
 			ids = append(ids, id)
-			b := fmt.Sprintf(`{"request_id":%q,"eval_set":%s,"model":"stub","agent_id":"agent://acme.example/leader-bot","reply_to":%q}`, id, set, inbox+"."+id)
-			jstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				_, err := adm.Publish(pctx, s.EvalRequests, []byte(b), jetstream.WithMsgID("eval:"+id))
-				return err
-			})
+			send(id, "eval:"+id)
 		}
 		return ids
 	}
@@ -240,12 +245,45 @@ func TestEvalRidesOutLeaderLoss(t *testing.T) {
 	}
 	wk := startClusterWorker(t, c, s, func(*Options) {})
 	wk.waitReady(t)
+	// A client that misses its reply asks again: replies are core NATS,
+	// at most once (one published as a server comes back can be dropped
+	// before the test's interest reaches that server), and the worker
+	// answers a request it graded again from its store. askAgain sends a
+	// request again, under a new message id, once the worker has graded
+	// it and its reply has not come for 5 s.
+	unanswered := map[string]time.Time{}
+	asked := 0
+	askAgain := func(ids []string) {
+		graded := map[string]bool{}
+		for _, out := range wk.outputs() {
+			if out.Eval != nil {
+				graded[out.Eval.Request.RequestID] = true
+			}
+		}
+		for _, id := range ids {
+			mu.Lock()
+			got := answers[id] > 0
+			mu.Unlock()
+			since, seen := unanswered[id]
+			switch {
+			case got || !graded[id]:
+			case !seen:
+				unanswered[id] = time.Now()
+			case time.Since(since) > 5*time.Second:
+				asked++
+				send(id, fmt.Sprintf("eval:%s:again-%d", id, asked))
+				t.Logf("request %s graded, its reply not come: asked again", id)
+				unanswered[id] = time.Now()
+			}
+		}
+	}
 	allAnswered := func(ids []string) {
 		jstest.CheckFor(t, 180*time.Second, 50*time.Millisecond, func() error {
 			if wk.exited.Load() {
 				t.Fatal("the worker exited")
 			}
 			if n := answered(ids); n < len(ids) {
+				askAgain(ids)
 				return fmt.Errorf("%d of %d requests answered", n, len(ids))
 			}
 			return nil
@@ -341,11 +379,17 @@ func TestEvalRidesOutLeaderLoss(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	lost := 0
 	for _, id := range append(first, second...) {
 		require.Equal(t, 1, results[id], "request %s graded once", id)
-		require.Equal(t, 1, fresh[id], "request %s answered fresh once", id)
+		require.LessOrEqual(t, fresh[id], 1, "request %s answered fresh at most once", id)
+		require.GreaterOrEqual(t, answers[id], 1, "request %s answered", id)
 		require.Equal(t, 1, runs[id], "request %s has one stored run", id)
+		if fresh[id] == 0 {
+			lost++
+		}
 	}
+	t.Logf("%d fresh replies lost and answered again from the store (asked %d times again)", lost, asked)
 	require.Len(t, runs, len(first)+len(second))
 }
 

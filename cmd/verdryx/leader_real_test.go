@@ -231,16 +231,21 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 	}
 	set := `{"id":"real-leader","cases":[` + strings.Join(cases, ",") + `]}`
 	var ids []string
+	send := func(id, msgID string) {
+		b := fmt.Sprintf(`{"request_id":%q,"eval_set":%s,"model":"stub","agent_id":"agent://acme.example/real-leader","reply_to":"verdryx.reply.leader.%s"}`, id, set, id)
+		jstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := adm.Publish(pctx, s.EvalRequests, []byte(b), jetstream.WithMsgID(msgID))
+			return err
+		})
+	}
 	publish := func(prefix string, n int) []string {
 		var batch []string
 		for i := range n {
 			id := fmt.Sprintf("%s-%d", prefix, i)
 			batch = append(batch, id)
-			b := fmt.Sprintf(`{"request_id":%q,"eval_set":%s,"model":"stub","agent_id":"agent://acme.example/real-leader","reply_to":"verdryx.reply.leader.%s"}`, id, set, id)
-			jstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-				_, err := adm.Publish(ctx, s.EvalRequests, []byte(b), jetstream.WithMsgID("eval:"+id))
-				return err
-			})
+			send(id, "eval:"+id)
 		}
 		ids = append(ids, batch...)
 		return batch
@@ -255,6 +260,32 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 			}
 		}
 		return n
+	}
+	// A client that misses its reply asks again: replies are core NATS,
+	// at most once, and a worker answers a request it graded from its
+	// store. askAgain sends the unanswered requests of batch again, under
+	// new message ids, when no answer has come for 15 s.
+	asked, lastAnswered, lastProgress := 0, -1, time.Now()
+	askAgain := func(batch []string) {
+		a := answered(batch)
+		if a != lastAnswered {
+			lastAnswered, lastProgress = a, time.Now()
+			return
+		}
+		if time.Since(lastProgress) < 15*time.Second {
+			return
+		}
+		for _, id := range batch {
+			mu.Lock()
+			got := answers[id] > 0
+			mu.Unlock()
+			if !got {
+				asked++
+				send(id, fmt.Sprintf("eval:%s:again-%d", id, asked))
+				t.Logf("request %s: no reply for 15 s, asked again", id)
+			}
+		}
+		lastProgress = time.Now()
 	}
 	leader := func(name string) int {
 		var i int
@@ -300,6 +331,7 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 		jstest.CheckFor(t, 120*time.Second, 50*time.Millisecond, func() error {
 			noExit()
 			if a := answered(batch); a < len(batch) {
+				askAgain(batch)
 				return fmt.Errorf("%d of %d answered", a, len(batch))
 			}
 			return nil
@@ -366,5 +398,5 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 		freshTotal += fresh[id]
 		require.Len(t, runs[id], 1, "request %s graded once across the workers (distinct runs %v)", id, runs[id])
 	}
-	t.Logf("%d of %d requests answered by their first attempt", freshTotal, len(ids))
+	t.Logf("%d of %d requests answered by their first attempt; %d asked again", freshTotal, len(ids), asked)
 }
