@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -373,4 +374,25 @@ func TestAnAnswerFromTheClaimKeepsTheWarning(t *testing.T) {
 	require.True(t, rep.OK, rep.Error)
 	require.True(t, rep.Replayed)
 	require.Equal(t, want, rep.Warning)
+}
+
+// TestAnAnswerFromAClaimTooLargeToCarryNamesTheRun: a request another
+// worker finished with a result over what a claim carries is answered by
+// its run id, with a warning saying why, not dropped.
+func TestAnAnswerFromAClaimTooLargeToCarryNamesTheRun(t *testing.T) {
+	e := newEnv(t)
+	ctx := jstest.Ctx(t, 10*time.Second)
+	other, err := NewClaims(ctx, e.JS, "other", 0, nil)
+	require.NoError(t, err)
+	_, err = other.Claim(ctx, "req-large", "run-large")
+	require.NoError(t, err)
+	raw := []byte(`{"run":{"id":"run-large","output":"` + strings.Repeat("x", maxClaimResult) + `"}}`)
+	require.NoError(t, other.Done(ctx, "req-large", "run-large", raw))
+
+	startClaimingWorker(t, e, "w")
+	rep := e.request(evalReq("req-large"))
+	require.True(t, rep.OK, rep.Error)
+	require.True(t, rep.Replayed)
+	require.JSONEq(t, `{"run_id":"run-large"}`, string(rep.Result))
+	require.Contains(t, rep.Warning, "read run run-large from a store")
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/verdryx/verdryx/internal/prefetch"
 )
 
-// ErrIncompatible marks a Merge or UnmarshalBinary of reducers whose
+// ErrIncompatible marks a Merge of reducers whose
 // options (By, From, To) differ: their states do not add up.
 var ErrIncompatible = errors.New("reducers have different options")
 

@@ -63,8 +63,9 @@ func Retryable(err error) bool {
 // RetryTry. It is the one place every single write of the worker's
 // paths retries (tail forwarding, eval requests and their claims, ledger
 // and events, dead letters), as AsyncPublisher is for batches. While any
-// write is failing, Healthy reports false. A nil *Retrier tries once. It
-// is safe for concurrent use.
+// write or read is failing, and after a failure until a write goes
+// through (see Healthy), Healthy reports false. A nil *Retrier tries
+// once. It is safe for concurrent use.
 type Retrier struct {
 	bound   time.Duration
 	logger  *slog.Logger
@@ -156,8 +157,11 @@ func (r *Retrier) do(ctx context.Context, what string, write bool, try func(ctx 
 		slow.Stop()
 		cancel()
 		if err == nil || !Retryable(err) || ctx.Err() != nil {
-			if err == nil && write {
-				r.lastOK.Store(r.now().UnixNano())
+			// A write the server answered, even with a refusal (a key a
+			// lost acknowledgement left behind), went through: the
+			// cluster takes writes again.
+			if write && ctx.Err() == nil {
+				st.through()
 			}
 			if err == nil && !first.IsZero() {
 				r.logger.Info("write succeeded after retries", "write", what, "tries", n, "after", time.Since(first).Round(time.Millisecond))
@@ -195,18 +199,28 @@ const SlowWrite = 2 * time.Second
 // writeState counts one Do call in Retrier.failing at most once, from its
 // first failure (or slow try) to its end.
 type writeState struct {
-	r             *Retrier
-	mu            sync.Mutex
-	counted, done bool
+	r                      *Retrier
+	mu                     sync.Mutex
+	counted, done, wentOut bool
+}
+
+// through notes a write that went through, so that a slow-try timer
+// firing as it returned does not count it as failing after all.
+func (w *writeState) through() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wentOut = true
+	w.r.lastOK.Store(w.r.now().UnixNano())
 }
 
 func (w *writeState) failing() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.done {
-		w.r.lastFail.Store(w.r.now().UnixNano())
+	if w.done || w.wentOut {
+		return
 	}
-	if !w.done && !w.counted {
+	w.r.lastFail.Store(w.r.now().UnixNano())
+	if !w.counted {
 		w.counted = true
 		w.r.failing.Add(1)
 	}
@@ -218,7 +232,7 @@ func (w *writeState) end() {
 	w.done = true
 	if w.counted {
 		// Ended, but not through: failing until a write goes through.
-		if w.r.lastOK.Load() < w.r.lastFail.Load() {
+		if !w.wentOut && w.r.lastOK.Load() < w.r.lastFail.Load() {
 			w.r.lastFail.Store(w.r.now().UnixNano())
 		}
 		w.r.failing.Add(-1)

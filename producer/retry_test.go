@@ -130,4 +130,17 @@ func TestRetrierReadDoesNotRecover(t *testing.T) {
 	require.False(t, r.Healthy())
 	require.NoError(t, r.Do(ctx, "w", func(context.Context) error { return nil }))
 	require.True(t, r.Healthy(), "a write through")
+
+	// A write retried after a lost acknowledgement is refused (the key
+	// its first try created exists): the server answered, so it went
+	// through.
+	tries = 0
+	err := r.Do(ctx, "w", func(context.Context) error {
+		if tries++; tries < 2 {
+			return nats.ErrTimeout
+		}
+		return jetstream.ErrKeyExists
+	})
+	require.ErrorIs(t, err, jetstream.ErrKeyExists)
+	require.True(t, r.Healthy(), "a refusal is an answer")
 }

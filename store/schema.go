@@ -267,6 +267,11 @@ func inspect(ctx context.Context, q querier) (Shape, error) {
 		case sh.Version < schemaVersion:
 			return unknown("verdryx schema %d, which no release wrote (an unreleased build's): move it aside", sh.Version)
 		}
+		for _, t := range []string{"eval_requests", "quality_log", "quality_records"} {
+			if !has(t) {
+				return unknown("verdryx schema %d without its table %s (an unreleased build's): move it aside", sh.Version, t)
+			}
+		}
 		if p, err := missingColumns(ctx, q, true); err != nil || p != "" {
 			if err != nil {
 				return Shape{}, err

@@ -389,8 +389,8 @@ func TestSettingsAndComparisonRoundTrip(t *testing.T) {
 
 // TestUnreleasedSchemaRefused: a store stamped with a verdryx schema no
 // release wrote (development versions 1 and 2, with the columns they
-// lacked) is refused by read-only and writing opens alike, and left as it
-// is.
+// lacked, and a 3 of a build before the quality log's tables) is refused
+// by read-only and writing opens alike, and left as it is.
 func TestUnreleasedSchemaRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -399,6 +399,7 @@ func TestUnreleasedSchemaRefused(t *testing.T) {
 	}{
 		{1, "ALTER TABLE eval_runs DROP COLUMN comparison_id; ALTER TABLE eval_runs DROP COLUMN settings"},
 		{2, "ALTER TABLE eval_runs DROP COLUMN comparison_id"},
+		{3, "DROP TABLE quality_records"}, // stamped 3 by a build before the quality log
 	} {
 		st, path := openTest(t)
 		require.NoError(t, st.SaveRun(ctx, sampleRun("r-1", "", t0, 1, 0)))
@@ -414,7 +415,7 @@ func TestUnreleasedSchemaRefused(t *testing.T) {
 		sh, err := Inspect(ctx, path)
 		require.NoError(t, err)
 		assert.Equal(t, KindUnknown, sh.Kind, "schema %d", c.version)
-		assert.Contains(t, sh.Problem, "which no release wrote")
+		assert.Contains(t, sh.Problem, "unreleased build")
 		for _, ro := range []bool{true, false} {
 			_, err = Open(ctx, path, Options{ReadOnly: ro})
 			require.ErrorIs(t, err, ErrUnknownShape, "schema %d, read-only %v", c.version, ro)

@@ -162,7 +162,8 @@ type Options struct {
 	// FinishWithin bounds how long Run, once its context is cancelled,
 	// lets the messages already delivered finish (their handler's context
 	// is cancelled then, and what is unfinished is redelivered after
-	// AckWait); default DefaultFinishWithin.
+	// AckWait, or at once when their nak reaches the server); default
+	// DefaultFinishWithin.
 	FinishWithin time.Duration
 	Logger       *slog.Logger // nil discards
 	Counters     Counters     // nil ignores
@@ -207,9 +208,10 @@ func New(cons jetstream.Consumer, h BatchHandler, opts Options) (*Puller, error)
 // drainTimeout bounds the wait for a consume drain on shutdown.
 const drainTimeout = 10 * time.Second
 
-// DefaultFinishWithin is Options.FinishWithin's default: within the 60 s
-// stop timeouts of the shipped systemd unit and Kubernetes manifests.
-const DefaultFinishWithin = 30 * time.Second
+// DefaultFinishWithin is Options.FinishWithin's default: with the NATS
+// drain (10 s) and the spans' flush (15 s) after it, within the 60 s stop
+// timeouts of the shipped systemd unit and Kubernetes manifests.
+const DefaultFinishWithin = 20 * time.Second
 
 // Run consumes until ctx is canceled, then stops fetching, finishes the
 // messages already delivered (for up to Options.FinishWithin, after which
@@ -252,7 +254,7 @@ func (p *Puller) Run(ctx context.Context) error {
 		select {
 		case <-finished:
 		case <-time.After(p.opts.FinishWithin):
-			p.log.Warn("shutdown: in-flight messages not finished; cancelling them (redelivered after AckWait)", "after", p.opts.FinishWithin)
+			p.log.Warn("shutdown: in-flight messages not finished; cancelling them (they go back to the stream)", "after", p.opts.FinishWithin)
 			stopWork()
 		}
 	})

@@ -3,6 +3,7 @@ package segfold
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -40,7 +41,7 @@ type segTally struct {
 // the first bad segment (in segs order) is returned and r is not changed.
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	opts.Procs = max(1, opts.Procs)
-	if opts.TuneGC {
+	if opts.TuneGC && os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(tunedGCPercent))
 	}
 	st := DirStats{Ignored: ignored}

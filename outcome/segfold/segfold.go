@@ -30,8 +30,9 @@ type DirOptions struct {
 	// fewer page faults and TLB misses, for a process that reduces and
 	// exits, not for a long-running one.
 	HugePages bool
-	// TuneGC collects garbage a quarter as often as $GOGC asks while the
-	// reduction runs (debug.SetGCPercent, restored when it returns): its
+	// TuneGC, when $GOGC is not set, collects garbage a quarter as often
+	// as the default while the reduction runs (GOGC 400, through
+	// debug.SetGCPercent, restored when it returns): its
 	// heap is nearly all live state (run and intern tables that only
 	// grow), so the default pace reclaims next to nothing for 6% of the
 	// wall time of 10 M rows, and the peak RSS stays where it was. For a
