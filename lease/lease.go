@@ -91,7 +91,7 @@ func Acquire(ctx context.Context, js jetstream.JetStream, instance, holder strin
 		return nil, fmt.Errorf("instance lease %q: %w", instance, err)
 	}
 	if other != "" {
-		return nil, fmt.Errorf("%w: instance %q is held by %s (a live worker renews it every %s); give this worker another id with --instance NAME, or stop the other one",
+		return nil, fmt.Errorf("%w: instance %q is held by %s (a live worker renews it every %s); give this worker another id (Options.Instance), or stop the other one",
 			ErrInstanceInUse, instance, other, opts.TTL/3)
 	}
 	rctx, stop := context.WithCancel(context.Background())

@@ -151,7 +151,7 @@ func NewReducer(opts Options) (*Reducer, error) {
 			r.to = opts.To.UnixMilli()
 		}
 		if r.to <= r.from {
-			return nil, fmt.Errorf("time window: --to %s is not after --from %s",
+			return nil, fmt.Errorf("time window: its end %s is not after its start %s",
 				opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 		}
 	}

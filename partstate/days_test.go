@@ -135,7 +135,7 @@ func TestAWindowOffTheHourIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrWindowNotWholeHours)
 	require.ErrorContains(t, err, "on the hour")
 	_, err = agg.Reducer(outcome.Options{To: calltest.Day0.Add(time.Millisecond)})
-	require.ErrorContains(t, err, "--to")
+	require.ErrorContains(t, err, "window's end")
 	for _, opts := range []outcome.Options{{From: calltest.Day0, To: calltest.Day0.AddDate(0, 0, 2)}, {From: calltest.Day0.Add(time.Hour)}, {To: calltest.Day0.Add(-5 * time.Hour)}} {
 		_, err = agg.Reducer(opts)
 		require.NoError(t, err)

@@ -187,7 +187,7 @@ func WindowDays(opts outcome.Options) (DayWindow, error) {
 		name string
 		t    time.Time
 		ms   *int64
-	}{{"--from", opts.From, &win.fromMs}, {"--to", opts.To, &win.toMs}} {
+	}{{"the window's start", opts.From, &win.fromMs}, {"the window's end", opts.To, &win.toMs}} {
 		if w.t.IsZero() {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/verdryx/verdryx/outcome/window"
 	htmlreport "github.com/verdryx/verdryx/report"
+	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracemsg"
 )
 
@@ -131,10 +132,7 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 // add reduces the calls of the one trace input given (none leaves the
 // cost and SLO sections not measured) into in.Traces and names the source.
 func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr io.Writer) error {
-	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
-		f.tf.tracesFromEnv(stderr)
-	}
-	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" {
+	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" && segment.EnvDir() == "" {
 		if f.tf.from != "" || f.tf.to != "" || f.tf.last != "" {
 			return usageErrorf("report: --from, --to and --last window the calls of --traces, --input or --nats: give one")
 		}
@@ -144,12 +142,7 @@ func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr
 	if err != nil {
 		return usageErrorf("report: %v", err)
 	}
-	if f.tf.traces != "" {
-		if err := checkTraceDir("--traces", f.tf.traces, f.tf.allowEmpty); err != nil {
-			return err
-		}
-	}
-	r, _, err := f.tf.reduceSource(ctx, "report", f.input, opts, stderr)
+	res, err := f.tf.reduceSource(ctx, "report", f.input, opts, stderr)
 	if err != nil {
 		return err
 	}
@@ -159,9 +152,9 @@ func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr
 	case f.input != "":
 		in.TraceSource = "records " + f.input
 	default:
-		in.TraceSource = "traces " + f.tf.traces
+		in.TraceSource = "traces " + res.Traces
 	}
-	in.Traces = r
+	in.Traces = res.Reducer
 	in.Sources = append(in.Sources, in.TraceSource)
 	return nil
 }

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/verdryx/verdryx/envelope"
-	"github.com/verdryx/verdryx/fleet"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
 	"github.com/verdryx/verdryx/outcome/window"
@@ -24,6 +24,7 @@ import (
 	"github.com/verdryx/verdryx/store"
 	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/tracemsg"
+	"github.com/verdryx/verdryx/tracesource"
 )
 
 // traceFlags are the input flags cost-per-correct and slo share.
@@ -36,51 +37,6 @@ type traceFlags struct {
 	nats             natsFlags
 	partitions       int
 	stdin            io.Reader // what --input - reads
-}
-
-// fleetReducer reads the merged partition aggregates the workers published
-// on the NATS server of --nats into a reducer.
-func (t *traceFlags) fleetReducer(ctx context.Context, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, error) {
-	if err := checkNATSURL(*t.nats.url); err != nil {
-		return nil, err
-	}
-	nc, err := t.nats.connect(*t.nats.url, "verdryx-report")
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	s := streams.DefaultSubjects()
-	s.Partitions = t.partitions
-	// Only the window's day tables are read.
-	agg, err := fleet.ReadAggregateFor(ctx, js, s, opts)
-	var r *outcome.Reducer
-	if err == nil {
-		r, err = agg.Reducer(opts)
-	}
-	err = withFlagNames(serveOptionFlags(), err)
-	switch {
-	case errors.Is(err, fleet.ErrWindowNotWholeHours), errors.Is(err, fleet.ErrWindowCutsWholeDay):
-		return nil, usageErrorf("--nats: %v", err)
-	case errors.Is(err, fleet.ErrUndatedState):
-		return nil, inputError(fmt.Errorf("--nats: %w", err))
-	case err != nil:
-		return nil, fmt.Errorf("--nats: %w", err)
-	}
-	if n := agg.Late(); n > 0 {
-		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", n)
-	}
-	return r, nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (t *traceFlags) register(fs *pflag.FlagSet) {
@@ -107,50 +63,6 @@ func (t *traceFlags) options(by string, stderr io.Writer) (outcome.Options, erro
 			t.last, o.From.UTC().Format(time.RFC3339))
 	}
 	return o, err
-}
-
-// reduceTraces replays dir into r with procs workers (0: GOMAXPROCS), with
-// a progress bar on a terminal stderr and one line per skipped segment.
-func reduceTraces(ctx context.Context, dir string, r *outcome.Reducer, strict bool, procs int, stderr io.Writer) (segfold.DirStats, error) {
-	segs, ignored, err := segment.List(dir)
-	if err != nil {
-		return segfold.DirStats{}, inputError(err)
-	}
-	if len(segs) == 0 {
-		fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", dir, ignored)
-	}
-	if procs < 0 {
-		return segfold.DirStats{}, usageErrorf("--procs %d: want at least 1 (0: GOMAXPROCS)", procs)
-	}
-	if procs == 0 {
-		procs = runtime.GOMAXPROCS(0)
-	}
-	opts := segfold.DirOptions{Strict: strict, Procs: procs, HugePages: true, TuneGC: true} // the CLI exits when done
-	if isTerminal(stderr) && len(segs) > 1 {
-		var total int64
-		for _, s := range segs {
-			total += s.Size
-		}
-		bar := progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("reading traces"),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond))
-		opts.OnSegment = func(s segment.Segment) { _ = bar.Add64(s.Size) }
-		defer bar.Finish()
-	}
-	st, err := segfold.ReduceSegments(ctx, segs, ignored, r, opts)
-	if err != nil {
-		if segment.IsError(err) {
-			return st, inputError(err)
-		}
-		return st, err
-	}
-	for _, f := range st.Failed {
-		fmt.Fprintf(stderr, "verdryx: skipped %v\n", f.Err)
-	}
-	return st, nil
 }
 
 // inputHelp is --input's help: the forms segfold.ReduceInput reads.
@@ -184,13 +96,14 @@ func newCostPerCorrectCmd() *cobra.Command {
 		}
 		// A directory is read for this report alone: only the columns it
 		// needs are decoded (the fleet's merged state, --nats, is full).
-		opts.CostOnly = tf.traces != ""
+		opts.CostOnly = *input == "" && *tf.nats.url == ""
 		tf.stdin = cmd.InOrStdin()
-		r, dirStats, err := tf.reduceSource(ctx, "cost-per-correct", *input, opts, stderr)
+		res, err := tf.reduceSource(ctx, "cost-per-correct", *input, opts, stderr)
 		if err != nil {
 			return err
 		}
-		rep, err := r.CheckedReport()
+		dirStats := res.Dir
+		rep, err := res.Reducer.CheckedReport()
 		if err != nil {
 			return inputError(err)
 		}
@@ -260,11 +173,12 @@ func newSLOCmd(g *globals) *cobra.Command {
 			return err
 		}
 		tf.stdin = cmd.InOrStdin()
-		r, st, err := tf.reduceSource(ctx, "slo", *input, opts, stderr)
+		res, err := tf.reduceSource(ctx, "slo", *input, opts, stderr)
 		if err != nil {
 			return err
 		}
-		rep, err := r.SLO(sopts, envelope.ValidAgentID)
+		st := res.Dir
+		rep, err := res.Reducer.SLO(sopts, envelope.ValidAgentID)
 		if err != nil {
 			return usageErrorf("slo: %v", err)
 		}
@@ -325,58 +239,107 @@ func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64
 }
 
 // reduceSource folds the one source the flags of command name give
-// (--traces DIR, --input FILE or --nats URL) into a reducer made with
-// opts; dirStats is nil unless --traces was read. A directory without
-// segments or a file without records is a usage error unless
-// --allow-empty; a bad record is an input error.
-func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*outcome.Reducer, *segfold.DirStats, error) {
-	n := btoi(f.traces != "") + btoi(input != "") + btoi(*f.nats.url != "")
-	if n == 0 && f.tracesFromEnv(stderr) {
-		n = 1
-	}
-	if n != 1 {
-		return nil, nil, usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL (or set $TOKENFUSE_DATA_DIR)", name)
-	}
-	r, err := outcome.NewReducer(opts)
-	if err != nil {
-		return nil, nil, usageErrorf("%s: %v", name, err)
-	}
-	switch {
-	case *f.nats.url != "" && opts.By != "":
-		return nil, nil, usageErrorf("%s: --by %s with --nats: the workers keep each run's state whole, not its calls split by %s (group --traces or --input instead)", name, opts.By, opts.By)
-	case *f.nats.url != "":
-		r, err = f.fleetReducer(ctx, opts, stderr)
-		return r, nil, err
-	case input != "":
-		if _, err := segfold.ReduceInput(ctx, input, f.stdin, r, f.procs); err != nil {
-			return nil, nil, inputError(err)
+// (--traces DIR, --input FILE or --nats URL, else $TOKENFUSE_DATA_DIR)
+// into a reducer made with opts (tracesource.Reduce); the Result's Dir is
+// nil unless a directory was read. It says on stderr what a reader of the
+// report should know: the environment's directory, an empty one, the
+// segments skipped, the fleet's late calls.
+func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*tracesource.Result, error) {
+	src := tracesource.Source{Traces: f.traces, Input: input, Stdin: f.stdin,
+		Strict: f.strict, AllowEmpty: f.allowEmpty, Procs: f.procs}
+	if *f.nats.url != "" {
+		if err := checkNATSURL(*f.nats.url); err != nil {
+			return nil, err
 		}
-		if st := r.Stats(); st.Calls == 0 && st.Records == 0 && !f.allowEmpty {
-			return nil, nil, usageErrorf("%s: --input %s holds no records (give --allow-empty to report it anyway)", name, input)
+		var nc *nats.Conn
+		defer func() {
+			if nc != nil {
+				nc.Close()
+			}
+		}()
+		src.Fleet = func() (jetstream.JetStream, error) {
+			var err error
+			if nc, err = f.nats.connect(*f.nats.url, "verdryx-report"); err != nil {
+				return nil, err
+			}
+			return jetstream.New(nc)
 		}
-		return r, nil, nil
+		src.Subjects = streams.DefaultSubjects()
+		src.Subjects.Partitions = f.partitions
 	}
-	st, err := reduceTraces(ctx, f.traces, r, f.strict, f.procs, stderr)
+	var bar *progressbar.ProgressBar
+	if isTerminal(stderr) {
+		src.Progress = func(total int64, n int) func(segment.Segment) {
+			if n < 2 {
+				return nil
+			}
+			bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription("reading traces"),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionClearOnFinish(),
+				progressbar.OptionThrottle(100*time.Millisecond))
+			return func(s segment.Segment) { _ = bar.Add64(s.Size) }
+		}
+	}
+	res, err := tracesource.Reduce(ctx, src, opts)
+	if bar != nil {
+		_ = bar.Finish()
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, f.sourceError(name, input, opts, err)
 	}
-	if st.Segments+len(st.Failed) == 0 && !f.allowEmpty {
-		return nil, nil, usageErrorf("%s: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", name, f.traces)
+	if res.FromEnv {
+		fmt.Fprintf(stderr, "verdryx: read the TokenFuse directory of $%s, %s (none of --traces, --input or --nats given)\n", segment.DirEnv, res.Traces)
 	}
-	return r, &st, nil
+	if d := res.Dir; d != nil {
+		if d.Segments+len(d.Failed) == 0 {
+			fmt.Fprintf(stderr, "verdryx: no TokenFuse segments in %s (%d other files ignored)\n", res.Traces, d.Ignored)
+		}
+		for _, fl := range d.Failed {
+			fmt.Fprintf(stderr, "verdryx: skipped %v\n", fl.Err)
+		}
+	}
+	if res.Late > 0 {
+		fmt.Fprintf(stderr, "verdryx: %d call(s) arrived after their day was past the workers' retention: reported here, not counted\n", res.Late)
+	}
+	return res, nil
 }
 
-// tracesFromEnv sets --traces to the directory of $TOKENFUSE_DATA_DIR
-// (segment.EnvDir), saying so on stderr, and reports whether it is set.
-// It is for a command given none of --traces, --input and --nats.
-func (f *traceFlags) tracesFromEnv(stderr io.Writer) bool {
-	dir := segment.EnvDir()
+// sourceError words an error of tracesource.Reduce for command name in
+// the flags' terms, with its exit code.
+func (f *traceFlags) sourceError(name, input string, opts outcome.Options, err error) error {
+	err = withFlagNames(serveOptionFlags(), err)
+	fromNATS := *f.nats.url != ""
+	var (
+		in *tracesource.InputError
+		us *tracesource.UsageError
+	)
+	dir := f.traces
 	if dir == "" {
-		return false
+		dir = segment.EnvDir()
 	}
-	fmt.Fprintf(stderr, "verdryx: reading the TokenFuse directory of $%s, %s (none of --traces, --input or --nats given)\n", segment.DirEnv, dir)
-	f.traces = dir
-	return true
+	switch {
+	case errors.Is(err, tracesource.ErrSources):
+		return usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL (or set $%s)", name, segment.DirEnv)
+	case errors.Is(err, tracesource.ErrGroupedFleet):
+		return usageErrorf("%s: --by %s with --nats: the workers keep each run's state whole, not its calls split by %s (group --traces or --input instead)", name, opts.By, opts.By)
+	case errors.Is(err, tracesource.ErrEmpty) && input != "":
+		return usageErrorf("%s: --input %s holds no records (give --allow-empty to report it anyway)", name, input)
+	case errors.Is(err, tracesource.ErrEmpty):
+		return usageErrorf("%s: --traces %s holds no TokenFuse segments (give --allow-empty to report it anyway)", name, dir)
+	case errors.As(err, &us) && fromNATS:
+		return usageErrorf("%s: --nats: %v", name, us.Err)
+	case errors.As(err, &us):
+		return usageErrorf("%s: %v", name, us.Err)
+	case errors.As(err, &in) && fromNATS:
+		return inputError(fmt.Errorf("--nats: %w", err))
+	case errors.As(err, &in):
+		return inputError(err)
+	case fromNATS:
+		return fmt.Errorf("--nats: %w", err)
+	}
+	return err
 }
 
 // loadScores reads per-agent eval scores from an existing store.

@@ -41,7 +41,7 @@ func ReduceInput(ctx context.Context, path string, stdin io.Reader, r *outcome.R
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return 0, fmt.Errorf("--input: %w", err)
+		return 0, fmt.Errorf("records: %w", err)
 	}
 	if st.IsDir() {
 		segs, err := parquetFiles(path)
@@ -49,7 +49,7 @@ func ReduceInput(ctx context.Context, path string, stdin io.Reader, r *outcome.R
 			return 0, err
 		}
 		if len(segs) == 0 {
-			return 0, fmt.Errorf("--input %s: no .parquet files in the directory", path)
+			return 0, fmt.Errorf("records %s: no .parquet files in the directory", path)
 		}
 		return reduceParquet(ctx, segs, r, procs)
 	}
@@ -88,7 +88,7 @@ func isParquet(path string) (bool, error) {
 func parquetFiles(dir string) ([]segment.Segment, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--input: %w", err)
+		return nil, fmt.Errorf("records: %w", err)
 	}
 	var segs, others []segment.Segment
 	for _, e := range entries {
@@ -106,7 +106,7 @@ func parquetFiles(dir string) ([]segment.Segment, error) {
 		}
 		info, err := e.Info()
 		if err != nil {
-			return nil, fmt.Errorf("--input: %w", err)
+			return nil, fmt.Errorf("records: %w", err)
 		}
 		others = append(others, segment.Segment{Path: path, Size: info.Size()})
 	}
