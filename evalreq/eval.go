@@ -14,13 +14,14 @@ import (
 
 	"github.com/verdryx/verdryx/confine"
 	"github.com/verdryx/verdryx/consumer/pull"
+	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/grading"
 	"github.com/verdryx/verdryx/grading/evalrun"
 	"github.com/verdryx/verdryx/grading/grader"
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/index"
 	"github.com/verdryx/verdryx/internal/ids"
-	"github.com/verdryx/verdryx/producer"
+	"github.com/verdryx/verdryx/internal/strictjson"
 	"github.com/verdryx/verdryx/provider/typryx"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/store"
@@ -371,6 +372,22 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 	if done || err != nil {
 		return err
 	}
+	var (
+		journal *Journal
+		prior   evalrun.Prior
+	)
+	if h.opts.Claims != nil {
+		// Every paid call is recorded before it is made; what earlier
+		// attempts paid counts against the cap and their graded cases
+		// are kept.
+		if journal, prior, err = h.opts.Claims.Journal(ctx, req.RequestID, h.logger()); err != nil {
+			return pull.Transient("eval request spend ledger", err)
+		}
+		if n := len(prior.Cases) + len(prior.Lost); n > 0 || prior.Spend.Calls > 0 {
+			h.logger().Info("eval request resumed", "request_id", req.RequestID, "run_id", runID,
+				"paid_calls", prior.Spend.Calls, "spent_usd", float64(prior.Spend.Micro)/1e6, "cases_kept", len(prior.Cases), "cases_lost", len(prior.Lost))
+		}
+	}
 	if !seen {
 		if rec, err = h.store.ClaimRequest(ctx, req.RequestID, runID, h.now()); err != nil {
 			return pull.Transient("record eval request", err)
@@ -380,19 +397,7 @@ func (h *Handler) handle(ctx context.Context, m pull.Msg) error {
 		}
 	}
 	rec.RunID = runID
-	var journal *Journal
-	if h.opts.Claims != nil {
-		// Every paid call is recorded before it is made; what earlier
-		// attempts paid counts against the cap and their graded cases
-		// are kept.
-		var prior evalrun.Prior
-		if journal, prior, err = h.opts.Claims.Journal(ctx, req.RequestID, h.logger()); err != nil {
-			return pull.Transient("eval request spend ledger", err)
-		}
-		if n := len(prior.Cases) + len(prior.Lost); n > 0 || prior.Spend.Calls > 0 {
-			h.logger().Info("eval request resumed", "request_id", req.RequestID, "run_id", runID,
-				"paid_calls", prior.Spend.Calls, "spent_usd", float64(prior.Spend.Micro)/1e6, "cases_kept", len(prior.Cases), "cases_lost", len(prior.Lost))
-		}
+	if journal != nil {
 		plan.Resume(journal, prior)
 	}
 	gradeStart := h.now()
@@ -620,7 +625,44 @@ func (h *Handler) reply(req Request, r Reply) {
 	if err != nil {
 		return
 	}
-	if err := producer.Reply(h.nc, req.ReplyTo, b); err != nil {
-		h.logger().Warn("eval reply", "request_id", req.RequestID, "err", err)
+	// Core NATS, fire and forget: a requester that went away misses it
+	// (and asks again: it is answered from the store).
+	if err := h.nc.Publish(req.ReplyTo, b); err != nil {
+		h.logger().Warn("eval reply", "request_id", req.RequestID, "subject", req.ReplyTo, "err", err)
 	}
+}
+
+// checkAgentID validates an agent_id where it enters: empty (unset) or the
+// contract's canonical agent:// form.
+func checkAgentID(id string) error {
+	if id == "" || envelope.ValidAgentID(id) {
+		return nil
+	}
+	return fmt.Errorf("field agent_id: %q does not match ^agent://[a-z0-9.-]+/[a-z0-9._/-]+$ (max 255 bytes)", id)
+}
+
+// Decode decodes an eval-request message strictly: unknown
+// fields and trailing data are errors, agent_id must be canonical.
+func Decode(data []byte) (Request, error) {
+	var req Request
+	if err := strictjson.Decode(data, &req); err != nil {
+		return req, err
+	}
+	return req, checkAgentID(req.AgentID)
+}
+
+// files returns the confined reader of an eval handler: Files, or one over
+// Roots with the default limits.
+func (h *Handler) files() *confine.Reader {
+	if h.opts.Files != nil {
+		return h.opts.Files
+	}
+	return &confine.Reader{Roots: h.opts.Roots}
+}
+
+// confinedDeps returns the grading deps with every file read confined.
+func (h *Handler) confinedDeps() evalrun.Deps {
+	d := h.deps
+	d.ReadFile = h.files().ReadFile
+	return d
 }

@@ -227,7 +227,7 @@ func TestSecondWorkerWithTheSameInstanceIsRefused(t *testing.T) {
 	t.Cleanup(a.Release)
 	_, err = lease.Acquire(ctx, e.JS, "host-1234", "hostB:/data/b", lease.Options{})
 	require.ErrorIs(t, err, lease.ErrInstanceInUse)
-	require.Contains(t, err.Error(), "--instance")
+	require.Contains(t, err.Error(), "Options.Instance")
 	// The same holder restarting after a crash takes its lease over.
 	a2, err := lease.Acquire(ctx, e.JS, "host-1234", "hostA:/data/a", lease.Options{})
 	require.NoError(t, err)

@@ -132,22 +132,6 @@ func (r *Reducer) merge(o *Reducer, runIDs []int32) error {
 	return nil
 }
 
-// mergeRun folds in (the state of other calls of run id, symbols of r)
-// into rs. A cost sum that overflows saturates and becomes r's Err, as in
-// Add; in is changed.
-func (r *Reducer) mergeRun(rs, in *runState, id int32) error {
-	err := rs.Merge(in)
-	if errors.Is(err, ErrOverflow) {
-		r.addCost(&rs.Cost, in.Cost, id)
-		in.Cost = 0
-		err = rs.Merge(in)
-	}
-	if err != nil {
-		return fmt.Errorf("merge: run %q: %w", r.runSyms.Name(id), err)
-	}
-	return nil
-}
-
 // MergeOwned is Merge for an o its caller gives up: o must not be used
 // afterwards. When r is empty (nothing added, merged or restored since
 // NewReducer), r takes o's state as it is

@@ -3,7 +3,6 @@ package outcome
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 	"unsafe"
 
@@ -257,54 +256,6 @@ func (r *Reducer) AddRecord(outcome string, costMicroUSD int64) {
 		Outcome: Kept[int32, seq]{Value: r.syms.InternString(outcome)},
 	})
 	r.sync()
-}
-
-// AddRun adds a run whose calls were folded elsewhere (package
-// partstate's partition state) as its state a: the run id, or with hasID
-// false an independent call (one without an outcome counts as dropped,
-// as Add drops it). Its calls count in Stats.Calls and are taken as
-// inside the window: the caller applied it. a's outcome and agent keep
-// their steps, but their positions are of another order: at an equal
-// step, a call of the run added to r afterwards wins, so a run added so
-// is whole. It fails, adding nothing, on a grouped reducer (a run's
-// state does not split its calls by group) and when a's calls do not fit
-// a Reducer's counts.
-func AddRun[P position](r *Reducer, id string, hasID bool, a *Run[uint64, string, P]) error {
-	switch {
-	case r.grouped:
-		return fmt.Errorf("run %q: a run's state keeps no split of its calls by %s: the report cannot be grouped", id, r.opts.By)
-	case a.Calls > math.MaxUint32:
-		return fmt.Errorf("run %q: %d calls: %w", id, a.Calls, errTooManyCalls)
-	}
-	in := runState{Cost: a.Cost, LastTS: a.LastTS, Calls: uint32(a.Calls), Blocked: uint32(a.Blocked), Refused: uint32(a.Refused),
-		Outcome: Kept[int32, seq]{Value: r.syms.InternString(a.Outcome.Value), Step: a.Outcome.Step},
-		Agent:   Kept[int32, seq]{Value: r.syms.InternString(a.Agent.Value), Step: a.Agent.Step}}
-	n := int64(in.Calls)
-	switch {
-	case hasID:
-		run := r.runSyms.InternString(id)
-		r.sync()
-		if err := r.mergeRun(&r.runs[run], &in, run); err != nil {
-			return err
-		}
-	case in.Outcome.Value == 0:
-		r.stats.DroppedUntagged += n
-	default:
-		r.anon = append(r.anon, in)
-		r.anonGrp = append(r.anonGrp, 0)
-	}
-	r.stats.Calls += n
-	return nil
-}
-
-// AddStats adds the counts of calls folded elsewhere that are in no run
-// (calls outside the window, untagged independent calls dropped) to r's
-// Stats, field by field.
-func (r *Reducer) AddStats(s Stats) {
-	r.stats.Calls += s.Calls
-	r.stats.OutsideWindow += s.OutsideWindow
-	r.stats.DroppedUntagged += s.DroppedUntagged
-	r.stats.Records += s.Records
 }
 
 // AddBatch folds every row of b, whose string ids come from RunSymbols and

@@ -3,6 +3,7 @@ package outcome
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/internal/wire"
@@ -133,5 +134,69 @@ func (a *Run[N, V, P]) Merge(b *Run[N, V, P]) error {
 	a.Refused += b.Refused
 	a.Outcome.offer(b.Outcome.Value, b.Outcome.Step, b.Outcome.Pos)
 	a.Agent.offer(b.Agent.Value, b.Agent.Step, b.Agent.Pos)
+	return nil
+}
+
+// AddRun adds a run whose calls were folded elsewhere (package
+// partstate's partition state) as its state a: the run id, or with hasID
+// false an independent call (one without an outcome counts as dropped,
+// as Add drops it). Its calls count in Stats.Calls and are taken as
+// inside the window: the caller applied it. a's outcome and agent keep
+// their steps, but their positions are of another order: at an equal
+// step, a call of the run added to r afterwards wins, so a run added so
+// is whole. It fails, adding nothing, on a grouped reducer (a run's
+// state does not split its calls by group) and when a's calls do not fit
+// a Reducer's counts.
+func AddRun[P position](r *Reducer, id string, hasID bool, a *Run[uint64, string, P]) error {
+	switch {
+	case r.grouped:
+		return fmt.Errorf("run %q: a run's state keeps no split of its calls by %s: the report cannot be grouped", id, r.opts.By)
+	case a.Calls > math.MaxUint32:
+		return fmt.Errorf("run %q: %d calls: %w", id, a.Calls, errTooManyCalls)
+	}
+	in := runState{Cost: a.Cost, LastTS: a.LastTS, Calls: uint32(a.Calls), Blocked: uint32(a.Blocked), Refused: uint32(a.Refused),
+		Outcome: Kept[int32, seq]{Value: r.syms.InternString(a.Outcome.Value), Step: a.Outcome.Step},
+		Agent:   Kept[int32, seq]{Value: r.syms.InternString(a.Agent.Value), Step: a.Agent.Step}}
+	n := int64(in.Calls)
+	switch {
+	case hasID:
+		run := r.runSyms.InternString(id)
+		r.sync()
+		if err := r.mergeRun(&r.runs[run], &in, run); err != nil {
+			return err
+		}
+	case in.Outcome.Value == 0:
+		r.stats.DroppedUntagged += n
+	default:
+		r.anon = append(r.anon, in)
+		r.anonGrp = append(r.anonGrp, 0)
+	}
+	r.stats.Calls += n
+	return nil
+}
+
+// AddStats adds the counts of calls folded elsewhere that are in no run
+// (calls outside the window, untagged independent calls dropped) to r's
+// Stats, field by field.
+func (r *Reducer) AddStats(s Stats) {
+	r.stats.Calls += s.Calls
+	r.stats.OutsideWindow += s.OutsideWindow
+	r.stats.DroppedUntagged += s.DroppedUntagged
+	r.stats.Records += s.Records
+}
+
+// mergeRun folds in (the state of other calls of run id, symbols of r)
+// into rs. A cost sum that overflows saturates and becomes r's Err, as in
+// Add; in is changed.
+func (r *Reducer) mergeRun(rs, in *runState, id int32) error {
+	err := rs.Merge(in)
+	if errors.Is(err, ErrOverflow) {
+		r.addCost(&rs.Cost, in.Cost, id)
+		in.Cost = 0
+		err = rs.Merge(in)
+	}
+	if err != nil {
+		return fmt.Errorf("merge: run %q: %w", r.runSyms.Name(id), err)
+	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package producer owns every write verdryx makes outward: the envelope
+// Package producer owns every durable write verdryx makes outward: the envelope
 // sinks (File, DedupeFile, AppendFile for the chained NDJSON file;
 // NATSChain for an instance's chain subject, with the expected last
 // subject sequence on every append so two writers cannot fork it; Fanout
@@ -6,8 +6,9 @@
 // in-flight publishes and duplicate counting (AsyncPublisher), the
 // dead-letter publisher (DeadLetterPublisher: reason and origin in
 // Verdryx-Dead-* headers, an id derived from the origin so a repeat is
-// dropped), replies to requesters (Reply), single stored publishes
-// (Store), and OpenTelemetry spans over OTLP/HTTP (Spans).
+// dropped), single stored publishes (Store), and OpenTelemetry spans over
+// OTLP/HTTP (Spans). A reply to a requester is one core NATS publish, made
+// by its handler (evalreq, ragask).
 //
 // Sinks block until what they write is durable (fsynced, or acknowledged by
 // JetStream) or their context is done. Package producer imports no consumer package,

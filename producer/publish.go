@@ -32,13 +32,3 @@ func Store(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, id string
 	}
 	return ack, nil
 }
-
-// Reply publishes data on a reply subject with core NATS (fire and
-// forget: a requester that went away misses it). Callers check the
-// subject against their reply policy first.
-func Reply(nc *nats.Conn, subject string, data []byte) error {
-	if err := nc.Publish(subject, data); err != nil {
-		return fmt.Errorf("reply to %s: %w", subject, err)
-	}
-	return nil
-}

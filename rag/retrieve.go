@@ -1,8 +1,10 @@
 package rag
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -236,4 +238,71 @@ func (p *Pipeline) rank(question string, q []float32, rows []int, topK, depth in
 		return strings.Compare(p.idx.ID(a.row), p.idx.ID(b.row))
 	})
 	return out[:min(depth, len(out))], nil
+}
+
+// retrieve returns the topK best chunks among those filter allows, a chunk
+// whose text repeats a better one's (the same file in two places) not
+// among them but named in that one's Duplicates. Filtering restricts the
+// candidates before either ranking.
+func (p *Pipeline) retrieve(ctx context.Context, question string, topK int, filter Filter) ([]Chunk, error) {
+	rows, err := p.candidates(filter)
+	if err != nil {
+		return nil, err
+	}
+	vecs, err := p.emb.Embed(ctx, []string{question})
+	if err != nil {
+		return nil, fmt.Errorf("embed question: %w", err)
+	}
+	if len(vecs) != 1 {
+		return nil, fmt.Errorf("embed question: %d vectors for 1 text", len(vecs))
+	}
+	limit := p.idx.Len()
+	if rows != nil {
+		limit = len(rows)
+	}
+	for depth := topK + 8; ; depth *= 4 {
+		hits, err := p.rank(question, vecs[0], rows, topK, depth)
+		if err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+		chunks, err := p.distinct(hits, topK, vecs[0])
+		if err != nil {
+			return nil, err
+		}
+		if len(chunks) == topK || len(hits) >= limit || depth >= limit {
+			return chunks, nil
+		}
+	}
+}
+
+// distinct turns ranked rows into at most topK chunks of distinct texts,
+// scoring the similarity of any kept row the ranking did not (q is the
+// question's vector).
+func (p *Pipeline) distinct(hits []ranked, topK int, q []float32) ([]Chunk, error) {
+	var chunks []Chunk
+	kept := map[string]int{}
+	for _, h := range hits {
+		e, err := p.chunks.entry(h.row)
+		if err != nil {
+			return nil, fmt.Errorf("generation %s: %w", p.generation, err)
+		}
+		if i, dup := kept[e.Text]; dup {
+			chunks[i].Duplicates = append(chunks[i].Duplicates, e.ID)
+			continue
+		}
+		if len(chunks) == topK {
+			continue // still read: a later copy of a kept text is named
+		}
+		sim := h.sim
+		if !h.hasSim {
+			hs, err := p.idx.SearchRows(q, []int{h.row}, 1)
+			if err != nil {
+				return nil, fmt.Errorf("search: %w", err)
+			}
+			sim = hs[0].Similarity
+		}
+		kept[e.Text] = len(chunks)
+		chunks = append(chunks, Chunk{ID: e.ID, Text: e.Text, Metadata: maps.Clone(e.Metadata), Score: h.score, Similarity: sim, Distance: 1 - sim})
+	}
+	return chunks, nil
 }

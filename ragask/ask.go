@@ -15,7 +15,6 @@ import (
 
 	"github.com/verdryx/verdryx/internal/ids"
 	"github.com/verdryx/verdryx/internal/strictjson"
-	"github.com/verdryx/verdryx/producer"
 	"github.com/verdryx/verdryx/rag"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -156,8 +155,9 @@ func (a *Server) Run(ctx context.Context) error {
 		if err != nil {
 			b, _ = json.Marshal(Reply{Error: "encode record: " + err.Error()})
 		}
-		if err := producer.Reply(a.nc, m.Reply, b); err != nil {
-			log.Warn("ask reply", "err", err)
+		// Core NATS, fire and forget: a requester that went away misses it.
+		if err := a.nc.Publish(m.Reply, b); err != nil {
+			log.Warn("ask reply", "subject", m.Reply, "err", err)
 		}
 	})
 	if err != nil {

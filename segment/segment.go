@@ -8,14 +8,16 @@
 package segment
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/verdryx/verdryx/calls"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/verdryx/verdryx/calls"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -23,12 +25,12 @@ import (
 
 // Errors a segment read can be marked with; test with errors.Is.
 var (
-	ErrMissingColumn = errors.New("consumer: missing required column")
-	ErrColumnType    = errors.New("consumer: column has the wrong type")
-	ErrCorrupt       = errors.New("consumer: corrupt segment")
+	ErrMissingColumn = errors.New("missing required column")
+	ErrColumnType    = errors.New("column has the wrong type")
+	ErrCorrupt       = errors.New("corrupt segment")
 	// ErrUnsupported marks a segment in a form this build refuses to read
 	// rather than risk reading it wrong (LZ4 and LZ4_RAW compression).
-	ErrUnsupported = errors.New("consumer: unsupported segment encoding")
+	ErrUnsupported = errors.New("unsupported segment encoding")
 )
 
 // Error is an error reading one segment, naming the file and, where
@@ -207,8 +209,9 @@ func typeName(f calls.Field) string {
 // segment without a required column (columns 1-8 but run_id), with a column
 // of the wrong physical type, or with unreadable bytes yields a
 // *Error naming the file, row group and column; batches already
-// passed to fn stay passed (see outcome.Reducer.Begin for making a segment
-// all or nothing). An error from fn is returned as is.
+// passed to fn stay passed (outcome/segfold folds a segment all or
+// nothing by redoing its pass without it). An error from fn is returned
+// as is.
 func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	f, pf, name, err := s.open(path)
 	if err != nil {
@@ -217,6 +220,27 @@ func (s *Scanner) ScanFile(path string, fn func(*calls.Batch) error) error {
 	defer f.Close()
 	for gi, rg := range pf.RowGroups() {
 		if err := s.scanRowGroup(rg, gi, name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScanBytes is ScanFile over a segment already read into memory (named
+// name in errors): a caller that read the file through a confinement rule
+// scans exactly the bytes it checked and never reopens the path.
+func (s *Scanner) ScanBytes(name string, b []byte, fn func(*calls.Batch) error) error {
+	base := filepath.Base(name)
+	r := bytes.NewReader(b)
+	pf, err := OpenParquet(r, int64(len(b)))
+	if err != nil {
+		return &Error{File: base, RowGroup: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+	}
+	if err := s.bind(pf, base, r, int64(len(b))); err != nil {
+		return err
+	}
+	for gi, rg := range pf.RowGroups() {
+		if err := s.scanRowGroup(rg, gi, base, fn); err != nil {
 			return err
 		}
 	}

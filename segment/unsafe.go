@@ -11,7 +11,7 @@ func unsafeSlice[From, To int32 | uint32 | int64 | uint64](s []From) []To {
 	var f From
 	var t To
 	if unsafe.Sizeof(f) != unsafe.Sizeof(t) {
-		panic("consumer: unsafeSlice between types of different sizes")
+		panic("segment: unsafeSlice between types of different sizes")
 	}
 	return unsafe.Slice((*To)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }

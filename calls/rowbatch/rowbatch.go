@@ -35,7 +35,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/klauspost/compress/s2"
 
@@ -56,18 +55,6 @@ const magicS2 = "VXRZ"
 // maxDecoded bounds a compressed batch's decoded size (a replay's batches
 // are about 512 KiB before compression).
 const maxDecoded = 8 << 20
-
-// Compress appends to dst the compressed form of enc, an encoded batch:
-// S2 (github.com/klauspost/compress/s2, the block format NATS itself
-// uses), which keeps about two thirds of a replay's bytes off the wire
-// and out of the stream at about half a gigabyte per second per core.
-func Compress(dst, enc []byte) []byte {
-	dst = append(dst, magicS2...)
-	n := len(dst)
-	dst = slices.Grow(dst, s2.MaxEncodedLen(len(enc)))
-	out := s2.Encode(dst[n:cap(dst)], enc)
-	return dst[:n+len(out)]
-}
 
 // MaxRows is the most rows one batch may hold.
 const MaxRows = 1 << 16

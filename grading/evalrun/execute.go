@@ -398,42 +398,6 @@ func (w withRun) RecentRunsWhere(ctx context.Context, evalSetID, model string, n
 	return w.Store.RecentRunsWhere(ctx, evalSetID, model, n, keep, append(exclude, w.run.ID)...)
 }
 
-// Events returns the envelopes a graded result emits, in order: one
-// quality_score per graded case, the eval_run, and a quality_drift when
-// the drift verdict is regressed. They are a pure function of the result
-// (timestamps are the run's finish time), so a result emitted again after a
-// crash yields the same events, which sinks drop as already stored.
-func Events(res Result) []envelope.Event {
-	run := res.Run.Run
-	var evs []envelope.Event
-	for _, sc := range run.Scores {
-		if sc.Graded() {
-			evs = append(evs, envelope.New("quality_score", run.AgentID, run.ID, QualityScoreData(sc), run.FinishedAt))
-		}
-	}
-	evs = append(evs, envelope.New("eval_run", run.AgentID, run.ID, grading.EvalRunData(res.Run), run.FinishedAt))
-	if res.Drift != nil {
-		evs = append(evs, drift.Events(*res.Drift, run.AgentID, run.FinishedAt)...)
-	}
-	return evs
-}
-
-// Spans records the result's spans after grading: the eval run (unless
-// it was recorded live, see grading.RunTracer), and the drift check when there was
-// one. It does not block on the network.
-func Spans(ctx context.Context, sink SpanSink, res Result, driftStart, driftEnd time.Time) {
-	if sink == nil {
-		return
-	}
-	run := res.Run
-	if !res.traced {
-		sink.Span(ctx, grading.SpanEval, run.ID, run.AgentID, run.StartedAt, run.FinishedAt, grading.EvalRunData(run))
-	}
-	if res.Drift != nil {
-		sink.Span(ctx, grading.SpanDrift, res.Drift.BaselineRunID, run.AgentID, driftStart, driftEnd, drift.Data(*res.Drift))
-	}
-}
-
 // Execute runs one eval request end to end: Prepare, Grade, save the run,
 // then emit its Events and record its Spans. Event and span failures do
 // not fail the request: they are listed in Result.Problems (the run is
@@ -621,9 +585,4 @@ func skippedText(skipped []drift.SettingsChange) string {
 		parts = append(parts, fmt.Sprintf("and %d more", len(skipped)-shown))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// QualityScoreData is the data of a quality_score envelope.
-func QualityScoreData(s grading.Score) map[string]any {
-	return map[string]any{"case_id": s.CaseID, "value": s.Value, "tokens": s.Tokens, "cost_usd": s.CostUSD}
 }
