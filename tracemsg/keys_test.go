@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/verdryx/verdryx/calls"
 )
 
 // keyCases are trace messages whose dedupe keys and partitions are pinned
@@ -107,8 +109,8 @@ func TestRecordKeysArePinned(t *testing.T) {
 
 func keyOf(t *testing.T, line, msgID string) (string, int) {
 	t.Helper()
-	rec, err := DecodeCallRecord([]byte(line))
-	require.NoError(t, err, line)
+	var rec calls.Record
+	require.NoError(t, calls.DecodeRecord([]byte(line), &rec), line)
 	key, err := RecordKey(&rec, msgID)
 	require.NoError(t, err, line)
 	p, err := RecordPartition(&rec, msgID, 8)
