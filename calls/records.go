@@ -227,7 +227,7 @@ func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 // ("calls.ndjson:12: unknown field \"x\""), as does a line over
 // MaxRecordBytes or one that fails Record.Check (a negative cost); an
 // error of fn is prefixed the same way. call_id, the call's identity, is
-// accepted (a string) and not passed on.
+// accepted (a string) and in the Record; the folds ignore it.
 func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 256*1024), maxLineBytes)
