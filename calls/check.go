@@ -71,7 +71,12 @@ func MicroUSD(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 // (MaxCallMicroUSD) or, for cost_usd, not a finite number. The error names
 // the field. Token counts and steps are unsigned: a negative one is
 // already refused by the decoder, naming the field. Every other field is
-// optional (docs/traces.md).
+// optional (docs/traces.md). agent_id in particular is not checked: a
+// call's agent_id is data, not an identity verdryx acts for. TokenFuse
+// writes whatever its gateway was given, cost-per-correct counts every
+// such call, and the SLO report leaves a non-canonical subject out of
+// slo_burn events; refusing it here would make the worker's report differ
+// from the direct reduction of the same rows.
 func (r *Record) Check() error {
 	if r.HasField(FieldCostMicroUSD) {
 		if err := CheckCostMicroUSD(r.CostMicroUSD); err != nil {

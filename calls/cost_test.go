@@ -22,8 +22,8 @@ func TestCostBounds(t *testing.T) {
 		{`{"outcome":"x","cost_usd":1000000}`, ""},
 		{`{"run_id":"r","step":1}`, ""},
 	} {
-		var rec CallRecord
-		err := DecodeRecordInto([]byte(tc.line), &rec, &rec)
+		var rec Record
+		err := DecodeRecord([]byte(tc.line), &rec)
 		var n int
 		serr := ScanNDJSON(strings.NewReader(tc.line), "x.ndjson", func(*Record) error { n++; return nil })
 		aerr := ScanRecords(strings.NewReader("["+tc.line+"]"), "x.json", func(*Record) error { return nil })
@@ -37,7 +37,7 @@ func TestCostBounds(t *testing.T) {
 		require.ErrorContains(t, serr, "x.ndjson:1: "+tc.err)
 		require.ErrorContains(t, aerr, "x.json: record 1 (byte 1): "+tc.err)
 	}
-	var rec CallRecord
-	require.NoError(t, DecodeRecordInto([]byte(`{"outcome":"x","cost_usd":0.25}`), &rec, &rec))
+	var rec Record
+	require.NoError(t, DecodeRecord([]byte(`{"outcome":"x","cost_usd":0.25}`), &rec))
 	require.Equal(t, int64(250_000), rec.Call().CostMicroUSD)
 }

@@ -13,23 +13,25 @@ import (
 const (
 	bitCostUSD    = uint(NumFields)
 	bitAttributes = uint(NumFields) + 1
-	bitExt        = uint(NumFields) + 2 // MaxExt bits from here
+	bitCallID     = uint(NumFields) + 2
 )
-
-// MaxExt is the number of extra string keys a RecordDecoder accepts beyond
-// CallRecord's own.
-const MaxExt = 4
 
 // maxDepth is encoding/json's nesting limit: the top-level object counts as
 // depth 1, and a value nested deeper than 10000 is a syntax error.
 const maxDepth = 10000
 
-// Record is a per-call record decoded in place by a RecordDecoder: the
-// zero-copy form of CallRecord. Has holds one bit per key present and not
-// null (bit f for column f, then cost_usd, attributes and the extra keys).
-// String values and Attributes are byte slices into the decoded line or
-// into the decoder's scratch buffer: they are valid only until the
-// decoder's next Decode, and must be copied (or interned) to be kept.
+// Record is a per-call record: the one record type of every path (an
+// NDJSON line, an element of a JSON array, a CSV row, a trace message, a
+// tailed line). Call is its resolved value (Record.Call) and Batch the
+// column form of many. Has holds one bit per key present and not null (bit
+// f for column f, then cost_usd, attributes and call_id); an absent key's
+// value is zero (nil for a string), so a later null of a duplicate key
+// leaves no trace. String values,
+// Attributes and CallID are byte slices, never copies: into the decoded
+// bytes or into the decoder's scratch buffer. How long they stay valid is
+// the decoding function's to say (ScanNDJSON: during its callback;
+// DecodeRecord: as long as the decoded bytes); they must be copied (or
+// interned) to be kept longer.
 type Record struct {
 	Has           uint32
 	TSMillis      int64
@@ -44,10 +46,13 @@ type Record struct {
 	// columns' entries stay nil).
 	Strings [NumFields][]byte
 	// Attributes is the raw JSON value of "attributes", byte for byte as
-	// encoding/json's json.RawMessage would hold it.
+	// encoding/json's json.RawMessage would hold it: free-form data verdryx
+	// ignores but for a call's dedupe key.
 	Attributes []byte
-	// Ext holds the values of the decoder's extra keys, in their order.
-	Ext [MaxExt][]byte
+	// CallID is the value of "call_id" (ColCallID), the call's identity
+	// for deduplication on the traces subjects (tracemsg.RecordKey); other
+	// readers accept and ignore it.
+	CallID []byte
 }
 
 // HasField reports whether column f is present and not null.
@@ -60,66 +65,15 @@ func (r *Record) HasCostUSD() bool { return r.Has&(1<<bitCostUSD) != 0 }
 // json.RawMessage holds "null").
 func (r *Record) HasAttributes() bool { return r.Has&(1<<bitAttributes) != 0 }
 
-// HasExt reports whether the decoder's extra key i was set to a string.
-func (r *Record) HasExt(i int) bool { return r.Has&(1<<(bitExt+uint(i))) != 0 }
+// HasCallID reports whether call_id was set to a string ("" included). It
+// is a plain string: a null leaves it as it was.
+func (r *Record) HasCallID() bool { return r.Has&(1<<bitCallID) != 0 }
 
-func (r *Record) fill(rec *CallRecord) {
-	str := func(f Field) *string {
-		if !r.HasField(f) {
-			return nil
-		}
-		s := string(r.Strings[f])
-		return &s
-	}
-	if r.HasField(FieldTSMillis) {
-		v := r.TSMillis
-		rec.TSMillis = &v
-	}
-	rec.RunID = str(FieldRunID)
-	rec.Model = str(FieldModel)
-	rec.Decision = str(FieldDecision)
-	if r.HasField(FieldInputTokens) {
-		v := r.InputTokens
-		rec.InputTokens = &v
-	}
-	if r.HasField(FieldOutputTokens) {
-		v := r.OutputTokens
-		rec.OutputTokens = &v
-	}
-	if r.HasField(FieldCostMicroUSD) {
-		v := r.CostMicroUSD
-		rec.CostMicroUSD = &v
-	}
-	if r.HasField(FieldStep) {
-		v := r.Step
-		rec.Step = &v
-	}
-	rec.AgentID = str(FieldAgentID)
-	if r.HasField(FieldSavedMicroUSD) {
-		v := r.SavedMicroUSD
-		rec.SavedMicroUSD = &v
-	}
-	rec.ParentRunID = str(FieldParentRunID)
-	rec.OnBehalfOf = str(FieldOnBehalfOf)
-	rec.Outcome = str(FieldOutcome)
-	rec.KeyID = str(FieldKeyID)
-	rec.Unit = str(FieldUnit)
-	if r.HasField(FieldToolCalls) {
-		v := r.ToolCalls
-		rec.ToolCalls = &v
-	}
-	if r.HasCostUSD() {
-		v := r.CostUSD
-		rec.CostUSD = &v
-	}
-	if r.HasAttributes() {
-		rec.Attributes = bytes.Clone(r.Attributes)
-	}
-}
-
-// SetFrom makes r the record form of rec (a CSV row, or the rare line the
-// fast path left to the reference decoder). Strings are copied.
-func (r *Record) SetFrom(rec *CallRecord) {
+// setFrom makes r the record the reference decoding ref holds (the rare
+// line the fast path left to strictjson.Decode). Strings are copied;
+// call_id is present when not empty (the reference form cannot tell "" from
+// absent, and a key treats them alike).
+func (r *Record) setFrom(ref *refRecord) {
 	*r = Record{}
 	str := func(f Field, p *string) {
 		if p != nil {
@@ -132,45 +86,49 @@ func (r *Record) SetFrom(rec *CallRecord) {
 			r.Has |= 1 << f
 		}
 	}
-	r.TSMillis = Deref(rec.TSMillis)
-	set(FieldTSMillis, rec.TSMillis != nil)
-	str(FieldRunID, rec.RunID)
-	str(FieldModel, rec.Model)
-	str(FieldDecision, rec.Decision)
-	r.InputTokens = Deref(rec.InputTokens)
-	set(FieldInputTokens, rec.InputTokens != nil)
-	r.OutputTokens = Deref(rec.OutputTokens)
-	set(FieldOutputTokens, rec.OutputTokens != nil)
-	r.CostMicroUSD = Deref(rec.CostMicroUSD)
-	set(FieldCostMicroUSD, rec.CostMicroUSD != nil)
-	r.Step = Deref(rec.Step)
-	set(FieldStep, rec.Step != nil)
-	str(FieldAgentID, rec.AgentID)
-	r.SavedMicroUSD = Deref(rec.SavedMicroUSD)
-	set(FieldSavedMicroUSD, rec.SavedMicroUSD != nil)
-	str(FieldParentRunID, rec.ParentRunID)
-	str(FieldOnBehalfOf, rec.OnBehalfOf)
-	str(FieldOutcome, rec.Outcome)
-	str(FieldKeyID, rec.KeyID)
-	str(FieldUnit, rec.Unit)
-	r.ToolCalls = Deref(rec.ToolCalls)
-	set(FieldToolCalls, rec.ToolCalls != nil)
-	if rec.CostUSD != nil {
+	r.TSMillis = deref(ref.TSMillis)
+	set(FieldTSMillis, ref.TSMillis != nil)
+	str(FieldRunID, ref.RunID)
+	str(FieldModel, ref.Model)
+	str(FieldDecision, ref.Decision)
+	r.InputTokens = deref(ref.InputTokens)
+	set(FieldInputTokens, ref.InputTokens != nil)
+	r.OutputTokens = deref(ref.OutputTokens)
+	set(FieldOutputTokens, ref.OutputTokens != nil)
+	r.CostMicroUSD = deref(ref.CostMicroUSD)
+	set(FieldCostMicroUSD, ref.CostMicroUSD != nil)
+	r.Step = deref(ref.Step)
+	set(FieldStep, ref.Step != nil)
+	str(FieldAgentID, ref.AgentID)
+	r.SavedMicroUSD = deref(ref.SavedMicroUSD)
+	set(FieldSavedMicroUSD, ref.SavedMicroUSD != nil)
+	str(FieldParentRunID, ref.ParentRunID)
+	str(FieldOnBehalfOf, ref.OnBehalfOf)
+	str(FieldOutcome, ref.Outcome)
+	str(FieldKeyID, ref.KeyID)
+	str(FieldUnit, ref.Unit)
+	r.ToolCalls = deref(ref.ToolCalls)
+	set(FieldToolCalls, ref.ToolCalls != nil)
+	if ref.CostUSD != nil {
 		r.Has |= 1 << bitCostUSD
-		r.CostUSD = *rec.CostUSD
+		r.CostUSD = *ref.CostUSD
 	}
-	if rec.Attributes != nil {
+	if ref.Attributes != nil {
 		r.Has |= 1 << bitAttributes
-		r.Attributes = rec.Attributes
+		r.Attributes = ref.Attributes
+	}
+	if ref.CallID != "" {
+		r.Has |= 1 << bitCallID
+		r.CallID = []byte(ref.CallID)
 	}
 }
 
-// RecordDecoder decodes per-call records: one JSON object with
-// CallRecord's keys (plus the extra string keys it was made with), exactly
-// as strictjson.Decode decodes them into a CallRecord (encoding/json with
-// unknown fields refused): keys match exactly or else case-insensitively,
-// a later duplicate key wins and null resets a key to absent (an extra
-// key's null leaves it as it was), numbers must fit their column's Go
+// RecordDecoder decodes per-call records into a Record: one JSON object
+// with the column names, cost_usd, attributes and call_id as keys, exactly
+// as strictjson.Decode decodes them into refRecord, the reference form
+// (encoding/json with unknown fields refused): keys match exactly or else
+// case-insensitively, a later duplicate key wins and null resets a key to
+// absent (call_id's null leaves it as it was), numbers must fit their column's Go
 // type, strings have their escapes decoded and invalid UTF-8 replaced by
 // U+FFFD, "attributes" takes any JSON value, a top-level null is an empty
 // record, and only JSON white space may follow the object.
@@ -181,17 +139,16 @@ func (r *Record) SetFrom(rec *CallRecord) {
 // (strictjson.Decode) on a refused line, so errors are word for word those of
 // strictjson.Decode, naming the field and byte offset.
 //
-// A RecordDecoder is not safe for concurrent use; the zero value accepts
-// no extra keys.
+// A RecordDecoder is not safe for concurrent use; the zero value is ready.
 type RecordDecoder struct {
-	ext   []string
 	buf   []byte // unescaped strings of the current record
 	stack []byte // open containers while skipping a nested value
 }
 
 // Decode decodes data into rec and reports whether data is a record
 // strictjson.Decode accepts. On false, rec is undefined: the caller words the
-// error with strictjson.Decode (see DecodeRecord).
+// error with strictjson.Decode (see DecodeRecord). rec's strings are valid
+// until d's next Decode.
 func (d *RecordDecoder) Decode(data []byte, rec *Record) bool {
 	*rec = Record{}
 	d.buf = d.buf[:0]
@@ -221,7 +178,7 @@ func (d *RecordDecoder) Decode(data []byte, rec *Record) bool {
 		if !ok {
 			return false
 		}
-		k := d.keyIndex(key)
+		k := keyIndex(key)
 		if k < 0 {
 			return false
 		}
@@ -253,7 +210,7 @@ func (d *RecordDecoder) Decode(data []byte, rec *Record) bool {
 
 // keyIndex returns the bit of key, or -1 for a key the record does not
 // have: exact match first, then case-insensitive as encoding/json does.
-func (d *RecordDecoder) keyIndex(key []byte) int {
+func keyIndex(key []byte) int {
 	switch string(key) {
 	case ColTSMillis:
 		return int(FieldTSMillis)
@@ -291,11 +248,8 @@ func (d *RecordDecoder) keyIndex(key []byte) int {
 		return int(bitCostUSD)
 	case "attributes":
 		return int(bitAttributes)
-	}
-	for i, e := range d.ext {
-		if string(key) == e {
-			return int(bitExt) + i
-		}
+	case ColCallID:
+		return int(bitCallID)
 	}
 	for f := range NumFields {
 		if bytes.EqualFold(key, []byte(f.Name())) {
@@ -307,13 +261,36 @@ func (d *RecordDecoder) keyIndex(key []byte) int {
 		return int(bitCostUSD)
 	case bytes.EqualFold(key, []byte("attributes")):
 		return int(bitAttributes)
-	}
-	for i, e := range d.ext {
-		if bytes.EqualFold(key, []byte(e)) {
-			return int(bitExt) + i
-		}
+	case bytes.EqualFold(key, []byte(ColCallID)):
+		return int(bitCallID)
 	}
 	return -1
+}
+
+// clear makes key k of r absent, its value zero.
+func (r *Record) clear(k int) {
+	r.Has &^= 1 << uint(k)
+	switch {
+	case k == int(bitCostUSD):
+		r.CostUSD = 0
+	case k >= int(NumFields):
+	case Field(k) == FieldTSMillis:
+		r.TSMillis = 0
+	case Field(k) == FieldInputTokens:
+		r.InputTokens = 0
+	case Field(k) == FieldOutputTokens:
+		r.OutputTokens = 0
+	case Field(k) == FieldCostMicroUSD:
+		r.CostMicroUSD = 0
+	case Field(k) == FieldSavedMicroUSD:
+		r.SavedMicroUSD = 0
+	case Field(k) == FieldStep:
+		r.Step = 0
+	case Field(k) == FieldToolCalls:
+		r.ToolCalls = 0
+	default:
+		r.Strings[k] = nil
+	}
 }
 
 // value decodes the value at data[i] (not white space) into key k of rec.
@@ -332,13 +309,13 @@ func (d *RecordDecoder) value(data []byte, i, k int, rec *Record) (int, bool) {
 		if !hasLiteral(data, i, "null") {
 			return 0, false
 		}
-		if k < int(bitExt) { // a pointer: null resets it; a plain string keeps its value
-			rec.Has &^= bit
+		if k != int(bitCallID) { // a pointer: null resets it; a plain string keeps its value
+			rec.clear(k)
 		}
 		return i + 4, true
 	}
 	switch {
-	case k >= int(bitExt):
+	case k == int(bitCallID):
 		if data[i] != '"' {
 			return 0, false
 		}
@@ -346,7 +323,7 @@ func (d *RecordDecoder) value(data []byte, i, k int, rec *Record) (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		rec.Ext[k-int(bitExt)] = s
+		rec.CallID = s
 		rec.Has |= bit
 		return end, true
 	case k == int(bitCostUSD):

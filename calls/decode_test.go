@@ -17,88 +17,43 @@ import (
 	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
-// extRecord has the JSON shape of the worker's trace message: CallRecord
-// plus two plain string keys.
-type extRecord struct {
-	CallRecord
-	CallID  string `json:"call_id,omitempty"`
-	Segment string `json:"segment,omitempty"`
-}
-
-// referenceExt decodes data the old way: strictjson.Decode (encoding/json).
-func referenceExt(data []byte) (extRecord, error) {
-	var rec extRecord
-	err := strictjson.Decode(data, &rec)
-	return rec, err
-}
-
-// fastExt decodes data with the fast path alone (no fallback).
-func fastExt(d *RecordDecoder, data []byte) (extRecord, bool) {
-	var r Record
-	if !d.Decode(data, &r) {
-		return extRecord{}, false
-	}
-	out := extRecord{CallRecord: r.callRecord()}
-	if r.HasExt(0) {
-		out.CallID = string(r.Ext[0])
-	}
-	if r.HasExt(1) {
-		out.Segment = string(r.Ext[1])
-	}
-	return out, true
-}
-
-// checkSame fails unless the fast decoder and strictjson.Decode agree on data:
-// the same accept/reject and, when accepted, the same values (float bits
-// included), both for CallRecord and for the worker's extended shape.
+// checkSame fails unless the fast decoder and strictjson.Decode agree on
+// data: the same accept/reject and, when accepted, the same values (float
+// bits included); and unless DecodeRecord (the fast path with its
+// fallback and Record.Check) gives those values or strictjson.Decode's
+// error word for word.
 func checkSame(t testing.TB, data []byte) {
 	t.Helper()
-	var plain CallRecord
-	refErr := strictjson.Decode(data, &plain)
+	var want refRecord
+	refErr := strictjson.Decode(data, &want)
+	var d RecordDecoder
 	var r Record
-	d := newRecordDecoder(ColCallID) // CallRecord's call_id is the decoder's extra key
 	ok := d.Decode(data, &r)
 	if ok != (refErr == nil) {
-		t.Fatalf("CallRecord %q: fast accepted=%v, encoding/json error %v", data, ok, refErr)
+		t.Fatalf("%q: fast accepted=%v, encoding/json error %v", data, ok, refErr)
 	}
-	if ok {
-		if string(r.Ext[0]) != plain.CallID {
-			t.Fatalf("CallRecord %q: call_id %q, want %q", data, r.Ext[0], plain.CallID)
-		}
-		plain.CallID = ""
-		requireSameRecord(t, data, plain, r.callRecord())
-	}
-	ext := newRecordDecoder("call_id", "segment")
-	want, refErr := referenceExt(data)
-	have, ok := fastExt(ext, data)
-	if ok != (refErr == nil) {
-		t.Fatalf("extended %q: fast accepted=%v, encoding/json error %v", data, ok, refErr)
-	}
-	if ok {
-		requireSameRecord(t, data, want.CallRecord, have.CallRecord)
-		if want.CallID != have.CallID || want.Segment != have.Segment {
-			t.Fatalf("extended %q: call_id/segment %q/%q, want %q/%q", data, have.CallID, have.Segment, want.CallID, want.Segment)
-		}
-		// DecodeRecordInto is the fast path with the fallback: same values,
-		// and a record with a negative cost refused.
-		var via extRecord
-		err := DecodeRecordInto(data, &via, &via.CallRecord,
-			Ext{Key: "call_id", Dst: &via.CallID}, Ext{Key: "segment", Dst: &via.Segment})
-		if cerr := referenceCheck(&want.CallRecord); cerr != nil {
-			require.EqualError(t, err, cerr.Error())
-		} else {
-			require.NoError(t, err)
-			requireSameRecord(t, data, want.CallRecord, via.CallRecord)
-		}
-	} else {
-		var via extRecord
-		err := DecodeRecordInto(data, &via, &via.CallRecord,
-			Ext{Key: "call_id", Dst: &via.CallID}, Ext{Key: "segment", Dst: &via.Segment})
+	var via Record
+	err := DecodeRecord(data, &via)
+	if !ok {
 		require.EqualError(t, err, refErr.Error())
+		return
 	}
+	requireSameRecord(t, data, want, r.ref())
+	// The fallback's conversion holds the same values.
+	var back Record
+	back.setFrom(&want)
+	requireSameRecord(t, data, want, back.ref())
+	if cerr := referenceCheck(&want); cerr != nil {
+		require.EqualError(t, err, cerr.Error())
+		return
+	}
+	require.NoError(t, err)
+	requireSameRecord(t, data, want, via.ref())
+	require.Equal(t, referenceCall(&want), via.Call(), "%q", data)
+	require.Equal(t, referenceCall(&want), r.Call(), "%q", data)
 }
 
-func requireSameRecord(t testing.TB, data []byte, want, have CallRecord) {
+func requireSameRecord(t testing.TB, data []byte, want, have refRecord) {
 	t.Helper()
 	wb, hb := want.CostUSD, have.CostUSD
 	if (wb == nil) != (hb == nil) || wb != nil && math.Float64bits(*wb) != math.Float64bits(*hb) {
@@ -283,7 +238,7 @@ func TestRecordDecoderDifferentialGenerated(t *testing.T) {
 			rec = mutate(rng, rec)
 		}
 		checkSame(t, rec)
-		if strictjson.Decode(rec, new(CallRecord)) == nil {
+		if strictjson.Decode(rec, new(refRecord)) == nil {
 			accepted++
 		}
 	}
@@ -308,10 +263,8 @@ func FuzzRecordDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkSame(t, data) })
 }
 
-// referenceReadNDJSON is readNDJSON as it was before the fast decoder:
-// strictjson.Decode on every trimmed line.
-// referenceCheck is Record.Check written over the allocated form.
-func referenceCheck(rec *CallRecord) error {
+// referenceCheck is Record.Check written over the reference form.
+func referenceCheck(rec *refRecord) error {
 	switch {
 	case rec.CostMicroUSD != nil && *rec.CostMicroUSD < 0:
 		return fmt.Errorf("field cost_microusd: %d is negative", *rec.CostMicroUSD)
@@ -325,7 +278,9 @@ func referenceCheck(rec *CallRecord) error {
 	return nil
 }
 
-func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error) error {
+// referenceReadNDJSON is readNDJSON as it was before the fast decoder:
+// strictjson.Decode on every trimmed line.
+func referenceReadNDJSON(src io.Reader, name string, fn func(*refRecord) error) error {
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	line := 0
@@ -338,14 +293,10 @@ func referenceReadNDJSON(src io.Reader, name string, fn func(*CallRecord) error)
 		if len(b) > MaxRecordBytes {
 			return fmt.Errorf("%s:%d: record of %d bytes: over the %d-byte limit per record", name, line, len(b), MaxRecordBytes)
 		}
-		var withID struct {
-			CallRecord
-			CallID *string `json:"call_id"`
-		}
-		if err := strictjson.Decode(b, &withID); err != nil {
+		var rec refRecord
+		if err := strictjson.Decode(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		rec := withID.CallRecord
 		if err := referenceCheck(&rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
@@ -390,12 +341,12 @@ func TestReadNDJSONSameAsReference(t *testing.T) {
 			file.Write(bytes.ReplaceAll(rec, []byte("\n"), []byte(" ")))
 			file.WriteString([]string{"\n", "\r\n", " \n"}[rng.IntN(3)])
 		}
-		var want, have []CallRecord
-		wantErr := referenceReadNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *CallRecord) error {
+		var want, have []refRecord
+		wantErr := referenceReadNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *refRecord) error {
 			want = append(want, *r)
 			return nil
 		})
-		haveErr := readNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *CallRecord) error {
+		haveErr := readNDJSON(bytes.NewReader(file.Bytes()), "f.ndjson", func(r *refRecord) error {
 			have = append(have, *r)
 			return nil
 		})
@@ -429,7 +380,7 @@ func TestScanNDJSONErrors(t *testing.T) {
 func TestScanNDJSONNoAllocs(t *testing.T) {
 	line := []byte(`{"ts_millis":1700000000000,"run_id":"run-1","model":"gpt-4o-mini","decision":"allow","input_tokens":900,` +
 		`"output_tokens":150,"cost_microusd":123,"step":3,"agent_id":"agent://acme.example/bot-3","outcome":"caf\u00e9",` +
-		`"attributes":{"k":[1,2,{"x":null}]},"cost_usd":0.25}`)
+		`"attributes":{"k":[1,2,{"x":null}]},"cost_usd":0.25,"call_id":"c\u002d1"}`)
 	var d RecordDecoder
 	var r Record
 	require.True(t, d.Decode(line, &r))
@@ -440,6 +391,7 @@ func TestScanNDJSONNoAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 	require.Equal(t, "café", string(r.Strings[FieldOutcome]))
+	require.Equal(t, "c-1", string(r.CallID))
 }
 
 // benchLines returns n generated per-call record lines of about 250 bytes.
@@ -475,7 +427,7 @@ func BenchmarkDecodeStrict(b *testing.B) {
 	b.SetBytes(int64(len(lines[0])))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		var rec CallRecord
+		var rec refRecord
 		if err := strictjson.Decode(lines[i%len(lines)], &rec); err != nil {
 			b.Fatal(err)
 		}

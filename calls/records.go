@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,38 +17,36 @@ import (
 	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
-// CallRecord is one NDJSON/CSV/JSON-message outcome record: either a
-// per-call record with the Parquet column names, or a flat {outcome,
-// cost_usd} record. Pointers tell an absent key from a zero.
-type CallRecord struct {
-	TSMillis      *int64   `json:"ts_millis"`
-	RunID         *string  `json:"run_id"`
-	Model         *string  `json:"model"`
-	Decision      *string  `json:"decision"`
-	InputTokens   *uint64  `json:"input_tokens"`
-	OutputTokens  *uint64  `json:"output_tokens"`
-	CostMicroUSD  *int64   `json:"cost_microusd"`
-	Step          *uint32  `json:"step"`
-	AgentID       *string  `json:"agent_id"`
-	SavedMicroUSD *int64   `json:"saved_microusd"`
-	ParentRunID   *string  `json:"parent_run_id"`
-	OnBehalfOf    *string  `json:"on_behalf_of"`
-	Outcome       *string  `json:"outcome"`
-	KeyID         *string  `json:"key_id"`
-	Unit          *string  `json:"unit"`
-	ToolCalls     *uint32  `json:"tool_calls"`
-	CostUSD       *float64 `json:"cost_usd"`
-	// Attributes carries free-form data with a record; verdryx ignores it.
-	// Any other unknown key is an error naming it.
-	Attributes json.RawMessage `json:"attributes,omitempty"`
-	// CallID, when set, identifies the call for deduplication on the
-	// traces subjects (tracemsg.RecordKey); other readers accept and
-	// ignore it.
-	CallID string `json:"call_id,omitempty"`
+// refRecord is the reference form of Record's decoding: what
+// strictjson.Decode (encoding/json, unknown keys refused) decodes a record
+// into. RecordDecoder is tested to accept exactly what it accepts, with
+// the same values; a record the fast path refuses is decoded into it only
+// to word the error as strictjson.Decode does. Pointers tell an absent key
+// from a zero; call_id is a plain string (a null leaves it as it was).
+type refRecord struct {
+	TSMillis      *int64          `json:"ts_millis"`
+	RunID         *string         `json:"run_id"`
+	Model         *string         `json:"model"`
+	Decision      *string         `json:"decision"`
+	InputTokens   *uint64         `json:"input_tokens"`
+	OutputTokens  *uint64         `json:"output_tokens"`
+	CostMicroUSD  *int64          `json:"cost_microusd"`
+	Step          *uint32         `json:"step"`
+	AgentID       *string         `json:"agent_id"`
+	SavedMicroUSD *int64          `json:"saved_microusd"`
+	ParentRunID   *string         `json:"parent_run_id"`
+	OnBehalfOf    *string         `json:"on_behalf_of"`
+	Outcome       *string         `json:"outcome"`
+	KeyID         *string         `json:"key_id"`
+	Unit          *string         `json:"unit"`
+	ToolCalls     *uint32         `json:"tool_calls"`
+	CostUSD       *float64        `json:"cost_usd"`
+	Attributes    json.RawMessage `json:"attributes,omitempty"`
+	CallID        string          `json:"call_id,omitempty"`
 }
 
-// Deref returns *p, or T's zero value when p is nil.
-func Deref[T any](p *T) T {
+// deref returns *p, or T's zero value when p is nil.
+func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
@@ -55,35 +54,54 @@ func Deref[T any](p *T) T {
 	return *p
 }
 
-// Call converts a per-call record: absent strings and numbers are ""/0, a
-// missing run_id makes it an independent call, a missing step falls back to
-// encounter order, and a cost_usd without cost_microusd is the call's cost
-// (MicroUSD). The record should have passed Check.
-func (rec *CallRecord) Call() Call {
-	cost := Deref(rec.CostMicroUSD)
-	if rec.CostMicroUSD == nil && rec.CostUSD != nil {
-		cost = MicroUSD(*rec.CostUSD)
+// Call returns the call r records, its resolved value: an absent string
+// or number is ""/0 (as Record holds it), a missing run_id makes it an independent call
+// (HasRunID false), a missing step falls back to encounter order (HasStep
+// false), a missing tool_calls is nil, and a cost_usd without
+// cost_microusd is the call's cost (MicroUSD). Strings are copied. r should
+// have passed Check.
+func (r *Record) Call() Call {
+	cost := r.CostMicroUSD
+	if !r.HasField(FieldCostMicroUSD) && r.HasCostUSD() {
+		cost = MicroUSD(r.CostUSD)
 	}
-	return Call{
-		TSMillis:      Deref(rec.TSMillis),
-		RunID:         Deref(rec.RunID),
-		HasRunID:      rec.RunID != nil,
-		Model:         Deref(rec.Model),
-		Decision:      Deref(rec.Decision),
-		InputTokens:   Deref(rec.InputTokens),
-		OutputTokens:  Deref(rec.OutputTokens),
+	c := Call{
+		TSMillis:      r.TSMillis,
+		RunID:         string(r.Strings[FieldRunID]),
+		HasRunID:      r.HasField(FieldRunID),
+		Model:         string(r.Strings[FieldModel]),
+		Decision:      string(r.Strings[FieldDecision]),
+		InputTokens:   r.InputTokens,
+		OutputTokens:  r.OutputTokens,
 		CostMicroUSD:  cost,
-		Step:          Deref(rec.Step),
-		HasStep:       rec.Step != nil,
-		AgentID:       Deref(rec.AgentID),
-		SavedMicroUSD: Deref(rec.SavedMicroUSD),
-		ParentRunID:   Deref(rec.ParentRunID),
-		OnBehalfOf:    Deref(rec.OnBehalfOf),
-		Outcome:       Deref(rec.Outcome),
-		KeyID:         Deref(rec.KeyID),
-		Unit:          Deref(rec.Unit),
-		ToolCalls:     rec.ToolCalls,
+		Step:          r.Step,
+		HasStep:       r.HasField(FieldStep),
+		AgentID:       string(r.Strings[FieldAgentID]),
+		SavedMicroUSD: r.SavedMicroUSD,
+		ParentRunID:   string(r.Strings[FieldParentRunID]),
+		OnBehalfOf:    string(r.Strings[FieldOnBehalfOf]),
+		Outcome:       string(r.Strings[FieldOutcome]),
+		KeyID:         string(r.Strings[FieldKeyID]),
+		Unit:          string(r.Strings[FieldUnit]),
 	}
+	if r.HasField(FieldToolCalls) {
+		n := r.ToolCalls
+		c.ToolCalls = &n
+	}
+	return c
+}
+
+// DecodeRecord decodes one record message (a trace message, a tailed
+// line) into rec strictly, as ScanNDJSON decodes a line: unknown keys and
+// trailing data are errors, free-form data goes in "attributes", call_id
+// is accepted, and a refused record's error is strictjson.Decode's word for
+// word (naming the field and byte offset); a record that decodes but fails
+// Record.Check is refused with Check's error. rec's strings are slices of
+// data or of a buffer of this call alone: they stay valid as long as data
+// does (and is not modified).
+func DecodeRecord(data []byte, rec *Record) error {
+	var d RecordDecoder
+	return d.decodeChecked(data, rec)
 }
 
 // ScanRecordsFile calls fn with each outcome record of path: NDJSON (one
@@ -94,7 +112,7 @@ func (rec *CallRecord) Call() Call {
 // record, or the first error of fn, stops the read with an error naming the
 // file and line (and the field, for a bad record). Each record is decoded
 // in place (see ScanNDJSON): the Record is valid only during fn. NDJSON is
-// read with no allocation per record; a CSV row is converted. The format is the
+// read with no allocation per record; a CSV row's strings are copied. The format is the
 // extension's (.ndjson, .jsonl: NDJSON; .csv: CSV; .json: a JSON array
 // when the file starts with '[', else NDJSON); any other name is read as
 // its first byte says (see ScanRecords).
@@ -143,17 +161,6 @@ func ScanRecords(src io.Reader, name string, fn func(*Record) error) error {
 	}
 }
 
-func scanCSV(src io.Reader, name string, fn func(*Record) error) error {
-	var rec Record
-	return ReadCSV(src, name, func(cr *CallRecord) error {
-		rec.SetFrom(cr)
-		if err := rec.Check(); err != nil {
-			return err
-		}
-		return fn(&rec)
-	})
-}
-
 // ScanJSONArray calls fn with each record of a JSON array of records read
 // from src (named name in errors), each decoded and checked as an NDJSON
 // line is (ScanNDJSON). An error names the record by its place in the
@@ -169,7 +176,7 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 		return fmt.Errorf("%s: want a JSON array of records", name)
 	}
 	var (
-		rd  = RecordDecoder{ext: []string{ColCallID}}
+		rd  RecordDecoder
 		rec Record
 		raw json.RawMessage
 	)
@@ -203,11 +210,11 @@ func ScanJSONArray(src io.Reader, name string, fn func(*Record) error) error {
 // errors when the fast path refuses it.
 func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 	if !d.Decode(b, rec) {
-		var ref CallRecord
+		var ref refRecord
 		if err := strictjson.Decode(b, &ref); err != nil {
 			return err
 		}
-		rec.SetFrom(&ref) // never expected: the fast path is tested to agree
+		rec.setFrom(&ref) // never expected: the fast path is tested to agree
 	}
 	return rec.Check()
 }
@@ -220,12 +227,12 @@ func (d *RecordDecoder) decodeChecked(b []byte, rec *Record) error {
 // ("calls.ndjson:12: unknown field \"x\""), as does a line over
 // MaxRecordBytes or one that fails Record.Check (a negative cost); an
 // error of fn is prefixed the same way. call_id, the call's identity, is
-// accepted (a string) and not passed on.
+// accepted (a string) and in the Record; the folds ignore it.
 func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 256*1024), maxLineBytes)
 	var (
-		dec  = RecordDecoder{ext: []string{ColCallID}}
+		dec  RecordDecoder
 		rec  Record
 		line int
 	)
@@ -258,56 +265,13 @@ func ScanNDJSON(src io.Reader, name string, fn func(*Record) error) error {
 // its size, named; a longer line stops the read, named by its number.
 const maxLineBytes = 16 << 20
 
-// Ext is a string key a record message carries beyond CallRecord's (the
-// worker's trace messages add call_id and segment), decoded into *Dst. A
-// null value leaves *Dst as it is, as encoding/json does for a string.
-type Ext struct {
-	Key string
-	Dst *string
-}
-
-// DecodeRecordInto decodes one record message (a NATS trace message, a
-// tailed line) into rec and the ext destinations with a RecordDecoder, the
-// decoder ScanNDJSON uses. ref is what strictjson.Decode decodes data into when
-// the fast path refuses it, so that errors are strictjson.Decode's word for
-// word: it must be rec itself, or the struct that embeds rec and holds the
-// ext destinations as its other JSON fields. rec and the destinations
-// should be zero on entry. At most MaxExt ext keys. A record that decodes
-// but fails Record.Check is refused with Check's error.
-func DecodeRecordInto(data []byte, ref any, rec *CallRecord, ext ...Ext) error {
-	if len(ext) > MaxExt {
-		return fmt.Errorf("decode record: %d extra keys, at most %d", len(ext), MaxExt)
-	}
-	var names [MaxExt]string
-	for i, e := range ext {
-		names[i] = e.Key
-	}
-	d := RecordDecoder{ext: names[:len(ext)]}
-	var r Record
-	if !d.Decode(data, &r) {
-		if err := strictjson.Decode(data, ref); err != nil {
-			return err
-		}
-		r.SetFrom(rec)
-		return r.Check()
-	}
-	if err := r.Check(); err != nil {
-		return err
-	}
-	r.fill(rec)
-	for i, e := range ext {
-		if r.HasExt(i) {
-			*e.Dst = string(r.Ext[i])
-		}
-	}
-	return nil
-}
-
-// ReadCSV calls fn with each CSV outcome record of src (named name in
-// errors). The
-// header names the columns; unknown columns are ignored and an empty cell
-// reads as absent.
-func ReadCSV(src io.Reader, name string, fn func(*CallRecord) error) error {
+// scanCSV calls fn with each CSV outcome record of src (named name in
+// errors), checked (Record.Check). The header names the columns; unknown
+// columns are ignored and an empty cell reads as absent, but for run_id:
+// with a run_id column, every row is part of a run (an empty cell is the
+// run ""). A later column of the same name wins. The Record is valid only
+// during fn.
+func scanCSV(src io.Reader, name string, fn func(*Record) error) error {
 	cr := csv.NewReader(src)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
@@ -326,6 +290,7 @@ func ReadCSV(src io.Reader, name string, fn func(*CallRecord) error) error {
 	for _, c := range cols {
 		hasRunID = hasRunID || c == ColRunID
 	}
+	var rec Record
 	for {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -335,18 +300,20 @@ func ReadCSV(src io.Reader, name string, fn func(*CallRecord) error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		var rec CallRecord
+		rec = Record{}
 		for i, cell := range row {
 			if i >= len(cols) {
 				break
 			}
-			if err := rec.set(cols[i], cell); err != nil {
+			if err := rec.setCell(cols[i], cell); err != nil {
 				return fmt.Errorf("%s:%d: field %s: %w", name, line, cols[i], err)
 			}
 		}
-		if hasRunID && rec.RunID == nil {
-			empty := ""
-			rec.RunID = &empty
+		if hasRunID {
+			rec.Has |= 1 << FieldRunID
+		}
+		if err := rec.Check(); err != nil {
+			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(&rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
@@ -354,74 +321,67 @@ func ReadCSV(src io.Reader, name string, fn func(*CallRecord) error) error {
 	}
 }
 
-func (rec *CallRecord) set(col, cell string) error {
-	str := func(dst **string) error {
-		if cell != "" {
-			*dst = &cell
-		}
-		return nil
-	}
+// setCell sets column col of r to the CSV cell (not "", which is absent);
+// an unknown column is ignored.
+func (r *Record) setCell(col, cell string) error {
 	if cell == "" {
 		return nil
 	}
-	switch col {
-	case ColRunID:
-		return str(&rec.RunID)
-	case ColModel:
-		return str(&rec.Model)
-	case ColDecision:
-		return str(&rec.Decision)
-	case ColAgentID:
-		return str(&rec.AgentID)
-	case ColParentRunID:
-		return str(&rec.ParentRunID)
-	case ColOnBehalfOf:
-		return str(&rec.OnBehalfOf)
-	case ColOutcome:
-		return str(&rec.Outcome)
-	case ColKeyID:
-		return str(&rec.KeyID)
-	case ColUnit:
-		return str(&rec.Unit)
-	case ColTSMillis:
-		return parseInt(cell, 64, &rec.TSMillis)
-	case ColCostMicroUSD:
-		return parseInt(cell, 64, &rec.CostMicroUSD)
-	case ColSavedMicro:
-		return parseInt(cell, 64, &rec.SavedMicroUSD)
-	case ColInputTokens:
-		return parseUint(cell, 64, &rec.InputTokens)
-	case ColOutputTokens:
-		return parseUint(cell, 64, &rec.OutputTokens)
-	case ColStep:
-		return parseUint(cell, 32, &rec.Step)
-	case ColToolCalls:
-		return parseUint(cell, 32, &rec.ToolCalls)
-	case "cost_usd":
+	if col == "cost_usd" {
 		v, err := strconv.ParseFloat(cell, 64)
 		if err != nil {
 			return fmt.Errorf("%q is not a number", cell)
 		}
-		rec.CostUSD = &v
+		r.CostUSD = v
+		r.Has |= 1 << bitCostUSD
+		return nil
 	}
-	return nil
-}
-
-func parseInt(cell string, bits int, dst **int64) error {
-	v, err := strconv.ParseInt(cell, 10, bits)
+	f, ok := FieldByName(col)
+	if !ok {
+		return nil
+	}
+	var err error
+	switch f {
+	case FieldTSMillis:
+		r.TSMillis, err = parseInt(cell)
+	case FieldCostMicroUSD:
+		r.CostMicroUSD, err = parseInt(cell)
+	case FieldSavedMicroUSD:
+		r.SavedMicroUSD, err = parseInt(cell)
+	case FieldInputTokens:
+		r.InputTokens, err = parseUint(cell, 64)
+	case FieldOutputTokens:
+		r.OutputTokens, err = parseUint(cell, 64)
+	case FieldStep, FieldToolCalls:
+		var v uint64
+		v, err = parseUint(cell, 32)
+		if f == FieldStep {
+			r.Step = uint32(v)
+		} else {
+			r.ToolCalls = uint32(v)
+		}
+	default: // a string column
+		r.Strings[f] = []byte(cell)
+	}
 	if err != nil {
-		return fmt.Errorf("%q: want a whole number from %d to %d", cell, -(int64(1) << (bits - 1)), int64(1)<<(bits-1)-1)
+		return err
 	}
-	*dst = &v
+	r.Has |= 1 << f
 	return nil
 }
 
-func parseUint[T uint32 | uint64](cell string, bits int, dst **T) error {
+func parseInt(cell string) (int64, error) {
+	v, err := strconv.ParseInt(cell, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a whole number from %d to %d", cell, int64(math.MinInt64), int64(math.MaxInt64))
+	}
+	return v, nil
+}
+
+func parseUint(cell string, bits int) (uint64, error) {
 	v, err := strconv.ParseUint(cell, 10, bits)
 	if err != nil {
-		return fmt.Errorf("%q: want a whole number from 0 to %d", cell, uint64(1)<<(bits-1)*2-1)
+		return 0, fmt.Errorf("%q: want a whole number from 0 to %d", cell, uint64(1)<<(bits-1)*2-1)
 	}
-	t := T(v)
-	*dst = &t
-	return nil
+	return v, nil
 }

@@ -32,11 +32,8 @@ func publishIDs(t *testing.T, e *env, cs []calls.Call, ids []string, prefix stri
 	t.Helper()
 	ctx := jstest.Ctx(t, 10*time.Second)
 	for i, c := range cs {
-		rec := calltest.RecordOf(c)
-		rec.CallID = ids[i]
-		b, err := json.Marshal(rec)
-		require.NoError(t, err)
-		_, err = e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", prefix, i)))
+		b := calltest.RecordJSONWithID(c, ids[i])
+		_, err := e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", prefix, i)))
 		require.NoError(t, err)
 	}
 }

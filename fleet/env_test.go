@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -27,9 +26,7 @@ func (e *env) publishCalls(cl []calls.Call, idPrefix string) {
 	e.T.Helper()
 	ctx := jstest.Ctx(e.T, 10*time.Second)
 	for i, c := range cl {
-		b, err := json.Marshal(calltest.RecordOf(c))
-		require.NoError(e.T, err)
-		_, err = e.JS.Publish(ctx, e.Subjects.Traces, b, jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
+		_, err := e.JS.Publish(ctx, e.Subjects.Traces, calltest.RecordJSON(c), jetstream.WithMsgID(fmt.Sprintf("%s-%d", idPrefix, i)))
 		require.NoError(e.T, err)
 	}
 }

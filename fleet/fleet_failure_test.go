@@ -7,7 +7,6 @@ package fleet
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -49,14 +48,14 @@ func (e *env) publishToPartitions(js jetstream.JetStream, cl []calls.Call, callP
 	ctx := jstest.Ctx(e.T, 20*time.Second)
 	n := e.Subjects.PartitionCount()
 	for i, c := range cl {
-		rec := calltest.RecordOf(c)
+		callID := ""
 		if callPrefix != "" {
-			rec.CallID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
+			callID = fmt.Sprintf("%s-%d", callPrefix, offset+i)
 		}
+		b := calltest.RecordJSONWithID(c, callID)
+		rec := calltest.Record(e.T, b)
 		id := fmt.Sprintf("%s-%d", msgPrefix, offset+i)
 		p, err := tracemsg.RecordPartition(&rec, id, n)
-		require.NoError(e.T, err)
-		b, err := json.Marshal(rec)
 		require.NoError(e.T, err)
 		_, err = js.Publish(ctx, streams.TraceSubject(e.Subjects.Traces, p), b, jetstream.WithMsgID(id))
 		require.NoError(e.T, err)

@@ -327,8 +327,8 @@ func (h *partHandler) apply(s *partstate.State, m pull.Msg, seq uint64) error {
 		if err := calls.CheckSize(len(data), h.f.opts.MaxRecordBytes); err != nil {
 			return pull.Permanent("oversized trace record", fmt.Errorf("stream seq %d: %w", seq, err))
 		}
-		rec, derr := tracemsg.DecodeCallRecord(data)
-		if derr != nil {
+		var rec calls.Record
+		if derr := calls.DecodeRecord(data, &rec); derr != nil {
 			return pull.Permanent("malformed trace record", fmt.Errorf("stream seq %d: %w", seq, derr))
 		}
 		err = h.applyRecord(s, &rec, m.Headers(), seq)
@@ -398,7 +398,7 @@ func (h *partHandler) applyBatch(s *partstate.State, data []byte, seq uint64) er
 	return nil
 }
 
-func (h *partHandler) applyRecord(s *partstate.State, rec *calls.CallRecord, hdr nats.Header, seq uint64) error {
+func (h *partHandler) applyRecord(s *partstate.State, rec *calls.Record, hdr nats.Header, seq uint64) error {
 	msgID := tracemsg.MsgID(hdr)
 	c := rec.Call()
 	key, err := tracemsg.RecordKey(rec, msgID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/calls/rowbatch"
 	"github.com/verdryx/verdryx/consumer/pull"
 	"github.com/verdryx/verdryx/streams"
@@ -71,8 +72,8 @@ func routeTargets(data []byte, id string, n int) ([]int, *routeError) {
 		}
 		return []int{b.Part}, nil
 	}
-	rec, err := tracemsg.DecodeCallRecord(data)
-	if err != nil {
+	var rec calls.Record
+	if err := calls.DecodeRecord(data, &rec); err != nil {
 		return nil, &routeError{"malformed trace record", err}
 	}
 	p, err := tracemsg.RecordPartition(&rec, id, n)

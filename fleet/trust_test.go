@@ -159,14 +159,14 @@ func TestBadMessagesAreDeadLetteredAndTheNextIsProcessed(t *testing.T) {
 	// A call costing more than the per-call maximum is refused naming the
 	// field, so no sum of accepted calls can come near int64's end.
 	big := calls.Call{RunID: "big", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: math.MaxInt64}
-	bb, _ := json.Marshal(calltest.RecordOf(big))
+	bb := calltest.RecordJSON(big)
 	publish(e.Subjects.Traces, bb)
 	expectDead("a call over the per-call maximum", "field cost_microusd: 9223372036854775807 is over the per-call maximum")
 
 	// The good messages after all of that are processed.
 	good := calls.Call{RunID: "r2", HasRunID: true, Step: 1, HasStep: true, Decision: "allow", CostMicroUSD: 0,
 		AgentID: "agent://acme.example/grimoire-bot"}
-	b, _ := json.Marshal(calltest.RecordOf(good))
+	b := calltest.RecordJSON(good)
 	publish(e.Subjects.Traces, b)
 	waitFleetCalls(t, fleet, 1)
 	publish(e.Subjects.EvalRequests, evalReq(map[string]any{"request_id": "good", "eval_set": inlineSet("grimoire/corpus.json", golden),

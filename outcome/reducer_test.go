@@ -1,8 +1,9 @@
 package outcome
 
 import (
-	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,12 +173,12 @@ func TestReadNDJSONAndCSV(t *testing.T) {
 
 	csvIn := "run_id,step,decision,cost_microusd,outcome,extra\nb,0,allow,7,,x\nb,1,allow,8,abandoned,y\n"
 	r = newReducer(t, Options{})
-	require.NoError(t, readCSV(strings.NewReader(csvIn), "x.csv", r))
+	require.NoError(t, readCSV(t, csvIn, "x.csv", r))
 	require.Equal(t, []row{{"abandoned", 1, 2, 0, 15}}, rows(t, r))
 
 	flat := "outcome,cost_usd\ncase_resolved,0.000420\nabandoned,0.000250\n"
 	r = newReducer(t, Options{})
-	require.NoError(t, readCSV(strings.NewReader(flat), "flat.csv", r))
+	require.NoError(t, readCSV(t, flat, "flat.csv", r))
 	require.Equal(t, []row{{"abandoned", 1, 1, 0, 250}, {"case_resolved", 1, 1, 0, 420}}, rows(t, r))
 }
 
@@ -201,7 +202,7 @@ func TestReadRecordErrors(t *testing.T) {
 			r := newReducer(t, Options{})
 			var err error
 			if tc.csv {
-				err = readCSV(strings.NewReader(tc.in), "in.csv", r)
+				err = readCSV(t, tc.in, "in.csv", r)
 			} else {
 				err = ReadRecords(strings.NewReader(tc.in), "in.ndjson", r)
 			}
@@ -225,15 +226,13 @@ func TestWilson(t *testing.T) {
 	require.InDelta(t, 1.0, hi, 1e-12)
 }
 
-// readCSV folds CSV outcome records from src (named name in errors), as
-// ReadRecordsFile folds a .csv file.
-func readCSV(src io.Reader, name string, r *Reducer) error {
-	f := newRecordFolder(r)
-	var rec calls.Record
-	return calls.ReadCSV(src, name, func(cr *calls.CallRecord) error {
-		rec.SetFrom(cr)
-		return f.fold(&rec)
-	})
+// readCSV folds the CSV outcome records in as ReadRecordsFile folds a file
+// called name (a .csv).
+func readCSV(t *testing.T, in, name string, r *Reducer) error {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(in), 0o644))
+	return ReadRecordsFile(path, r)
 }
 
 // TestSLOCountsFlatRecords: an outcomes export ({outcome, cost_usd}

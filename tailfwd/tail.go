@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/calls"
 	"github.com/verdryx/verdryx/consumer/tail"
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/producer"
@@ -107,8 +108,8 @@ func (f *Forwarder) handle(ctx context.Context, l tail.Line) error {
 		return f.publish(ctx, f.subjects.Tail, line, id)
 	}
 	// A per-call record.
-	rec, err := tracemsg.DecodeCallRecord(line)
-	if err != nil {
+	var rec calls.Record
+	if err := calls.DecodeRecord(line, &rec); err != nil {
 		f.count("invalid")
 		return f.deadLetter(ctx, line, id, fmt.Sprintf("%s line %d: %v", l.Path, l.Number, err))
 	}

@@ -42,16 +42,12 @@ func RowKey(digest string, row uint64) string { return fmt.Sprintf("msg:seg:%s:%
 func MsgIDKey(id string) string { return "msg:" + id }
 
 // RecordKey returns the dedupe key of a decoded per-call record message:
-// its call_id, else its message id, else the digest of its canonical
-// bytes. It fails only for attributes that are not valid JSON.
-func RecordKey(rec *calls.CallRecord, msgID string) (string, error) {
+// its call_id (when not ""), else its message id, else the digest of its
+// canonical bytes. It fails only for attributes that are not valid JSON.
+func RecordKey(rec *calls.Record, msgID string) (string, error) {
 	switch {
-	case rec.CallID != "":
-		run := ""
-		if rec.RunID != nil {
-			run = *rec.RunID
-		}
-		return "call:" + strconv.Quote(run) + ":" + rec.CallID, nil
+	case len(rec.CallID) != 0:
+		return "call:" + strconv.Quote(string(rec.Strings[calls.FieldRunID])) + ":" + string(rec.CallID), nil
 	case msgID != "":
 		return MsgIDKey(msgID), nil
 	}
@@ -59,25 +55,32 @@ func RecordKey(rec *calls.CallRecord, msgID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rec.RunID != nil {
+	if rec.HasField(calls.FieldRunID) {
 		// Within one run 64 bits suffice (a million calls in a run collide
 		// with odds below 1e-7), and a short key keeps the store's pages full.
-		return "run:" + *rec.RunID + ":" + hex.EncodeToString(sum[:8]), nil
+		return "run:" + string(rec.Strings[calls.FieldRunID]) + ":" + hex.EncodeToString(sum[:8]), nil
 	}
 	return "sha256:" + hex.EncodeToString(sum[:16]), nil // 128 bits: collisions are out of reach
 }
 
-// recordDigest hashes the canonical bytes of a record (see the keys above).
-func recordDigest(rec *calls.CallRecord) ([sha256.Size]byte, error) {
+// recordDigest hashes the canonical bytes of a record (see the keys
+// above): "verdryx-call-v1", then each column in Field order, cost_usd and
+// attributes, each as 0 (absent) or 1 and its value: an integer as 8
+// bytes big-endian (two's complement for a signed one, the IEEE 754 bits
+// for cost_usd), a string as its 8-byte big-endian length and its bytes,
+// attributes as the string of its RFC 8785 form. call_id is not in it.
+// The bytes are pinned (TestRecordKeysArePinned): partition state stores
+// the keys.
+func recordDigest(rec *calls.Record) ([sha256.Size]byte, error) {
 	b := make([]byte, 0, 512) // on the stack for the usual record
-	str := func(p *string) {
-		if p == nil {
+	str := func(present bool, s []byte) {
+		if !present {
 			b = append(b, 0)
 			return
 		}
 		b = append(b, 1)
-		b = binary.BigEndian.AppendUint64(b, uint64(len(*p)))
-		b = append(b, *p...)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	num := func(present bool, v uint64) {
 		if !present {
@@ -87,59 +90,37 @@ func recordDigest(rec *calls.CallRecord) ([sha256.Size]byte, error) {
 		b = append(b, 1)
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
-	i64 := func(p *int64) {
-		if p == nil {
-			num(false, 0)
-		} else {
-			num(true, uint64(*p))
-		}
-	}
-	u64 := func(p *uint64) {
-		if p == nil {
-			num(false, 0)
-		} else {
-			num(true, *p)
-		}
-	}
-	u32 := func(p *uint32) {
-		if p == nil {
-			num(false, 0)
-		} else {
-			num(true, uint64(*p))
-		}
-	}
-	r := rec
 	b = append(b, "verdryx-call-v1"...)
-	i64(r.TSMillis)
-	str(r.RunID)
-	str(r.Model)
-	str(r.Decision)
-	u64(r.InputTokens)
-	u64(r.OutputTokens)
-	i64(r.CostMicroUSD)
-	u32(r.Step)
-	str(r.AgentID)
-	i64(r.SavedMicroUSD)
-	str(r.ParentRunID)
-	str(r.OnBehalfOf)
-	str(r.Outcome)
-	str(r.KeyID)
-	str(r.Unit)
-	u32(r.ToolCalls)
-	if r.CostUSD == nil {
-		num(false, 0)
-	} else {
-		num(true, math.Float64bits(*r.CostUSD))
+	for f := range calls.NumFields {
+		has := rec.HasField(f)
+		switch f {
+		case calls.FieldTSMillis:
+			num(has, uint64(rec.TSMillis))
+		case calls.FieldInputTokens:
+			num(has, rec.InputTokens)
+		case calls.FieldOutputTokens:
+			num(has, rec.OutputTokens)
+		case calls.FieldCostMicroUSD:
+			num(has, uint64(rec.CostMicroUSD))
+		case calls.FieldStep:
+			num(has, uint64(rec.Step))
+		case calls.FieldSavedMicroUSD:
+			num(has, uint64(rec.SavedMicroUSD))
+		case calls.FieldToolCalls:
+			num(has, uint64(rec.ToolCalls))
+		default:
+			str(has, rec.Strings[f])
+		}
 	}
-	if len(r.Attributes) == 0 {
-		str(nil)
+	num(rec.HasCostUSD(), math.Float64bits(rec.CostUSD))
+	if len(rec.Attributes) == 0 {
+		str(false, nil)
 	} else {
-		canon, err := envelope.CanonicalizeJSON(r.Attributes)
+		canon, err := envelope.CanonicalizeJSON(rec.Attributes)
 		if err != nil {
 			return [sha256.Size]byte{}, fmt.Errorf("field attributes: %w", err)
 		}
-		s := string(canon)
-		str(&s)
+		str(true, canon)
 	}
 	return sha256.Sum256(b), nil
 }

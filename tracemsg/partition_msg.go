@@ -40,9 +40,9 @@ func PartitionOf(key string, n int) int {
 
 // RecordPartition returns the partition of a decoded per-call record
 // published with message id msgID: by run id, else by its dedupe key.
-func RecordPartition(rec *calls.CallRecord, msgID string, n int) (int, error) {
-	if rec.RunID != nil {
-		return PartitionOf(*rec.RunID, n), nil
+func RecordPartition(rec *calls.Record, msgID string, n int) (int, error) {
+	if rec.HasField(calls.FieldRunID) {
+		return PartitionOf(string(rec.Strings[calls.FieldRunID]), n), nil
 	}
 	key, err := RecordKey(rec, msgID)
 	if err != nil {

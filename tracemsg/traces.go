@@ -1,9 +1,5 @@
 package tracemsg
 
-import (
-	"github.com/verdryx/verdryx/calls"
-)
-
 // HeaderRouted marks a trace record the worker routed from the bare traces
 // subject to its partition: its Nats-Msg-Id is the routing's own, and its
 // identity is HeaderOrigMsgID (possibly empty).
@@ -29,24 +25,6 @@ func MsgID(h Headers) string {
 		return ""
 	}
 	return h.Get(HeaderMsgID)
-}
-
-// DecodeCallRecord decodes a trace message strictly: unknown fields and
-// trailing data are errors; free-form data goes in "attributes". It is the
-// record decoder of cost-per-correct --input (calls.DecodeRecordInto), with
-// strictjson.Decode's errors.
-func DecodeCallRecord(data []byte) (calls.CallRecord, error) {
-	var rec calls.CallRecord
-	if err := calls.DecodeRecordInto(data, &rec, &rec,
-		calls.Ext{Key: calls.ColCallID, Dst: &rec.CallID}); err != nil {
-		return rec, err
-	}
-	// A call's agent_id is data, not an identity verdryx acts for: TokenFuse
-	// writes whatever its gateway was given, cost-per-correct counts every
-	// such call, and the SLO report leaves a non-canonical subject out of
-	// slo_burn events. Refusing it here would make the worker's report
-	// differ from the direct reduction of the same rows.
-	return rec, nil
 }
 
 // HeaderOrigMsgID carries a re-driven message's original Nats-Msg-Id: the

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -272,7 +273,7 @@ func jsonBare(path string) (int64, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var rec calls.CallRecord
+		var rec jsonRecord
 		if err := strictjson.Decode(b, &rec); err != nil {
 			return n, fmt.Errorf("%s:%d: %w", path, n+1, err)
 		}
@@ -293,8 +294,55 @@ func decoderBare(path string) (int64, error) {
 	return n, err
 }
 
+// jsonRecord is what encoding/json decoded a record line into before the
+// record decoder (calls.RecordDecoder) replaced it: the baseline measured,
+// a pointer per key to tell an absent key from a zero.
+type jsonRecord struct {
+	TSMillis      *int64          `json:"ts_millis"`
+	RunID         *string         `json:"run_id"`
+	Model         *string         `json:"model"`
+	Decision      *string         `json:"decision"`
+	InputTokens   *uint64         `json:"input_tokens"`
+	OutputTokens  *uint64         `json:"output_tokens"`
+	CostMicroUSD  *int64          `json:"cost_microusd"`
+	Step          *uint32         `json:"step"`
+	AgentID       *string         `json:"agent_id"`
+	SavedMicroUSD *int64          `json:"saved_microusd"`
+	ParentRunID   *string         `json:"parent_run_id"`
+	OnBehalfOf    *string         `json:"on_behalf_of"`
+	Outcome       *string         `json:"outcome"`
+	KeyID         *string         `json:"key_id"`
+	Unit          *string         `json:"unit"`
+	ToolCalls     *uint32         `json:"tool_calls"`
+	CostUSD       *float64        `json:"cost_usd"`
+	Attributes    json.RawMessage `json:"attributes,omitempty"`
+	CallID        string          `json:"call_id,omitempty"`
+}
+
+// deref returns *p, or T's zero value when p is nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// call is rec's call, as calls.Record.Call resolves a record with
+// cost_microusd (jsonFold takes a cost_usd record apart).
+func (rec *jsonRecord) call() calls.Call {
+	return calls.Call{
+		TSMillis: deref(rec.TSMillis), RunID: deref(rec.RunID), HasRunID: rec.RunID != nil,
+		Model: deref(rec.Model), Decision: deref(rec.Decision), InputTokens: deref(rec.InputTokens),
+		OutputTokens: deref(rec.OutputTokens), CostMicroUSD: deref(rec.CostMicroUSD), Step: deref(rec.Step),
+		HasStep: rec.Step != nil, AgentID: deref(rec.AgentID), SavedMicroUSD: deref(rec.SavedMicroUSD),
+		ParentRunID: deref(rec.ParentRunID), OnBehalfOf: deref(rec.OnBehalfOf), Outcome: deref(rec.Outcome),
+		KeyID: deref(rec.KeyID), Unit: deref(rec.Unit), ToolCalls: rec.ToolCalls,
+	}
+}
+
 // jsonFold is the --input fold as it was: every line decoded by
-// strictjson.Decode into a CallRecord, then Reducer.Add (or AddRecord).
+// strictjson.Decode into a jsonRecord, then Reducer.Add (or AddRecord).
 func jsonFold(path string, r *outcome.Reducer) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -310,17 +358,17 @@ func jsonFold(path string, r *outcome.Reducer) error {
 		if len(b) == 0 {
 			continue
 		}
-		var rec calls.CallRecord
+		var rec jsonRecord
 		if err := strictjson.Decode(b, &rec); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		switch {
 		case rec.CostUSD != nil && rec.CostMicroUSD == nil:
-			r.AddRecord(calls.Deref(rec.Outcome), int64(math.Round(*rec.CostUSD*1e6)))
+			r.AddRecord(deref(rec.Outcome), int64(math.Round(*rec.CostUSD*1e6)))
 		case rec.RunID == nil && rec.Outcome == nil && rec.CostMicroUSD == nil:
 			return fmt.Errorf("%s:%d: not an outcome record", path, line)
 		default:
-			r.Add(rec.Call())
+			r.Add(rec.call())
 		}
 		if err := r.Err(); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)

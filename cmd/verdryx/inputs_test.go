@@ -96,14 +96,16 @@ func TestInputForms(t *testing.T) {
 	single := filepath.Join(exports, "march export.parquet")
 	require.NoError(t, tracegen.WriteFile(single, tracegen.Current, all, tracegen.Options{}))
 	var arr, nd bytes.Buffer
-	recs := make([]calls.CallRecord, len(all))
+	arr.WriteByte('[')
 	for i, c := range all {
-		recs[i] = calltest.RecordOf(c)
-		line, err := json.Marshal(recs[i])
-		require.NoError(t, err)
+		line := calltest.RecordJSON(c)
 		nd.Write(append(line, '\n'))
+		if i > 0 {
+			arr.WriteByte(',')
+		}
+		arr.Write(line)
 	}
-	require.NoError(t, json.NewEncoder(&arr).Encode(recs))
+	arr.WriteString("]\n")
 	array := filepath.Join(dir, "outcomes.json")
 	require.NoError(t, os.WriteFile(array, arr.Bytes(), 0o644))
 	ndjson := filepath.Join(dir, "calls.ndjson")

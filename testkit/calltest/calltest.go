@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -75,22 +76,58 @@ func ReportJSON(t testing.TB, r *outcome.Reducer) []byte {
 	return b
 }
 
-// RecordOf returns the record form of c, the inverse of CallRecord.Call:
-// every field present, run_id and step only when c has them.
-func RecordOf(c calls.Call) calls.CallRecord {
-	r := calls.CallRecord{
-		TSMillis: &c.TSMillis, Model: &c.Model, Decision: &c.Decision, InputTokens: &c.InputTokens,
-		OutputTokens: &c.OutputTokens, CostMicroUSD: &c.CostMicroUSD, AgentID: &c.AgentID,
-		SavedMicroUSD: &c.SavedMicroUSD, ParentRunID: &c.ParentRunID, OnBehalfOf: &c.OnBehalfOf,
-		Outcome: &c.Outcome, KeyID: &c.KeyID, Unit: &c.Unit, ToolCalls: c.ToolCalls,
+// RecordJSON returns the record message of c, one JSON object (no
+// newline) that decodes back to c (calls.DecodeRecord, then Record.Call):
+// every column present, run_id and step only when c has them, tool_calls
+// null when c has none.
+func RecordJSON(c calls.Call) []byte { return RecordJSONWithID(c, "") }
+
+// RecordJSONWithID is RecordJSON with a call_id key when callID is not "".
+func RecordJSONWithID(c calls.Call, callID string) []byte {
+	b := []byte{'{'}
+	add := func(key string, v any) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			panic(err) // strings and numbers always marshal
+		}
+		b = append(append(strconv.AppendQuote(b, key), ':'), val...)
 	}
+	add(calls.ColTSMillis, c.TSMillis)
 	if c.HasRunID {
-		r.RunID = &c.RunID
+		add(calls.ColRunID, c.RunID)
 	}
+	add(calls.ColModel, c.Model)
+	add(calls.ColDecision, c.Decision)
+	add(calls.ColInputTokens, c.InputTokens)
+	add(calls.ColOutputTokens, c.OutputTokens)
+	add(calls.ColCostMicroUSD, c.CostMicroUSD)
 	if c.HasStep {
-		r.Step = &c.Step
+		add(calls.ColStep, c.Step)
 	}
-	return r
+	add(calls.ColAgentID, c.AgentID)
+	add(calls.ColSavedMicro, c.SavedMicroUSD)
+	add(calls.ColParentRunID, c.ParentRunID)
+	add(calls.ColOnBehalfOf, c.OnBehalfOf)
+	add(calls.ColOutcome, c.Outcome)
+	add(calls.ColKeyID, c.KeyID)
+	add(calls.ColUnit, c.Unit)
+	add(calls.ColToolCalls, c.ToolCalls)
+	if callID != "" {
+		add(calls.ColCallID, callID)
+	}
+	return append(b, '}')
+}
+
+// Record decodes a record message (RecordJSON) as the worker does
+// (calls.DecodeRecord), failing t on an error.
+func Record(t testing.TB, line []byte) calls.Record {
+	t.Helper()
+	var rec calls.Record
+	require.NoError(t, calls.DecodeRecord(line, &rec), "%s", line)
+	return rec
 }
 
 // AppendCalls adds cs to b as segment rows first, first+1, ... the way a
