@@ -398,6 +398,10 @@ func (h *partHandler) applyBatch(s *partstate.State, data []byte, seq uint64) er
 	return nil
 }
 
+// applyRecord folds one per-call record message into s, once: its key
+// (tracemsg.RecordKey: call_id, else the message id, else its digest)
+// must route to this partition and is kept in s, so a redelivery or a
+// republish of the same call changes nothing.
 func (h *partHandler) applyRecord(s *partstate.State, rec *calls.Record, hdr nats.Header, seq uint64) error {
 	msgID := tracemsg.MsgID(hdr)
 	c := rec.Call()

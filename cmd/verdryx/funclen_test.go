@@ -51,3 +51,40 @@ func TestFunctionsAtMost80Lines(t *testing.T) {
 		t.Fatal("no function checked: run from the package directory")
 	}
 }
+
+// maxFileLines is the most lines a non-test Go file of the module may
+// have: past it a file holds more than one thing a reader looks for.
+const maxFileLines = 900
+
+// TestFilesAtMost900Lines fails naming every non-test Go file of the
+// module over maxFileLines lines.
+func TestFilesAtMost900Lines(t *testing.T) {
+	root := filepath.Join("..", "..")
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		if n := strings.Count(string(src), "\n"); n > maxFileLines {
+			t.Errorf("%s is %d lines, over %d: split it by what its parts do", path, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d files checked: the walk is broken", checked)
+	}
+}
