@@ -546,7 +546,7 @@ func Validate(req Request, roots confine.Roots, allowed []string) (evalrun.Reque
 	}
 	for _, f := range ids {
 		if f.id != "" && f.id != llm.StubID && !slices.Contains(allowed, f.id) {
-			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; the worker's Options.AllowModels adds one)",
+			return evalrun.Request{}, fmt.Errorf("field %s: %q is not allowed on this worker (allowed: %s; its operator adds one to the worker's allow list)",
 				f.name, f.id, strings.Join(AllowedIDs(allowed), ", "))
 		}
 	}

@@ -118,12 +118,14 @@ func (a *Run[N, V, P]) Merge(b *Run[N, V, P]) error {
 	if b.Calls == 0 {
 		return nil
 	}
+	// The count first: a caller that saturates the cost on ErrOverflow
+	// (Reducer.mergeRun) must not have changed a run it cannot merge.
+	if a.Calls+b.Calls < a.Calls {
+		return fmt.Errorf("%d + %d calls: %w", a.Calls, b.Calls, errTooManyCalls)
+	}
 	cost, ok := wire.AddInt64(a.Cost, b.Cost)
 	if !ok {
 		return fmt.Errorf("cost_microusd %d + %d: %w", a.Cost, b.Cost, ErrOverflow)
-	}
-	if a.Calls+b.Calls < a.Calls {
-		return fmt.Errorf("%d + %d calls: %w", a.Calls, b.Calls, errTooManyCalls)
 	}
 	if a.Calls == 0 || b.LastTS > a.LastTS {
 		a.LastTS = b.LastTS
