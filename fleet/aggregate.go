@@ -170,7 +170,6 @@ type Aggregate = partstate.Aggregate
 var (
 	ErrWindowNotWholeHours = partstate.ErrWindowNotWholeHours
 	ErrWindowCutsWholeDay  = partstate.ErrWindowCutsWholeDay
-	ErrUndatedState        = partstate.ErrUndatedState
 )
 
 // DefaultFoldAfter is Options.FoldAfter's default (partstate.DefaultFoldAfter).

@@ -193,7 +193,7 @@ func (s *State) appendSegs(b []byte) []byte {
 		b = append(b, tmp...)
 		sd, ok := s.segDays[d]
 		if !ok {
-			sd = [2]int32{undated, undated}
+			sd = [2]int32{noDay, noDay}
 		}
 		b = binary.AppendVarint(b, int64(sd[0]))
 		b = binary.AppendVarint(b, int64(sd[1]))
@@ -236,6 +236,16 @@ func (d *decoder) day() int32 {
 		d.Err = fmt.Errorf("day %d out of range", v)
 	}
 	return int32(v)
+}
+
+// callDay reads the day of calls (a run's, dropped calls', a folded
+// day's): never noDay.
+func (d *decoder) callDay() int32 {
+	v := d.day()
+	if d.Err == nil && v == noDay {
+		d.Err = fmt.Errorf("day %d out of range for calls", v)
+	}
+	return v
 }
 
 // DecodeState reads an encoded snapshot or aggregate.
@@ -285,7 +295,7 @@ func (d *decoder) head() (*State, error) {
 func (d *decoder) runs(s *State) error {
 	n := d.Uvarint()
 	for i := uint64(0); i < n && d.Err == nil; i++ {
-		day := d.day()
+		day := d.callDay()
 		name := string(d.Bytes(math.MaxUint64))
 		st := d.Bytes(math.MaxUint64)
 		if d.Err != nil {
@@ -303,11 +313,11 @@ func (d *decoder) runs(s *State) error {
 // days reads what appendDays wrote into s.
 func (d *decoder) days(s *State) {
 	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
-		day := d.day()
+		day := d.callDay()
 		s.dropped[day] = d.Uvarint()
 	}
 	for i, n := uint64(0), d.Uvarint(); i < n && d.Err == nil; i++ {
-		day := d.day()
+		day := d.callDay()
 		r := &DayRef{Rev: d.uint32(), calls: d.Uvarint(), written: d.Varint()}
 		r.Blob.Prefix = string(d.Bytes(math.MaxUint64))
 		r.Blob.Chunks = int(d.uint32())
@@ -339,7 +349,7 @@ func (d *decoder) segs(s *State) error {
 			return fmt.Errorf("partition %d snapshot: %w", s.Part, err)
 		}
 		s.Segs[digest] = r
-		if days[0] != undated {
+		if days[0] != noDay {
 			s.segDays[digest] = days
 		}
 	}

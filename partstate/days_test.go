@@ -356,3 +356,18 @@ func TestPrunedDaysCountLateCalls(t *testing.T) {
 
 // publishIDs publishes cs as records with call ids ids[i] under message
 // ids prefix-i (a call published again under another message id is the
+
+// TestNoDayIsNoCallsDay: state that gives calls noDay (the day of a key
+// that names no call) is refused as corrupt, in a snapshot and in a
+// delta, instead of being reported.
+func TestNoDayIsNoCallsDay(t *testing.T) {
+	s := NewState(0, 1)
+	a := &runAgg{}
+	a.Calls, a.Cost = 1, 5
+	s.addRun(noDay, string(RunPrefix)+"r", a)
+	snap, _, _ := s.EncodeBoth(nil)
+	_, err := DecodeState(snap)
+	require.ErrorContains(t, err, "out of range for calls")
+	base := NewState(0, 1)
+	require.ErrorContains(t, base.ApplyDeltas([][]byte{s.EncodeDelta(nil)}), "out of range for calls")
+}

@@ -20,13 +20,13 @@ import (
 const DayMillis = 24 * 60 * 60 * 1000
 
 // DayOf returns the UTC day ts_millis falls in, as days since 1970-01-01
-// (floored: -1 is 1969-12-31), clamped to the int32 range above undated.
+// (floored: -1 is 1969-12-31), clamped to the int32 range above noDay.
 func DayOf(ts int64) int32 {
 	d := ts / DayMillis
 	if ts%DayMillis < 0 {
 		d--
 	}
-	return int32(min(max(d, undated+1), math.MaxInt32))
+	return int32(min(max(d, noDay+1), math.MaxInt32))
 }
 
 // merge folds b (the state of other calls of the same run) into a,
@@ -388,7 +388,7 @@ func unixDay(day int32) time.Time { return time.Unix(int64(day)*DayMillis/1000, 
 // call) the day is folded out of memory.
 const DefaultFoldAfter = 2 * time.Hour
 
-// openDays returns the days (other than undated) with state in memory.
+// openDays returns the days (other than noDay) with state in memory.
 func (s *State) openDays() []int32 {
 	days := map[int32]bool{}
 	for d := range s.Runs {
@@ -400,7 +400,7 @@ func (s *State) openDays() []int32 {
 	for d := range s.dayKeys {
 		days[d] = true
 	}
-	delete(days, undated)
+	delete(days, noDay)
 	return slices.Sorted(maps.Keys(days))
 }
 
@@ -544,7 +544,7 @@ func (s *State) isOpen(d int32) bool {
 	_, runs := s.Runs[d]
 	_, dropped := s.dropped[d]
 	_, keys := s.dayKeys[d]
-	return d != undated && (runs || dropped || keys)
+	return d != noDay && (runs || dropped || keys)
 }
 
 // addPruned adds day to the pruned ranges, merging neighbours.

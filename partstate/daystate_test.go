@@ -25,7 +25,7 @@ func TestDayOfFloorsToUTCDays(t *testing.T) {
 	assert.EqualValues(t, -1, DayOf(-1))
 	assert.EqualValues(t, -1, DayOf(-DayMillis))
 	assert.EqualValues(t, -2, DayOf(-DayMillis-1))
-	assert.NotEqualValues(t, undated, DayOf(math.MinInt64), "no ts is undated")
+	assert.NotEqualValues(t, noDay, DayOf(math.MinInt64), "no ts is on noDay")
 	assert.Equal(t, "2025-12-02", DayString(DayOf(1764633600000+5)))
 }
 

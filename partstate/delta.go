@@ -134,7 +134,7 @@ func decodeDelta(b []byte) (*State, []int32, error) {
 	}
 	open := make([]int32, 0, min(n, 1<<10))
 	for i := uint64(0); i < n && d.Err == nil; i++ {
-		open = append(open, d.day())
+		open = append(open, d.callDay())
 	}
 	d.days(s)
 	if err := d.segs(s); err != nil {

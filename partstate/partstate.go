@@ -121,11 +121,11 @@ func splitName(name string) (base string, hour int) {
 	return name, -1
 }
 
-// undated is the day of state written before state was kept per day (a
-// snapshot of an older build): its runs count in every all-time report,
-// are never folded or pruned, and make a report by time window refuse.
-// DayOf never returns it.
-const undated = math.MinInt32
+// noDay is the day of a dedupe key that names no call (a segment's done
+// marker) and of a segment whose days are not known; it is never a
+// call's day (DayOf never returns it), and a snapshot or delta giving it
+// to runs, dropped calls or a folded day is refused as corrupt.
+const noDay = math.MinInt32
 
 // runKey names a run's partial state: the UTC day of the calls it holds
 // and the run (see RunPrefix). A run whose calls span days has one
@@ -135,7 +135,7 @@ type runKey struct {
 	name string
 }
 
-// dayKey is a dedupe key and the day of the call it names (undated for a
+// dayKey is a dedupe key and the day of the call it names (noDay for a
 // key that names no call: a segment done marker).
 type dayKey struct {
 	key tracemsg.Key

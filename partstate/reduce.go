@@ -216,11 +216,7 @@ var ErrWindowNotWholeHours = errors.New("the fleet keeps its state per UTC hour:
 
 // ErrWindowCutsWholeDay marks a report window that starts or ends inside
 // a day the fleet keeps whole.
-var ErrWindowCutsWholeDay = errors.New("the window starts or ends inside a day the fleet keeps whole, not by the hour (calls that reached it longer than the hours kept, --hours-kept, after their ts, as in a replay of older traces, or state of an older verdryx): start and end it at a midnight UTC")
-
-// ErrUndatedState marks a report by time window over partitions that hold
-// state written before state was kept per day.
-var ErrUndatedState = errors.New("a partition holds state written by an older verdryx, before state was kept per day: reports by time window need its records replayed again (all-time reports are exact)")
+var ErrWindowCutsWholeDay = errors.New("the window starts or ends inside a day the fleet keeps whole, not by the hour (calls that reached the workers longer after their ts than the hours they keep, as in a replay of older traces): start and end it at a midnight UTC")
 
 // Reducer returns an outcome.Reducer holding exactly the aggregate's
 // calls in opts' time window (starting and ending on the hour; none:
@@ -327,8 +323,6 @@ func (g *Aggregate) mergePart(p int, w DayWindow) partMerge {
 		base, hour := splitName(name)
 		switch {
 		case m.err != nil:
-		case day == undated && w.on:
-			m.err = ErrUndatedState
 		case !w.Has(day):
 			m.outside += n
 		case hour < 0 && w.cuts(day):

@@ -83,8 +83,8 @@ var (
 	ErrGroupedFleet = errors.New("the fleet's runs are kept whole: they cannot be grouped by a call's field")
 )
 
-// InputError is a failure of the data read: a bad segment or record, or a
-// fleet state this build cannot date. Its text is the cause's.
+// InputError is a failure of the data read: a bad segment or record. Its
+// text is the cause's.
 type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
@@ -204,8 +204,6 @@ func (s Source) reduceFleet(ctx context.Context, opts outcome.Options, res *Resu
 	switch {
 	case errors.Is(err, fleet.ErrWindowNotWholeHours), errors.Is(err, fleet.ErrWindowCutsWholeDay):
 		return usage(err)
-	case errors.Is(err, fleet.ErrUndatedState):
-		return &InputError{err}
 	case err != nil:
 		return err
 	}

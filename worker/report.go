@@ -42,7 +42,7 @@ func reportHandler(st *store.Store, traces func(context.Context, outcome.Options
 			return fmt.Errorf("report: trace partitions: %w", err)
 		}
 		r, err := agg.Reducer(opts)
-		if errors.Is(err, fleet.ErrWindowNotWholeHours) || errors.Is(err, fleet.ErrWindowCutsWholeDay) || errors.Is(err, fleet.ErrUndatedState) {
+		if errors.Is(err, fleet.ErrWindowNotWholeHours) || errors.Is(err, fleet.ErrWindowCutsWholeDay) {
 			return htmlreport.BadRequest(fmt.Errorf("report: %w", err))
 		}
 		if err != nil {
