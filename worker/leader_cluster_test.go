@@ -18,10 +18,8 @@ import (
 
 	"github.com/verdryx/verdryx/envelope"
 	"github.com/verdryx/verdryx/fleet"
-	"github.com/verdryx/verdryx/internal/natscluster"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/outcome/segfold"
-	"github.com/verdryx/verdryx/streams"
 	"github.com/verdryx/verdryx/testkit/jstest"
 )
 
@@ -34,18 +32,7 @@ import (
 // /readyz is 200 at the end, and the events files verify. The election
 // times are logged (docs/benchmarks.md).
 func TestPublishingRidesOutLeaderLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test")
-	}
-	if raceEnabled {
-		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
-	}
-	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
-	require.NoError(t, err)
-	defer c.Shutdown()
-	_, adm := clusterConn(t, c, "admin")
-	s := streams.DefaultSubjects()
-	s.Replicas = 3
+	c, _, adm, s := startCluster(t, "admin")
 	ctx := jstest.Ctx(t, 5*time.Minute)
 
 	type worker struct {

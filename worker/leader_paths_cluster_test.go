@@ -171,18 +171,7 @@ func (wk *clusterWorker) waitReady(t *testing.T) {
 // transit (core NATS) is asked for again, as a client would, and comes
 // from the store.
 func TestEvalRidesOutLeaderLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test")
-	}
-	if raceEnabled {
-		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
-	}
-	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
-	require.NoError(t, err)
-	defer c.Shutdown()
-	nc, adm := clusterConn(t, c, "admin")
-	s := streams.DefaultSubjects()
-	s.Replicas = 3
+	c, nc, adm, s := startCluster(t, "admin")
 	ctx := jstest.Ctx(t, 5*time.Minute)
 	g := leaderRig{t: t, c: c, adm: adm, ctx: ctx}
 
@@ -400,18 +389,7 @@ func TestEvalRidesOutLeaderLoss(t *testing.T) {
 // while the publishes fail and 200 once they flow, and every line is
 // stored once and counted once by the fleet.
 func TestTailRidesOutLeaderLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test")
-	}
-	if raceEnabled {
-		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
-	}
-	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
-	require.NoError(t, err)
-	defer c.Shutdown()
-	_, adm := clusterConn(t, c, "admin")
-	s := streams.DefaultSubjects()
-	s.Replicas = 3
+	c, _, adm, s := startCluster(t, "admin")
 	ctx := jstest.Ctx(t, 5*time.Minute)
 	g := leaderRig{t: t, c: c, adm: adm, ctx: ctx}
 

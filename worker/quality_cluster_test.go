@@ -126,18 +126,7 @@ func waitAllRuns(t *testing.T, paths []string, requests []string) []string {
 // started later on an empty store, and a standalone store synced from
 // the log, catch up to all of it.
 func TestFleetSharesOneQualityHistory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test")
-	}
-	if raceEnabled {
-		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
-	}
-	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
-	require.NoError(t, err)
-	defer c.Shutdown()
-	nc, js := clusterConn(t, c, "test")
-	s := streams.DefaultSubjects()
-	s.Replicas = 3
+	c, nc, js, s := startCluster(t, "test")
 	var dirs, paths []string
 	for i := range 3 {
 		dirs = append(dirs, t.TempDir())

@@ -26,18 +26,7 @@ import (
 // down, with everything already there, it starts. A cancelled run
 // returns nil.
 func TestWorkerStartsWithANodeDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test")
-	}
-	if raceEnabled {
-		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
-	}
-	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
-	require.NoError(t, err)
-	defer c.Shutdown()
-	_, adm := clusterConn(t, c, "admin")
-	s := streams.DefaultSubjects()
-	s.Replicas = 3
+	c, _, adm, s := startCluster(t, "admin")
 	data := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -129,6 +118,27 @@ func TestWorkerStartsWithANodeDown(t *testing.T) {
 	stop = run()
 	started()
 	require.NoError(t, stop())
+}
+
+// startCluster starts a three-node in-process JetStream cluster for a
+// cluster test (skipped with -short and under the race detector), shut
+// down when the test ends, with a connection named name to it and the
+// default subjects replicated on all three nodes.
+func startCluster(t *testing.T, name string) (*natscluster.Cluster, *nats.Conn, jetstream.JetStream, streams.Subjects) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	if raceEnabled {
+		t.Skip("cluster test: too slow under the race detector on a small machine (see race_on_test.go)")
+	}
+	c, err := natscluster.Start(t.TempDir(), 3, 60*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(c.Shutdown)
+	nc, js := clusterConn(t, c, name)
+	s := streams.DefaultSubjects()
+	s.Replicas = 3
+	return c, nc, js, s
 }
 
 // clusterConn connects to every node of c, reconnecting forever.

@@ -1,48 +1,20 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/verdryx/verdryx/testkit/otlptest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
-
-// spanCollector is an in-process OTLP/HTTP receiver keeping every span.
-type spanCollector struct {
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func (c *spanCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var req coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			c.spans = append(c.spans, ss.Spans...)
-		}
-	}
-	c.mu.Unlock()
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
 
 func TestEvalExportsTheGenAITrace(t *testing.T) {
 	cleanEvalEnv(t)
-	col := &spanCollector{}
+	col := &otlptest.Collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
 	dir := t.TempDir()
@@ -50,10 +22,9 @@ func TestEvalExportsTheGenAITrace(t *testing.T) {
 	_, stderr, code := runCLI(t, "eval", "--db", filepath.Join(dir, "v.db"), "--otlp", srv.URL, set)
 	require.Equal(t, exitOK, code, stderr)
 
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	spans := col.Spans()
 	byName := map[string][]*tracepb.Span{}
-	for _, s := range col.spans {
+	for _, s := range spans {
 		byName[s.Name] = append(byName[s.Name], s)
 	}
 	require.Len(t, byName["verdryx.eval"], 1, "one run span, exported before eval returns")
@@ -65,7 +36,7 @@ func TestEvalExportsTheGenAITrace(t *testing.T) {
 		require.Len(t, c.Events, 1)
 		assert.Equal(t, "gen_ai.evaluation.result", c.Events[0].Name)
 	}
-	assert.Len(t, col.spans, 5, "no second, after-the-fact eval span")
+	assert.Len(t, spans, 5, "no second, after-the-fact eval span")
 }
 
 // TestCompareSpansGroupUnderTheComparison: compare --otlp exports one
@@ -73,7 +44,7 @@ func TestEvalExportsTheGenAITrace(t *testing.T) {
 // comparison's trace, with the runs' case spans below them.
 func TestCompareSpansGroupUnderTheComparison(t *testing.T) {
 	cleanEvalEnv(t)
-	col := &spanCollector{}
+	col := &otlptest.Collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
 	chat := &modelsChat{calls: map[string]int{}, accuracy: map[string]float64{"m-one": 0.9, "m-two": 0.5}}
@@ -85,10 +56,9 @@ func TestCompareSpansGroupUnderTheComparison(t *testing.T) {
 		"--model", "openai:m-one", "--model", "openai:m-two", set)
 	require.Equal(t, exitOK, code, stderr)
 
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	spans := col.Spans()
 	byName := map[string][]*tracepb.Span{}
-	for _, s := range col.spans {
+	for _, s := range spans {
 		byName[s.Name] = append(byName[s.Name], s)
 	}
 	require.Len(t, byName["verdryx.compare"], 1)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdryx/verdryx/testkit/otlptest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -497,7 +499,7 @@ func TestServeAskSpan(t *testing.T) {
 	fake := &embedFake{hash: hashembed.New(64)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	col := &spanCollector{}
+	col := &otlptest.Collector{}
 	otlp := httptest.NewServer(col)
 	defer otlp.Close()
 	data := t.TempDir()
@@ -510,16 +512,15 @@ func TestServeAskSpan(t *testing.T) {
 	require.Empty(t, rep.Error)
 	stop() // flushes the spans
 
-	col.mu.Lock()
-	defer col.mu.Unlock()
+	spans := col.Spans()
 	var ask *tracepb.Span
-	for _, s := range col.spans {
+	for _, s := range spans {
 		if s.Name == ragask.SpanAsk {
 			require.Nil(t, ask, "one span per ask")
 			ask = s
 		}
 	}
-	require.NotNil(t, ask, "no %s span among %d", ragask.SpanAsk, len(col.spans))
+	require.NotNil(t, ask, "no %s span among %d", ragask.SpanAsk, len(spans))
 	attrs := map[string]string{}
 	for _, kv := range ask.Attributes {
 		attrs[kv.Key] = kv.Value.String()
@@ -530,7 +531,7 @@ func TestServeAskSpan(t *testing.T) {
 	require.NotEmpty(t, rep.IndexGeneration)
 	assert.Contains(t, attrs["verdryx.index_generation"], rep.IndexGeneration, "the span names the generation that answered")
 	children := 0
-	for _, s := range col.spans {
+	for _, s := range spans {
 		if string(s.ParentSpanId) == string(ask.SpanId) && strings.HasPrefix(s.Name, "embeddings") {
 			children++
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verdryx/verdryx/testkit/otlptest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -102,7 +104,7 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 	cleanEvalEnv(t)
 	t.Setenv(typryx.EnvKeyFile, "")
 	fake := typedCLIFake(t, typryxtest.Options{Answer: typedReplies})
-	col := &spanCollector{}
+	col := &otlptest.Collector{}
 	otlp := httptest.NewServer(col)
 	defer otlp.Close()
 	dir := t.TempDir()
@@ -170,10 +172,10 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 	assert.Equal(t, json.Number("2"), evalRun["unanswered"])
 
 	// Spans: the run, six cases, and an ask span per typed case.
-	col.mu.Lock()
+	spans := col.Spans()
 	spanBytes := []byte{}
 	asksSeen := 0
-	for _, s := range col.spans {
+	for _, s := range spans {
 		b, err := proto.Marshal(s)
 		require.NoError(t, err)
 		spanBytes = append(spanBytes, b...)
@@ -181,7 +183,6 @@ func TestEvalTypedDoneWhen(t *testing.T) {
 			asksSeen++
 		}
 	}
-	col.mu.Unlock()
 	assert.Equal(t, 5, asksSeen)
 
 	// The JSON output carries the same counts.
