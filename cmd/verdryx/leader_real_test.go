@@ -233,12 +233,7 @@ func TestRealClusterEvalLeaderKill(t *testing.T) {
 	var ids []string
 	send := func(id, msgID string) {
 		b := fmt.Sprintf(`{"request_id":%q,"eval_set":%s,"model":"stub","agent_id":"agent://acme.example/real-leader","reply_to":"verdryx.reply.leader.%s"}`, id, set, id)
-		jstest.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			_, err := adm.Publish(pctx, s.EvalRequests, []byte(b), jetstream.WithMsgID(msgID))
-			return err
-		})
+		jstest.PublishStored(t, ctx, adm, s.EvalRequests, []byte(b), msgID)
 	}
 	publish := func(prefix string, n int) []string {
 		var batch []string

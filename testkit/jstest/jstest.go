@@ -167,3 +167,17 @@ func VerifyMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"))
 }
+
+// PublishStored publishes data on subject under message id msgID, as a
+// client does through a leader election: each try bounded to 5 s, tried
+// again every 50 ms for up to a minute until JetStream stores it (the id
+// makes a repeat a duplicate, stored once).
+func PublishStored(t *testing.T, ctx context.Context, js jetstream.JetStream, subject string, data []byte, msgID string) {
+	t.Helper()
+	CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
+		return err
+	})
+}
