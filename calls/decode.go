@@ -61,14 +61,6 @@ func (r *Record) HasField(f Field) bool { return r.Has&(1<<f) != 0 }
 // HasCostUSD reports whether cost_usd is present and not null.
 func (r *Record) HasCostUSD() bool { return r.Has&(1<<bitCostUSD) != 0 }
 
-// HasAttributes reports whether attributes is present (null included, as
-// json.RawMessage holds "null").
-func (r *Record) HasAttributes() bool { return r.Has&(1<<bitAttributes) != 0 }
-
-// HasCallID reports whether call_id was set to a string ("" included). It
-// is a plain string: a null leaves it as it was.
-func (r *Record) HasCallID() bool { return r.Has&(1<<bitCallID) != 0 }
-
 // setFrom makes r the record the reference decoding ref holds (the rare
 // line the fast path left to strictjson.Decode). Strings are copied;
 // call_id is present when not empty (the reference form cannot tell "" from

@@ -57,7 +57,7 @@ func (r *Record) ref() refRecord {
 		v := r.CostUSD
 		rec.CostUSD = &v
 	}
-	if r.HasAttributes() {
+	if r.hasAttributes() {
 		rec.Attributes = bytes.Clone(r.Attributes)
 	}
 	rec.CallID = string(r.CallID)
@@ -88,3 +88,10 @@ func referenceCall(rec *refRecord) Call {
 		ToolCalls: rec.ToolCalls,
 	}
 }
+
+// hasAttributes reports whether attributes is present (null included, as
+// json.RawMessage holds "null").
+func (r *Record) hasAttributes() bool { return r.Has&(1<<bitAttributes) != 0 }
+
+// hasCallID reports whether call_id was set to a string.
+func (r *Record) hasCallID() bool { return r.Has&(1<<bitCallID) != 0 }

@@ -52,7 +52,7 @@ func TestDecodeRecordStringsOutliveTheNextCall(t *testing.T) {
 	require.Equal(t, "r1", string(recs[0].Strings[FieldRunID]))
 	require.Equal(t, "café", string(recs[0].Strings[FieldModel]))
 	require.Equal(t, "c1", string(recs[0].CallID))
-	require.True(t, recs[0].HasCallID())
+	require.True(t, recs[0].hasCallID())
 	require.Equal(t, `{"a":"\u00e9"}`, string(recs[0].Attributes))
 	require.Equal(t, "s2", string(recs[1].Strings[FieldRunID]))
 }
@@ -63,12 +63,12 @@ func TestDecodeRecordStringsOutliveTheNextCall(t *testing.T) {
 func TestCallIDIsAcceptedAndPlain(t *testing.T) {
 	var rec Record
 	require.NoError(t, DecodeRecord([]byte(`{"call_id":"a","call_id":null}`), &rec))
-	require.True(t, rec.HasCallID())
+	require.True(t, rec.hasCallID())
 	require.Equal(t, "a", string(rec.CallID))
 	require.NoError(t, DecodeRecord([]byte(`{"Call_ID":""}`), &rec))
-	require.True(t, rec.HasCallID())
+	require.True(t, rec.hasCallID())
 	require.NoError(t, DecodeRecord([]byte(`{"call_id":null}`), &rec))
-	require.False(t, rec.HasCallID())
+	require.False(t, rec.hasCallID())
 	require.EqualError(t, DecodeRecord([]byte(`{"call_id":1}`), &rec), "field call_id: JSON number at byte 12: want a string")
 	require.EqualError(t, DecodeRecord([]byte(`{"segment":"s"}`), &rec), `unknown field "segment"`)
 	n := 0

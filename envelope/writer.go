@@ -354,13 +354,6 @@ func (w *Writer) Failed() int64 {
 	return w.failed
 }
 
-// Skipped returns how many events were skipped for lacking an agent_id.
-func (w *Writer) Skipped() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.skipped
-}
-
 // Path returns the file path.
 func (w *Writer) Path() string { return w.path }
 

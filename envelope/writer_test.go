@@ -65,7 +65,7 @@ func TestWriterSkipsEventsWithoutAgentID(t *testing.T) {
 	ok, err := w.Append(ev)
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.EqualValues(t, 1, w.Skipped())
+	require.EqualValues(t, 1, skippedOf(w))
 	require.EqualValues(t, 0, w.Written())
 	bad := testEvent(2)
 	bad.AgentID = "agent://Not Canonical"
@@ -402,4 +402,11 @@ func TestSealChainsLikeTheWriter(t *testing.T) {
 	bad.TS = "yesterday"
 	_, _, err = Seal(bad, "")
 	require.ErrorContains(t, err, "field ts")
+}
+
+// skippedOf returns how many events w skipped for lacking an agent_id.
+func skippedOf(w *Writer) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.skipped
 }

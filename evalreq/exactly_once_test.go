@@ -202,12 +202,13 @@ func TestLostPubAckKeepsTheChainVerifying(t *testing.T) {
 	require.Equal(t, 2, failures)
 	// An event emitted again (a retry of one whose ack was lost, or a
 	// redelivered request) is dropped as a duplicate, and the chain goes on.
+	published := chain.Len()
 	for _, i := range []int{1, 2} {
 		ok, err := chain.Append(ctx, ev(i))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	require.EqualValues(t, 2, chain.Duplicates())
+	require.Equal(t, published, chain.Len(), "an event emitted again was published again")
 	_, err = chain.Append(ctx, ev(n))
 	require.NoError(t, err)
 	stream, err := e.JS.Stream(ctx, e.Subjects.EventsStream)

@@ -35,19 +35,6 @@ type runAgg struct {
 // reads them in; see SegmentOrder and RecordOrder.
 type Order [4]uint64
 
-// Compare returns -1, 0 or +1 as o sorts before, with or after p.
-func (o Order) Compare(p Order) int {
-	for i := range o {
-		if o[i] != p[i] {
-			if o[i] < p[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
 // SegmentOrder is the order of row of the segment file named base (its
 // content digest breaking ties between files whose names do not parse as
 // TokenFuse segment names).

@@ -54,13 +54,12 @@ type NATSChain struct {
 	log     *slog.Logger
 	retry   *Retrier
 
-	mu         sync.Mutex
-	head       string
-	lastSeq    uint64 // stream sequence of the subject's last message, 0 when none
-	stale      bool   // head must be re-read from the stream before the next append
-	published  int64
-	duplicates int64
-	skipped    int64
+	mu        sync.Mutex
+	head      string
+	lastSeq   uint64 // stream sequence of the subject's last message, 0 when none
+	stale     bool   // head must be re-read from the stream before the next append
+	published int64
+	skipped   int64
 }
 
 // ChainOptions configure a NATSChain.
@@ -162,7 +161,6 @@ func (c *NATSChain) appendOnce(ctx context.Context, ev envelope.Event) (bool, er
 			// Already stored (an earlier emission): what follows it on the
 			// subject, if anything, decides the head.
 			c.stale = true
-			c.duplicates++
 			return true, nil
 		}
 		c.head, c.lastSeq = hash, ack.Sequence
@@ -188,13 +186,6 @@ func (c *NATSChain) Len() int64 {
 
 // Subject returns the subject the chain publishes to.
 func (c *NATSChain) Subject() string { return c.subject }
-
-// Duplicates returns how many appends JetStream dropped as already stored.
-func (c *NATSChain) Duplicates() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.duplicates
-}
 
 // Fanout appends to every sink; it reports appended when any sink did and
 // returns the first error after trying all.

@@ -76,14 +76,6 @@ func NewHandler(render RenderFunc, opts HandlerOptions) *Handler {
 	return &Handler{render: render, ttl: opts.TTL, log: opts.Logger, now: time.Now, params: opts.Params, pages: map[string]cachedPage{}}
 }
 
-// Renders reports how many times the page was rendered (for tests and
-// metrics).
-func (h *Handler) Renders() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.renders
-}
-
 func (h *Handler) get(ctx context.Context, r *http.Request) ([]byte, error) {
 	q := url.Values{}
 	for _, p := range h.params {

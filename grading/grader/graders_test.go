@@ -170,7 +170,7 @@ func TestJudgePromptKeepsOutputInert(t *testing.T) {
 
 func TestStubJudgeAndModel(t *testing.T) {
 	ctx := context.Background()
-	s := &llm.Stub{Canned: map[string]llm.Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}, Record: true}
+	s := &llm.Stub{Canned: map[string]llm.Completion{"q": {Text: "canned", ToolCalls: []string{"a"}}}}
 	c, err := s.Complete(ctx, llm.Call{Prompt: "hello"})
 	require.NoError(t, err)
 	assert.Equal(t, "hello", c.Text, "echo")
@@ -182,7 +182,6 @@ func TestStubJudgeAndModel(t *testing.T) {
 	v, err := ParseJudgeAnswer(c.Text)
 	require.NoError(t, err)
 	assert.InDelta(t, 2.0/4, v, 1e-4, "refund, amount of confirms, refund, amount, timeline")
-	assert.Len(t, s.Calls(), 3)
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -71,15 +70,9 @@ var (
 // with Judge set) it answers the fraction of the rubric's content words
 // (four letters or more) that appear in the output, formatted "%.4f": a
 // lexical stand-in, not a judgement.
-//
-// With Record set, Calls returns every request (for tests; a long-lived
-// recording stub grows without bound). Stub is safe for concurrent use.
+// Stub is safe for concurrent use.
 type Stub struct {
 	Canned map[string]Completion
-	Record bool
-
-	mu    sync.Mutex
-	calls []Call
 }
 
 var _ Model = (*Stub)(nil)
@@ -103,11 +96,6 @@ func (s *Stub) Complete(ctx context.Context, req Call) (c Completion, err error)
 	if err := ctx.Err(); err != nil {
 		return Completion{}, err
 	}
-	if s.Record {
-		s.mu.Lock()
-		s.calls = append(s.calls, req)
-		s.mu.Unlock()
-	}
 	if req.Judge != nil {
 		return Completion{Text: fmt.Sprintf("%.4f", rubricCoverage(req.Judge.Rubric, req.Judge.Output))}, nil
 	}
@@ -115,13 +103,6 @@ func (s *Stub) Complete(ctx context.Context, req Call) (c Completion, err error)
 		return c, nil
 	}
 	return Completion{Text: req.Prompt}, nil
-}
-
-// Calls returns a copy of the requests seen so far.
-func (s *Stub) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
 }
 
 // rubricCoverage is the share of distinct rubric words (>= 4 letters) found

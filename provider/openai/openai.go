@@ -163,12 +163,6 @@ func New(opts Options) (*Client, error) {
 	}, nil
 }
 
-// BaseURL returns the API root without a trailing slash.
-func (c *Client) BaseURL() string { return c.base }
-
-// Timeout returns the per-call timeout.
-func (c *Client) Timeout() time.Duration { return c.timeout }
-
 // Message is one chat message. Role is "system", "user" or "assistant".
 type Message struct {
 	Role    string `json:"role"`

@@ -290,11 +290,11 @@ func TestNew(t *testing.T) {
 	assert.ErrorContains(t, err, "want http:// or https://")
 	c, err := New(Options{BaseURL: "http://localhost:11434/v1/"})
 	require.NoError(t, err, "a local server needs no key")
-	assert.Equal(t, "http://localhost:11434/v1", c.BaseURL())
-	assert.Equal(t, DefaultTimeout, c.Timeout())
+	assert.Equal(t, "http://localhost:11434/v1", c.base)
+	assert.Equal(t, DefaultTimeout, c.timeout)
 	c, err = New(Options{APIKey: "k"})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultBaseURL, c.BaseURL(), "no base URL is the OpenAI API, for every caller")
+	assert.Equal(t, DefaultBaseURL, c.base, "no base URL is the OpenAI API, for every caller")
 	assert.Equal(t, "k", KeyFromEnv(func(n string) string { return map[string]string{EnvAPIKey: "k"}[n] }))
 }
 

@@ -148,10 +148,6 @@ func New(opts Options) (*Client, error) {
 	}, nil
 }
 
-// BaseURL returns typryx's root without a trailing slash, fit to print
-// (userinfo redacted).
-func (c *Client) BaseURL() string { return redact.URL(c.base) }
-
 // Redactor returns a redactor that hides the key (and any userinfo of the
 // URL), for the caller's logs and output.
 func (c *Client) Redactor() *redact.Redactor { return c.red }

@@ -22,7 +22,7 @@ func TestRecordJSONRoundTrips(t *testing.T) {
 	for _, c := range cs {
 		rec := Record(t, RecordJSON(c))
 		require.Equal(t, c, rec.Call())
-		require.False(t, rec.HasCallID())
+		require.Empty(t, rec.CallID)
 		rec = Record(t, RecordJSONWithID(c, "c-1"))
 		require.Equal(t, c, rec.Call())
 		require.Equal(t, "c-1", string(rec.CallID))
