@@ -1,7 +1,7 @@
 package calls
 
 // Column names of a TokenFuse call-trace segment, in schema order
-// (docs/traces.md, "TokenFuse segments"). Call's JSON tags use the same names.
+// (docs/traces.md, "TokenFuse segments"), and the keys of a per-call record.
 const (
 	ColTSMillis     = "ts_millis"
 	ColRunID        = "run_id"
@@ -21,8 +21,9 @@ const (
 	ColToolCalls    = "tool_calls"
 )
 
-// Call is one TokenFuse call record: a row of a Parquet segment or one
-// per-call JSON message. Absent or null string columns are "", absent or
+// Call is one TokenFuse call, resolved: a row of a segment's Batch
+// (Batch.Call) or a per-call Record (Record.Call); it has no encoding of
+// its own. Absent or null string columns are "", absent or
 // null integer columns 0. HasRunID is false when the record came from a
 // segment with no run_id column (or a JSON record without a run_id key):
 // such a call is an independent record, not part of a run. HasStep is false
@@ -30,24 +31,24 @@ const (
 // ToolCalls is nil when null (unparsed or blocked); a pointer to 0 is a real
 // zero.
 type Call struct {
-	TSMillis      int64   `json:"ts_millis"`
-	RunID         string  `json:"run_id"`
-	HasRunID      bool    `json:"-"`
-	Model         string  `json:"model"`
-	Decision      string  `json:"decision"`
-	InputTokens   uint64  `json:"input_tokens"`
-	OutputTokens  uint64  `json:"output_tokens"`
-	CostMicroUSD  int64   `json:"cost_microusd"`
-	Step          uint32  `json:"step"`
-	HasStep       bool    `json:"-"`
-	AgentID       string  `json:"agent_id"`
-	SavedMicroUSD int64   `json:"saved_microusd"`
-	ParentRunID   string  `json:"parent_run_id"`
-	OnBehalfOf    string  `json:"on_behalf_of"`
-	Outcome       string  `json:"outcome"`
-	KeyID         string  `json:"key_id"`
-	Unit          string  `json:"unit"`
-	ToolCalls     *uint32 `json:"tool_calls"`
+	TSMillis      int64
+	RunID         string
+	HasRunID      bool
+	Model         string
+	Decision      string
+	InputTokens   uint64
+	OutputTokens  uint64
+	CostMicroUSD  int64
+	Step          uint32
+	HasStep       bool
+	AgentID       string
+	SavedMicroUSD int64
+	ParentRunID   string
+	OnBehalfOf    string
+	Outcome       string
+	KeyID         string
+	Unit          string
+	ToolCalls     *uint32
 }
 
 // Class is the class of a call's decision. A blocked call is counted but

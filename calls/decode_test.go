@@ -420,9 +420,9 @@ func BenchmarkRecordDecoder(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeStrict is the same with encoding/json (strictjson.Decode), the
+// BenchmarkReferenceDecode is the same with encoding/json (strictjson.Decode), the
 // reference.
-func BenchmarkDecodeStrict(b *testing.B) {
+func BenchmarkReferenceDecode(b *testing.B) {
 	lines := benchLines(1000)
 	b.SetBytes(int64(len(lines[0])))
 	b.ReportAllocs()

@@ -19,19 +19,17 @@ import (
 //   - a Parquet segment row: RowKey(digest, row), the segment's content
 //     digest and the row index (a row batch carries both, so every cut of
 //     a segment into batches names a row alike);
-//   - a per-call NDJSON record: its call_id field when present, scoped by
-//     its run id ("call:<run_id>:<call_id>", so per-run call counters of two
-//     runs never collide), else "msg:" + the message's Nats-Msg-Id, else
-//     "sha256:" + the digest of
-//     the record's canonical bytes: every field of the decoded record in a
-//     fixed order, each marked present or absent, integers exact, strings
-//     length-prefixed, attributes in their RFC 8785 form (so the same
-//     record published twice without an id counts once, whatever its key
-//     order or spacing). The
-//     digest key leads with the record's run id ("run:<run_id>:<digest>"),
-//     which changes nothing about identity (the run id is part of the
-//     record) but keeps a run's calls together in the store's key order, so
-//     inserts stay local instead of landing on random pages.
+//   - a per-call NDJSON record: its call_id field when not "", scoped by
+//     its run id (`call:"<run_id>":<call_id>`, the run id Go-quoted, so
+//     per-run call counters of two runs never collide), else "msg:" + the
+//     message's Nats-Msg-Id, else the digest of the record's canonical
+//     bytes (recordDigest: every field in a fixed order, each marked
+//     present or absent, so the same record published twice without an id
+//     counts once, whatever its key order or spacing): "run:<run_id>:" and
+//     64 bits of it for a record with a run id (within one run a million
+//     calls collide with odds below 1e-7), "sha256:" and 128 bits without.
+//
+// A key is stored as HashKey's 16 bytes; its text only has to be unique.
 
 // RowKey is the dedupe key of row of the segment with this content
 // digest (hex): what partitions a row without a run id, and names it in
@@ -56,8 +54,6 @@ func RecordKey(rec *calls.Record, msgID string) (string, error) {
 		return "", err
 	}
 	if rec.HasField(calls.FieldRunID) {
-		// Within one run 64 bits suffice (a million calls in a run collide
-		// with odds below 1e-7), and a short key keeps the store's pages full.
 		return "run:" + string(rec.Strings[calls.FieldRunID]) + ":" + hex.EncodeToString(sum[:8]), nil
 	}
 	return "sha256:" + hex.EncodeToString(sum[:16]), nil // 128 bits: collisions are out of reach

@@ -25,8 +25,8 @@ const releaseShare = 50
 // reports both). The Go runtime keeps the pages that garbage held, and
 // sizes its heap goal, by the highest heap it has seen lately, so a
 // worker's resident set crept up with its age (181 MiB a day after a
-// restart, 230 MiB ten days later, with the same live heap of 60-80 MiB:
-// docs/worker.md, "bench soak"). Returning the pages then makes the
+// restart, 230 MiB ten days later, with the same live heap of 60-80 MiB,
+// in verdryx bench soak before this release). Returning the pages then makes the
 // resident set follow the state the worker holds now, not the worst
 // moment of its history.
 func releaseMemory(ctx context.Context, freed <-chan struct{}, release func()) {

@@ -150,7 +150,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// the embedded server's block caches and the partitions' open
 		// days held at once (about 500 MiB live on 10 M rows in flight):
 		// collecting at 1.75x the live heap instead of 2x keeps its peak
-		// RSS about 100 MiB lower for 2-4% more CPU (docs/worker.md).
+		// RSS about 100 MiB lower for 2-4% more CPU (docs/benchmarks.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(onceGCPercent))
 	}
 	if o.HugePages {
