@@ -48,6 +48,9 @@ type Source struct {
 	// AllowEmpty reports a source with no calls; otherwise it is refused
 	// with ErrEmpty.
 	AllowEmpty bool
+	// Alone says the process reads this source and exits: the read may
+	// take huge pages and tune the collector (segfold.DirOptions).
+	Alone bool
 	// Procs is how many goroutines reduce Traces' or Input's Parquet row
 	// groups (0: GOMAXPROCS); the reduction is the same for any value.
 	Procs int
@@ -171,9 +174,7 @@ func (s Source) reduceDir(ctx context.Context, r *outcome.Reducer) (segfold.DirS
 	if err != nil {
 		return segfold.DirStats{}, &InputError{err}
 	}
-	// The process reads the directory for this report alone and is done:
-	// huge pages and a tuned GC pay.
-	opts := segfold.DirOptions{Strict: s.Strict, Procs: s.Procs, HugePages: true, TuneGC: true}
+	opts := segfold.DirOptions{Strict: s.Strict, Procs: s.Procs, HugePages: s.Alone, TuneGC: s.Alone}
 	if s.Progress != nil {
 		var total int64
 		for _, sg := range segs {

@@ -32,6 +32,7 @@ import (
 	"github.com/verdryx/verdryx/grading/llm"
 	"github.com/verdryx/verdryx/httpapi"
 	"github.com/verdryx/verdryx/index"
+	"github.com/verdryx/verdryx/internal/gcpercent"
 	"github.com/verdryx/verdryx/internal/hugepage"
 	"github.com/verdryx/verdryx/lease"
 	"github.com/verdryx/verdryx/outcome"
@@ -145,13 +146,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return inputError(fmt.Errorf("Options.DataDir: %w", err))
 	}
 	defer unlock()
-	if o.Once && os.Getenv("GOGC") == "" {
+	if o.Once {
 		// A run that ends when drained peaks while its backlog drains,
 		// the embedded server's block caches and the partitions' open
 		// days held at once (about 500 MiB live on 10 M rows in flight):
 		// collecting at 1.75x the live heap instead of 2x keeps its peak
 		// RSS about 100 MiB lower for 2-4% more CPU (docs/benchmarks.md).
-		defer debug.SetGCPercent(debug.SetGCPercent(onceGCPercent))
+		defer gcpercent.Tune(onceGCPercent)()
 	}
 	if o.HugePages {
 		hctx, cancel := context.WithCancel(ctx)

@@ -246,7 +246,7 @@ func sloScores(ctx context.Context, scoresDB, data string) (map[string][]float64
 // segments skipped, the fleet's late calls.
 func (f *traceFlags) reduceSource(ctx context.Context, name, input string, opts outcome.Options, stderr io.Writer) (*tracesource.Result, error) {
 	src := tracesource.Source{Traces: f.traces, Input: input, Stdin: f.stdin,
-		Strict: f.strict, AllowEmpty: f.allowEmpty, Procs: f.procs}
+		Strict: f.strict, AllowEmpty: f.allowEmpty, Procs: f.procs, Alone: true} // the command exits when done
 	if *f.nats.url != "" {
 		if err := checkNATSURL(*f.nats.url); err != nil {
 			return nil, err

@@ -3,14 +3,13 @@ package segfold
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/verdryx/verdryx/calls"
+	"github.com/verdryx/verdryx/internal/gcpercent"
 	"github.com/verdryx/verdryx/outcome"
 	"github.com/verdryx/verdryx/segment"
 )
@@ -41,8 +40,8 @@ type segTally struct {
 // the first bad segment (in segs order) is returned and r is not changed.
 func ReduceSegments(ctx context.Context, segs []segment.Segment, ignored int, r *outcome.Reducer, opts DirOptions) (DirStats, error) {
 	opts.Procs = max(1, opts.Procs)
-	if opts.TuneGC && os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(tunedGCPercent))
+	if opts.TuneGC {
+		defer gcpercent.Tune(tunedGCPercent)()
 	}
 	st := DirStats{Ignored: ignored}
 	bad := make(map[int]error)
