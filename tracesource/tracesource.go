@@ -113,14 +113,23 @@ func (s Source) Given() int {
 	return n
 }
 
+// Dir is the segment directory Reduce reads for s: Traces, else, with no
+// source given, the environment's TokenFuse directory (segment.EnvDir);
+// "" when s reads none.
+func (s Source) Dir() string {
+	if s.Traces == "" && s.Given() == 0 {
+		return segment.EnvDir()
+	}
+	return s.Traces
+}
+
 // Reduce folds the one source of s into a reducer made with opts. It
 // blocks until the source is read or ctx is done.
 func Reduce(ctx context.Context, s Source, opts outcome.Options) (*Result, error) {
 	res := &Result{}
 	if s.Given() == 0 {
-		if dir := segment.EnvDir(); dir != "" {
-			s.Traces, res.FromEnv = dir, true
-		}
+		s.Traces = s.Dir()
+		res.FromEnv = s.Traces != ""
 	}
 	if s.Given() != 1 {
 		return nil, usage(ErrSources)

@@ -89,6 +89,9 @@ func (w *Worker) check() error {
 	if o.HTTPAddr != "" && !embedded.IsLoopback(o.HTTPAddr) && !o.HTTPPublic {
 		return fmt.Errorf("Options.HTTPAddr %s is not a loopback address: /metrics and /readyz have no authentication (Options.HTTPPublic to serve them anyway)", o.HTTPAddr)
 	}
+	if o.Follow && (o.ReplayDir == "" || o.Once) {
+		return errors.New("Options.Follow needs Options.ReplayDir, and not Options.Once (a follower never drains)")
+	}
 	if o.ReplayDir != "" {
 		if fi, err := os.Stat(o.ReplayDir); err != nil || !fi.IsDir() {
 			return fmt.Errorf("Options.ReplayDir %s: not a directory", o.ReplayDir)

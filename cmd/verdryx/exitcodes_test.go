@@ -192,6 +192,8 @@ func TestExitCodes(t *testing.T) {
 		{"serve missing replay dir", []string{"serve", "--data", data, "--once", "--replay", absent}, exitUsage, "--replay"},
 		{"serve missing eval request", []string{"serve", "--data", data, "--once", "--eval-request", absent}, exitUsage, "--eval-request"},
 		{"serve bad nats url", []string{"serve", "--data", data, "--once", "--nats", "http://x:1"}, exitUsage, "--nats"},
+		{"serve follow without a replay", []string{"serve", "--data", data, "--follow"}, exitUsage, "--follow needs --replay"},
+		{"serve follow with once", []string{"serve", "--data", data, "--once", "--follow", "--replay", tracesFixture("basic")}, exitUsage, "--follow needs --replay, and not --once"},
 		{"serve retention under the duplicate window", []string{"serve", "--data", data, "--once", "--retention", "1m"}, exitUsage, "--retention"},
 		{"serve negative retention bytes", []string{"serve", "--data", data, "--once", "--retention-bytes", "-1"}, exitUsage, "--retention-bytes"},
 		{"serve unknown huge-pages setting", []string{"serve", "--data", data, "--once", "--huge-pages", "maybe"}, exitUsage, "--huge-pages"},

@@ -18,6 +18,8 @@ func serveOptionFlags() *strings.Replacer {
 		"Options.HTTPAddr", "--http",
 		"Options.HTTPPublic", "--http-public",
 		"Options.ReplayDir", "--replay",
+		"Options.Follow", "--follow",
+		"Options.Once", "--once",
 		"Options.EvalRequestFiles", "--eval-request",
 		"Options.Roots", "--root",
 		"Options.MaxCostUSD", "--max-cost-usd",

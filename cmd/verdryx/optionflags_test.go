@@ -29,7 +29,7 @@ func TestEveryOptionNameInTheWorkersMessagesMapsToAFlag(t *testing.T) {
 	r := serveOptionFlags()
 	fset := token.NewFileSet()
 	seen := 0
-	for _, dir := range []string{"worker", "fleet", "evalreq"} {
+	for _, dir := range []string{"worker", "fleet", "evalreq", "lease"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
 		require.NoError(t, err)
 		for _, name := range files {

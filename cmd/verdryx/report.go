@@ -13,8 +13,8 @@ import (
 
 	"github.com/verdryx/verdryx/outcome/window"
 	htmlreport "github.com/verdryx/verdryx/report"
-	"github.com/verdryx/verdryx/segment"
 	"github.com/verdryx/verdryx/tracemsg"
+	"github.com/verdryx/verdryx/tracesource"
 )
 
 // newReportCmd makes the report command, which writes the HTML report of the
@@ -132,7 +132,7 @@ func (f *reportTraceFlags) register(fs *pflag.FlagSet) {
 // add reduces the calls of the one trace input given (none leaves the
 // cost and SLO sections not measured) into in.Traces and names the source.
 func (f *reportTraceFlags) add(ctx context.Context, in *htmlreport.Input, stderr io.Writer) error {
-	if f.tf.traces == "" && f.input == "" && *f.tf.nats.url == "" && segment.EnvDir() == "" {
+	if src := (tracesource.Source{Traces: f.tf.traces, Input: f.input}); *f.tf.nats.url == "" && src.Dir() == "" && src.Given() == 0 {
 		if f.tf.from != "" || f.tf.to != "" || f.tf.last != "" {
 			return usageErrorf("report: --from, --to and --last window the calls of --traces, --input or --nats: give one")
 		}

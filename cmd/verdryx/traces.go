@@ -315,10 +315,7 @@ func (f *traceFlags) sourceError(name, input string, opts outcome.Options, err e
 		in *tracesource.InputError
 		us *tracesource.UsageError
 	)
-	dir := f.traces
-	if dir == "" {
-		dir = segment.EnvDir()
-	}
+	dir := tracesource.Source{Traces: f.traces}.Dir()
 	switch {
 	case errors.Is(err, tracesource.ErrSources):
 		return usageErrorf("%s: give exactly one of --traces DIR, --input FILE or --nats URL (or set $%s)", name, segment.DirEnv)
