@@ -460,7 +460,7 @@ func (r *Runner) gradeCase(ctx context.Context, set *EvalSet, c *Case, runID str
 		s.Value, s.Checks = jr.Value, jr.Checks
 	case GraderTyped:
 		if r.typed == nil {
-			return unmeasured(ReasonTypedDisabled, "typed grader not enabled (typryx: --typed-url)")
+			return unmeasured(ReasonTypedDisabled, "typed grader not enabled (no typryx URL configured)")
 		}
 		return r.typed.grade(llm.WithRole(ctx, "typed"), c, comp.Text, runID, s)
 	}

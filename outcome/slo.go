@@ -281,7 +281,7 @@ func (r *Reducer) SLO(opts SLOOptions, validAgent func(string) bool) (*SLOReport
 		s.Indicators = append(s.Indicators, indicator(SLITaskSuccess, t[0], opts, z, canAlert, "no tagged runs"))
 		if opts.Scores == nil {
 			s.Indicators = append(s.Indicators, Indicator{SLI: SLIQualityFloor, Target: opts.Target, Trigger: TriggerNone,
-				Reason: "no eval store (give --scores-db)"})
+				Reason: "no eval store given"})
 		} else {
 			s.Indicators = append(s.Indicators, indicator(SLIQualityFloor, quality, opts, z, canAlert, "no eval scores"))
 		}

@@ -183,7 +183,7 @@ func TestSLOQualityFloor(t *testing.T) {
 
 	rep, err = r.SLO(DefaultSLOOptions(), nil)
 	require.NoError(t, err)
-	require.Contains(t, indicatorOf(t, rep, FleetSubject, SLIQualityFloor).Reason, "--scores-db")
+	require.Contains(t, indicatorOf(t, rep, FleetSubject, SLIQualityFloor).Reason, "no eval store")
 }
 
 func TestSLOOptionsValidate(t *testing.T) {
