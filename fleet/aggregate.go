@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,9 +104,9 @@ func readPartAggregate(ctx context.Context, kv jetstream.KeyValue, p, n int, wan
 		if err != nil {
 			return nil, nil, fmt.Errorf("partition %d pointer: %w", p, err)
 		}
-		var ptr partPointer
-		if err := json.Unmarshal(e.Value(), &ptr); err != nil {
-			return nil, nil, fmt.Errorf("partition %d pointer: %w", p, err)
+		ptr, err := decodePointer(p, e.Value())
+		if err != nil {
+			return nil, nil, err
 		}
 		if ptr.Partitions != n {
 			return nil, nil, fmt.Errorf("partition %d was published with %d partitions, not %d (Subjects.Partitions)", p, ptr.Partitions, n)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/verdryx/verdryx/internal/strictjson"
 	"github.com/verdryx/verdryx/partstate"
 	"github.com/verdryx/verdryx/streams"
 )
@@ -33,6 +34,17 @@ type partPointer struct {
 	Runs    int       `json:"runs"` // run partial states in memory (per run and day or hour)
 	Keys    int       `json:"keys"`
 	Written time.Time `json:"written"`
+}
+
+// decodePointer decodes partition p's pointer strictly: a pointer another
+// build wrote with fields this one does not know is refused, named, not
+// read in part.
+func decodePointer(p int, b []byte) (partPointer, error) {
+	var ptr partPointer
+	if err := strictjson.Decode(b, &ptr); err != nil {
+		return ptr, fmt.Errorf("partition %d pointer: %w", p, err)
+	}
+	return ptr, nil
 }
 
 // blobRef names a chunked value in the Bucket KV bucket.

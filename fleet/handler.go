@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -446,8 +445,8 @@ func (h *partHandler) gain(ctx context.Context, upTo uint64) error {
 		return fmt.Errorf("read partition %d pointer: %w", h.p, err)
 	default:
 		rev = entry.Revision()
-		if err := json.Unmarshal(entry.Value(), &ptr); err != nil {
-			return fmt.Errorf("partition %d pointer: %w", h.p, err)
+		if ptr, err = decodePointer(h.p, entry.Value()); err != nil {
+			return err
 		}
 		if ptr.Partitions != parts {
 			return fmt.Errorf("partition %d was published with %d partitions, this worker uses %d (Subjects.Partitions)", h.p, ptr.Partitions, parts)

@@ -377,8 +377,7 @@ func (h *partHandler) resolvePointer(ctx context.Context) error {
 		h.tried = nil
 		return nil
 	}
-	var ptr partPointer
-	if json.Unmarshal(entry.Value(), &ptr) == nil && ptr.Writer == h.f.opts.Instance &&
+	if ptr, err := decodePointer(h.p, entry.Value()); err == nil && ptr.Writer == h.f.opts.Instance &&
 		slices.Equal(append([]blobRef{ptr.Snapshot, ptr.Aggregate}, ptr.Deltas...), h.tried) {
 		// Which snapshot the next delta follows is not known: a base.
 		h.published(ctx, entry.Revision(), h.tried)

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -209,4 +210,21 @@ func testdataRoot(t *testing.T) confine.Roots {
 	abs, err := filepath.Abs("../testdata")
 	require.NoError(t, err)
 	return confine.Roots{abs}
+}
+
+// TestPointerOfAnotherBuildIsRefused: a partition pointer with a field
+// this build does not know is refused naming it and the partition, not
+// read in part; this build's own pointer reads back whole.
+func TestPointerOfAnotherBuildIsRefused(t *testing.T) {
+	want := partPointer{Partition: 3, Partitions: 8, LastSeq: 42, Writer: "w1", Runs: 5, Keys: 9,
+		Snapshot: blobRef{Prefix: "snap.3.1", Chunks: 1, SHA256: "ab", Size: 10}, Written: time.Unix(1700000000, 0).UTC()}
+	b, err := json.Marshal(want)
+	require.NoError(t, err)
+	got, err := decodePointer(3, b)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	other := append(bytes.TrimSuffix(b, []byte("}")), []byte(`,"generation":2}`)...)
+	_, err = decodePointer(3, other)
+	require.ErrorContains(t, err, "partition 3 pointer")
+	require.ErrorContains(t, err, `unknown field "generation"`)
 }

@@ -70,7 +70,7 @@ func embedderOf(info index.EmbedderInfo, p Providers) (index.Embedder, error) {
 }
 
 // hashDims reads the dimensions of an offline embedder model
-// ("hash-v1/d4096/...").
+// ("hash-v1/d1024/...").
 func hashDims(model string) (int, bool) {
 	for _, part := range strings.Split(model, "/") {
 		if n, err := strconv.Atoi(strings.TrimPrefix(part, "d")); strings.HasPrefix(part, "d") && err == nil && n > 0 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,7 +67,7 @@ func (f *ragFlags) register(fs *pflag.FlagSet, withGenerator bool) {
 	}
 	fs.StringVar(&f.baseURL, "openai-base-url", envFirst(defaultBaseURL, "VERDRYX_OPENAI_BASE_URL", "OPENAI_BASE_URL"), "OpenAI-compatible API root for "+what+" ($VERDRYX_OPENAI_BASE_URL, $OPENAI_BASE_URL)")
 	fs.StringVar(&f.embedModel, "embed-model", defaultEmbedModel, "embedding model for --embedder openai")
-	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default 4096; openai: required length of every vector (0 accepts the provider's)")
+	fs.IntVar(&f.dims, "dims", 0, "vector dimensions: offline default "+strconv.Itoa(hashembed.DefaultDims)+"; openai: required length of every vector (0 accepts the provider's)")
 	fs.DurationVar(&f.timeout, "timeout", openai.DefaultTimeout, "timeout of each provider call (no retries)")
 	if !withGenerator {
 		fs.StringVar(&f.retrieval, "retrieval", "", "how questions rank the chunks, stored with the generation: vector, or hybrid (BM25 fused with vector by reciprocal rank fusion); default vector for --corpus, "+rag.DefaultRetrievalForDocs+" for documents")

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/verdryx/verdryx/internal/strictjson"
 )
 
 // Tailer defaults.
@@ -673,7 +675,7 @@ func readStateFile(path string) (*tailState, error) {
 		return nil, fmt.Errorf("tail: read offset file: %w", err)
 	}
 	var st tailState
-	if err := json.Unmarshal(b, &st); err != nil {
+	if err := strictjson.Decode(b, &st); err != nil { // another build's file is refused, named
 		return nil, fmt.Errorf("tail: offset file %s: %w", path, err)
 	}
 	if st.Offset < 0 || st.Line < 0 || st.HeadLen < 0 || st.HeadLen > tailHeadMax {

@@ -433,6 +433,8 @@ func TestTailErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(state, []byte(`{"path":"/elsewhere/x.ndjson","offset":2}`), 0o644))
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"offset":`), 0o644))
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(other, []byte(`{"path":"`+path+`","offset":2,"version":2}`), 0o644))
 	noop := func(context.Context, Line) error { return nil }
 	for _, tc := range []struct {
 		name string
@@ -443,6 +445,7 @@ func TestTailErrors(t *testing.T) {
 		{"missing file with once", filepath.Join(dir, "nope"), Options{Once: true}, "no such file"},
 		{"offset file of another file", path, Options{StatePath: state}, "belongs to /elsewhere/x.ndjson"},
 		{"corrupt offset file", path, Options{StatePath: bad}, "offset file " + bad},
+		{"offset file of another format", path, Options{StatePath: other}, `unknown field "version"`},
 		{"a directory", dir, Options{Once: true}, "not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

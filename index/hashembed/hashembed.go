@@ -17,8 +17,8 @@ import (
 // hashEmbedderName is the Name of the offline feature-hashing embedder.
 const hashEmbedderName = "offline-hash"
 
-// defaultHashDims is the default output size of the hashing embedder.
-const defaultHashDims = 1024
+// DefaultDims is the output size of the offline embedder when none is given.
+const DefaultDims = 1024
 
 // Embedder is the offline deterministic embedder: it hashes word
 // unigrams, word bigrams and character 3- to 5-grams of each word into a
@@ -33,10 +33,10 @@ type Embedder struct {
 var _ index.Embedder = (*Embedder)(nil)
 
 // New returns a hashing embedder producing dims components
-// (defaultHashDims when dims <= 0).
+// (DefaultDims when dims <= 0).
 func New(dims int) *Embedder {
 	if dims <= 0 {
-		dims = defaultHashDims
+		dims = DefaultDims
 	}
 	return &Embedder{dims: dims}
 }
