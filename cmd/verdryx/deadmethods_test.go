@@ -4,9 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -33,24 +30,14 @@ var externalInterfaceMethods = map[string]string{
 // (externalInterfaceMethods). By name, not by type: a method sharing its
 // name with one that is called passes (a guard, not a proof).
 func TestExportedMethodsHaveCallers(t *testing.T) {
-	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	type method struct{ pos, name string }
 	var methods []method
 	called, ifaces := map[string]bool{}, map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range moduleGoFiles(t) {
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -69,10 +56,6 @@ func TestExportedMethodsHaveCallers(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(methods) < 100 {
 		t.Fatalf("only %d exported methods found: the walk is broken", len(methods))

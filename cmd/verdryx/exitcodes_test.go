@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/test"
 	"github.com/spf13/cobra"
@@ -251,7 +254,13 @@ func TestExitCodes(t *testing.T) {
 	walk(newRoot(io.Discard, io.Discard))
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			stdout, stderr, code := runCLI(t, s.args...)
+			// Each case ends on its own; one that would run on (a serve
+			// whose refusal regressed) is stopped and fails on its code.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			code := report(run(ctx, s.args, &out, &errOut), &errOut)
+			stdout, stderr := out.String(), errOut.String()
 			assert.Equal(t, s.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Contains(t, stderr, s.stderr)
 		})

@@ -451,7 +451,10 @@ func TestTailErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tl, err := New(tc.path, tc.opts)
 			require.NoError(t, err)
-			err = tl.Run(context.Background(), noop)
+			// Each case fails at start; one that would tail on is stopped.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = tl.Run(ctx, noop)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})

@@ -20,8 +20,9 @@ func TestTuneHonoursGOGC(t *testing.T) {
 		t.Fatalf("target %d after restore, want 100", got)
 	}
 	t.Setenv("GOGC", "150")
-	Tune(321)()
+	restore = Tune(321)
 	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("target %d with $GOGC set, want it untouched (100)", got)
+		t.Fatalf("target %d under Tune with $GOGC set, want it untouched (100)", got)
 	}
+	restore()
 }
